@@ -1,0 +1,262 @@
+"""``ToolSpec``: what a tool is (name, description, input/output schema, executor, validation policy)."""
+
+from __future__ import annotations
+
+import copy
+import unicodedata
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import mcp.types
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from tool_specs.executors import Executor, SimulatedExecutor, resolve_executor
+from tool_specs.results import CallContext, ToolResult
+from tool_specs.schema import normalize_output_schema, normalize_schema
+from tool_specs.validation import format_problems, schema_validator, short_repr, validate_arguments
+
+__all__ = ["INPUT_SCHEMA_KEYS", "MAX_NAME_LENGTH", "OUTPUT_SCHEMA_KEYS", "ToolSpec"]
+
+MAX_NAME_LENGTH = 128
+#: Keys under which benchmarks put the input schema, in order of preference.
+INPUT_SCHEMA_KEYS = ("input_schema", "inputSchema", "parameters", "arguments")
+#: Keys under which benchmarks put the output description, in order of preference.
+OUTPUT_SCHEMA_KEYS = ("output_schema", "outputSchema", "response", "responses", "results")
+_NAME_KEYS = ("name", "api_name")
+_DESCRIPTION_KEYS = ("description", "api_description")
+_MAX_ERROR_TEXT = 2000
+
+
+class ToolSpec(BaseModel):
+    """One tool: what the model sees (name, description, schemas) and how calls are answered.
+
+    Construction normalises ``input_schema`` and ``output_schema`` with
+    :func:`~tool_specs.normalize_schema` / :func:`~tool_specs.normalize_output_schema` (idempotent;
+    notes about what changed are appended to ``normalization_notes``), so
+    ``ToolSpec(name=..., input_schema=loose)`` always ends with valid draft 2020-12 JSON Schema.
+    ``executor`` may also be given as a spec-file executor config (``"simulated"``,
+    ``{"kind": "python", "target": "mod:func"}``). The model is frozen: use
+    ``ToolSpec(**{**spec.model_dump(), ...})`` or :meth:`with_changes` to derive a variant
+    (``model_copy(update=...)`` skips normalisation).
+
+    ``validation`` is the argument policy: ``"strict"`` (any schema violation is an error) or
+    ``"warn"`` (schema violations become warnings and the call still runs).
+    ``annotations`` is free metadata (source benchmark, original fields); it is not sent to clients.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    output_schema: dict[str, Any] | None = None
+    executor: Executor = Field(default_factory=SimulatedExecutor)
+    validation: Literal["strict", "warn"] = "strict"
+    annotations: dict[str, Any] = Field(default_factory=dict)
+    normalization_notes: list[str] = Field(default_factory=list)
+
+    _advertised: dict[str, Any] | None = PrivateAttr(default=None)
+    _advertised_ready: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        notes = list(data.get("normalization_notes") or [])
+        schema, input_notes = normalize_schema(data.get("input_schema"))
+        data["input_schema"] = schema
+        notes.extend(input_notes)
+        output, output_notes = normalize_output_schema(data.get("output_schema"))
+        data["output_schema"] = output
+        notes.extend(f"output: {note}" for note in output_notes)
+        data["normalization_notes"] = notes
+        if data.get("description") is None:
+            data["description"] = ""
+        executor = data.get("executor")
+        if executor is None or isinstance(executor, str | Mapping):
+            data["executor"] = resolve_executor(executor)
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        if not value or not value.strip():
+            raise ValueError("tool name must not be empty")
+        if len(value) > MAX_NAME_LENGTH:
+            raise ValueError(f"tool name is {len(value)} characters long; the limit is {MAX_NAME_LENGTH}")
+        if value != value.strip():
+            raise ValueError(f"tool name {value!r} has leading or trailing whitespace")
+        bad = [ch for ch in value if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")]
+        if bad:
+            raise ValueError(f"tool name {value!r} contains control character(s) {''.join(bad)!r}")
+        return value
+
+    @field_validator("executor")
+    @classmethod
+    def _check_executor(cls, value: Any) -> Any:
+        if not callable(value):
+            raise ValueError(f"executor must be callable, got {type(value).__name__}")
+        return value
+
+    # ------------------------------------------------------------------ construction helpers
+
+    @classmethod
+    def from_benchmark(cls, raw: Mapping[str, Any], **overrides: Any) -> ToolSpec:
+        """Build a spec from a benchmark's tool dict, in any of the common dialects.
+
+        Accepts ``name``/``api_name``, ``description``/``api_description``, the input schema under
+        ``input_schema``/``inputSchema``/``parameters``/``arguments`` (a top-level ``required``
+        list, as in NesTools, is merged in), and the output under
+        ``output_schema``/``outputSchema``/``response``/``responses``/``results``. An OpenAI-style
+        ``{"type": "function", "function": {...}}`` wrapper is unwrapped. Other keys are kept in
+        ``annotations["source_fields"]``. Keyword ``overrides`` (``executor``, ``validation``,
+        ``annotations`` (merged), ``description``...) win over the raw dict.
+
+        Raises:
+            pydantic.ValidationError: no usable name, or a schema that cannot be normalised.
+        """
+        if not isinstance(raw, Mapping):
+            raise TypeError(f"a benchmark tool must be a mapping, got {type(raw).__name__}")
+        if raw.get("type") == "function" and isinstance(raw.get("function"), Mapping):
+            raw = raw["function"]
+        rest = dict(raw)
+        name = _pop_first(rest, _NAME_KEYS)
+        description = _pop_first(rest, _DESCRIPTION_KEYS)
+        input_raw = _pop_first(rest, INPUT_SCHEMA_KEYS)
+        top_required = rest.pop("required", None)
+        output_raw = _pop_first(rest, OUTPUT_SCHEMA_KEYS)
+        notes: list[str] = []
+        if top_required is not None:
+            if isinstance(top_required, str):
+                top_required = [top_required]
+            if isinstance(top_required, list) and all(isinstance(r, str) for r in top_required):
+                input_schema, notes = normalize_schema(input_raw, required=top_required)
+            else:
+                rest["required"] = top_required
+                input_schema, notes = normalize_schema(input_raw)
+        else:
+            input_schema = input_raw
+        annotations: dict[str, Any] = {}
+        if rest:
+            annotations["source_fields"] = copy.deepcopy(rest)
+        annotations.update(overrides.pop("annotations", None) or {})
+        fields: dict[str, Any] = {
+            "name": name,
+            "description": description or "",
+            "input_schema": input_schema,
+            "output_schema": output_raw,
+            "annotations": annotations,
+            "normalization_notes": notes,
+        }
+        fields.update(overrides)
+        return cls(**fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (for traces and run configs): the executor appears as its
+        spec-file config (``executor.config()``) when it has one, else as its ``repr``."""
+        config = getattr(self.executor, "config", None)
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": copy.deepcopy(self.input_schema),
+            "output_schema": copy.deepcopy(self.output_schema),
+            "executor": config() if callable(config) else repr(self.executor),
+            "validation": self.validation,
+            "annotations": copy.deepcopy(self.annotations),
+            "normalization_notes": list(self.normalization_notes),
+        }
+
+    def with_changes(self, **changes: Any) -> ToolSpec:
+        """A validated copy with some fields replaced (schemas are normalised again)."""
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        data.update(changes)
+        return type(self)(**data)
+
+    # ------------------------------------------------------------------ MCP views
+
+    @property
+    def advertised_output_schema(self) -> dict[str, Any] | None:
+        """The output schema clients see: the executor's ``output_schema_for(spec)`` when it defines
+        one (the simulated executor's envelope), else ``output_schema``."""
+        if not self._advertised_ready:
+            hook = getattr(self.executor, "output_schema_for", None)
+            self._advertised = hook(self) if callable(hook) else self.output_schema
+            self._advertised_ready = True
+        return self._advertised
+
+    def to_mcp_tool(self) -> mcp.types.Tool:
+        """The MCP ``Tool`` listing entry (``annotations`` are not exported)."""
+        return mcp.types.Tool(
+            name=self.name,
+            description=self.description or None,
+            input_schema=copy.deepcopy(self.input_schema),
+            output_schema=copy.deepcopy(self.advertised_output_schema),
+        )
+
+    # ------------------------------------------------------------------ calling
+
+    async def call(self, arguments: object, ctx: CallContext | None = None) -> ToolResult:
+        """Validate ``arguments`` and run the executor. Never raises (except on cancellation).
+
+        Rejected arguments give an error result whose text lists the problems (see
+        :func:`~tool_specs.format_problems`); under the ``"warn"`` policy schema problems are
+        attached as ``warnings`` and the call runs. An exception from the executor becomes
+        ``ToolResult(is_error=True, text="<tool> failed: <ExcType>: <msg>")``. A structured result
+        that does not match the advertised output schema (or a missing one) is an error too,
+        because MCP clients reject such results.
+        """
+        ctx = ctx if ctx is not None else CallContext()
+        try:
+            outcome = validate_arguments(self, arguments, policy=self.validation)
+        except Exception as exc:  # a broken schema must not crash the server
+            return ToolResult.error(
+                f"{self.name} failed: could not validate arguments: {type(exc).__name__}: {exc}"
+            )
+        warnings = [p.message for p in outcome.warnings]
+        if not outcome.ok:
+            return ToolResult.error(format_problems(outcome, self.name), warnings=warnings)
+        try:
+            raw = await self.executor(self, copy.deepcopy(dict(arguments)), ctx)  # type: ignore[arg-type]
+            result = ToolResult.from_value(raw)
+        except Exception as exc:
+            message = str(exc)
+            if len(message) > _MAX_ERROR_TEXT:
+                message = message[:_MAX_ERROR_TEXT] + "…"
+            return ToolResult.error(f"{self.name} failed: {type(exc).__name__}: {message}", warnings=warnings)
+        if not result.is_error:
+            problem = self._output_problem(result)
+            if problem:
+                return ToolResult.error(f"{self.name} failed: {problem}", warnings=warnings)
+        if warnings:
+            result = ToolResult(
+                is_error=result.is_error,
+                text=result.text,
+                structured=result.structured,
+                warnings=[*warnings, *result.warnings],
+            )
+        return result
+
+    def _output_problem(self, result: ToolResult) -> str | None:
+        schema = self.advertised_output_schema
+        if schema is None:
+            return None
+        if result.structured is None:
+            return "it returned no structured result, but the tool declares an output schema"
+        error = next(iter(schema_validator(schema).iter_errors(result.structured)), None)
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        return (
+            f"its result does not match the tool's output schema at {where}: "
+            f"{error.validator} {short_repr(error.validator_value, 60)}; got {short_repr(error.instance)}"
+        )
+
+
+def _pop_first(data: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """Pop the first present key of ``keys``; the others stay (and end up in source_fields)."""
+    for key in keys:
+        if key in data:
+            return data.pop(key)
+    return None

@@ -1,0 +1,551 @@
+"""Validate tool-call arguments against a tool's input schema, with messages a model can act on.
+
+Validation is done by ``jsonschema`` (draft 2020-12); this module only maps its errors to
+:class:`ArgumentProblem` records and writes one plain sentence per problem. Two policies:
+
+* ``"strict"``: every problem is an error; the call must not run.
+* ``"warn"``: schema violations (missing required, unknown parameter, wrong type, enum and other
+  constraint failures) are warnings and the call still runs. Arguments that are not a JSON object,
+  are not JSON, or exceed the size limits are always errors.
+
+Unknown parameters are reported even when the schema does not say ``additionalProperties: false``
+(benchmark schemas never do, but a model must learn that it invented a parameter): object schemas
+with ``properties`` and no ``additionalProperties``/``patternProperties``/``unevaluatedProperties``
+are validated as if closed. ``format`` is an annotation only (never asserted).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Literal
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from tool_specs.catalog import suggest_names
+from tool_specs.schema import describe_schema
+
+if TYPE_CHECKING:
+    from tool_specs.spec import ToolSpec
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_STRING_BYTES",
+    "DEFAULT_MAX_TOTAL_BYTES",
+    "ArgumentProblem",
+    "Policy",
+    "ProblemKind",
+    "ValidationOutcome",
+    "format_problems",
+    "json_type_name",
+    "short_repr",
+    "validate_arguments",
+]
+
+Policy = Literal["strict", "warn"]
+ProblemKind = Literal[
+    "missing_required",
+    "unknown_parameter",
+    "wrong_type",
+    "enum",
+    "not_an_object",
+    "too_large",
+    "not_json",
+    "other",
+]
+
+DEFAULT_MAX_STRING_BYTES = 64 * 1024
+DEFAULT_MAX_TOTAL_BYTES = 512 * 1024
+DEFAULT_MAX_DEPTH = 64
+_GIVEN_LIMIT = 80
+_ALWAYS_ERRORS: frozenset[str] = frozenset({"not_an_object", "too_large", "not_json"})
+
+
+@dataclass(frozen=True)
+class ArgumentProblem:
+    """One thing wrong with a call's arguments.
+
+    ``parameter`` is a JSON path such as ``label`` or ``items[2].name`` (``""`` for the whole
+    argument object); ``problem`` is the kind; ``expected`` and ``given`` are short descriptions
+    (``given`` is truncated, so a huge value is never echoed back); ``message`` is one sentence a
+    model can act on.
+    """
+
+    parameter: str
+    problem: ProblemKind
+    expected: str
+    given: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        """A JSON-ready dict (for traces)."""
+        return {
+            "parameter": self.parameter,
+            "problem": self.problem,
+            "expected": self.expected,
+            "given": self.given,
+            "message": self.message,
+        }
+
+
+@dataclass
+class ValidationOutcome:
+    """The result of :func:`validate_arguments`: ``errors`` block the call, ``warnings`` do not."""
+
+    errors: list[ArgumentProblem] = field(default_factory=list)
+    warnings: list[ArgumentProblem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when there are no errors (warnings allowed)."""
+        return not self.errors
+
+    @property
+    def problems(self) -> list[ArgumentProblem]:
+        """Errors and warnings together."""
+        return [*self.errors, *self.warnings]
+
+
+def json_type_name(value: object) -> str:
+    """The JSON type name of a Python value (``"string"``, ``"integer"``, ``"null"``...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "integer" if value.is_integer() else "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def short_repr(value: object, limit: int = _GIVEN_LIMIT) -> str:
+    """A JSON rendering of ``value`` cut to at most ``limit`` characters (ending in ``…`` when cut).
+
+    Long strings are cut *before* serialising, so a 1 MB argument costs nothing here.
+    """
+    if isinstance(value, str) and len(value) > limit:
+        value = value[:limit]
+        cut = True
+    else:
+        cut = False
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    if cut or len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def _given(value: object) -> str:
+    """``string "5"``, ``integer 5``, ``null``: the JSON type plus a short rendering."""
+    kind = json_type_name(value)
+    return "null" if value is None else f"{kind} {short_repr(value)}"
+
+
+def _join_path(base: str, part: str | int) -> str:
+    if isinstance(part, int):
+        return f"{base}[{part}]"
+    return f"{base}.{part}" if base else str(part)
+
+
+def _format_path(parts: Iterable[str | int]) -> str:
+    path = ""
+    for part in parts:
+        path = _join_path(path, part)
+    return path
+
+
+# ---------------------------------------------------------------- size limits
+
+
+def _check_size(
+    arguments: object, max_string_bytes: int, max_total_bytes: int, max_depth: int
+) -> list[ArgumentProblem]:
+    """Walk the arguments once, without serialising them whole, and report what is too big."""
+    problems: list[ArgumentProblem] = []
+    total = 0
+    stack: list[tuple[object, str, int]] = [(arguments, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if depth > max_depth:
+            return [
+                ArgumentProblem(
+                    parameter=path,
+                    problem="too_large",
+                    expected=f"at most {max_depth} levels of nesting",
+                    given=f"more than {max_depth} levels",
+                    message=f"{_subject(path)} is nested more than {max_depth} levels deep; "
+                    "send a flatter value.",
+                )
+            ]
+        if isinstance(value, str):
+            size = len(value.encode("utf-8", "surrogatepass"))
+            total += size + 2
+            if size > max_string_bytes:
+                problems.append(
+                    ArgumentProblem(
+                        parameter=path,
+                        problem="too_large",
+                        expected=f"a string of at most {max_string_bytes} bytes",
+                        given=f"a string of {size} bytes",
+                        message=f"{_subject(path)} is too large: a string of {size} bytes, but the limit is "
+                        f"{max_string_bytes} bytes per string.",
+                    )
+                )
+        elif isinstance(value, Mapping):
+            total += 2
+            for key, item in value.items():
+                key_text = str(key)
+                key_size = len(key_text.encode("utf-8", "surrogatepass"))
+                total += key_size + 4
+                child = _join_path(path, key_text if key_size <= 200 else key_text[:60] + "…")
+                if key_size > max_string_bytes:
+                    problems.append(
+                        ArgumentProblem(
+                            parameter=child,
+                            problem="too_large",
+                            expected=f"a parameter name of at most {max_string_bytes} bytes",
+                            given=f"a name of {key_size} bytes",
+                            message=f"A parameter name of {key_size} bytes is too large; the limit is "
+                            f"{max_string_bytes} bytes.",
+                        )
+                    )
+                    continue
+                stack.append((item, child, depth + 1))
+        elif isinstance(value, list | tuple):
+            total += 2
+            for index, item in enumerate(value):
+                total += 1
+                stack.append((item, _join_path(path, index), depth + 1))
+        else:
+            total += 24
+        if total > max_total_bytes and not problems:
+            problems.append(
+                ArgumentProblem(
+                    parameter="",
+                    problem="too_large",
+                    expected=f"arguments of at most {max_total_bytes} bytes in total",
+                    given=f"more than {max_total_bytes} bytes",
+                    message=f"The arguments are too large: more than {max_total_bytes} bytes in total "
+                    f"(the limit is {max_total_bytes} bytes).",
+                )
+            )
+            break
+    return problems
+
+
+def _check_json(arguments: object) -> ArgumentProblem | None:
+    try:
+        json.dumps(arguments, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return ArgumentProblem(
+            parameter="",
+            problem="not_json",
+            expected="JSON values only",
+            given=type(arguments).__name__,
+            message=f"The arguments are not valid JSON ({str(exc)[:120]}).",
+        )
+    return None
+
+
+def _subject(path: str) -> str:
+    return f"Parameter '{path}'" if path else "The arguments"
+
+
+# ---------------------------------------------------------------- schema validation
+
+
+def _close_objects(schema: Any, depth: int = 0) -> Any:
+    """Copy of ``schema`` in which open object schemas with ``properties`` reject unknown keys.
+
+    Only follows ``properties``, ``items`` and ``prefixItems`` (not combinators, where closing one
+    branch would break composition).
+    """
+    if not isinstance(schema, dict) or depth > 64:
+        return schema
+    out = dict(schema)
+    props = out.get("properties")
+    if isinstance(props, dict):
+        out["properties"] = {k: _close_objects(v, depth + 1) for k, v in props.items()}
+        if not any(k in out for k in ("additionalProperties", "patternProperties", "unevaluatedProperties")):
+            out["additionalProperties"] = False
+    if isinstance(out.get("items"), dict):
+        out["items"] = _close_objects(out["items"], depth + 1)
+    if isinstance(out.get("prefixItems"), list):
+        out["prefixItems"] = [_close_objects(s, depth + 1) for s in out["prefixItems"]]
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _compiled(schema_json: str) -> Draft202012Validator:
+    schema = json.loads(schema_json)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(_close_objects(schema))
+
+
+@lru_cache(maxsize=4096)
+def _plain(schema_json: str) -> Draft202012Validator:
+    return Draft202012Validator(json.loads(schema_json))
+
+
+def schema_validator(schema: Mapping[str, Any] | bool) -> Draft202012Validator:
+    """A cached plain validator for a valid schema (no meta-schema check, objects left open)."""
+    return _plain(json.dumps(schema, ensure_ascii=False))
+
+
+def compiled_validator(schema: Mapping[str, Any]) -> Draft202012Validator:
+    """The (cached) validator used for ``schema``: checked against the meta-schema, objects closed.
+
+    Raises:
+        jsonschema.SchemaError: ``schema`` is not valid JSON Schema (normalise it first).
+    """
+    return _compiled(json.dumps(schema, ensure_ascii=False))
+
+
+def _problems_from_error(error: ValidationError) -> list[ArgumentProblem]:
+    path = _format_path(error.absolute_path)
+    kind = error.validator
+    instance = error.instance
+    schema = error.schema if isinstance(error.schema, dict) else {}
+
+    if kind == "required" and isinstance(instance, Mapping):
+        props = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
+        out = []
+        for name in error.validator_value:
+            if name in instance:
+                continue
+            expected = describe_schema(props.get(name, True))
+            where = _join_path(path, name)
+            type_hint = f" ({expected})" if expected != "any type" else ""
+            out.append(
+                ArgumentProblem(
+                    parameter=where,
+                    problem="missing_required",
+                    expected=expected,
+                    given="nothing",
+                    message=f"Missing required parameter '{where}'{type_hint}.",
+                )
+            )
+        return out
+
+    if kind in ("additionalProperties", "unevaluatedProperties") and isinstance(instance, Mapping):
+        props = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
+        patterns = (
+            schema.get("patternProperties", {}) if isinstance(schema.get("patternProperties"), dict) else {}
+        )
+        valid = list(props)
+        extras = [k for k in instance if k not in props and not any(re.search(p, str(k)) for p in patterns)]
+        out = []
+        for name in extras:
+            where = _join_path(path, name)
+            shown = ", ".join(valid[:40]) + (f", … ({len(valid)} in all)" if len(valid) > 40 else "")
+            if valid:
+                message = f"Unknown parameter '{where}'; valid parameters are: {shown}."
+            else:
+                message = f"Unknown parameter '{where}'; {'this object' if path else 'this tool'} takes no parameters."
+            close = suggest_names(str(name), valid)
+            if close:
+                message += " Did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
+            out.append(
+                ArgumentProblem(
+                    parameter=where,
+                    problem="unknown_parameter",
+                    expected="one of: " + shown if valid else "no parameters",
+                    given=_given(instance[name]),
+                    message=message,
+                )
+            )
+        return out
+
+    if kind == "type":
+        expected = describe_schema({"type": error.validator_value})
+        return [
+            ArgumentProblem(
+                parameter=path,
+                problem="wrong_type",
+                expected=expected,
+                given=_given(instance),
+                message=f"{_subject(path)} expected type {expected} but got {_given(instance)}.",
+            )
+        ]
+
+    if kind in ("enum", "const"):
+        expected = describe_schema(schema if kind in schema else {kind: error.validator_value})
+        return [
+            ArgumentProblem(
+                parameter=path,
+                problem="enum",
+                expected=expected,
+                given=_given(instance),
+                message=f"{_subject(path)} must be {expected}, but got {_given(instance)}.",
+            )
+        ]
+
+    if kind in ("anyOf", "oneOf") and error.context:
+        branch_errors = [e for e in error.context if not e.relative_path]
+        if branch_errors and all(e.validator == "type" for e in branch_errors) and kind == "anyOf":
+            expected = describe_schema({"anyOf": error.validator_value})
+            return [
+                ArgumentProblem(
+                    parameter=path,
+                    problem="wrong_type",
+                    expected=expected,
+                    given=_given(instance),
+                    message=f"{_subject(path)} expected type {expected} but got {_given(instance)}.",
+                )
+            ]
+        best = best_match(error.context)
+        detail = _constraint_text(best) if best is not None else "none of the allowed alternatives matched"
+        expected = describe_schema({kind: error.validator_value})
+        return [
+            ArgumentProblem(
+                parameter=path,
+                problem="other",
+                expected=expected,
+                given=_given(instance),
+                message=f"{_subject(path)} must match "
+                f"{'exactly one' if kind == 'oneOf' else 'one'} of the allowed forms ({expected}); "
+                f"got {_given(instance)} ({detail}).",
+            )
+        ]
+
+    expected = f"{kind} {short_repr(error.validator_value, 60)}"
+    return [
+        ArgumentProblem(
+            parameter=path,
+            problem="other",
+            expected=expected,
+            given=_given(instance),
+            message=f"{_subject(path)} {_constraint_text(error)}; got {_given(instance)}.",
+        )
+    ]
+
+
+_CONSTRAINT_WORDS = {
+    "minimum": "must be at least {v}",
+    "maximum": "must be at most {v}",
+    "exclusiveMinimum": "must be greater than {v}",
+    "exclusiveMaximum": "must be less than {v}",
+    "multipleOf": "must be a multiple of {v}",
+    "minLength": "must be at least {v} characters long",
+    "maxLength": "must be at most {v} characters long",
+    "pattern": "must match the pattern {v}",
+    "minItems": "must have at least {v} items",
+    "maxItems": "must have at most {v} items",
+    "uniqueItems": "must not contain duplicate items",
+    "minProperties": "must have at least {v} properties",
+    "maxProperties": "must have at most {v} properties",
+    "not": "must not match {v}",
+}
+
+
+def _constraint_text(error: ValidationError) -> str:
+    template = _CONSTRAINT_WORDS.get(str(error.validator))
+    if template:
+        return template.format(v=short_repr(error.validator_value, 60))
+    return f"failed the '{error.validator}' constraint ({short_repr(error.validator_value, 60)})"
+
+
+def _schema_of(spec_or_schema: ToolSpec | Mapping[str, Any]) -> tuple[Mapping[str, Any], Policy | None]:
+    schema = getattr(spec_or_schema, "input_schema", None)
+    if schema is not None:
+        return schema, getattr(spec_or_schema, "validation", None)
+    if isinstance(spec_or_schema, Mapping):
+        return spec_or_schema, None
+    raise TypeError(f"expected a ToolSpec or a JSON Schema mapping, got {type(spec_or_schema).__name__}")
+
+
+def validate_arguments(
+    spec_or_schema: ToolSpec | Mapping[str, Any],
+    arguments: object,
+    *,
+    policy: Policy | None = None,
+    max_string_bytes: int = DEFAULT_MAX_STRING_BYTES,
+    max_total_bytes: int = DEFAULT_MAX_TOTAL_BYTES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> ValidationOutcome:
+    """Check a call's arguments against a tool's input schema.
+
+    Order: size limits first (any string over ``max_string_bytes``, the whole over
+    ``max_total_bytes``, nesting over ``max_depth``), then JSON-ness, then that the arguments are an
+    object, then the schema. The first three are always errors and stop validation; schema problems
+    are errors under ``policy="strict"`` and warnings under ``"warn"``. ``policy`` defaults to the
+    spec's ``validation`` field when a :class:`ToolSpec` is given, else ``"strict"``.
+
+    ``spec_or_schema`` is a :class:`ToolSpec` or an already-normalised JSON Schema (see
+    :func:`tool_specs.normalize_schema`).
+
+    Raises:
+        jsonschema.SchemaError: a raw schema that is not valid JSON Schema.
+    """
+    schema, spec_policy = _schema_of(spec_or_schema)
+    effective: Policy = policy or spec_policy or "strict"
+    if effective not in ("strict", "warn"):
+        raise ValueError(f"unknown validation policy {effective!r}; use 'strict' or 'warn'")
+
+    size_problems = _check_size(arguments, max_string_bytes, max_total_bytes, max_depth)
+    if size_problems:
+        return ValidationOutcome(errors=size_problems)
+    not_json = _check_json(arguments)
+    if not_json is not None:
+        return ValidationOutcome(errors=[not_json])
+    if not isinstance(arguments, Mapping):
+        given = _given(arguments)
+        return ValidationOutcome(
+            errors=[
+                ArgumentProblem(
+                    parameter="",
+                    problem="not_an_object",
+                    expected="object",
+                    given=given,
+                    message=f"The arguments must be a JSON object mapping parameter names to values, "
+                    f"but got {given}.",
+                )
+            ]
+        )
+
+    validator = compiled_validator(schema)
+    problems: list[ArgumentProblem] = []
+    seen: set[tuple[str, str, str]] = set()
+    for error in validator.iter_errors(dict(arguments)):
+        for problem in _problems_from_error(error):
+            key = (problem.parameter, problem.problem, problem.message)
+            if key not in seen:
+                seen.add(key)
+                problems.append(problem)
+    order = {"missing_required": 0, "unknown_parameter": 1, "wrong_type": 2, "enum": 3, "other": 4}
+    problems.sort(key=lambda p: (order.get(p.problem, 9), p.parameter))
+    if effective == "strict":
+        return ValidationOutcome(errors=problems)
+    return ValidationOutcome(
+        errors=[p for p in problems if p.problem in _ALWAYS_ERRORS],
+        warnings=[p for p in problems if p.problem not in _ALWAYS_ERRORS],
+    )
+
+
+def format_problems(outcome: ValidationOutcome, tool_name: str | None = None) -> str:
+    """The model-facing text for a rejected call: a heading naming the tool, one line per error,
+    and a closing instruction. Warnings are listed only when there are no errors."""
+    problems = outcome.errors or outcome.warnings
+    target = f"tool '{tool_name}'" if tool_name else "the tool"
+    if not problems:
+        return f"The arguments for {target} are valid."
+    label = "Invalid arguments" if outcome.errors else "Warnings about the arguments"
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    lines = [f"{label} for {target} ({count}):"]
+    lines.extend(f"- {p.message}" for p in problems)
+    if outcome.errors:
+        lines.append(f"Fix the arguments and call {target} again.")
+    return "\n".join(lines)
