@@ -1,0 +1,110 @@
+"""Model adapters: one provider-neutral interface over OpenAI-compatible and Anthropic APIs.
+
+``make_adapter("openai:gpt-4o-mini")`` or ``make_adapter("anthropic:claude-sonnet-4-5",
+thinking_budget=2048)`` builds an adapter from a spec string. Other packages add their own prefixes
+with :func:`register_adapter` (``vllm:``, ``oracle``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from client.adapters.base import ModelAdapter
+from client.adapters.errors import ModelError
+from client.adapters.names import ToolNameMap
+
+if TYPE_CHECKING:  # the SDKs take seconds to import: load them only when an adapter is built
+    from client.adapters.anthropic_adapter import AnthropicAdapter
+    from client.adapters.openai_adapter import OpenAIAdapter
+
+_LAZY = {
+    "OpenAIAdapter": "client.adapters.openai_adapter",
+    "AnthropicAdapter": "client.adapters.anthropic_adapter",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "AnthropicAdapter",
+    "AdapterFactory",
+    "ModelAdapter",
+    "ModelError",
+    "OpenAIAdapter",
+    "ToolNameMap",
+    "known_prefixes",
+    "make_adapter",
+    "parse_spec",
+    "register_adapter",
+]
+
+AdapterFactory = Callable[..., ModelAdapter]
+"""``factory(model: str, **options) -> ModelAdapter``; ``model`` is the part after ``prefix:`` ("" if none)."""
+
+_REGISTRY: dict[str, AdapterFactory] = {}
+
+
+def register_adapter(prefix: str, factory: AdapterFactory, *, replace: bool = False) -> None:
+    """Make ``make_adapter("<prefix>:<model>")`` (or a bare ``"<prefix>"``) call ``factory(model, **options)``."""
+    if not prefix or ":" in prefix:
+        raise ValueError(f"adapter prefix must be a non-empty word without ':', got {prefix!r}")
+    key = prefix.lower()
+    if key in _REGISTRY and not replace and _REGISTRY[key] is not factory:
+        raise ValueError(f"adapter prefix {prefix!r} is already registered (pass replace=True to override)")
+    _REGISTRY[key] = factory
+
+
+def known_prefixes() -> list[str]:
+    """Registered adapter prefixes, sorted."""
+    return sorted(_REGISTRY)
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """Split ``"prefix:model"`` into ``(prefix, model)``; a bare ``"prefix"`` gives ``(prefix, "")``.
+
+    Only the first ``:`` separates, so model names may contain colons (``ollama``-style ``qwen3:8b``).
+    """
+    spec = spec.strip()
+    if not spec:
+        raise ValueError(
+            f"empty model spec; expected '<prefix>:<model>' with prefix one of {known_prefixes()}"
+        )
+    prefix, sep, model = spec.partition(":")
+    return prefix.strip().lower(), model.strip() if sep else ""
+
+
+def make_adapter(spec: str, **options: Any) -> ModelAdapter:
+    """Build an adapter from a spec such as ``"openai:gpt-4o-mini"`` or ``"anthropic:claude-haiku-4-5"``.
+
+    ``options`` go to the adapter's constructor (``base_url``, ``api_key_env``, ``timeout``,
+    ``thinking_budget``, ...). Raises ``ValueError`` for an unknown prefix, listing the known ones.
+    """
+    prefix, model = parse_spec(spec)
+    factory = _REGISTRY.get(prefix)
+    if factory is None:
+        raise ValueError(
+            f"unknown model provider {prefix!r} in spec {spec!r}; known prefixes: {known_prefixes()}"
+        )
+    return factory(model, **options)
+
+
+def _lazy_factory(prefix: str, class_name: str) -> AdapterFactory:
+    def factory(model: str, **options: Any) -> ModelAdapter:
+        if not model:
+            raise ValueError(f"model spec needs a model name: '{prefix}:<model>'")
+        cls = __getattr__(class_name)
+        return cls(model, **options)
+
+    factory.__name__ = f"make_{prefix}_adapter"
+    return factory
+
+
+register_adapter("openai", _lazy_factory("openai", "OpenAIAdapter"))
+register_adapter("anthropic", _lazy_factory("anthropic", "AnthropicAdapter"))
