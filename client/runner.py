@@ -1,0 +1,467 @@
+"""Run many episodes into a run directory: bounded concurrency, resume, budgets, interrupts, progress.
+
+Usage::
+
+    run_dir = RunDir("runs/toolhop-gpt4o", config, hash_keys=("benchmark", "model", "strategy", "options"))
+    result = await run_episodes(run_dir, task_ids, episode_fn, concurrency=8,
+                                budget=Budget(max_cost_usd=5.0), handle_signals=True)
+    print(result.describe())
+
+Semantics:
+
+* **Resume.** Tasks that ``run_dir.finished_task_ids(retry_errored=...)`` reports are skipped; every
+  other task is started at most once per call, by exactly one worker, and gets exactly one new trace
+  line when its episode finishes. A process-wide lock (``RunDir.open_for_writing``) keeps a second
+  process from writing to the same run.
+* **Errors.** An exception escaping the episode function becomes an ``errored`` trace (type, message,
+  ``retryable``, the ``attempts`` of a ``ModelError``, traceback) and the run goes on. Errors raised by
+  the run directory itself (disk full) stop the run: the episode could not be recorded.
+* **Budget.** :class:`Budget` caps what *this call* spends (tokens and/or estimated USD, counted live
+  from the recorders' model responses). When a cap is reached no new episode starts; episodes in flight
+  are allowed to finish and are recorded (what they spent is already paid for, so cancelling would
+  waste it) — the run may therefore overshoot by up to the in-flight episodes' remaining spend. The
+  result says ``stopped_reason="budget"``; calling again (with a new budget) continues with the rest.
+* **Interrupt.** ``RunControl.interrupt()`` — or SIGINT/SIGTERM with ``handle_signals=True`` —
+  cancels the episodes in flight. They get *no* trace line (only an ``episode_cancelled`` marker in
+  ``events.jsonl`` after their partial events), so they run again on resume; the result says
+  ``stopped_reason="interrupted"``. A second signal falls back to the previous handler (with
+  ``asyncio.run`` that cancels the main task, i.e. aborts at once; finished traces are still intact).
+  Cancelling the task that awaits :func:`run_episodes` does the same clean-up and re-raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from client.progress import RunProgress, format_tokens
+from client.runs import EpisodeOutcome, EpisodeRecorder, EpisodeStatus, RunDir
+
+__all__ = ["Budget", "EpisodeFn", "RunControl", "RunResult", "ScoreFn", "StopReason", "run_episodes"]
+
+log = logging.getLogger(__name__)
+
+EpisodeFn = Callable[[str, EpisodeRecorder], Awaitable[EpisodeOutcome | None]]
+"""``async def episode_fn(task_id, recorder) -> EpisodeOutcome | None``."""
+ScoreFn = Callable[[dict[str, Any]], float | None]
+"""Scores one trace record for the progress bar's running mean; ``None`` = not scorable."""
+StopReason = Literal["done", "budget", "interrupted"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Spending caps for one :func:`run_episodes` call (``None`` = no cap).
+
+    Attributes:
+        max_tokens: input plus output tokens over all model responses of this call.
+        max_cost_usd: estimated cost in USD (responses without a cost estimate count as 0).
+    """
+
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_tokens is not None and self.max_tokens <= 0:
+            raise ValueError(f"Budget.max_tokens must be a positive number of tokens, got {self.max_tokens}")
+        if self.max_cost_usd is not None and self.max_cost_usd <= 0:
+            raise ValueError(f"Budget.max_cost_usd must be a positive amount of USD, got {self.max_cost_usd}")
+
+    def exceeded(self, tokens: int, cost_usd: float) -> str | None:
+        """A message saying which cap ``tokens``/``cost_usd`` reached, or ``None`` while within budget."""
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            return f"token budget reached: {tokens} >= max_tokens {self.max_tokens}"
+        if self.max_cost_usd is not None and cost_usd >= self.max_cost_usd:
+            return f"cost budget reached: ${cost_usd:.4f} >= max_cost_usd ${self.max_cost_usd:.4f}"
+        return None
+
+
+@dataclass
+class RunResult:
+    """What one :func:`run_episodes` call did.
+
+    Attributes:
+        tasks: task ids passed in.
+        completed / errored: episodes of this call that finished with that status (and got a trace).
+        skipped: tasks already finished in the run before this call.
+        cancelled: episodes in flight when interrupted (no trace; they run again on resume).
+        not_started: tasks left untouched because the run stopped early.
+        stopped_reason: ``"done"``, ``"budget"`` or ``"interrupted"``.
+        tokens / cost_usd: spent by this call (input+output tokens; known cost estimates).
+        wall_s: wall-clock seconds of this call.
+        score: mean ``score_fn`` over the run's newest traces of these tasks (``None`` without scores).
+        message: why the run stopped early, when it did.
+        max_in_flight: the most episodes that ran at the same time.
+    """
+
+    tasks: int
+    completed: int
+    errored: int
+    skipped: int
+    cancelled: int
+    not_started: int
+    stopped_reason: StopReason
+    tokens: int
+    cost_usd: float
+    wall_s: float
+    score: float | None = None
+    message: str | None = None
+    max_in_flight: int = 0
+
+    @property
+    def remaining(self) -> int:
+        """Tasks that still need an episode (cancelled + not started)."""
+        return self.cancelled + self.not_started
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        """One line for people, e.g. for the CLI."""
+        parts = [
+            f"stopped_reason={self.stopped_reason}",
+            f"{self.completed} completed",
+            f"{self.errored} errored",
+            f"{self.skipped} skipped",
+        ]
+        if self.remaining:
+            parts.append(f"{self.remaining} remaining (resume to run them)")
+        parts += [f"{format_tokens(self.tokens)} tokens", f"${self.cost_usd:.4f}", f"{self.wall_s:.1f}s"]
+        if self.score is not None:
+            parts.append(f"score {self.score:.4f}")
+        text = ", ".join(parts)
+        return f"{text} ({self.message})" if self.message else text
+
+
+class RunControl:
+    """Lets a caller (or a signal handler) interrupt a running :func:`run_episodes` cleanly."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.reason: str | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether :meth:`interrupt` was called."""
+        return self._event.is_set()
+
+    def interrupt(self, reason: str = "interrupted") -> None:
+        """Stop the run: cancel in-flight episodes (no trace for them), start no new ones."""
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    async def wait(self) -> None:
+        """Return once interrupted."""
+        await self._event.wait()
+
+    def install_signal_handlers(
+        self, signals: Iterable[signal.Signals] = (signal.SIGINT, signal.SIGTERM)
+    ) -> Callable[[], None]:
+        """Make ``signals`` call :meth:`interrupt` on the running loop; return a function that undoes it.
+
+        The first signal interrupts and puts the previous handlers back, so a second one acts as it
+        did before (under ``asyncio.run``: Ctrl-C aborts at once). Where the loop cannot take signal
+        handlers (not the main thread, Windows) this logs a warning and does nothing.
+        """
+        loop = asyncio.get_running_loop()
+        previous: dict[signal.Signals, Any] = {}
+
+        def restore() -> None:
+            for sig, handler in previous.items():
+                loop.remove_signal_handler(sig)
+                if handler is not None:
+                    signal.signal(sig, handler)
+            previous.clear()
+
+        def on_signal(sig: signal.Signals) -> None:
+            self.interrupt(f"received {sig.name}")
+            restore()
+
+        for sig in signals:
+            try:
+                before = signal.getsignal(sig)
+                loop.add_signal_handler(sig, on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError) as exc:
+                log.warning(
+                    "cannot handle %s on this event loop (%s); Ctrl-C will abort the run", sig.name, exc
+                )
+                continue
+            previous[sig] = before
+        return restore
+
+
+class _Runner:
+    def __init__(
+        self,
+        run_dir: RunDir,
+        episode_fn: EpisodeFn,
+        *,
+        budget: Budget | None,
+        score_fn: ScoreFn | None,
+        control: RunControl,
+        progress: RunProgress,
+        attempts: Counter[str],
+        pending: list[str],
+    ) -> None:
+        self.run_dir = run_dir
+        self.episode_fn = episode_fn
+        self.budget = budget
+        self.score_fn = score_fn
+        self.control = control
+        self.progress = progress
+        self.attempts = attempts
+        self.queue: Iterator[str] = iter(pending)
+        self.stop_reason: StopReason | None = None
+        self.message: str | None = None
+        self.tokens = 0
+        self.cost_usd = 0.0
+        self.completed = 0
+        self.errored = 0
+        self.cancelled = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.scores: dict[str, float | None] = {}
+        self._score_failed = False
+
+    # ---- accounting --------------------------------------------------------------------------
+
+    def on_usage(self, tokens: int, cost_usd: float) -> None:
+        self.tokens += tokens
+        self.cost_usd += cost_usd
+        self.progress.add_usage(tokens, cost_usd)
+        if self.budget is not None and self.stop_reason is None:
+            message = self.budget.exceeded(self.tokens, self.cost_usd)
+            if message is not None:
+                self.stop_reason, self.message = "budget", message
+                log.info("%s; starting no new episodes, %d in flight will finish", message, self.in_flight)
+                self.progress.set_status("budget reached, finishing in-flight")
+
+    def score(self, trace: dict[str, Any]) -> float | None:
+        if self.score_fn is None:
+            return None
+        try:
+            value = self.score_fn(trace)
+            return None if value is None else float(value)
+        except Exception:
+            if not self._score_failed:  # a display-only score must not stop a long run; say it once
+                self._score_failed = True
+                log.exception("score_fn failed on task %r; its score counts as missing", trace.get("task_id"))
+            return None
+
+    # ---- workers -----------------------------------------------------------------------------
+
+    async def worker(self) -> None:
+        while self.stop_reason is None and not self.control.interrupted:
+            task_id = next(self.queue, None)
+            if task_id is None:
+                return
+            await self.run_one(task_id)
+
+    async def run_one(self, task_id: str) -> None:
+        self.attempts[task_id] += 1
+        recorder = self.run_dir.new_recorder(
+            task_id, run_attempt=self.attempts[task_id], on_usage=self.on_usage
+        )
+        self.run_dir.mark(recorder, "episode_started", run_attempt=recorder.run_attempt)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        self.progress.episode_started()
+        status: EpisodeStatus = "completed"
+        error: BaseException | dict[str, Any] | None = None
+        outcome: EpisodeOutcome | None = None
+        try:
+            try:
+                result = await self.episode_fn(task_id, recorder)
+            except asyncio.CancelledError as exc:
+                if _being_cancelled():
+                    raise
+                status, error = "errored", exc  # a stray CancelledError from inside the episode, not ours
+            except Exception as exc:
+                if _being_cancelled():  # e.g. a clean-up error while we cancel it: still cancelled
+                    raise asyncio.CancelledError from exc
+                status, error = "errored", exc
+            else:
+                if _being_cancelled():  # the episode swallowed our cancellation: its record may be partial
+                    raise asyncio.CancelledError
+                if isinstance(result, EpisodeOutcome):
+                    outcome = result
+                    if result.error is not None:
+                        status, error = "errored", result.error
+                elif result is not None:
+                    status = "errored"
+                    error = TypeError(
+                        f"the episode function returned {type(result).__name__}; expected EpisodeOutcome or None"
+                    )
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            self.run_dir.mark(recorder, "episode_cancelled", events=recorder.event_count)
+            self.progress.episode_finished(errored=False, counted=False)
+            raise
+        finally:
+            self.in_flight -= 1
+        line = recorder.build_record(status, error=error, outcome=outcome)
+        self.run_dir.append_trace(line)
+        self.run_dir.mark(recorder, "episode_finished", status=status)
+        if status == "completed":
+            self.completed += 1
+        else:
+            self.errored += 1
+        score = None
+        if self.score_fn is not None:
+            score = self.score(json.loads(line))
+            self.scores[task_id] = score
+        self.progress.episode_finished(errored=status == "errored", score=score)
+
+    async def supervise(self, workers: list[asyncio.Task[None]], grace_s: float) -> None:
+        interrupt = asyncio.ensure_future(self.control.wait())
+        remaining = set(workers)
+        try:
+            while remaining:
+                done, _ = await asyncio.wait(remaining | {interrupt}, return_when=asyncio.FIRST_COMPLETED)
+                if interrupt in done:
+                    self.stop_reason, self.message = "interrupted", self.control.reason
+                    if remaining:
+                        self.progress.log(
+                            f"[yellow]{self.control.reason}: cancelling {self.in_flight} episode(s) in flight; "
+                            f"run again with the same run directory to resume[/yellow]"
+                        )
+                    await cancel_all(remaining, grace_s)
+                    return
+                for task in done:
+                    remaining.discard(task)
+                    if not task.cancelled() and task.exception() is not None:
+                        await cancel_all(remaining, grace_s)
+                        raise task.exception()  # type: ignore[misc]
+        finally:
+            interrupt.cancel()
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def cancel_all(tasks: Iterable[asyncio.Task[Any]], grace_s: float) -> None:
+    """Cancel ``tasks`` and wait up to ``grace_s`` seconds for them to end."""
+    tasks = [t for t in tasks if not t.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        _, stuck = await asyncio.wait(tasks, timeout=grace_s)
+        if stuck:
+            log.warning(
+                "%d episode(s) did not stop within %.0fs of being cancelled; leaving them",
+                len(stuck),
+                grace_s,
+            )
+
+
+async def run_episodes(
+    run_dir: RunDir,
+    task_ids: list[str],
+    episode_fn: EpisodeFn,
+    *,
+    concurrency: int = 4,
+    budget: Budget | None = None,
+    progress: bool = True,
+    score_fn: ScoreFn | None = None,
+    retry_errored: bool = False,
+    control: RunControl | None = None,
+    handle_signals: bool = False,
+    cancel_grace_s: float = 30.0,
+) -> RunResult:
+    """Run ``episode_fn`` for every task of ``task_ids`` not yet finished in ``run_dir``.
+
+    Args:
+        run_dir: the run; its write lock is taken for the call (and released at the end unless the
+            caller had already opened it for writing).
+        task_ids: the tasks, in the order to start them; ids must be unique.
+        episode_fn: ``async (task_id, recorder) -> EpisodeOutcome | None``; it logs events through the
+            recorder; raising records an ``errored`` trace.
+        concurrency: the most episodes in flight at once.
+        budget: spending caps for this call (see the module docstring).
+        progress: draw a progress bar on stderr.
+        score_fn: scores a finished trace for the progress bar's running mean and ``RunResult.score``.
+        retry_errored: also re-run tasks whose newest trace is ``errored`` with a deterministic error.
+        control: lets the caller interrupt the run (:meth:`RunControl.interrupt`).
+        handle_signals: turn SIGINT/SIGTERM into an interrupt while the call runs (for the CLI).
+        cancel_grace_s: how long an interrupt waits for cancelled episodes to wind down.
+    """
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
+    duplicates = [task_id for task_id, n in Counter(task_ids).items() if n > 1]
+    if duplicates:
+        shown = ", ".join(repr(t) for t in duplicates[:5]) + (" …" if len(duplicates) > 5 else "")
+        raise ValueError(f"task ids must be unique; {len(duplicates)} appear more than once: {shown}")
+    t0 = time.monotonic()
+    control = control or RunControl()
+    opened_here = not run_dir.is_open
+    run_dir.open_for_writing()  # lock + torn-tail repair before reading what is finished
+    restore_signals: Callable[[], None] | None = None
+    reporter: RunProgress | None = None
+    try:
+        scan = run_dir.scan_traces()
+        attempts: Counter[str] = Counter(r["task_id"] for r in scan.records)
+        wanted = set(task_ids)
+        finished = run_dir.finished_task_ids(retry_errored=retry_errored) & wanted
+        pending = [t for t in task_ids if t not in finished]
+        reporter = RunProgress(len(task_ids), done=len(finished), enabled=progress)
+        runner = _Runner(
+            run_dir,
+            episode_fn,
+            budget=budget,
+            score_fn=score_fn,
+            control=control,
+            progress=reporter,
+            attempts=attempts,
+            pending=pending,
+        )
+        if score_fn is not None:
+            latest = scan.latest()
+            for task_id in task_ids:
+                if task_id in finished:
+                    runner.scores[task_id] = runner.score(latest[task_id])
+                    reporter.add_score(runner.scores[task_id])
+        if handle_signals:
+            restore_signals = control.install_signal_handlers()
+        reporter.start()
+        workers = [asyncio.create_task(runner.worker()) for _ in range(min(concurrency, len(pending)))]
+        try:
+            await runner.supervise(workers, cancel_grace_s)
+        except asyncio.CancelledError:
+            await cancel_all(workers, cancel_grace_s)
+            raise
+        if runner.stop_reason is None and control.interrupted:  # interrupted before anything started
+            runner.stop_reason, runner.message = "interrupted", control.reason
+        started = runner.completed + runner.errored + runner.cancelled
+        scores = [s for s in runner.scores.values() if s is not None]
+        return RunResult(
+            tasks=len(task_ids),
+            completed=runner.completed,
+            errored=runner.errored,
+            skipped=len(finished),
+            cancelled=runner.cancelled,
+            not_started=len(pending) - started,
+            stopped_reason=runner.stop_reason or "done",
+            tokens=runner.tokens,
+            cost_usd=round(runner.cost_usd, 10),
+            wall_s=round(time.monotonic() - t0, 3),
+            score=sum(scores) / len(scores) if scores else None,
+            message=runner.message,
+            max_in_flight=runner.max_in_flight,
+        )
+    finally:
+        if restore_signals is not None:
+            restore_signals()
+        if reporter is not None:
+            reporter.stop()
+        if opened_here:
+            run_dir.close()

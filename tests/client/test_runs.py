@@ -1,0 +1,304 @@
+"""Run directories, trace files and the episode recorder, on real files in tmp_path."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+
+from client.adapters.errors import AttemptRecord, ModelError
+from client.messages import ModelResponse, ToolCall, ToolDef, Usage, UserMessage
+from client.runs import (
+    EpisodeOutcome,
+    EpisodeRecorder,
+    RunConfigMismatch,
+    RunDir,
+    RunLocked,
+    config_hash,
+    error_info,
+    request_history,
+)
+
+CONFIG = {
+    "benchmark": "toolhop",
+    "model": "openai:gpt-4o-mini",
+    "strategy": "agent",
+    "options": {"temperature": 0.0, "max_turns": 8},
+    "concurrency": 4,
+    "limit": 20,
+}
+
+
+def record(task_id: str, status: str = "completed", **extra: object) -> dict[str, object]:
+    return {"task_id": task_id, "status": status, "totals": {"input_tokens": 10, "output_tokens": 5}, **extra}
+
+
+# ---- config -----------------------------------------------------------------------------------
+
+
+def test_config_written_once_with_metadata(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run", CONFIG)
+    stored = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert stored["benchmark"] == "toolhop" and stored["options"] == {"temperature": 0.0, "max_turns": 8}
+    assert stored["config_hash"] == run.config_hash == config_hash(CONFIG, stored["hash_keys"])
+    assert stored["hash_keys"] == ["benchmark", "model", "strategy", "options"]
+    assert stored["package_version"] and stored["created_at"]
+    before = (tmp_path / "run" / "config.json").read_bytes()
+    # Concurrency and limit do not change results: re-opening with other values is fine and keeps the file.
+    again = RunDir(tmp_path / "run", {**CONFIG, "concurrency": 32, "limit": None})
+    assert again.config_hash == run.config_hash
+    assert (tmp_path / "run" / "config.json").read_bytes() == before
+    assert RunDir.open(tmp_path / "run").config == stored
+
+
+def test_config_mismatch_names_the_keys(tmp_path: Path) -> None:
+    RunDir(tmp_path / "run", CONFIG)
+    changed = {**CONFIG, "model": "openai:gpt-4o", "options": {"temperature": 0.7, "max_turns": 8}}
+    with pytest.raises(RunConfigMismatch) as info:
+        RunDir(tmp_path / "run", changed)
+    message = str(info.value)
+    assert "'model'" in message and "openai:gpt-4o-mini" in message and "'options.temperature'" in message
+    assert "force" in message and "max_turns" not in message
+    assert set(info.value.differences) == {"model", "options.temperature"}
+
+
+def test_config_mismatch_with_caller_hash_keys_and_force(tmp_path: Path) -> None:
+    keys = ("benchmark", "model")
+    run = RunDir(tmp_path / "run", CONFIG, hash_keys=keys)
+    RunDir(tmp_path / "run", {**CONFIG, "strategy": "direct"}, hash_keys=keys)  # strategy not a hash key here
+    with pytest.raises(RunConfigMismatch, match='\'benchmark\' is "toolhop" there but "nestools" now'):
+        RunDir(tmp_path / "run", {**CONFIG, "benchmark": "nestools"})  # the stored hash keys are used
+    forced = RunDir(tmp_path / "run", {**CONFIG, "benchmark": "nestools"}, force=True)
+    assert forced.config_hash != run.config_hash
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["benchmark"] == "toolhop"
+    history = [
+        json.loads(line) for line in (tmp_path / "run" / "config.history.jsonl").read_text().splitlines()
+    ]
+    assert history[0]["differences"] == ["benchmark"] and history[0]["config"]["benchmark"] == "nestools"
+    forced.append_trace(record("t1"))
+    forced.close()
+
+
+def test_open_rejects_a_directory_that_is_not_a_run(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="not a run directory"):
+        RunDir.open(tmp_path)
+
+
+def test_tuples_and_lists_compare_equal(tmp_path: Path) -> None:
+    RunDir(tmp_path / "run", {**CONFIG, "options": {"stop": ("a", "b")}})
+    RunDir(tmp_path / "run", {**CONFIG, "options": {"stop": ["a", "b"]}})
+
+
+# ---- traces -----------------------------------------------------------------------------------
+
+
+def test_append_and_read_back_newest_wins(tmp_path: Path) -> None:
+    with RunDir(tmp_path / "run", CONFIG) as run:
+        run.append_trace(record("a", "errored", error={"type": "X", "message": "m", "retryable": False}))
+        run.append_trace(record("b"))
+        run.append_trace(record("a"))
+        run.append_trace(
+            record("c", "errored", error={"type": "ModelError", "message": "429", "retryable": True})
+        )
+    assert [r["task_id"] for r in run.iter_traces(dedupe=False)] == ["a", "b", "a", "c"]
+    latest = run.latest_traces()
+    assert list(latest) == ["a", "b", "c"] and latest["a"]["status"] == "completed"
+    # c errored with a transient error: not finished (resume runs it again).
+    assert run.finished_task_ids() == {"a", "b"}
+    summary = run.summary()
+    assert (summary.tasks, summary.completed, summary.errored, summary.superseded) == (3, 2, 1, 1)
+    assert summary.totals.total_tokens == 45 and summary.spent.total_tokens == 60
+    assert summary.errors_by_type == {"ModelError": 1}
+
+
+def test_reader_skips_and_reports_a_torn_last_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    run = RunDir(tmp_path / "run", CONFIG)
+    good = json.dumps(record("a")) + "\n" + json.dumps(record("b")) + "\n"
+    torn = json.dumps(record("c"))[:25].encode()
+    (run.traces_path).write_bytes(good.encode() + torn)
+    scan = run.scan_traces()
+    assert [r["task_id"] for r in scan.records] == ["a", "b"] and scan.torn_tail == torn
+    assert "torn last line" in caplog.text
+    assert run.summary().torn_tail_bytes == len(torn)
+    # Writing repairs the file first: the torn bytes move to traces.torn.jsonl, the next line starts fresh.
+    run.append_trace(record("c"))
+    run.close()
+    assert run.traces_path.read_bytes() == good.encode() + (json.dumps(record("c")) + "\n").encode()
+    kept = json.loads(run.torn_path.read_text())
+    assert base64.b64decode(kept["bytes_b64"]) == torn and kept["offset"] == len(good.encode())
+    assert kept["source"] == "traces.jsonl" and kept["text"] == torn.decode()
+    scan = run.scan_traces()
+    assert scan.torn_tail is None and [r["task_id"] for r in scan.records] == ["a", "b", "c"]
+
+
+def test_a_whole_record_missing_only_its_newline_is_kept(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    run.traces_path.write_text(json.dumps(record("a")) + "\n" + json.dumps(record("b")))
+    run.append_trace(record("c"))
+    run.close()
+    assert [r["task_id"] for r in run.iter_traces()] == ["a", "b", "c"]
+    assert not run.torn_path.exists()
+
+
+def test_torn_tail_without_any_newline_and_multibyte_cut(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    torn = json.dumps({"task_id": "é"}, ensure_ascii=False).encode()[:13]  # cut inside the 2-byte "é"
+    run.traces_path.write_bytes(torn)
+    run.open_for_writing()
+    run.close()
+    assert run.traces_path.read_bytes() == b""
+    assert base64.b64decode(json.loads(run.torn_path.read_text())["bytes_b64"]) == torn
+
+
+def test_bad_complete_lines_are_skipped_and_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = RunDir(tmp_path / "run")
+    run.traces_path.write_text(
+        json.dumps(record("a")) + "\nnot json\n[1, 2]\n\n" + json.dumps(record("b")) + "\n"
+    )
+    scan = run.scan_traces()
+    assert [r["task_id"] for r in scan.records] == ["a", "b"]
+    assert [n for n, _ in scan.bad_lines] == [2, 3]
+    assert "traces.jsonl:2" in caplog.text and run.summary().bad_lines == 2
+
+
+def test_trace_lines_must_be_single_lines(tmp_path: Path) -> None:
+    with RunDir(tmp_path / "run") as run, pytest.raises(ValueError, match="single line"):
+        run.append_trace('{"task_id": "a",\n"status": "completed"}')
+
+
+def test_one_writer_at_a_time(tmp_path: Path) -> None:
+    first = RunDir(tmp_path / "run", CONFIG)
+    first.open_for_writing()
+    second = RunDir(tmp_path / "run", CONFIG)
+    with pytest.raises(RunLocked, match="being written by another process"):
+        second.open_for_writing()
+    first.close()
+    second.open_for_writing()  # released on close
+    second.close()
+
+
+# ---- recorder ---------------------------------------------------------------------------------
+
+
+def test_recorder_totals_events_and_record(tmp_path: Path) -> None:
+    lines: list[str] = []
+    usage: list[tuple[int, float]] = []
+    rec = EpisodeRecorder(
+        "t1", run_attempt=2, config_hash="abc", sink=lines.append, on_usage=lambda t, c: usage.append((t, c))
+    )
+    messages = [UserMessage("call my mom's restaurant")]
+    tools = [ToolDef("BookRestaurant", "book", {"type": "object"})]
+    rec.model_request(messages, tools, model="gpt-4o-mini", options={"temperature": 0})
+    response = ModelResponse(
+        text=None,
+        tool_calls=[ToolCall.from_arguments("c1", "BookRestaurant", {"name": "r3"})],
+        reasoning=None,
+        usage=Usage(input_tokens=100, output_tokens=20, cache_read_tokens=50),
+        stop_reason="tool_calls",
+        latency_s=0.5,
+        model="gpt-4o-mini",
+        raw={"id": "x"},
+    )
+    rec.model_response(response, cost_usd=0.0012)
+    rec.tool_call("BookRestaurant", {"name": "r3"}, "booked", {"ok": True}, False, 0.01, call_id="c1")
+    rec.tool_call("BookRestaurant", {"name": 3}, "name must be a string", None, True, 0.001)
+    err = ModelError("rate_limit", "slow down", status=429, retry_after=1.0)
+    rec.attempt_failed(1, err, 1.5)
+    rec.attempt_failed(2, AttemptRecord(2, "server_error", 500, "boom", True, None, None, 3.0), None)
+    rec.model_error(err)
+    messages.append(response.to_assistant_message())  # mutating after recording changes nothing recorded
+    rec.model_request(messages, tools)
+    rec.model_response({"text": "done", "usage": {"prompt_tokens": 7, "completion_tokens": 3}}, latency_s=0.2)
+    rec.note("switching strategy", reason="test")
+    rec.event("kg_update", added=[("a", "mother", "b")])
+    rec.final_answer("restaurant_0003")
+
+    totals = rec.totals.to_dict()
+    assert totals["input_tokens"] == 107 and totals["output_tokens"] == 23 and totals["total_tokens"] == 130
+    assert totals["cache_read_tokens"] == 50 and totals["cost_usd"] == pytest.approx(0.0012)
+    assert totals["cost_known"] is False  # the second response had no cost estimate
+    assert (totals["turns"], totals["tool_calls"], totals["tool_errors"]) == (2, 2, 1)
+    assert (totals["model_errors"], totals["retries"]) == (1, 1)
+    assert usage == [(120, 0.0012), (10, 0.0)]
+
+    trace = json.loads(rec.build_record("completed", outcome=EpisodeOutcome(data={"calls": [{"name": "x"}]})))
+    assert trace["task_id"] == "t1" and trace["run_attempt"] == 2 and trace["config_hash"] == "abc"
+    assert trace["final_answer"] == "restaurant_0003" and trace["error"] is None
+    assert trace["outcome"] == {"calls": [{"name": "x"}]}
+    kinds = [e["kind"] for e in trace["events"]]
+    assert kinds == [
+        "model_request",
+        "model_response",
+        "tool_call",
+        "tool_call",
+        "attempt_failed",
+        "attempt_failed",
+        "model_error",
+        "model_request",
+        "model_response",
+        "note",
+        "kg_update",
+        "final_answer",
+    ]
+    assert [e["seq"] for e in trace["events"]] == list(range(12))
+    first, second = trace["events"][0], trace["events"][7]
+    assert (
+        first["messages_from"] == 0
+        and len(first["messages"]) == 1
+        and first["tools"][0]["name"] == "BookRestaurant"
+    )
+    assert second["messages_from"] == 1 and second["message_count"] == 2 and "tools" not in second
+    assert trace["events"][1]["response"]["tool_calls"][0]["arguments"] == {"name": "r3"}
+    assert trace["events"][1]["latency_s"] == 0.5
+    assert trace["events"][3]["is_error"] is True and trace["events"][2]["call_id"] == "c1"
+    assert trace["events"][4]["error"]["details"]["status"] == 429 and trace["events"][4]["delay"] == 1.5
+    assert trace["events"][5]["error"]["kind"] == "server_error"
+
+    history = request_history(trace)
+    assert len(history) == 2 and history[0]["model"] == "gpt-4o-mini"
+    assert [m["role"] for m in history[1]["messages"]] == ["user", "assistant"]
+    assert history[1]["tools"] == history[0]["tools"]
+
+    # Every event also went to the sink as it happened, tagged with the episode.
+    assert len(lines) == 12
+    tagged = [json.loads(line) for line in lines]
+    assert {t["episode_id"] for t in tagged} == {rec.episode_id} and tagged[-1]["text"] == "restaurant_0003"
+
+
+def test_recorder_rejects_reserved_event_keys() -> None:
+    rec = EpisodeRecorder("t1")
+    with pytest.raises(ValueError, match=r"reserved key\(s\) \['seq'\]"):
+        rec.event("custom", seq=3)
+
+
+def test_recorder_changed_history_and_tools_are_logged_in_full() -> None:
+    rec = EpisodeRecorder("t1")
+    rec.model_request([{"role": "user", "text": "a"}, {"role": "assistant", "text": "b"}], [{"name": "x"}])
+    rec.model_request(
+        [{"role": "user", "text": "EDITED"}, {"role": "assistant", "text": "b"}], [{"name": "y"}]
+    )
+    events = rec.events
+    assert (
+        events[1]["messages_from"] == 0
+        and len(events[1]["messages"]) == 2
+        and events[1]["tools"] == [{"name": "y"}]
+    )
+    history = request_history({"events": events})
+    assert history[1]["messages"][0]["text"] == "EDITED" and history[1]["tools"] == [{"name": "y"}]
+
+
+def test_error_info_keeps_attempts_and_retryable() -> None:
+    err = ModelError("server_error", "bad gateway", status=502)
+    err.attempts.append(AttemptRecord(1, "server_error", 502, "bad gateway", True, None, 0.5, 0.1))
+    try:
+        raise err
+    except ModelError as exc:
+        info = error_info(exc)
+    assert info["type"] == "ModelError" and info["retryable"] is True and info["attempts"][0]["status"] == 502
+    assert "bad gateway" in info["message"] and "Traceback" in info["traceback"]
+    assert error_info(ValueError("x"))["retryable"] is False
+    assert error_info(TimeoutError())["retryable"] is True
