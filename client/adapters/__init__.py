@@ -108,3 +108,4 @@ def _lazy_factory(prefix: str, class_name: str) -> AdapterFactory:
 
 register_adapter("openai", _lazy_factory("openai", "OpenAIAdapter"))
 register_adapter("anthropic", _lazy_factory("anthropic", "AnthropicAdapter"))
+register_adapter("vllm", lambda model, **options: importlib.import_module("client.adapters.vllm_adapter").make_vllm_adapter(model, **options))
