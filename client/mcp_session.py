@@ -1,0 +1,51 @@
+"""Open an MCP client session to the tool server: by URL (streamable HTTP), stdio, or in-process."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+from mcp import Client, StdioServerParameters, types
+from mcp.client.streamable_http import streamable_http_client
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    target: str | StdioServerParameters | Any,
+    *,
+    token: str | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 60.0,
+    max_sse_event_size: int | None = None,
+) -> AsyncIterator[Client]:
+    """Connect to an MCP server.
+
+    ``target`` is an ``http(s)://`` URL of an endpoint (``.../mcp/<benchmark>[/<task_id>]``), a
+    :class:`mcp.StdioServerParameters`, or an in-process low-level ``Server``. ``token`` adds an
+    ``Authorization: Bearer`` header for servers bound to a public address.
+    """
+    if isinstance(target, str):
+        all_headers = dict(headers or {})
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
+        async with httpx2.AsyncClient(headers=all_headers, timeout=httpx2.Timeout(timeout, read=timeout)) as http:
+            transport = streamable_http_client(target, http_client=http, max_sse_event_size=max_sse_event_size)
+            async with Client(transport, read_timeout_seconds=timeout) as client:
+                yield client
+    else:
+        async with Client(target, read_timeout_seconds=timeout) as client:
+            yield client
+
+
+async def list_all_tools(client: Client) -> list[types.Tool]:
+    """Every tool of the session, following ``next_cursor`` pages."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools

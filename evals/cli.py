@@ -1,0 +1,258 @@
+"""The ``evals`` command line: serve benchmark tools over MCP, inspect data."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .benchmarks import BENCHMARKS
+
+err = Console(stderr=True)
+
+
+def _json_line(obj: Any) -> None:
+    """The machine-readable last line of a ``--json`` command."""
+    sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+# ---- evals serve -------------------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace) -> int:
+    from server import EndpointRef, ServerConfigError, check_bind, create_app, serve, serve_stdio
+
+    from .serving import build_tool_server
+
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
+    token = args.token or os.environ.get("EVALS_SERVER_TOKEN") or None
+    benchmarks = [args.benchmark] if args.benchmark else list(args.benchmarks or BENCHMARKS)
+    if args.stdio and not args.benchmark and not args.tools_dir:
+        err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID) or --tools-dir")
+        return 2
+    if args.task and not args.benchmark:
+        err.print("[red]error:[/] --task needs --benchmark")
+        return 2
+    if not args.stdio:
+        try:
+            check_bind(args.host, token)
+        except ServerConfigError as exc:
+            err.print(f"[red]error:[/] {exc}")
+            return 2
+    default = None
+    if args.benchmark:
+        default = EndpointRef(args.benchmark, args.task)
+    elif args.stdio:
+        default = EndpointRef("custom")
+        benchmarks = []
+    with contextlib.ExitStack() as stack:
+        ts = build_tool_server(
+            benchmarks,
+            stack=stack,
+            tools_dirs=[Path(d) for d in args.tools_dir],
+            kg_search=args.kg_search,
+            top_k=args.top_k,
+            allow_writes=args.allow_writes,
+            default=default,
+            page_size=args.page_size,
+        )
+        if args.stdio:
+            asyncio.run(serve_stdio(ts))
+            return 0
+        app = create_app(ts, host=args.host, token=token, json_response=args.json_response)
+        shown = f"http://{args.host}:{args.port}"
+        err.print(f"[bold]MCP server[/] on {shown}  (health: {shown}/health)")
+        for name, info in ts.describe().items():
+            err.print(f"  {shown}/mcp/{name}  playground, {info['tasks']} task endpoints at {shown}/mcp/{name}/<task_id>")
+        serve(app, host=args.host, port=args.port, log_level="info" if args.verbose else "warning")
+    return 0
+
+
+# ---- evals data stats ---------------------------------------------------------------------------
+def dataset_stats(name: str) -> dict[str, Any]:
+    """Dataset and KG statistics for a FamilyTool dataset (the KG numbers come from Kuzu)."""
+    from .benchmarks import get_benchmark
+    from .serving import open_family_kg
+
+    stats = dict(get_benchmark(name).load_catalog().stats())  # type: ignore[attr-defined]
+    with contextlib.ExitStack() as stack:
+        kg = open_family_kg(name, writable=False, stack=stack).stats()
+    stats.update(
+        kg_triples=kg.triples,
+        kg_entities=kg.entities,
+        kg_relation_types=kg.relation_types,
+        kg_out_degree={str(k): v for k, v in sorted(kg.out_degree.items())},
+    )
+    return stats
+
+
+def cmd_data_stats(args: argparse.Namespace) -> int:
+    stats = dataset_stats(args.benchmark)
+    table = Table(title=f"{args.benchmark} statistics")
+    table.add_column("statistic")
+    table.add_column("value", justify="right")
+    for key in ("tasks", "gold_tools", "candidate_tools", "kg_triples", "kg_entities", "kg_relation_types"):
+        table.add_row(key, str(stats[key]))
+    hops = Table(title="gold sub-KG triples per task (hops)")
+    hops.add_column("hops", justify="right")
+    hops.add_column("tasks", justify="right")
+    for k, v in stats["hops"].items():
+        hops.add_row(k, str(v))
+    out = Console(stderr=args.json)
+    out.print(table)
+    out.print(hops)
+    if args.json:
+        _json_line(stats)
+    return 0
+
+
+def cmd_data_fetch(args: argparse.Namespace) -> int:
+    from .data import data_dir
+    from .fetch import FetchError, fetch
+
+    dest = Path(args.data_dir) if args.data_dir else data_dir()
+    try:
+        paths = fetch(args.benchmark, dest, url_prefix=args.url_prefix, report=err.print)
+    except FetchError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return 1
+    err.print(f"{len(paths)} file(s) in {dest}; point EVALS_DATA_DIR there if it is not the default")
+    return 0
+
+
+# ---- evals run ---------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    from client.adapters.errors import ModelError
+    from client.runs import RunConfigMismatch
+
+    from .pipeline import RunOptions, run_benchmark
+
+    opts = RunOptions(
+        benchmark=args.benchmark,
+        model=args.model,
+        strategy=args.strategy,
+        limit=args.limit,
+        concurrency=args.concurrency,
+        run_dir=Path(args.run_dir) if args.run_dir else None,
+        server_url=args.server_url,
+        server_token=args.server_token or os.environ.get("EVALS_SERVER_TOKEN") or None,
+        max_turns=args.max_turns,
+        tool_choice=args.tool_choice,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        max_budget_tokens=args.max_budget_tokens,
+        max_budget_usd=args.max_budget_usd,
+        rpm=args.rpm,
+        tpm=args.tpm,
+        retry_errored=args.retry_errored,
+        progress=not args.no_progress,
+    )
+    try:
+        result, summary = asyncio.run(run_benchmark(opts))
+    except (RunConfigMismatch, ValueError, ModelError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return 2
+    table = Table(title=f"{opts.benchmark} · {opts.model} · {opts.strategy}")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    for key in ("tasks", "completed", "errored"):
+        table.add_row(key, str(summary[key]))
+    for key, value in summary["metrics"].items():
+        table.add_row(f"{key} (%)", f"{value:.2f}")
+    table.add_row("tokens (this call)", str(result.tokens))
+    table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}")
+    Console(stderr=args.json).print(table)
+    err.print(result.describe())
+    err.print(f"run directory: {summary['run_dir']}")
+    if args.json:
+        _json_line(summary)
+    return 0 if result.stopped_reason == "done" else 3
+
+
+# ---- parser ---------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="evals", description="MCP tool server and evaluation client for multi-hop tool use.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("serve", help="serve benchmark tools and the family KG over MCP (HTTP, or stdio)")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
+    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--token", help="bearer token required on /mcp requests (or $EVALS_SERVER_TOKEN)")
+    s.add_argument("--stdio", action="store_true", help="serve one session over stdin/stdout (for assistant clients)")
+    s.add_argument("--benchmark", choices=list(BENCHMARKS), help="bind the session to this benchmark (stdio), or serve only it")
+    s.add_argument("--benchmarks", nargs="+", choices=list(BENCHMARKS), help="benchmarks to serve over HTTP (default: all)")
+    s.add_argument("--task", help="bind the session to this task id (with --benchmark); default: the playground")
+    s.add_argument("--tools-dir", action="append", default=[], metavar="DIR",
+                   help="directory of YAML/JSON tool spec files, served at /mcp/custom (repeatable)")
+    s.add_argument("--kg-search", choices=["exact", "greedy", "retrieval"], default="greedy",
+                   help="fallback of kg_search_path when a relation does not exist (default greedy)")
+    s.add_argument("--top-k", type=int, default=3, help="candidates per unknown relation for --kg-search retrieval")
+    s.add_argument("--allow-writes", action="store_true", help="expose kg_add_fact (on a private copy of the KG)")
+    s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
+    s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
+    s.add_argument("-v", "--verbose", action="store_true")
+    s.set_defaults(func=cmd_serve)
+
+    r = sub.add_parser("run", help="run a model through a benchmark's tasks over MCP (resumable)")
+    r.add_argument("benchmark", choices=["familytool-b", "familytool-e"])
+    r.add_argument("--model", required=True, help="oracle | openai:<model> | anthropic:<model> | vllm:<model-or-path>")
+    r.add_argument("--strategy", default="agent", choices=["agent"])
+    r.add_argument("--limit", type=int, help="only the first N tasks")
+    r.add_argument("--concurrency", type=int, default=4)
+    r.add_argument("--run-dir", help="run directory (default runs/<benchmark>/<model>/<strategy>); rerun to resume")
+    r.add_argument("--server-url", help="use a running server (its base URL) instead of one started in-process")
+    r.add_argument("--server-token", help="bearer token for --server-url (or $EVALS_SERVER_TOKEN)")
+    r.add_argument("--max-turns", type=int, default=10)
+    r.add_argument("--tool-choice", default="auto", help="first turn: auto | required | none | <tool name>")
+    r.add_argument("--max-tokens", type=int, default=1024)
+    r.add_argument("--temperature", type=float, default=0.0)
+    r.add_argument("--base-url", help="OpenAI-compatible server for openai:<model> (vLLM, DeepSeek, OpenRouter, Ollama, ...)")
+    r.add_argument("--api-key-env", help="environment variable holding the API key")
+    r.add_argument("--max-budget-tokens", type=int, help="stop starting episodes after this many tokens")
+    r.add_argument("--max-budget-usd", type=float, help="stop starting episodes after this estimated cost")
+    r.add_argument("--rpm", type=float, help="requests per minute limit for the model")
+    r.add_argument("--tpm", type=float, help="tokens per minute limit for the model")
+    r.add_argument("--retry-errored", action="store_true", help="re-run episodes that ended with an error")
+    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
+    r.set_defaults(func=cmd_run)
+
+    d = sub.add_parser("data", help="benchmark data")
+    dsub = d.add_subparsers(dest="data_command", required=True)
+    st = dsub.add_parser("stats", help="dataset and KG statistics")
+    st.add_argument("benchmark", choices=[n for n, b in BENCHMARKS.items() if b.has_kg])
+    st.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    st.set_defaults(func=cmd_data_stats)
+    f = dsub.add_parser("fetch", help="download a benchmark's files from their public source (sha256-pinned)")
+    f.add_argument("benchmark", choices=["familytool"])
+    f.add_argument("--data-dir", help="where to put the files (default: $EVALS_DATA_DIR or the user cache)")
+    f.add_argument("--url-prefix", help="mirror to download from instead of the pinned GitHub commit")
+    f.set_defaults(func=cmd_data_fetch)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .data import DataNotFound
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except DataNotFound as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""The MCP tool server: benchmarks' catalogs (and KGs) served as live MCP tools.
+
+One :class:`ToolServer` holds every mounted benchmark. An *endpoint* is a benchmark plus,
+optionally, a task id: a task endpoint exposes exactly that task's candidate tools (plus the KG
+tools when the benchmark has a KG); a benchmark endpoint without a task is the playground, the
+union of the benchmark's tools. Over HTTP the endpoint comes from the URL
+(``/mcp/<benchmark>[/<task_id>]``); over stdio and in-process it is fixed when the server starts.
+
+The server imports no benchmark module: benchmarks hand it a :class:`tool_specs.Catalog`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mcp import types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec, suggest_names
+
+from .kg_tools import KGConfig, kg_tools
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "mcp-multihop-evals"
+DEFAULT_PAGE_SIZE = 200
+
+
+class EndpointNotFound(LookupError):
+    """An unknown benchmark or task id; the message lists what exists."""
+
+
+_UNSET: Any = object()
+_raw_arguments: ContextVar[Any] = ContextVar("raw_tool_arguments", default=_UNSET)
+
+
+class NonObjectArgumentsMiddleware:
+    """Lets ``tools/call`` with non-object ``arguments`` reach the tool handler.
+
+    The SDK validates request params against the spec before any handler runs and would answer a
+    list or a string as ``arguments`` with a bare JSON-RPC "Invalid request parameters". This
+    middleware (which runs before that validation) swaps such arguments for ``{}`` and keeps the
+    original in a context variable, so the handler can answer with a tool result that has
+    ``is_error`` set and says what was wrong: something a model can act on.
+    """
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        params = ctx.params
+        if ctx.method == "tools/call" and isinstance(params, Mapping):
+            args = params.get("arguments")
+            if args is not None and not isinstance(args, Mapping):
+                token = _raw_arguments.set(args)
+                try:
+                    return await call_next(replace(ctx, params={**params, "arguments": {}}))
+                finally:
+                    _raw_arguments.reset(token)
+        return await call_next(ctx)
+
+
+@dataclass
+class BenchmarkMount:
+    """A benchmark as the server sees it: a catalog and, optionally, a KG served as tools."""
+
+    catalog: Catalog
+    kg: KGConfig | None = None
+    _kg_tools: list[ToolSpec] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._kg_tools = kg_tools(self.kg) if self.kg else []
+
+    @property
+    def name(self) -> str:
+        return self.catalog.name
+
+
+@dataclass(frozen=True)
+class EndpointRef:
+    """Which tools a session sees: a benchmark, and a task id (``None`` = the playground)."""
+
+    benchmark: str
+    task_id: str | None = None
+
+    @property
+    def path(self) -> str:
+        return f"/mcp/{self.benchmark}" + (f"/{self.task_id}" if self.task_id else "")
+
+
+class ToolServer:
+    """Serves mounted benchmarks over MCP through the SDK's low-level :class:`mcp.server.Server`."""
+
+    def __init__(
+        self,
+        mounts: list[BenchmarkMount],
+        *,
+        default: EndpointRef | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        cache_endpoints: int = 256,
+    ):
+        self.mounts: dict[str, BenchmarkMount] = {}
+        for m in mounts:
+            if m.name in self.mounts:
+                raise ValueError(f"benchmark {m.name!r} is mounted twice")
+            self.mounts[m.name] = m
+        self.page_size = page_size
+        self._cache: OrderedDict[EndpointRef, tuple[dict[str, ToolSpec], list[types.Tool]]] = OrderedDict()
+        self._cache_size = cache_endpoints
+        self.default = default
+        self.server: Server[Any] = self.mcp_server(default)
+
+    def mcp_server(self, default: EndpointRef | None = None) -> Server[Any]:
+        """A low-level MCP server over these mounts.
+
+        Over HTTP each request names its endpoint in the URL; ``default`` is the endpoint for
+        connections that carry no URL (stdio, in-process clients).
+        """
+        if default is not None:
+            self.check_endpoint(default)
+
+        async def on_list_tools(
+            ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+        ) -> types.ListToolsResult:
+            return self._list_tools(self._ref_from_context(ctx, default), params)
+
+        async def on_call_tool(
+            ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ) -> types.CallToolResult:
+            ref = self._ref_from_context(ctx, default)
+            raw = _raw_arguments.get()
+            arguments = params.arguments if raw is _UNSET else raw
+            session_id = getattr(ctx.session, "session_id", None) if ctx.session else None
+            call_ctx = CallContext(episode_id=session_id, task_id=ref.task_id, benchmark=ref.benchmark, extra={})
+            result = await self.call(ref, params.name, arguments, call_ctx)
+            return result.to_mcp()
+
+        server: Server[Any] = Server(
+            SERVER_NAME,
+            version=_version(),
+            instructions=(
+                "Benchmark tools for multi-hop tool use. Each session is bound to one benchmark "
+                "endpoint (a task's candidate tools, or a benchmark's playground)."
+            ),
+            on_list_tools=on_list_tools,
+            on_call_tool=on_call_tool,
+        )
+        server.middleware.append(NonObjectArgumentsMiddleware())
+        return server
+
+    # ---- endpoints -------------------------------------------------------------------------
+    def check_endpoint(self, ref: EndpointRef) -> None:
+        """Raise :class:`EndpointNotFound` unless ``ref`` names a mounted benchmark (and task)."""
+        mount = self.mounts.get(ref.benchmark)
+        if mount is None:
+            known = sorted(self.mounts)
+            hint = suggest_names(ref.benchmark, known)
+            raise EndpointNotFound(
+                f"unknown benchmark {ref.benchmark!r}; served benchmarks: {', '.join(known) or '(none)'}"
+                + (f" (did you mean {', '.join(hint)}?)" if hint else "")
+            )
+        if ref.task_id is not None:
+            try:
+                mount.catalog.task_tools(ref.task_id)
+            except TaskNotFound:
+                hint = suggest_names(ref.task_id, mount.catalog.task_ids())
+                raise EndpointNotFound(
+                    f"unknown task {ref.task_id!r} in benchmark {ref.benchmark!r}"
+                    + (f"; did you mean {', '.join(hint)}?" if hint else "")
+                ) from None
+
+    def endpoint_tools(self, ref: EndpointRef) -> dict[str, ToolSpec]:
+        """The tools of an endpoint, by name (candidate tools first, then KG tools)."""
+        return self._endpoint(ref)[0]
+
+    def _endpoint(self, ref: EndpointRef) -> tuple[dict[str, ToolSpec], list[types.Tool]]:
+        hit = self._cache.get(ref)
+        if hit is not None:
+            self._cache.move_to_end(ref)
+            return hit
+        self.check_endpoint(ref)
+        mount = self.mounts[ref.benchmark]
+        specs = mount.catalog.playground_tools() if ref.task_id is None else mount.catalog.task_tools(ref.task_id)
+        tools: dict[str, ToolSpec] = {}
+        for spec in [*specs, *mount._kg_tools]:
+            if spec.name in tools:
+                raise ValueError(f"endpoint {ref.path}: two tools are named {spec.name!r}")
+            tools[spec.name] = spec
+        entry = (tools, [s.to_mcp_tool() for s in tools.values()])
+        self._cache[ref] = entry
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return entry
+
+    @staticmethod
+    def _ref_from_context(ctx: ServerRequestContext[Any], default: EndpointRef | None) -> EndpointRef:
+        request = ctx.request
+        params = getattr(request, "path_params", None) or {}
+        if params.get("benchmark"):
+            return EndpointRef(params["benchmark"], params.get("task_id") or None)
+        if default is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message="this connection is not bound to a benchmark: connect to /mcp/<benchmark>[/<task_id>] "
+                "or start the server with --benchmark",
+            )
+        return default
+
+    # ---- MCP requests ----------------------------------------------------------------------
+    def _list_tools(self, ref: EndpointRef, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        try:
+            _, tools = self._endpoint(ref)
+        except EndpointNotFound as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+        start = 0
+        cursor = params.cursor if params else None
+        if cursor:
+            try:
+                start = int(cursor)
+                if not 0 <= start <= len(tools):
+                    raise ValueError
+            except ValueError:
+                raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {cursor!r}") from None
+        if self.page_size <= 0:
+            return types.ListToolsResult(tools=tools)
+        end = start + self.page_size
+        return types.ListToolsResult(tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None)
+
+    async def call(
+        self, ref: EndpointRef, name: str, arguments: Any, ctx: CallContext | None = None
+    ) -> ToolResult:
+        """Call a tool of an endpoint; every failure is a result with ``is_error`` set, never an exception."""
+        try:
+            tools = self.endpoint_tools(ref)
+        except EndpointNotFound as exc:
+            return ToolResult(is_error=True, text=str(exc), structured=None, warnings=[])
+        spec = tools.get(name)
+        if spec is None:
+            shown = name if len(name) <= 80 else name[:77] + "..."
+            hint = suggest_names(name, list(tools))
+            return ToolResult(
+                is_error=True,
+                text=f"Unknown tool {shown!r}."
+                + (f" Did you mean: {', '.join(hint)}?" if hint else "")
+                + f" Available tools: {', '.join(tools)}.",
+                structured=None,
+                warnings=[],
+            )
+        if arguments is None:
+            arguments = {}
+        ctx = ctx or CallContext(episode_id=None, task_id=ref.task_id, benchmark=ref.benchmark, extra={})
+        try:
+            return await spec.call(arguments, ctx)
+        except Exception as exc:  # ToolSpec.call never raises by contract; keep serving if it does
+            log.exception("tool %s raised", name)
+            return ToolResult(is_error=True, text=f"{name} failed: {type(exc).__name__}: {exc}", structured=None, warnings=[])
+
+    def describe(self) -> dict[str, Any]:
+        """What the server serves (for ``/health`` and ``/``)."""
+        out: dict[str, Any] = {}
+        for name, m in self.mounts.items():
+            out[name] = {
+                "tasks": len(m.catalog.task_ids()),
+                "playground": f"/mcp/{name}",
+                "task_endpoint": f"/mcp/{name}/<task_id>",
+                "kg": None
+                if m.kg is None
+                else {"engine": m.kg.store.engine, "search_mode": m.kg.search_mode, "writes": m.kg.allow_writes},
+            }
+        return out
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("mcp-multihop-evals")
+    except Exception:
+        return "0"
+

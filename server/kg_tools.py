@@ -1,0 +1,168 @@
+"""The family KG as MCP tools: list relations, neighbours, path search, and (opt-in) add a fact.
+
+Each tool is a :class:`tool_specs.ToolSpec` with a strict schema whose executor is bound to one
+:class:`kg_store.KGStore`, so the KG tools are validated and reported exactly like any other tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kg_store import KGError, KGStore
+from tool_specs import CallContext, ToolResult, ToolSpec
+
+SEARCH_MODES = ("exact", "greedy", "retrieval")
+
+_ENTITY = {"type": "string", "minLength": 1, "maxLength": 256}
+
+
+@dataclass
+class KGConfig:
+    """A KG served next to a benchmark's tools.
+
+    ``search_mode`` is what ``kg_search_path`` falls back to when an exact path does not exist:
+    ``exact`` (no fallback), ``greedy`` (the FamilyTool paper's greedy search) or ``retrieval``
+    (replace unknown relations by the ``top_k`` most similar existing ones).
+    """
+
+    store: KGStore
+    search_mode: str = "greedy"
+    top_k: int = 3
+    allow_writes: bool = False
+
+    def __post_init__(self) -> None:
+        if self.search_mode not in SEARCH_MODES:
+            raise ValueError(f"unknown KG search mode {self.search_mode!r}; expected one of {', '.join(SEARCH_MODES)}")
+        if self.top_k < 1:
+            raise ValueError(f"top_k must be at least 1, got {self.top_k}")
+
+
+class BoundExecutor:
+    """Runs a plain function of the tool's arguments; a :class:`KGError` becomes an error result."""
+
+    def __init__(self, fn: Callable[..., dict[str, Any]]):
+        self.fn = fn
+
+    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult | dict:
+        try:
+            return self.fn(**arguments)
+        except KGError as exc:
+            return ToolResult(is_error=True, text=f"{spec.name}: {exc}", structured=None, warnings=[])
+
+
+def _triples(items: Any) -> list[list[str]]:
+    return [list(t) for t in items]
+
+
+def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
+    """The KG tools for one store. ``kg_add_fact`` is included only when writes are allowed."""
+    store = cfg.store
+
+    def list_relations() -> dict[str, Any]:
+        rels = store.relations()
+        return {"relations": rels, "count": len(rels)}
+
+    def neighbors(entity: str) -> dict[str, Any]:
+        nb = store.neighbors(entity)
+        return {"entity": entity, "out": _triples(nb["out"]), "in": _triples(nb["in"])}
+
+    def search_path(start: str, path: list[str], mode: str | None = None) -> dict[str, Any]:
+        res = store.search(start, path, mode=mode or cfg.search_mode, top_k=cfg.top_k)
+        out = res.to_dict()
+        notes = []
+        if not res.start_found:
+            notes.append(f"Start entity {start!r} is not in the KG.")
+        if res.missing_relations:
+            notes.append(
+                "Relations not in the KG: " + ", ".join(res.missing_relations)
+                + f" (searched with mode {res.mode!r})."
+            )
+        if not res.paths:
+            notes.append("No path matched.")
+        out["note"] = " ".join(notes) or f"{len(res.paths)} path(s) matched exactly."
+        return out
+
+    def add_fact(head: str, relation: str, tail: str) -> dict[str, Any]:
+        added = store.add_fact(head, relation, tail)
+        return {"added": added, "fact": [head, relation, tail]}
+
+    bound = BoundExecutor
+    annotations = {"kind": "kg"}
+    tools = [
+        ToolSpec(
+            name="kg_list_relations",
+            description="List every relation name in the family knowledge graph.",
+            input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+            output_schema={
+                "type": "object",
+                "properties": {"relations": {"type": "array", "items": {"type": "string"}}, "count": {"type": "integer"}},
+                "required": ["relations", "count"],
+            },
+            executor=bound(list_relations),
+            annotations=annotations,
+        ),
+        ToolSpec(
+            name="kg_neighbors",
+            description=(
+                "Show the facts around one entity of the family knowledge graph: outgoing facts "
+                "[entity, relation, other] and incoming facts [other, relation, entity]."
+            ),
+            input_schema={
+                "type": "object",
+                "properties": {"entity": {**_ENTITY, "description": "Entity name, e.g. 'Bob' or 'dinnertime_0002'."}},
+                "required": ["entity"],
+                "additionalProperties": False,
+            },
+            executor=bound(neighbors),
+            annotations=annotations,
+        ),
+        ToolSpec(
+            name="kg_search_path",
+            description=(
+                "Follow a path of relations from a start entity in the family knowledge graph and "
+                "return the matching facts, e.g. start='Bob', path=['mother', 'prefer_dinnertime']. "
+                f"When a relation does not exist the search falls back to mode '{cfg.search_mode}' "
+                "and says which relations were not found."
+            ),
+            input_schema={
+                "type": "object",
+                "properties": {
+                    "start": {**_ENTITY, "description": "The entity to start from (often the speaker)."},
+                    "path": {
+                        "type": "array",
+                        "items": {"type": "string", "minLength": 1, "maxLength": 256},
+                        "minItems": 1,
+                        "maxItems": 10,
+                        "description": "Relation names to follow, in order.",
+                    },
+                    "mode": {
+                        "type": "string",
+                        "enum": list(SEARCH_MODES),
+                        "description": f"Search mode; default '{cfg.search_mode}'.",
+                    },
+                },
+                "required": ["start", "path"],
+                "additionalProperties": False,
+            },
+            executor=bound(search_path),
+            annotations=annotations,
+        ),
+    ]
+    if cfg.allow_writes:
+        tools.append(
+            ToolSpec(
+                name="kg_add_fact",
+                description="Add a fact [head, relation, tail] to the family knowledge graph (new people and relations allowed).",
+                input_schema={
+                    "type": "object",
+                    "properties": {"head": _ENTITY, "relation": _ENTITY, "tail": _ENTITY},
+                    "required": ["head", "relation", "tail"],
+                    "additionalProperties": False,
+                },
+                executor=bound(add_fact),
+                annotations=annotations,
+            )
+        )
+    return tools

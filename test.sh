@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One command for the tests: set up .venv with the dev extras, lint, and run the whole suite
+# (the KG and server tests run a second time on the LadybugDB engine).
+set -euo pipefail
+cd "$(dirname "$0")"
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+setup_venv "dev,ladybug"
+.venv/bin/ruff check .
+run_pytest() {
+  local rc=0
+  .venv/bin/python -m pytest "$@" || rc=$?
+  # 5 = no tests collected: not a failure for an optional selection, but say so
+  if [ "$rc" -eq 5 ]; then echo "pytest: no tests collected for: $*"; rc=0; fi
+  return "$rc"
+}
+run_pytest -q "$@"
+if [ $# -eq 0 ]; then
+  echo "== KG store and server tests on the LadybugDB engine =="
+  EVALS_KG_ENGINE=ladybug run_pytest -q tests/kg_store tests/server
+fi

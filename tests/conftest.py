@@ -1,0 +1,33 @@
+"""Shared fixtures: the benchmark data directory and a private cache for KG databases."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _data_dir() -> Path:
+    env = os.environ.get("EVALS_DATA_DIR")
+    return Path(env) if env else REPO.parent / "shared" / "data"
+
+
+# Make every test (and every subprocess it starts) read the same data and write KG caches to a
+# throw-away directory, never to the user's cache.
+os.environ.setdefault("EVALS_DATA_DIR", str(_data_dir()))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    os.environ["EVALS_CACHE_DIR"] = str(tmp_path_factory.mktemp("evals-cache"))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    d = _data_dir()
+    if not (d / "familytool" / "familytool-b.jsonl").is_file():
+        pytest.skip(f"benchmark data not found under {d}; set EVALS_DATA_DIR (e.g. to ../shared/data)")
+    return d
