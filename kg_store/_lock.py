@@ -43,7 +43,12 @@ class DirLock:
             try:
                 fcntl.flock(fd, flag)
                 break
-            except BlockingIOError:
+            except OSError as exc:
+                if not isinstance(exc, BlockingIOError):
+                    os.close(fd)
+                    raise KGError(
+                        f"cannot lock {self.path} ({exc}); is the file system without flock support?"
+                    ) from exc
                 if time.monotonic() >= deadline:
                     holder = self._holder(fd)
                     os.close(fd)

@@ -12,7 +12,7 @@ from kg_testutil import REPO_ROOT, read_triples_independently
 from kg_store import KGStore, Triple
 
 
-def data_dir() -> Path:
+def kg_data_dir() -> Path:
     """``$EVALS_DATA_DIR``, else ``../shared/data`` next to the repository."""
     env = os.environ.get("EVALS_DATA_DIR")
     return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
@@ -21,7 +21,7 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def familytool_dir() -> Path:
     """The FamilyTool data directory; skips the test if the KG files are not there."""
-    directory = data_dir() / "familytool"
+    directory = kg_data_dir() / "familytool"
     missing = [n for n in ("familykg-b.txt", "familykg-e.txt") if not (directory / n).is_file()]
     if missing:
         pytest.skip(
