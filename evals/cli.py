@@ -155,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         rpm=args.rpm,
         tpm=args.tpm,
         retry_errored=args.retry_errored,
+        max_attempts=args.max_attempts,
         progress=not args.no_progress,
     )
     try:
@@ -205,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run a model through a benchmark's tasks over MCP (resumable)")
     r.add_argument("benchmark", choices=["familytool-b", "familytool-e"])
-    r.add_argument("--model", required=True, help="oracle | openai:<model> | anthropic:<model> | vllm:<model-or-path>")
+    r.add_argument("--model", required=True, help="oracle[:SECONDS_PER_TURN] | openai:<model> | anthropic:<model> | vllm:<model-or-path>")
     r.add_argument("--strategy", default="agent", choices=["agent"])
     r.add_argument("--limit", type=int, help="only the first N tasks")
     r.add_argument("--concurrency", type=int, default=4)
@@ -223,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rpm", type=float, help="requests per minute limit for the model")
     r.add_argument("--tpm", type=float, help="tokens per minute limit for the model")
     r.add_argument("--retry-errored", action="store_true", help="re-run episodes that ended with an error")
+    r.add_argument("--max-attempts", type=int, default=6, help="attempts per model call for transient failures")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
     r.set_defaults(func=cmd_run)

@@ -1,0 +1,117 @@
+"""The agent loop: one episode of a model driving MCP tools until it gives a final answer.
+
+model -> tool calls -> MCP results (errors included, so the model can correct itself) -> model ...
+until the model answers without calling a tool, the turn limit, or a stop tool was called.
+Every request, response, failed attempt and tool call goes to the episode's recorder as it happens.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp import Client, types
+
+from .adapters.base import ModelAdapter
+from .adapters.pricing import price_for
+from .mcp_session import list_all_tools
+from .messages import Message, SystemMessage, ToolChoice, ToolDef, ToolResultMessage, UserMessage
+from .ratelimit import RateLimiter, estimate_request_tokens
+from .retry import RetryPolicy, call_with_retries
+from .runs import EpisodeOutcome, EpisodeRecorder
+
+
+@dataclass
+class AgentConfig:
+    """How an episode is driven.
+
+    ``tool_choice`` applies to the first turn and ``later_tool_choice`` to the rest (``"required"``
+    then ``"auto"`` suits small models that otherwise answer without looking anything up).
+    ``stop_after_tools``: the episode ends once one of these tools has been called (for
+    benchmarks whose answer *is* a call, such as FamilyTool).
+    """
+
+    max_turns: int = 10
+    tool_choice: ToolChoice = "auto"
+    later_tool_choice: ToolChoice = "auto"
+    max_tokens: int | None = 1024
+    temperature: float | None = 0.0
+    system_prompt: str | None = None
+    stop_after_tools: frozenset[str] = frozenset()
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """The text a model reads from an MCP tool result."""
+    parts = [c.text for c in result.content if isinstance(c, types.TextContent)]
+    return "\n".join(parts)
+
+
+async def run_agent(
+    adapter: ModelAdapter,
+    session: Client,
+    user_text: str,
+    recorder: EpisodeRecorder,
+    cfg: AgentConfig,
+    *,
+    limiter: RateLimiter | None = None,
+) -> EpisodeOutcome:
+    """Run one episode over an open MCP session; returns the outcome with the calls made.
+
+    A model failure that survives the retries is raised (the runner records the episode as
+    errored, with every attempt). Tool errors are not failures: they go back to the model.
+    """
+    tools = [ToolDef.from_mcp(t) for t in await list_all_tools(session)]
+    messages: list[Message] = []
+    if cfg.system_prompt:
+        messages.append(SystemMessage(cfg.system_prompt))
+    messages.append(UserMessage(user_text))
+    price = price_for(adapter.model)
+    calls: list[dict[str, Any]] = []
+    stop = "max_turns"
+    for turn in range(cfg.max_turns):
+        choice = cfg.tool_choice if turn == 0 else cfg.later_tool_choice
+        recorder.model_request(messages=messages, tools=tools, tool_choice=choice, turn=turn)
+
+        async def complete(choice: ToolChoice = choice):  # noqa: ANN202 - bound per turn
+            if limiter is None:
+                return await adapter.complete(messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+            async with limiter.reserve(estimate_request_tokens(messages, tools, cfg.max_tokens)) as slot:
+                response = await adapter.complete(
+                    messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature
+                )
+                slot.record(response.usage.input_tokens + response.usage.output_tokens)
+                return response
+
+        try:
+            response = await call_with_retries(complete, cfg.retry, on_attempt=recorder.attempt_failed)
+        except Exception as exc:
+            recorder.model_error(exc)
+            raise
+        recorder.model_response(response, cost_usd=response.usage.cost_usd(price))
+        messages.append(response.to_assistant_message())
+        if not response.tool_calls:
+            recorder.final_answer(response.text)
+            stop = "final_answer"
+            break
+        for tc in response.tool_calls:  # executed and recorded in the order the model gave them
+            t0 = time.perf_counter()
+            if tc.arguments is None:
+                text = f"Error: the arguments of {tc.name} are not a JSON object ({tc.parse_error}); nothing was run."
+                structured, is_error = None, True
+            else:
+                res = await session.call_tool(tc.name, tc.arguments)
+                text, structured, is_error = result_text(res), res.structured_content, bool(res.is_error)
+            latency = time.perf_counter() - t0
+            recorder.tool_call(
+                tc.name, tc.arguments if tc.arguments is not None else tc.raw_arguments, text,
+                structured=structured, is_error=is_error, latency_s=latency, call_id=tc.id, turn=turn,
+            )
+            calls.append({"name": tc.name, "arguments": tc.arguments, "raw_arguments": tc.raw_arguments,
+                          "is_error": is_error, "turn": turn})
+            messages.append(ToolResultMessage(tc.id, tc.name, text, is_error))
+        if cfg.stop_after_tools and any(c["name"] in cfg.stop_after_tools for c in calls):
+            stop = "stop_tool_called"
+            break
+    return EpisodeOutcome(final_answer=recorder.answer, data={"calls": calls, "stop": stop})

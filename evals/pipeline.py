@@ -1,0 +1,181 @@
+"""``evals run``: serve a benchmark, drive a model through its tasks over MCP, record and summarise."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from client.adapters import make_adapter
+from client.adapters.base import ModelAdapter
+from client.adapters.oracle import OracleAdapter
+from client.agent import AgentConfig, run_agent
+from client.mcp_session import connect
+from client.ratelimit import RateLimiter
+from client.retry import RetryPolicy
+from client.runner import Budget, RunResult, run_episodes
+from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir
+from server import create_app, serve_in_background
+
+from .benchmarks import familytool as ft
+from .serving import build_tool_server
+
+STRATEGIES = ("agent",)
+
+
+@dataclass
+class RunOptions:
+    """Everything ``evals run`` takes; the fields under ``options`` in the run config."""
+
+    benchmark: str
+    model: str
+    strategy: str = "agent"
+    limit: int | None = None
+    concurrency: int = 4
+    run_dir: Path | None = None
+    server_url: str | None = None
+    server_token: str | None = None
+    max_turns: int = 10
+    tool_choice: str = "auto"
+    max_tokens: int | None = 1024
+    temperature: float | None = 0.0
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_budget_tokens: int | None = None
+    max_budget_usd: float | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    retry_errored: bool = False
+    max_attempts: int = 6
+    retry_base_delay: float = 1.0
+    progress: bool = True
+    adapter_options: dict[str, Any] = field(default_factory=dict)
+
+    def result_config(self) -> dict[str, Any]:
+        """The part of the config that changes results (a resumed run must match it)."""
+        return {
+            "benchmark": self.benchmark,
+            "model": self.model,
+            "strategy": self.strategy,
+            "options": {
+                "max_turns": self.max_turns,
+                "tool_choice": self.tool_choice,
+                "max_tokens": self.max_tokens,
+                "temperature": self.temperature,
+                "base_url": self.base_url,
+            },
+        }
+
+
+def default_run_dir(opts: RunOptions) -> Path:
+    """``runs/<benchmark>/<model>/<strategy>``: the same command resumes the same run."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", opts.model).strip("_") or "model"
+    return Path("runs") / opts.benchmark / slug / opts.strategy
+
+
+def parse_oracle(model: str) -> float | None:
+    """``oracle`` -> 0.0; ``oracle:0.2`` -> 0.2 s of simulated thinking per turn; other models -> None."""
+    prefix, _, arg = model.partition(":")
+    if prefix != "oracle":
+        return None
+    try:
+        latency = float(arg) if arg else 0.0
+    except ValueError:
+        raise ValueError(f"oracle takes an optional per-turn latency in seconds (oracle:0.2), not {arg!r}") from None
+    if latency < 0:
+        raise ValueError(f"oracle latency must be >= 0, got {latency}")
+    return latency
+
+
+def _choice(value: str) -> Any:
+    return value if value in ("auto", "required", "none") else {"name": value}
+
+
+async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
+    """Run the episodes (resuming), then summarise every finished episode of the run directory."""
+    if opts.strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {opts.strategy!r}; available: {', '.join(STRATEGIES)}")
+    if opts.benchmark not in ft.FAMILYTOOL_NAMES:
+        raise ValueError(f"evals run supports {', '.join(ft.FAMILYTOOL_NAMES)} so far, not {opts.benchmark!r}")
+    catalog = ft.FamilyToolCatalog(opts.benchmark)
+    task_ids = catalog.task_ids()[: opts.limit] if opts.limit else catalog.task_ids()
+    run_path = opts.run_dir or default_run_dir(opts)
+    config = {**opts.result_config(), "run": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}}
+    run_dir = RunDir(run_path, config)
+
+    shared: ModelAdapter | None = None
+    oracle_latency = parse_oracle(opts.model)
+    if oracle_latency is None:
+        kw = dict(opts.adapter_options)
+        if opts.base_url:
+            kw["base_url"] = opts.base_url
+        if opts.api_key_env:
+            kw["api_key_env"] = opts.api_key_env
+        shared = make_adapter(opts.model, **kw)
+    limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
+    agent_cfg = AgentConfig(
+        max_turns=opts.max_turns,
+        tool_choice=_choice(opts.tool_choice),
+        max_tokens=opts.max_tokens,
+        temperature=opts.temperature,
+        system_prompt=ft.AGENT_SYSTEM_PROMPT,
+        retry=RetryPolicy(max_attempts=opts.max_attempts, base_delay=opts.retry_base_delay),
+    )
+
+    async with contextlib.AsyncExitStack() as stack:
+        if opts.server_url:
+            base = opts.server_url.rstrip("/")
+        else:
+            ts = build_tool_server([opts.benchmark], stack=stack.enter_context(contextlib.ExitStack()))
+            base = await stack.enter_async_context(serve_in_background(create_app(ts)))
+        if shared is not None:
+            stack.push_async_callback(shared.aclose)
+
+        async def episode(task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+            task = catalog.task(task_id)
+            adapter = shared or OracleAdapter(ft.oracle_steps(task), task_id=task_id, turn_latency_s=oracle_latency or 0.0)
+            url = f"{base}/mcp/{opts.benchmark}/{task_id}"
+            async with connect(url, token=opts.server_token) as session:
+                outcome = await run_agent(adapter, session, ft.agent_prompt(task), recorder, agent_cfg, limiter=limiter)
+            outcome.data.update(ft.call_agreement(task, outcome.data["calls"]))
+            return outcome
+
+        def score(trace: dict[str, Any]) -> float | None:
+            out = trace.get("outcome") or {}
+            return float(out["exact_call_match"]) if "exact_call_match" in out else None
+
+        result = await run_episodes(
+            run_dir,
+            task_ids,
+            episode,
+            concurrency=opts.concurrency,
+            budget=Budget(opts.max_budget_tokens, opts.max_budget_usd) if (opts.max_budget_tokens or opts.max_budget_usd) else None,
+            progress=opts.progress,
+            score_fn=score,
+            retry_errored=opts.retry_errored,
+            handle_signals=True,
+        )
+    return result, summarize(run_dir, task_ids)
+
+
+def summarize(run_dir: RunDir, task_ids: list[str] | None = None) -> dict[str, Any]:
+    """The run's outcome from its traces alone (no model is called): the ``--json`` object."""
+    traces = run_dir.latest_traces()
+    ids = task_ids if task_ids is not None else list(traces)
+    done = [traces[t] for t in ids if t in traces]
+    completed = [t for t in done if t.get("status") == "completed"]
+    n = len(ids)
+
+    def pct(key: str) -> float:
+        hits = sum(1 for t in completed if (t.get("outcome") or {}).get(key))
+        return round(100.0 * hits / n, 2) if n else 0.0
+
+    return {
+        "run_dir": str(run_dir.path),
+        "tasks": n,
+        "completed": len(completed),
+        "errored": sum(1 for t in done if t.get("status") == "errored"),
+        "metrics": {"exact_call_match": pct("exact_call_match"), "tool_name_match": pct("tool_name_match")},
+    }

@@ -1,0 +1,144 @@
+"""`evals run` end to end: the real MCP server over HTTP, the real SDKs against local provider stand-ins."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from fake_providers import Delay, FakeProviderServer, openai_chat, openai_error, tool_call
+
+from client.runs import RunDir
+from evals.benchmarks.familytool import load_tasks
+from evals.pipeline import RunOptions, run_benchmark
+
+
+def _evals(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evals.cli", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("dataset,count", [("familytool-b", 483), ("familytool-e", 455)])
+def test_oracle_gets_every_gold_call_through_the_http_server(data_dir, tmp_path, dataset, count):
+    proc = _evals("run", dataset, "--model", "oracle", "--run-dir", str(tmp_path / "run"),
+                  "--concurrency", "16", "--no-progress", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["tasks"] == summary["completed"] == count and summary["errored"] == 0
+    assert summary["metrics"]["exact_call_match"] == 100.0
+    # the traces hold each task once, with the gold call made over MCP and answered without error
+    gold = {t.id: t.gold_calls[0] for t in load_tasks(dataset)}
+    traces = [json.loads(line) for line in open(tmp_path / "run" / "traces.jsonl")]
+    assert Counter(t["task_id"] for t in traces) == Counter(list(gold))
+    for t in traces:
+        calls = [e for e in t["events"] if e["kind"] == "tool_call"]
+        assert [(c["name"], c["arguments"]) for c in calls] == [(gold[t["task_id"]].name, gold[t["task_id"]].arguments)]
+        assert not calls[0]["is_error"]
+
+
+def test_a_run_killed_with_sigkill_resumes_with_every_task_exactly_once(data_dir, tmp_path):
+    run = tmp_path / "run"
+    args = [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "oracle:0.02",
+            "--limit", "80", "--concurrency", "4", "--run-dir", str(run), "--no-progress"]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    traces = run / "traces.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if traces.exists() and traces.read_bytes().count(b"\n") >= 10:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = traces.read_bytes().count(b"\n")
+    assert 10 <= first < 80, first  # killed in the middle
+    done = _evals("run", "familytool-b", "--model", "oracle:0.02", "--limit", "80", "--concurrency", "4",
+                  "--run-dir", str(run), "--no-progress", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["completed"] == 80 and summary["metrics"]["exact_call_match"] == 100.0
+    ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
+    assert len(ids) == len(set(ids)) == 80
+    assert set(ids) == {t.id for t in load_tasks("b")[:80]}
+
+
+def _gold_by_query(dataset: str) -> dict[str, dict]:
+    from evals.benchmarks.familytool import agent_prompt
+
+    return {agent_prompt(t): t.gold_calls[0].to_dict() for t in load_tasks(dataset)}
+
+
+async def test_openai_model_through_mcp_with_failures_recorded_in_the_traces(data_dir, tmp_path):
+    """A scripted OpenAI-compatible model drives 6 tasks; the provider misbehaves in every documented way."""
+    gold = _gold_by_query("familytool-b")
+    tasks = load_tasks("b")[:6]
+    first_request_seen: Counter[str] = Counter()
+
+    def model(body: dict) -> object:
+        msgs = body["messages"]
+        user = next(m["content"] for m in msgs if m["role"] == "user")
+        task_no = [t.id for t in tasks].index(next(t.id for t in tasks if user.endswith(t.query)))
+        results = [m for m in msgs if m["role"] == "tool"]
+        first_request_seen[user] += 1
+        if not results:
+            attempt = first_request_seen[user]
+            if task_no == 1 and attempt == 1:
+                return openai_error(429, "slow down", headers={"retry-after": "0.3"})
+            if task_no == 2 and attempt == 1:
+                return openai_error(500, "upstream hiccup")
+            if task_no == 3 and attempt == 1:
+                return Delay(5.0, openai_chat("too late"))  # longer than the client timeout
+            if task_no == 4:
+                return openai_error(400, "This model's maximum context length is 8192 tokens.",
+                                    code="context_length_exceeded")
+            # a malformed argument string first: the loop must report it back, not crash
+            return openai_chat(tool_calls=[tool_call("kg_neighbors", '{"entity": "Bob"')])
+        if len(results) == 1:  # parallel calls: look around, then list relations
+            return openai_chat(tool_calls=[tool_call("kg_neighbors", {"entity": "Bob"}),
+                                           tool_call("kg_list_relations", {})])
+        if len(results) == 3:
+            g = gold[user]
+            return openai_chat(tool_calls=[tool_call(g["name"], g["arguments"])], usage=(120, 30))
+        return openai_chat("Done.")
+
+    with FakeProviderServer() as fake:
+        fake.openai.respond_with(model)
+        opts = RunOptions(
+            benchmark="familytool-b", model="openai:fake-model", limit=6, concurrency=3,
+            run_dir=tmp_path / "run", base_url=fake.openai_base_url, progress=False,
+            retry_base_delay=0.05, adapter_options={"timeout": 1.0},
+        )
+        result, summary = await run_benchmark(opts)
+    assert summary["tasks"] == 6 and summary["completed"] == 5 and summary["errored"] == 1
+    assert summary["metrics"]["exact_call_match"] == pytest.approx(100 * 5 / 6, abs=0.01)
+    traces = {t["task_id"]: t for t in RunDir.open(tmp_path / "run").iter_traces()}
+    kinds = {tid: [e["kind"] for e in t["events"]] for tid, t in traces.items()}
+
+    def attempts(task_no: int) -> list[dict]:
+        return [e for e in traces[tasks[task_no].id]["events"] if e["kind"] == "attempt_failed"]
+
+    assert attempts(1)[0]["error"]["details"]["kind"] == "rate_limit" and attempts(1)[0]["delay"] >= 0.3
+    assert attempts(2)[0]["error"]["details"]["kind"] == "server_error" and attempts(2)[0]["delay"] is not None
+    assert attempts(3)[0]["error"]["details"]["kind"] == "timeout" and attempts(3)[0]["delay"] is not None
+    errored = traces[tasks[4].id]
+    assert errored["status"] == "errored" and "context" in json.dumps(errored["error"]).lower()
+    assert [e["delay"] for e in attempts(4)] == [None]  # a deterministic failure is not retried
+    ok = traces[tasks[0].id]
+    calls = [e for e in ok["events"] if e["kind"] == "tool_call"]
+    assert calls[0]["is_error"] and "JSON" in calls[0]["result_text"]  # malformed arguments, reported back
+    assert [c["name"] for c in calls[1:3]] == ["kg_neighbors", "kg_list_relations"]  # parallel, in order
+    assert calls[3]["name"] == gold[next(u for u in gold if u.endswith(tasks[0].query))]["name"]
+    assert ok["totals"]["input_tokens"] > 0 and ok["outcome"]["exact_call_match"] is True
+    assert "final_answer" in kinds[tasks[0].id]
+
+
+def test_run_refuses_a_run_dir_made_with_another_model(data_dir, tmp_path):
+    run = str(tmp_path / "run")
+    assert _evals("run", "familytool-b", "--model", "oracle", "--limit", "2", "--run-dir", run, "--no-progress").returncode == 0
+    proc = _evals("run", "familytool-b", "--model", "openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9",
+                  "--limit", "2", "--run-dir", run, "--no-progress")
+    assert proc.returncode == 2 and "model" in proc.stderr
