@@ -12,7 +12,7 @@ from client.adapters import make_adapter
 from client.adapters.base import ModelAdapter
 from client.adapters.oracle import OracleAdapter
 from client.agent import AgentConfig, run_agent
-from client.mcp_session import connect
+from client.mcp_session import connect, make_http_client
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
 from client.runner import Budget, RunResult, run_episodes
@@ -129,15 +129,18 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             base = opts.server_url.rstrip("/")
         else:
             ts = build_tool_server([opts.benchmark], stack=stack.enter_context(contextlib.ExitStack()))
-            base = await stack.enter_async_context(serve_in_background(create_app(ts)))
+            base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
         if shared is not None:
             stack.push_async_callback(shared.aclose)
+        http = await stack.enter_async_context(
+            make_http_client(token=opts.server_token, max_connections=max(16, 2 * opts.concurrency))
+        )
 
         async def episode(task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
             task = catalog.task(task_id)
             adapter = shared or OracleAdapter(ft.oracle_steps(task), task_id=task_id, turn_latency_s=oracle_latency or 0.0)
             url = f"{base}/mcp/{opts.benchmark}/{task_id}"
-            async with connect(url, token=opts.server_token) as session:
+            async with connect(url, http_client=http) as session:
                 outcome = await run_agent(adapter, session, ft.agent_prompt(task), recorder, agent_cfg, limiter=limiter)
             outcome.data.update(ft.call_agreement(task, outcome.data["calls"]))
             return outcome
