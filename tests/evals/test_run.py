@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from fake_providers import Delay, FakeProviderServer, openai_chat, openai_error, tool_call
