@@ -25,15 +25,12 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench_kg import pct  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 from client.mcp_session import connect  # noqa: E402
 
 TASK = "KGMTUbench_0"
 CALL = ("kg_search_path", {"start": "Bob", "path": ["mother", "prefer_dinnertime"]})
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
 
 
 async def session_calls(target, n: int, lat: list[float], ready: list[int], start: asyncio.Event) -> None:

@@ -128,7 +128,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         if opts.server_url:
             base = opts.server_url.rstrip("/")
         else:
-            ts = build_tool_server([opts.benchmark], stack=stack.enter_context(contextlib.ExitStack()))
+            ts = build_tool_server([opts.benchmark], stack=stack)
             base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
         if shared is not None:
             stack.push_async_callback(shared.aclose)

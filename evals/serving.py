@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from kg_store import KGStore
@@ -21,13 +21,11 @@ CUSTOM = "custom"
 
 def kg_db_dir(dataset: str) -> Path:
     """Where the persistent Kuzu database of a FamilyTool KG is cached."""
-    import os
-
     engine = os.environ.get("EVALS_KG_ENGINE", "kuzu")
     return cache_dir() / "kg" / f"{dataset.replace('familytool', 'familykg')}-{engine}"
 
 
-def open_family_kg(dataset: str, *, writable: bool, stack: contextlib.ExitStack) -> KGStore:
+def open_family_kg(dataset: str, *, writable: bool, stack: contextlib.ExitStack | contextlib.AsyncExitStack) -> KGStore:
     """Open the dataset's KG, building it on first use.
 
     Read-only servers share one cached database (several read-only processes may open it);
@@ -51,7 +49,7 @@ def open_family_kg(dataset: str, *, writable: bool, stack: contextlib.ExitStack)
 def build_tool_server(
     benchmarks: list[str],
     *,
-    stack: contextlib.ExitStack,
+    stack: contextlib.ExitStack | contextlib.AsyncExitStack,
     tools_dirs: list[Path] = (),  # type: ignore[assignment]
     kg_search: str = "greedy",
     top_k: int = 3,
@@ -74,9 +72,3 @@ def build_tool_server(
     kw = {} if page_size is None else {"page_size": page_size}
     return ToolServer(mounts, default=default, **kw)
 
-
-@contextlib.contextmanager
-def tool_server(benchmarks: list[str], **kw) -> Iterator[ToolServer]:  # type: ignore[no-untyped-def]
-    """Context-managed :func:`build_tool_server` that closes the KG stores afterwards."""
-    with contextlib.ExitStack() as stack:
-        yield build_tool_server(benchmarks, stack=stack, **kw)

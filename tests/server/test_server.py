@@ -14,15 +14,12 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters, types
 
+from client.agent import result_text
 from client.mcp_session import connect, list_all_tools
 from evals.benchmarks.familytool import load_tasks
 from server import EndpointRef, ServerConfigError, ToolServer, create_app, serve_in_background
 
 TASK = "KGMTUbench_0"  # Bob cancels alarms at his mother's preferred dinner time
-
-
-def _text(result: types.CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
 def _task_tool_names(dataset: str, task_id: str) -> list[str]:
@@ -61,7 +58,7 @@ async def test_task_endpoint_lists_exactly_the_task_tools_and_resolves_a_path(to
         names = [t.name for t in await list_all_tools(client)]
         assert names == _task_tool_names("b", TASK) + ["kg_list_relations", "kg_neighbors", "kg_search_path"]
         res = await client.call_tool("kg_search_path", {"start": "Bob", "path": ["mother", "prefer_dinnertime"]})
-        assert not res.is_error, _text(res)
+        assert not res.is_error, result_text(res)
         assert res.structured_content["paths"] == [
             [["Bob", "mother", "Alice"], ["Alice", "prefer_dinnertime", "dinnertime_0002"]]
         ]
@@ -84,7 +81,7 @@ async def test_every_bad_call_is_an_error_result_and_the_server_keeps_serving(to
         for name, args, must_mention in bad_calls:
             res = await client.call_tool(name, args)
             assert res.is_error, (name, args)
-            text = _text(res)
+            text = result_text(res)
             for word in must_mention:
                 assert word.lower() in text.lower(), (word, text)
             assert len(text) < 5000  # the 1 MB string is never echoed back
@@ -94,7 +91,7 @@ async def test_every_bad_call_is_an_error_result_and_the_server_keeps_serving(to
         for not_object in ([1, 2], "Bob", 7):
             params = types.CallToolRequestParams.model_construct(name="kg_neighbors", arguments=not_object)
             res = await client.session.send_request(types.CallToolRequest(params=params), types.CallToolResult)
-            assert res.is_error and "object" in _text(res).lower(), _text(res)
+            assert res.is_error and "object" in result_text(res).lower(), result_text(res)
         ok = await client.call_tool("kg_list_relations", {})
         assert not ok.is_error and "mother" in ok.structured_content["relations"]
 
@@ -123,11 +120,11 @@ async def test_familytool_tools_accept_the_gold_call_and_warn_about_schema_probl
     gold = task.gold_calls[0]
     async with _session(tool_server, "inprocess", f"/mcp/familytool-b/{TASK}") as client:
         res = await client.call_tool(gold.name, gold.arguments)
-        assert not res.is_error, _text(res)
+        assert not res.is_error, result_text(res)
         assert res.structured_content["arguments"] == gold.arguments
         res = await client.call_tool(gold.name, {**gold.arguments, "made_up": 1})
         assert not res.is_error  # FamilyTool's own gold breaks its schemas, so problems are warnings
-        assert "made_up" in _text(res)
+        assert "made_up" in result_text(res)
 
 
 async def test_http_playground_health_unknown_endpoints(tool_server):
@@ -232,6 +229,6 @@ async def test_spec_dir_tools_become_live_tools(tmp_path, data_dir):
                 names = {t.name for t in await list_all_tools(client)}
                 assert "greet" in names and len(names) >= 4
                 res = await client.call_tool("greet", {"who": "Ada"})
-                assert not res.is_error and json.loads(_text(res))["arguments"] == {"who": "Ada"}
+                assert not res.is_error and json.loads(result_text(res))["arguments"] == {"who": "Ada"}
                 res = await client.call_tool("greet", {})
-                assert res.is_error and "who" in _text(res)
+                assert res.is_error and "who" in result_text(res)
