@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from .benchmarks import BENCHMARKS
+from .benchmarks import BENCHMARKS, runnable
 
 err = Console(stderr=True)
 
@@ -128,7 +128,36 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
-# ---- evals run ---------------------------------------------------------------------------------
+# ---- evals run / score -------------------------------------------------------------------------
+def summary_table(summary: dict[str, Any]) -> Table:
+    """The summary of a run as a table: counts, then every metric (percent)."""
+    table = Table(title=f"{summary.get('benchmark')} · {summary.get('model')} · {summary.get('strategy')}")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    for key in ("tasks", "completed", "errored"):
+        table.add_row(key, str(summary[key]))
+    for key, value in summary["metrics"].items():
+        table.add_row(f"{key} (%)" if isinstance(value, float) else key, f"{value:.2f}" if isinstance(value, float) else str(value))
+    return table
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from client.runs import RunDir
+
+    from .pipeline import summarize
+
+    try:
+        run_dir = RunDir.open(args.run_dir)
+        summary = summarize(run_dir)
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return 2
+    Console(stderr=args.json).print(summary_table(summary))
+    if args.json:
+        _json_line(summary)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from client.adapters.errors import ModelError
     from client.runs import RunConfigMismatch
@@ -163,13 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (RunConfigMismatch, ValueError, ModelError) as exc:
         err.print(f"[red]error:[/] {exc}")
         return 2
-    table = Table(title=f"{opts.benchmark} · {opts.model} · {opts.strategy}")
-    table.add_column("")
-    table.add_column("value", justify="right")
-    for key in ("tasks", "completed", "errored"):
-        table.add_row(key, str(summary[key]))
-    for key, value in summary["metrics"].items():
-        table.add_row(f"{key} (%)", f"{value:.2f}")
+    table = summary_table(summary)
     table.add_row("tokens (this call)", str(result.tokens))
     table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}")
     Console(stderr=args.json).print(table)
@@ -205,9 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_serve)
 
     r = sub.add_parser("run", help="run a model through a benchmark's tasks over MCP (resumable)")
-    r.add_argument("benchmark", choices=["familytool-b", "familytool-e"])
+    r.add_argument("benchmark", choices=runnable())
     r.add_argument("--model", required=True, help="oracle[:SECONDS_PER_TURN] | openai:<model> | anthropic:<model> | vllm:<model-or-path>")
-    r.add_argument("--strategy", default="agent", choices=["agent"])
+    r.add_argument("--strategy", help="how the model is driven (per benchmark; default: the benchmark's first)")
     r.add_argument("--limit", type=int, help="only the first N tasks")
     r.add_argument("--concurrency", type=int, default=4)
     r.add_argument("--run-dir", help="run directory (default runs/<benchmark>/<model>/<strategy>); rerun to resume")
@@ -228,6 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
     r.set_defaults(func=cmd_run)
+
+    sc = sub.add_parser("score", help="recompute a run's metrics from its traces (no model is called)")
+    sc.add_argument("run_dir")
+    sc.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
+    sc.set_defaults(func=cmd_score)
 
     d = sub.add_parser("data", help="benchmark data")
     dsub = d.add_subparsers(dest="data_command", required=True)

@@ -10,19 +10,16 @@ from typing import Any
 
 from client.adapters import make_adapter
 from client.adapters.base import ModelAdapter
-from client.adapters.oracle import OracleAdapter
-from client.agent import AgentConfig, run_agent
-from client.mcp_session import connect, make_http_client
+from client.agent import AgentConfig
+from client.mcp_session import make_http_client
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
 from client.runner import Budget, RunResult, run_episodes
 from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir
 from server import create_app, serve_in_background
 
-from .benchmarks import familytool as ft
-from .serving import build_tool_server
-
-STRATEGIES = ("agent",)
+from .benchmarks import get_plugin
+from .benchmarks.base import BenchmarkPlugin, EpisodeEnv
 
 
 @dataclass
@@ -31,7 +28,7 @@ class RunOptions:
 
     benchmark: str
     model: str
-    strategy: str = "agent"
+    strategy: str | None = None  # None: the benchmark's default strategy
     limit: int | None = None
     concurrency: int = 4
     run_dir: Path | None = None
@@ -95,14 +92,18 @@ def _choice(value: str) -> Any:
 
 async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     """Run the episodes (resuming), then summarise every finished episode of the run directory."""
-    if opts.strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {opts.strategy!r}; available: {', '.join(STRATEGIES)}")
-    if opts.benchmark not in ft.FAMILYTOOL_NAMES:
-        raise ValueError(f"evals run supports {', '.join(ft.FAMILYTOOL_NAMES)} so far, not {opts.benchmark!r}")
-    catalog = ft.FamilyToolCatalog(opts.benchmark)
-    task_ids = catalog.task_ids()[: opts.limit] if opts.limit else catalog.task_ids()
+    plugin = get_plugin(opts.benchmark)
+    opts.strategy = opts.strategy or plugin.default_strategy
+    if opts.strategy not in plugin.strategies:
+        raise ValueError(
+            f"{opts.benchmark} has no strategy {opts.strategy!r}; available: {', '.join(plugin.strategies)}"
+        )
+    all_ids = plugin.task_ids()
+    task_ids = all_ids[: opts.limit] if opts.limit else all_ids
     run_path = opts.run_dir or default_run_dir(opts)
-    config = {**opts.result_config(), "run": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}}
+    result_cfg = opts.result_config()
+    result_cfg["options"].update(plugin.result_options(opts))
+    config = {**result_cfg, "run": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}}
     run_dir = RunDir(run_path, config)
 
     shared: ModelAdapter | None = None
@@ -120,7 +121,6 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         tool_choice=_choice(opts.tool_choice),
         max_tokens=opts.max_tokens,
         temperature=opts.temperature,
-        system_prompt=ft.AGENT_SYSTEM_PROMPT,
         retry=RetryPolicy(max_attempts=opts.max_attempts, base_delay=opts.retry_base_delay),
     )
 
@@ -128,26 +128,21 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         if opts.server_url:
             base = opts.server_url.rstrip("/")
         else:
-            ts = build_tool_server([opts.benchmark], stack=stack)
+            ts = plugin.build_server(opts, stack)
             base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
         if shared is not None:
             stack.push_async_callback(shared.aclose)
         http = await stack.enter_async_context(
             make_http_client(token=opts.server_token, max_connections=max(16, 2 * opts.concurrency))
         )
+        env = EpisodeEnv(
+            opts=opts, base_url=base, http=http, agent_cfg=agent_cfg, adapter=shared,
+            oracle_latency=oracle_latency or 0.0, limiter=limiter,
+        )
+        await plugin.prepare(env)
 
         async def episode(task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
-            task = catalog.task(task_id)
-            adapter = shared or OracleAdapter(ft.oracle_steps(task), task_id=task_id, turn_latency_s=oracle_latency or 0.0)
-            url = f"{base}/mcp/{opts.benchmark}/{task_id}"
-            async with connect(url, http_client=http) as session:
-                outcome = await run_agent(adapter, session, ft.agent_prompt(task), recorder, agent_cfg, limiter=limiter)
-            outcome.data.update(ft.call_agreement(task, outcome.data["calls"]))
-            return outcome
-
-        def score(trace: dict[str, Any]) -> float | None:
-            out = trace.get("outcome") or {}
-            return float(out["exact_call_match"]) if "exact_call_match" in out else None
+            return await plugin.episode(env, task_id, recorder)
 
         result = await run_episodes(
             run_dir,
@@ -156,29 +151,38 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             concurrency=opts.concurrency,
             budget=Budget(opts.max_budget_tokens, opts.max_budget_usd) if (opts.max_budget_tokens or opts.max_budget_usd) else None,
             progress=opts.progress,
-            score_fn=score,
+            score_fn=plugin.progress_score,
             retry_errored=opts.retry_errored,
             handle_signals=True,
         )
-    return result, summarize(run_dir, task_ids)
+    return result, summarize(run_dir, task_ids, plugin=plugin)
 
 
-def summarize(run_dir: RunDir, task_ids: list[str] | None = None) -> dict[str, Any]:
+def summarize(run_dir: RunDir, task_ids: list[str] | None = None, *, plugin: BenchmarkPlugin | None = None) -> dict[str, Any]:
     """The run's outcome from its traces alone (no model is called): the ``--json`` object."""
+    config = run_dir.config or {}
+    if "benchmark" not in config:
+        raise ValueError(f"{run_dir.path}: config.json names no benchmark; is this an evals run directory?")
+    plugin = plugin or get_plugin(config["benchmark"])
     traces = run_dir.latest_traces()
-    ids = task_ids if task_ids is not None else list(traces)
+    ids = task_ids if task_ids is not None else _run_task_ids(plugin, config, traces)
     done = [traces[t] for t in ids if t in traces]
-    completed = [t for t in done if t.get("status") == "completed"]
-    n = len(ids)
-
-    def pct(key: str) -> float:
-        hits = sum(1 for t in completed if (t.get("outcome") or {}).get(key))
-        return round(100.0 * hits / n, 2) if n else 0.0
-
+    scored = plugin.summarize(traces, ids, config)
     return {
         "run_dir": str(run_dir.path),
-        "tasks": n,
-        "completed": len(completed),
+        "benchmark": config.get("benchmark"),
+        "model": config.get("model"),
+        "strategy": config.get("strategy"),
+        "tasks": len(ids),
+        "completed": sum(1 for t in done if t.get("status") == "completed"),
         "errored": sum(1 for t in done if t.get("status") == "errored"),
-        "metrics": {"exact_call_match": pct("exact_call_match"), "tool_name_match": pct("tool_name_match")},
+        **scored,
     }
+
+
+def _run_task_ids(plugin: BenchmarkPlugin, config: dict[str, Any], traces: dict[str, Any]) -> list[str]:
+    """The tasks a run covers: the first ``limit`` of its first invocation plus every traced task."""
+    ids = plugin.task_ids()
+    limit = (config.get("run") or {}).get("limit")
+    head = set(ids[:limit] if limit else ids)
+    return [t for t in ids if t in head or t in traces]

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tool_specs import Catalog
+
+if TYPE_CHECKING:
+    from .base import BenchmarkPlugin
 
 FAMILYTOOL = ("familytool-b", "familytool-e")
 
@@ -16,6 +20,7 @@ class BenchmarkInfo:
     description: str
     has_kg: bool
     load_catalog: Callable[[], Catalog]
+    load_plugin: Callable[[], BenchmarkPlugin] | None = None  # None: served, but not runnable by evals run
 
 
 def _familytool(name: str) -> BenchmarkInfo:
@@ -24,11 +29,28 @@ def _familytool(name: str) -> BenchmarkInfo:
 
         return FamilyToolCatalog(name)
 
+    def plugin() -> BenchmarkPlugin:
+        from .familytool_plugin import FamilyToolPlugin
+
+        return FamilyToolPlugin(name)
+
     kind = "base" if name.endswith("-b") else "extended"
-    return BenchmarkInfo(name, f"FamilyTool ({kind}): one call needing 1-6 hops over a family KG", True, load)
+    return BenchmarkInfo(name, f"FamilyTool ({kind}): one call needing 1-6 hops over a family KG", True, load, plugin)
 
 
 BENCHMARKS: dict[str, BenchmarkInfo] = {n: _familytool(n) for n in FAMILYTOOL}
+
+
+def runnable() -> list[str]:
+    """Benchmarks ``evals run`` can drive."""
+    return [n for n, b in BENCHMARKS.items() if b.load_plugin is not None]
+
+
+def get_plugin(name: str) -> BenchmarkPlugin:
+    info = get_benchmark(name)
+    if info.load_plugin is None:
+        raise KeyError(f"benchmark {name!r} can be served but not run yet; runnable: {', '.join(runnable())}")
+    return info.load_plugin()
 
 
 def get_benchmark(name: str) -> BenchmarkInfo:
