@@ -1,0 +1,344 @@
+"""`evals report`: the published numbers file, paper-row matching, Markdown and HTML rendering, and a real run."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evals.report import (
+    PAPER_NUMBERS_DIR,
+    add_report_parser,
+    hop_plot_svg,
+    load_paper_numbers,
+    normalize_model,
+    paper_rows_for,
+    render_html,
+    render_markdown,
+    write_report,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+PAPERS = REPO.parent / "shared" / "papers"
+
+FAMILYTOOL_KEYS = {"tool_em", "tool_acc", "value_acc", "kg_em", "kg_f1", "kg_no_hallucination", "kg_coverage", "kg_format_error"}
+TOOLHOP_KEYS = {"answer_accuracy", "tool_hallucination", "param_hallucination", "param_omission",
+                "query_error_rate", "instance_error_rate"}
+KNOWN_KEYS = {"familytool": FAMILYTOOL_KEYS, "toolhop": TOOLHOP_KEYS}
+SETTING_VALUES = {
+    "strategy": {"kgetool", "golden-kg", "full-kg", "direct", "forced", "free"},
+    "step": {"kg_extraction", "tool_use"},
+    "kg_values": {"true_values"},
+    "path_extraction": {"greedy", "retrieval"},
+    "feedback": {"detailed", "minimal"},
+}
+
+
+def _paper_files() -> list[Path]:
+    files = sorted(PAPER_NUMBERS_DIR.glob("*.yaml"))
+    assert {f.name for f in files} >= {"familytool.yaml", "toolhop.yaml"}
+    return files
+
+
+# ---- the published numbers ------------------------------------------------------------------------
+@pytest.mark.parametrize("path", _paper_files(), ids=lambda p: p.name)
+def test_every_paper_row_names_its_table_model_setting_and_known_metrics(path):
+    doc = yaml.safe_load(path.read_text())
+    family = path.stem
+    assert doc["paper"] and doc["citation"] and doc["source"] and doc["benchmarks"]
+    models = set()
+    numbers = [t["table"] for t in doc["tables"] if t["table"] is not None]
+    assert len(numbers) == len(set(numbers)), "a table number appears twice"
+    n_rows = 0
+    for table in doc["tables"]:
+        assert table["table"] is None or isinstance(table["table"], int)
+        assert isinstance(table["caption"], str) and table["caption"]
+        assert table.get("number_from"), "say where the table number comes from"
+        if table["table"] is None:
+            assert table.get("label"), "an unnumbered table needs a short label"
+        assert table["rows"]
+        for row in table["rows"]:
+            n_rows += 1
+            assert set(row) <= {"model", "setting", "metrics", "extra", "aggregate", "note"}, row
+            assert isinstance(row["model"], str) and row["model"].strip()
+            models.add(row["model"])
+            setting = {**(table.get("setting") or {}), **(row.get("setting") or {})}
+            assert setting.get("dataset") in doc["benchmarks"], (table["table"], row)
+            for key, value in setting.items():
+                if key in SETTING_VALUES:
+                    assert value in SETTING_VALUES[key], (key, value)
+            metrics = row["metrics"]
+            assert metrics and set(metrics) <= KNOWN_KEYS[family], (table["table"], row)
+            for value in [*metrics.values(), *(row.get("extra") or {}).values()]:
+                assert isinstance(value, int | float) and not isinstance(value, bool)
+                assert 0 <= value <= 100, row
+    assert set(doc["model_aliases"]) <= models, "an alias names a model no row has"
+    loaded = [r for r in load_paper_numbers() if r.paper == doc["paper"]]
+    assert len(loaded) == n_rows
+
+
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in line.strip().strip("|").split("|") if c.strip()]
+
+
+def _contiguous(needle: list[str], hay: list[str]) -> bool:
+    return any(hay[i:i + len(needle)] == needle for i in range(len(hay) - len(needle) + 1))
+
+
+def test_familytool_numbers_are_the_papers(tmp_path):
+    """Each transcribed row is a run of cells of a line of the paper's text (Table 10 by row and column)."""
+    text = PAPERS / "familytool.txt"
+    if not text.is_file():
+        pytest.skip(f"{text} not found")
+    lines = [_cells(x) for x in text.read_text().splitlines() if "|" in x]
+    doc = yaml.safe_load((PAPER_NUMBERS_DIR / "familytool.yaml").read_text())
+    checked = 0
+    for table in doc["tables"]:
+        if table["table"] == 10:
+            header = next(c for c in lines if c and c[0].startswith("LLM-KG"))
+            tool_models = header[2:]
+            for row in table["rows"]:
+                kg_line = next(c for c in lines if c[0] == row["setting"]["kg_model"] and len(c) == 9)
+                assert kg_line[1 + tool_models.index(row["model"])] == f"{row['metrics']['tool_em']:.2f}", row
+                checked += 1
+            continue
+        for row in table["rows"]:
+            values = [f"{v:.2f}" for v in row["metrics"].values()]
+            assert any(c[0] == row["model"] and _contiguous(values, c[1:]) for c in lines), (table["table"], row)
+            checked += 1
+    assert checked == sum(len(t["rows"]) for t in doc["tables"])
+
+
+def test_toolhop_numbers_are_the_summarys():
+    text = PAPERS / "toolhop-summary.txt"
+    if not text.is_file():
+        pytest.skip(f"{text} not found")
+    lines = [_cells(x) for x in text.read_text().splitlines() if x.startswith("|")]
+    doc = yaml.safe_load((PAPER_NUMBERS_DIR / "toolhop.yaml").read_text())
+    for table in doc["tables"]:
+        for row in table["rows"]:
+            values = [f"{v:.2f}" for v in [*row["metrics"].values(), *(row.get("extra") or {}).values()]]
+            assert any(c[0] == row["model"] and set(values) <= set(c[1:]) for c in lines), row
+
+
+# ---- matching runs to paper rows ------------------------------------------------------------------
+def test_model_specs_are_normalised_to_compare_with_the_papers_names():
+    assert normalize_model("openai:gpt-4o") == "gpt-4o"
+    assert normalize_model("vllm:Qwen/Qwen2.5-7B-Instruct") == "qwen2.5-7b-instruct"
+    assert normalize_model("vllm:/models/Qwen3-8B/") == "qwen3-8b"
+    assert normalize_model("openai:qwen2.5:7b") == "qwen2.5:7b"  # only the provider prefix goes
+    assert normalize_model("anthropic:claude-3-5-sonnet-20240620") == "claude-3-5-sonnet-20240620"
+
+
+def _run(model: str, strategy: str, benchmark: str = "familytool-b", **options) -> dict:
+    return {"run_dir": "r", "benchmark": benchmark, "model": model, "strategy": strategy, "tasks": 1,
+            "completed": 1, "errored": 0, "metrics": {}, "options": options}
+
+
+def test_paper_rows_are_found_by_model_dataset_and_setting():
+    rows = load_paper_numbers()
+    pairs = paper_rows_for(_run("openai:gpt-4o", "kgetool"), rows)
+    same = [r for r, s in pairs if s]
+    assert pairs[: len(same)] == [(r, True) for r in same]  # same setting first
+    by_tables = {r.tables: r for r in same}
+    assert by_tables[(5, 7, 10)].metrics == {"tool_em": 19.67, "tool_acc": 76.81, "value_acc": 23.64}
+    assert by_tables[(3, 6)].metrics["kg_em"] == 61.90
+    assert all(r.model == "GPT-4o" and r.setting["dataset"] == "familytool-b" for r, _ in pairs)
+    # Relation Retrieval is another setting; a run that states it gets Table 7's RR row instead
+    rr = [r for r, s in paper_rows_for(_run("openai:gpt-4o", "kgetool", kg_search="retrieval"), rows) if s]
+    assert {r.tables for r in rr} == {(6,), (7,)} and all(r.setting["path_extraction"] == "retrieval" for r in rr)
+    # a cross-LLM row matches a run whose step-1 model is that LLM
+    cross = [r for r, s in paper_rows_for(_run("openai:gpt-4o", "kgetool", kg_model="openai:o3-mini"), rows) if s]
+    assert [(r.tables, r.metrics) for r in cross if "kg_model" in r.setting] == [((10,), {"tool_em": 19.88})]
+    # the agent strategy is not the paper's: every row is "another setting"
+    agent = paper_rows_for(_run("vllm:Qwen/Qwen2.5-7B-Instruct", "agent", "familytool-e"), rows)
+    assert agent and not any(s for _, s in agent) and {r.model for r, _ in agent} == {"Qwen2.5-7B"}
+    assert paper_rows_for(_run("anthropic:claude-3-5-sonnet-20240620", "kgetool"), rows) == []
+    assert paper_rows_for(_run("oracle", "agent"), rows) == []
+    # the ablation strategies are the paper's golden and full KG tables
+    golden = [r.tables for r, s in paper_rows_for(_run("openai:gpt-4o", "golden-kg", "familytool-e"), rows) if s]
+    assert golden == [(4,)]  # not Table 9: its KG holds true values instead of placeholders
+    assert [r.tables for r, s in paper_rows_for(_run("openai:gpt-4o", "full-kg"), rows) if s] == [(8,)]
+    # ToolHop: the mode and feedback a run states; the 14-model average is no model
+    th = paper_rows_for(_run("openai:gpt-4o", "forced", "toolhop", mode="forced", feedback="detailed"), rows)
+    assert [(r.metrics, s) for r, s in th if s] == [({"answer_accuracy": 49.04}, True)]
+    assert not any(r.aggregate for r, _ in th)
+    minimal = paper_rows_for(_run("openai:gpt-4o", "forced-minimal", "toolhop", mode="forced", feedback="minimal"), rows)
+    assert not any(s for _, s in minimal)  # the feedback ablation does not say its scenario
+
+
+# ---- rendering -------------------------------------------------------------------------------------------
+def _summaries() -> list[dict]:
+    a = {
+        "run_dir": "runs/a", "benchmark": "familytool-b", "model": "openai:gpt-4o", "strategy": "kgetool",
+        "tasks": 483, "completed": 480, "errored": 3,
+        "metrics": {"tool_em": 61.2, "tool_acc": 90.1, "value_acc": 70.3, "kg_em": 40.0, "kg_format_error": 1.2},
+        "strict_metrics": {"tool_em": 55.5, "tool_acc": 90.1, "value_acc": 65.0},
+        "breakdowns": {"hops": {"1": {"tasks": 106, "tool_em": 70.0}, "2": {"tasks": 361, "tool_em": 60.0},
+                                "10": {"tasks": 3, "tool_em": 33.33}},
+                       "speaker": {"Bob": {"tasks": 300, "tool_em": 50.0}, "Alice": {"tasks": 183, "tool_em": 44.4}}},
+        "matchers": {"rule": 400, "response": 10, "llm": 2},
+        "options": {"kg_search": "greedy"},
+    }
+    b = {
+        "run_dir": "runs/b", "benchmark": "familytool-b", "model": "vllm:Qwen/Qwen2.5-7B-Instruct", "strategy": "agent",
+        "tasks": 483, "completed": 483, "errored": 0,
+        "metrics": {"tool_em": 30.25, "tool_acc": 80.0, "value_acc": 40.0, "kg_format_error": 0.5},
+        "breakdowns": {"hops": {"1": {"tasks": 106, "tool_em": 40.0}, "2": {"tasks": 361, "tool_em": 28.0},
+                                "10": {"tasks": 3, "tool_em": 0.0}}},
+    }
+    c = {
+        "run_dir": "runs/c", "benchmark": "toolhop", "model": "openai:<b>gpt-4o</b>|x", "strategy": "free",
+        "tasks": 995, "completed": 995, "errored": 0,
+        "metrics": {"answer_accuracy": 45.67, "param_omission": 3.5, "tasks_with_gold_chain": 990},
+        "breakdowns": {"domain": {"film": {"tasks": 20, "answer_accuracy": 50.0}}},
+    }
+    return [a, b, c]
+
+
+def _table(md: str, title: str) -> list[list[str]]:
+    """The rows of the Markdown table under ``**title**`` (header first, separator dropped)."""
+    block = md.split(f"**{title}**\n\n", 1)[1].split("\n\n", 1)[0]
+    rows = [_cells(x.replace("\\|", "\0")) for x in block.splitlines()]
+    return [[c.replace("\0", "|") for c in r] for r in rows if not set("".join(r)) <= set(":-")]
+
+
+def test_markdown_sets_runs_side_by_side_per_benchmark_with_breakdowns_and_paper_rows():
+    md = render_markdown(_summaries(), load_paper_numbers(), plot_files={"familytool-b": "hops-familytool-b.svg"})
+    assert md.index("## familytool-b") < md.index("## toolhop")
+    metrics = _table(md, "Metrics")
+    assert metrics[0] == ["metric", "openai:gpt-4o · kgetool", "vllm:Qwen/Qwen2.5-7B-Instruct · agent"]
+    rows = {r[0]: r[1:] for r in metrics[1:]}
+    assert rows["Tool use EM ↑ (tool_em)"] == ["**61.20**", "30.25"]  # best of the row in bold
+    assert rows["KG Format Error ↓ (kg_format_error)"] == ["1.20", "**0.50**"]  # lower is better
+    assert rows["KG extraction EM ↑ (kg_em)"] == ["40.00", "–"]
+    assert [r[0] for r in _table(md, "Strict metrics")[1:]] == ["Tool use EM ↑ (tool_em)", "Tool Acc. ↑ (tool_acc)", "Value Acc. ↑ (value_acc)"]
+    assert _table(md, "Matchers")[1] == ["rule", "400", "–"]
+    hops = _table(md, "By hops")
+    assert [r[0] for r in hops[1:]] == ["1", "2", "10"]  # numeric order
+    assert hops[0][:2] == ["hops", "tasks"] and hops[3][1] == "3"
+    assert _table(md, "By speaker")[1][0] == "Alice"
+    assert "![familytool-b: accuracy by hop count](hops-familytool-b.svg)" in md
+    # the paper's numbers next to the GPT-4o run, same setting first
+    paper = _table(md, "openai:gpt-4o · kgetool: the papers' numbers for the same model on familytool-b")
+    assert paper[1][0] == "**this run**"
+    assert paper[2][:4] == ["FamilyTool Tables 3, 6", "GPT-4o", "kgetool · step=kg_extraction · path_extraction=greedy", "yes"]
+    assert paper[3][:4] + paper[3][4:7] == ["FamilyTool Tables 5, 7, 10", "GPT-4o",
+                                            "kgetool · step=tool_use · path_extraction=greedy", "yes",
+                                            "19.67", "76.81", "23.64"]
+    qwen = _table(md, "vllm:Qwen/Qwen2.5-7B-Instruct · agent: the papers' numbers for the same model on familytool-b")
+    assert all(r[3] == "no" for r in qwen[2:]) and "28.78" in qwen[3] + qwen[4] + qwen[5]
+    # the ToolHop run: generic keys, a count shown as a count, a model name that needs escaping
+    th = md.split("## toolhop", 1)[1]
+    assert "| Answer accuracy ↑ (answer_accuracy) | 45.67 |" in th
+    assert "| Tasks with a gold chain, count (tasks_with_gold_chain) | 990 |" in th
+    assert "openai:<b>gpt-4o</b>\\|x · free" in th
+    assert "**By domain**" in th and "No published numbers for model" in th
+    assert "hops-toolhop" not in md  # no hop breakdown, no plot
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_html_is_one_self_contained_page_with_inline_svg_plots():
+    page = render_html(_summaries(), load_paper_numbers())
+    parser = _Tags()
+    parser.feed(page)
+    names = [t for t, _ in parser.tags]
+    assert names.count("svg") == 1  # familytool-b has hop data; toolhop has none
+    assert "script" not in names and "link" not in names and "img" not in names
+    for _, attrs in parser.tags:  # nothing is fetched: no src, and links only to anchors in the page
+        assert "src" not in attrs
+        for link in (attrs.get("href"), attrs.get("xlink:href")):
+            assert link is None or link.startswith("#"), link
+    text = "".join(parser.text)
+    assert "openai:<b>gpt-4o</b>|x · free" in text  # escaped in the page, shown as written
+    assert "<b>gpt-4o</b>" not in page
+    assert "61.20" in text and "19.67" in text and "Tables 5, 7, 10" in text
+    assert "Tool use EM by hop count" in page  # the plot's title, as SVG text
+
+
+def test_hop_plot_has_one_line_per_run_and_none_without_hop_data():
+    runs = _summaries()
+    svg = hop_plot_svg(runs[:2], "familytool-b")
+    assert svg.startswith("<svg") and "openai:gpt-4o · kgetool" in svg and "vllm:Qwen/Qwen2.5-7B-Instruct · agent" in svg
+    assert "(n=361)" in svg
+    assert hop_plot_svg(runs[2:], "toolhop") is None
+
+
+def test_write_report_writes_markdown_html_json_and_the_plot(tmp_path):
+    paths = write_report(["runs/a", "runs/b", "runs/c"], tmp_path / "out", summaries=_summaries())
+    out = tmp_path / "out"
+    assert paths["markdown"] == str(out / "report.md") and paths["plots"] == [str(out / "hops-familytool-b.svg")]
+    assert (out / "hops-familytool-b.svg").read_text().startswith("<?xml")
+    assert "(hops-familytool-b.svg)" in (out / "report.md").read_text()
+    data = json.loads((out / "report.json").read_text())
+    assert [r["run_dir"] for r in data["runs"]] == ["runs/a", "runs/b", "runs/c"]
+    assert any(p["tables"] == [5, 7, 10] and p["same_setting"] for p in data["runs"][0]["paper"])
+
+
+# ---- a real run, through the command line ------------------------------------------------------------
+def _report_cli(argv: list[str]) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="evals")
+    add_report_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = args.func(args)
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_report_of_a_real_oracle_run(data_dir, tmp_path):
+    run = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "oracle", "--limit", "3",
+         "--run-dir", str(run), "--no-progress", "--json"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    rc, out, err = _report_cli(["report", str(run), "--out", str(tmp_path / "report"), "--json"])
+    assert rc == 0, err
+    paths = json.loads(out.strip().splitlines()[-1])
+    md, page = Path(paths["markdown"]), Path(paths["html"])
+    assert md.is_file() and page.is_file() and Path(paths["json"]).is_file()
+    md_text, html_text = md.read_text(), page.read_text()
+    for text in (md_text, html_text):
+        assert "familytool-b" in text and "oracle · agent" in text and str(run) in text
+        for value in summary["metrics"].values():
+            assert f"{value:.2f}" in text
+    assert f"| tasks | {summary['tasks']} |" in md_text and f"| completed | {summary['completed']} |" in md_text
+    # one run: the default output directory is the run's report/, and paths go to stdout
+    rc, out, _ = _report_cli(["report", str(run)])
+    assert rc == 0 and out.splitlines()[0] == str(run / "report" / "report.md")
+    assert (run / "report" / "report.html").is_file()
+
+
+def test_report_of_a_directory_that_is_no_run_says_so(tmp_path):
+    rc, out, err = _report_cli(["report", str(tmp_path)])
+    assert rc == 2 and "is not a run directory" in err and out == ""
+
+
+def test_runs_of_the_same_model_and_strategy_are_told_apart_by_their_directory():
+    a, b, _ = _summaries()
+    md = render_markdown([a, {**a, "run_dir": "runs/a2"}, b])
+    assert _table(md, "Runs")[0] == ["run", "openai:gpt-4o · kgetool (a)", "openai:gpt-4o · kgetool (a2)",
+                                     "vllm:Qwen/Qwen2.5-7B-Instruct · agent"]
