@@ -25,8 +25,19 @@ class RemoteFile:
     url: str
     sha256: str
     size: int
+    pinned_path: str | None = None  # the part of ``url`` a ``url_prefix`` keeps (default: after the commit)
+
+    def mirror_url(self, prefix: str) -> str:
+        tail = self.pinned_path if self.pinned_path is not None else self.url.split("/", 6)[6]
+        return prefix.rstrip("/") + "/" + tail
 
 
+# ToolHop: the official file from the Hugging Face dataset at a pinned revision. The revision is the
+# one local-bench built its subset from; the size and sha256 come from a Git-LFS pointer of the file
+# (MananDesai54/llm-benchmarking, data/ToolHop.json) whose HF revision is not recorded, so a
+# mismatch means that pointer was for another revision (see ../shared/data/MANIFEST.md).
+TOOLHOP_REVISION = "b439d7279af359fda46e8117ae4f0245b75f5c6b"
+_TH = f"https://huggingface.co/datasets/bytedance-research/ToolHop/resolve/{TOOLHOP_REVISION}"
 _FT = "https://raw.githubusercontent.com/yxzwang/FamilyTool/c3c5fc7e2496df3db4ffa045f0dbf34114c27802"
 SOURCES: dict[str, list[RemoteFile]] = {
     "familytool": [
@@ -38,6 +49,11 @@ SOURCES: dict[str, list[RemoteFile]] = {
                    "546daa7fe96f3b45bcdb79fc98edcc335fcd12c19b13c954cf3a2cd270f41e9e", 7088),
         RemoteFile("familytool/familykg-e.txt", f"{_FT}/KG/familykg-e.txt",
                    "732ec34b012bc0a2ec73e50514492aa4a0556e40baafd91a8520896958897e3b", 24568),
+    ],
+    "toolhop": [
+        RemoteFile("toolhop/ToolHop.json", f"{_TH}/data/ToolHop.json",
+                   "0a51f71a44b7025645e452123af3caf2e348301922af91778e268db0188a7fab", 19720396,
+                   pinned_path="data/ToolHop.json"),
     ],
 }
 
@@ -65,7 +81,8 @@ def fetch(
     """Download the files of benchmark ``name`` into ``data_dir``; returns their paths.
 
     ``url_prefix`` replaces the scheme+host+repository part of every URL up to the commit
-    (for a mirror, or a local server in tests): the path after the commit is kept.
+    (for a mirror, or a local server in tests): the path after the commit (or the revision, for a
+    Hugging Face file: ``data/ToolHop.json``) is kept.
     """
     try:
         files = SOURCES[name]
@@ -79,7 +96,7 @@ def fetch(
                 report(f"ok       {f.dest} (already present, checksum matches)")
                 out.append(dest)
                 continue
-            url = f.url if url_prefix is None else url_prefix.rstrip("/") + "/" + f.url.split("/", 6)[6]
+            url = f.url if url_prefix is None else f.mirror_url(url_prefix)
             dest.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.")
             tmp = Path(tmp_name)

@@ -1,0 +1,527 @@
+"""Run untrusted tool code (ToolHop's Python tools) in isolated worker processes.
+
+Containment model (Linux):
+
+* **Never in the server process.** A :class:`SandboxPool` keeps a few worker processes
+  (``tool_specs/_sandbox_worker.py``, started with ``python -I``); each call is sent to an idle
+  worker, which forks a fresh child for it (no state survives a call) and answers with JSON.
+* **No network.** Workers start in a new network namespace (``unshare --net``; without root
+  ``unshare --net --map-root-user``), which has no interface but a down loopback. When that is not
+  possible (``network="hook"``, or ``"auto"`` on a host without namespaces) only the audit hook
+  below refuses sockets. :meth:`SandboxPool.describe` says which applies.
+* **Kernel limits per call** (soft = hard, so the code cannot raise them): ``RLIMIT_CPU``,
+  ``RLIMIT_AS`` (memory), ``RLIMIT_NPROC`` = 0 (no fork, no threads), ``RLIMIT_FSIZE``,
+  ``RLIMIT_NOFILE``, no core dumps; plus a wall-clock deadline after which the child is SIGKILLed.
+  A worker that does not answer in time is killed with its whole process group and replaced.
+* **Nothing of the server's environment.** Workers get an empty environment (``PATH`` and
+  ``LANG`` only) and the child empties even that; when the server runs as root the child drops to
+  ``nobody`` (uid 65534), so the kernel also forbids it to read ``/proc/<server pid>/environ`` or
+  to write anywhere but its own scratch directory.
+* **Audit hook** (:func:`sys.addaudithook`, which Python code cannot remove) in the child: refuses
+  sockets, ``os.system``/``subprocess``/``fork``/``exec``/``posix_spawn``, threads, ``ctypes``,
+  ``os.kill``, rlimit changes, GC and trace introspection, ``chdir``, writes outside the per-call
+  scratch directory and reads under ``/proc`` other than its own entries.
+
+What it does not cover: an audit hook is a tripwire, not a security boundary; native code
+(already-loaded C extensions) can make system calls without raising audit events. Without root
+(no uid drop) file-system protection beyond the scratch directory rests on that hook alone. There
+is no seccomp filter and no mount namespace: the child can still *read* world-readable files.
+
+The executor kind ``sandbox`` (registered here) runs a code string:
+``{"kind": "sandbox", "function": "f", "code": "def f(x): ..."}`` (or ``"file": "tool.py"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import itertools
+import json
+import os
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from tool_specs.errors import ExecutorConfigError
+from tool_specs.executors import register_executor_kind
+from tool_specs.results import CallContext, ToolResult, to_json_text
+
+if TYPE_CHECKING:
+    from tool_specs.spec import ToolSpec
+
+__all__ = [
+    "GENERIC_ERROR",
+    "SandboxError",
+    "SandboxExecutor",
+    "SandboxLimits",
+    "SandboxPool",
+    "SandboxReply",
+    "default_pool",
+    "network_namespace_command",
+    "tool_reported_error",
+]
+
+WORKER_SCRIPT = Path(__file__).with_name("_sandbox_worker.py")
+GENERIC_ERROR = "Error: the tool call failed."
+Feedback = Literal["detailed", "minimal"]
+NetworkMode = Literal["auto", "namespace", "hook"]
+_START_TIMEOUT_S = 30.0
+_REPLY_GRACE_S = 5.0
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not do its job (a worker would not start, a required isolation
+    feature is unavailable). A failing *tool* is never a SandboxError: it is a reply."""
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Per-call limits. ``memory_mb`` is address space on top of the preloaded interpreter."""
+
+    wall_s: float = 5.0
+    cpu_s: float = 5.0
+    memory_mb: int = 512
+    fsize_mb: int = 8
+    nofile: int = 32
+    max_result_bytes: int = 1 << 20
+
+    def __post_init__(self) -> None:
+        for name in ("wall_s", "cpu_s", "memory_mb", "fsize_mb", "nofile", "max_result_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"sandbox limit {name} must be a positive number, got {value!r}")
+
+
+@dataclass
+class SandboxReply:
+    """What one call produced. ``status``: ``ok`` (``value`` holds the function's return value,
+    JSON-converted; anything not JSON becomes its ``repr``), ``exception`` (the tool raised;
+    ``error`` is ``"<Type>: <message>"``), ``timeout``, ``killed`` (a CPU/memory/file-size limit),
+    ``too_large``, ``crashed`` (no result, e.g. the worker died) or ``bad_request``."""
+
+    status: str
+    value: Any = None
+    error: str | None = None
+    error_type: str | None = None
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    worker_pid: int | None = None
+    cold: bool = False  # this call started its worker
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+_NETNS_CACHE: dict[bool, list[str] | None] = {}
+
+
+def network_namespace_command() -> list[str] | None:
+    """The ``unshare`` prefix that puts a process in a new, empty network namespace, or ``None``
+    when this host does not allow it (checked once per process)."""
+    root = os.geteuid() == 0
+    if root not in _NETNS_CACHE:
+        exe = shutil.which("unshare")
+        prefix = None
+        if exe and sys.platform.startswith("linux"):
+            cmd = [exe, "--net"] if root else [exe, "--net", "--map-root-user"]
+            try:
+                ok = subprocess.run([*cmd, "--", "true"], capture_output=True, timeout=10).returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                ok = False
+            prefix = [*cmd, "--"] if ok else None
+        _NETNS_CACHE[root] = prefix
+    return _NETNS_CACHE[root]
+
+
+class _Worker:
+    """One worker process and its pipes (used by one thread at a time)."""
+
+    def __init__(self, argv: list[str], cwd: str, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=cwd, env=env, start_new_session=True, close_fds=True, bufsize=0,
+        )
+        self.pid = self.proc.pid
+        self._buf = b""
+        self.calls = 0
+        try:
+            hello = self._read_line(time.monotonic() + _START_TIMEOUT_S)
+        except SandboxError:
+            self.kill()
+            raise
+        if not hello.get("ready"):
+            self.kill()
+            raise SandboxError(f"sandbox worker sent an unexpected greeting: {hello!r}")
+        self.hello = hello
+
+    def _read_line(self, deadline: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buf:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SandboxError("the sandbox worker did not answer in time")
+                if not sel.select(left):
+                    continue
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise SandboxError(f"the sandbox worker exited (code {self.proc.poll()})")
+                self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        try:
+            return json.loads(line)
+        except ValueError as exc:
+            raise SandboxError(f"the sandbox worker sent a malformed reply: {exc}") from exc
+
+    def request(self, req: dict[str, Any], deadline: float) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        data = json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+        try:
+            self.proc.stdin.write(data)
+        except OSError as exc:
+            raise SandboxError(f"the sandbox worker is gone ({exc})") from exc
+        self.calls += 1
+        return self._read_line(deadline)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the worker's whole process group (the worker and any child it forked)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+
+    def stop(self) -> None:
+        """Close the request pipe (the worker leaves on EOF), then make sure the group is gone."""
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=2)
+        self.kill()
+
+
+class SandboxPool:
+    """Up to ``size`` sandbox workers, started on demand and reused; thread-safe.
+
+    ``run`` is synchronous (safe to call from any thread); ``arun`` runs it in a thread so the
+    event loop keeps serving. Call :meth:`close` (or use the pool as a context manager) to stop the
+    workers and remove the scratch directory; a pool left open is closed at interpreter exit.
+    """
+
+    def __init__(
+        self,
+        size: int | None = None,
+        *,
+        limits: SandboxLimits | None = None,
+        network: NetworkMode = "auto",
+        python: str | None = None,
+    ) -> None:
+        if network not in ("auto", "namespace", "hook"):
+            raise ValueError(f"network must be 'auto', 'namespace' or 'hook', got {network!r}")
+        self.size = int(size) if size is not None else max(1, min(4, os.cpu_count() or 1))
+        if self.size < 1:
+            raise ValueError(f"a sandbox pool needs at least one worker, got size={size!r}")
+        self.limits = limits or SandboxLimits()
+        self.python = python or sys.executable
+        prefix = None if network == "hook" else network_namespace_command()
+        if network == "namespace" and prefix is None:
+            raise SandboxError("network='namespace' but this host cannot create network namespaces (unshare --net failed)")
+        self._prefix = prefix or []
+        self._drop = os.geteuid() == 0
+        self._scratch = tempfile.mkdtemp(prefix="tool-sandbox-")
+        os.chmod(self._scratch, 0o711)  # the unprivileged child must reach its own sub-directory
+        self._idle: list[_Worker] = []
+        self._all: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(self.size)
+        self._ids = itertools.count(1)
+        self._closed = False
+        self.started = 0  # workers started over the pool's life
+        atexit.register(self.close)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> SandboxPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every worker (busy ones are killed) and remove the scratch directory. Idempotent."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._all)
+            self._all.clear()
+            self._idle.clear()
+        for w in workers:
+            w.stop()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+        atexit.unregister(self.close)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the live workers."""
+        with self._lock:
+            return sorted(w.pid for w in self._all if w.alive())
+
+    def describe(self) -> dict[str, Any]:
+        """The containment actually in effect (for ``/health``, logs and the README's claims)."""
+        return {
+            "workers": self.size,
+            "network": "namespace (unshare --net)" if self._prefix else "audit hook only",
+            "uid": "nobody (65534)" if self._drop else "the server's uid (not root: no drop)",
+            "limits": asdict(self.limits),
+            "fresh_process_per_call": True,
+        }
+
+    def _argv(self) -> list[str]:
+        argv = [*self._prefix, self.python, "-I", str(WORKER_SCRIPT)]
+        return argv + (["--drop-to-nobody"] if self._drop else [])
+
+    def _spawn(self) -> _Worker:
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
+        try:
+            worker = _Worker(self._argv(), self._scratch, env)
+        except OSError as exc:
+            raise SandboxError(f"cannot start a sandbox worker ({' '.join(self._argv())}): {exc}") from exc
+        with self._lock:
+            if self._closed:
+                worker.kill()
+                raise SandboxError("the sandbox pool is closed")
+            self._all.add(worker)
+            self.started += 1
+        return worker
+
+    def warm(self, n: int | None = None) -> None:
+        """Start workers ahead of the first calls (up to ``n``, default the pool size)."""
+        want = min(self.size, n or self.size)
+        with self._lock:
+            have = len(self._all)
+        for _ in range(max(0, want - have)):
+            worker = self._spawn()
+            with self._lock:
+                self._idle.append(worker)
+
+    def _discard(self, worker: _Worker) -> None:
+        with self._lock:
+            self._all.discard(worker)
+        worker.kill()
+
+    # ---- calls -------------------------------------------------------------------------------
+    def run_batch(
+        self, code: str, function: str, batch: list[dict[str, Any]], *, limits: SandboxLimits | None = None
+    ) -> SandboxReply:
+        """Run ``function`` once per argument object of ``batch`` in *one* child (for searches
+        over a tool's arguments, where state shared between the calls does not matter). ``value``
+        of an ``ok`` reply is a list of ``{"ok": bool, "value" | "error"}``; the limits apply to
+        the whole batch."""
+        return self.run(code, function, {}, limits=limits, _batch=[dict(b) for b in batch])
+
+    def run(
+        self, code: str, function: str, arguments: dict[str, Any] | None = None, *, limits: SandboxLimits | None = None,
+        _batch: list[dict[str, Any]] | None = None,
+    ) -> SandboxReply:
+        """Run ``function(**arguments)`` defined by ``code`` in a sandbox; never raises for
+        anything the tool does (see :class:`SandboxReply`). Raises :class:`SandboxError` only when
+        no worker can be started, or the pool is closed."""
+        if not isinstance(code, str) or not isinstance(function, str) or not function:
+            raise TypeError("code and function must be strings (function non-empty)")
+        arguments = dict(arguments or {})
+        lim = limits or self.limits
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        req = {"id": next(self._ids), "code": code, "function": function, "arguments": arguments, "limits": asdict(lim)}
+        if _batch is not None:
+            req["batch"] = _batch
+        try:
+            json.dumps(req, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            return SandboxReply("bad_request", error=f"the arguments are not JSON: {exc}")
+        with self._slots:
+            with self._lock:
+                worker = self._idle.pop() if self._idle else None
+            cold = worker is None
+            if worker is None:
+                worker = self._spawn()
+            try:
+                raw = worker.request(req, time.monotonic() + lim.wall_s + _REPLY_GRACE_S)
+            except SandboxError as exc:
+                self._discard(worker)
+                return SandboxReply("crashed", error=f"{exc}; the worker was replaced", worker_pid=worker.pid, cold=cold)
+            with self._lock:
+                if self._closed:
+                    worker.kill()
+                elif worker.alive():
+                    self._idle.append(worker)
+                else:
+                    self._all.discard(worker)
+        if raw.get("id") != req["id"]:
+            self._discard(worker)
+            return SandboxReply("crashed", error="the sandbox worker answered another request", worker_pid=worker.pid)
+        return SandboxReply(
+            status=str(raw.get("status")),
+            value=raw.get("value"),
+            error=raw.get("error"),
+            error_type=raw.get("error_type"),
+            wall_s=float(raw.get("wall_s") or 0.0),
+            cpu_s=float(raw.get("cpu_s") or 0.0),
+            worker_pid=worker.pid,
+            cold=cold,
+        )
+
+    async def arun(
+        self, code: str, function: str, arguments: dict[str, Any] | None = None, *, limits: SandboxLimits | None = None
+    ) -> SandboxReply:
+        """:meth:`run` in a worker thread."""
+        return await asyncio.to_thread(self.run, code, function, arguments, limits=limits)
+
+
+_DEFAULT: SandboxPool | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_pool() -> SandboxPool:
+    """A process-wide pool (started lazily, closed at exit) for executors given no pool."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None or _DEFAULT.closed:
+            _DEFAULT = SandboxPool()
+        return _DEFAULT
+
+
+# ---- the executor ------------------------------------------------------------------------------
+
+_ERROR_TEXT = re.compile(r"\s*(error|exception)\b", re.IGNORECASE)
+
+
+def tool_reported_error(value: Any) -> bool:
+    """Did the tool *return* an error rather than raise one? ToolHop's tools answer bad input with
+    ``{"error": "..."}`` (a dict whose ``error`` entry is set, with at most one other key) or a
+    string starting with ``Error``/``Exception``."""
+    if isinstance(value, dict):
+        return bool(value.get("error")) and len(value) <= 2
+    if isinstance(value, str):
+        return bool(_ERROR_TEXT.match(value))
+    return False
+
+
+def value_text(value: Any) -> str:
+    """How a tool's return value is shown: a string as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return to_json_text(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def reply_to_result(reply: SandboxReply, feedback: Feedback = "detailed") -> ToolResult:
+    """The tool result a model sees for a sandbox reply.
+
+    ``detailed`` (the paper's default): the tool's own output, its error message (``"<Type>:
+    <message>"`` for an exception, the returned error for a returned one), or what the sandbox
+    stopped. ``minimal``: the same successes, and :data:`GENERIC_ERROR` for every failure.
+    """
+    if reply.ok and not tool_reported_error(reply.value):
+        value = reply.value
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return ToolResult(text=value_text(value), structured=value)
+        return ToolResult(text=value_text(value))
+    if feedback == "minimal":
+        return ToolResult.error(GENERIC_ERROR)
+    if reply.ok:
+        return ToolResult.error(value_text(reply.value))
+    return ToolResult.error(f"Error: {reply.error or reply.status}")
+
+
+@dataclass(eq=False)
+class SandboxExecutor:
+    """Executor kind ``sandbox``: ``function(**arguments)`` from ``code``, run by a
+    :class:`SandboxPool` (``pool``, or :func:`default_pool` when ``None``)."""
+
+    code: str
+    function: str
+    feedback: Feedback = "detailed"
+    limits: SandboxLimits | None = None
+    pool: SandboxPool | None = field(default=None, repr=False)
+
+    kind = "sandbox"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, str) or not self.code.strip():
+            raise ExecutorConfigError("sandbox executor needs a non-empty 'code' string")
+        if not isinstance(self.function, str) or not self.function.isidentifier():
+            raise ExecutorConfigError(f"sandbox executor 'function' must be a Python identifier, got {self.function!r}")
+        if self.feedback not in ("detailed", "minimal"):
+            raise ExecutorConfigError(f"sandbox executor 'feedback' must be 'detailed' or 'minimal', got {self.feedback!r}")
+
+    def config(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "function": self.function, "feedback": self.feedback, "code": self.code}
+        if self.limits is not None:
+            out["limits"] = asdict(self.limits)
+        return out
+
+    def with_pool(self, pool: SandboxPool | None) -> SandboxExecutor:
+        return replace(self, pool=pool)
+
+    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        pool = self.pool or default_pool()
+        reply = await pool.arun(self.code, self.function, arguments, limits=self.limits)
+        return reply_to_result(reply, self.feedback)
+
+
+def _sandbox_factory(options: dict[str, Any], base_dir: Path | None) -> SandboxExecutor:
+    allowed = {"code", "file", "function", "feedback", "wall_s", "cpu_s", "memory_mb"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ExecutorConfigError(
+            f"unknown option(s) {', '.join(map(repr, unknown))} for executor kind 'sandbox'; allowed: {', '.join(sorted(allowed))}"
+        )
+    if "function" not in options:
+        raise ExecutorConfigError("executor kind 'sandbox' needs option 'function'")
+    if ("code" in options) == ("file" in options):
+        raise ExecutorConfigError("executor kind 'sandbox' needs exactly one of 'code' and 'file'")
+    code = options.get("code")
+    if "file" in options:
+        path = Path(options["file"])
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        try:
+            code = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ExecutorConfigError(f"sandbox executor cannot read code file {str(path)!r}: {exc}") from exc
+    limit_kw = {k: options[k] for k in ("wall_s", "cpu_s", "memory_mb") if k in options}
+    try:
+        limits = SandboxLimits(**limit_kw) if limit_kw else None
+    except ValueError as exc:
+        raise ExecutorConfigError(str(exc)) from exc
+    return SandboxExecutor(code, options["function"], feedback=options.get("feedback", "detailed"), limits=limits)
+
+
+with contextlib.suppress(ValueError):  # already registered (module reloaded)
+    register_executor_kind("sandbox", _sandbox_factory)
