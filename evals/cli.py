@@ -186,6 +186,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         retry_errored=args.retry_errored,
         max_attempts=args.max_attempts,
         progress=not args.no_progress,
+        kg_search=args.kg_search,
+        top_k=args.top_k,
+        kg_model=args.kg_model,
+        judge_model=args.judge,
+        inductive=args.inductive,
     )
     try:
         result, summary = asyncio.run(run_benchmark(opts))
@@ -248,6 +253,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tpm", type=float, help="tokens per minute limit for the model")
     r.add_argument("--retry-errored", action="store_true", help="re-run episodes that ended with an error")
     r.add_argument("--max-attempts", type=int, default=6, help="attempts per model call for transient failures")
+    r.add_argument("--kg-search", choices=["exact", "greedy", "retrieval"], default="greedy",
+                   help="FamilyTool: path extraction for made-up relations (default greedy, as in the paper)")
+    r.add_argument("--top-k", type=int, default=3, help="FamilyTool: relations tried per made-up one (--kg-search retrieval)")
+    r.add_argument("--kg-model", help="FamilyTool kgetool: another model for step 1 (KG path generation); 'oracle' writes the gold paths")
+    r.add_argument("--judge", help="model that judges calls neither rule nor response matching accepts (e.g. openai:gpt-4o-mini)")
+    r.add_argument("--inductive", action="store_true",
+                   help="FamilyTool-e over FamilyTool-b's KG, extended with -e's facts over MCP at run time")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
     r.set_defaults(func=cmd_run)
@@ -257,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
     sc.set_defaults(func=cmd_score)
 
+    from .report import add_report_parser
+
+    add_report_parser(sub)
+
     d = sub.add_parser("data", help="benchmark data")
     dsub = d.add_subparsers(dest="data_command", required=True)
     st = dsub.add_parser("stats", help="dataset and KG statistics")
@@ -264,7 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     st.set_defaults(func=cmd_data_stats)
     f = dsub.add_parser("fetch", help="download a benchmark's files from their public source (sha256-pinned)")
-    f.add_argument("benchmark", choices=["familytool"])
+    f.add_argument("benchmark", choices=["familytool", "toolhop"])
     f.add_argument("--data-dir", help="where to put the files (default: $EVALS_DATA_DIR or the user cache)")
     f.add_argument("--url-prefix", help="mirror to download from instead of the pinned GitHub commit")
     f.set_defaults(func=cmd_data_fetch)

@@ -11,6 +11,7 @@ from typing import Any
 from client.adapters import make_adapter
 from client.adapters.base import ModelAdapter
 from client.agent import AgentConfig
+from client.cache import ResponseCache
 from client.mcp_session import make_http_client
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
@@ -20,6 +21,7 @@ from server import create_app, serve_in_background
 
 from .benchmarks import get_plugin
 from .benchmarks.base import BenchmarkPlugin, EpisodeEnv
+from .matching import LLMJudge
 
 
 @dataclass
@@ -49,6 +51,12 @@ class RunOptions:
     retry_base_delay: float = 1.0
     progress: bool = True
     adapter_options: dict[str, Any] = field(default_factory=dict)
+    # benchmark-specific (FamilyTool): KG extraction, cross-LLM step 1, LLM judge, inductive setting
+    kg_search: str = "greedy"
+    top_k: int = 3
+    kg_model: str | None = None
+    judge_model: str | None = None
+    inductive: bool = False
 
     def result_config(self) -> dict[str, Any]:
         """The part of the config that changes results (a resumed run must match it)."""
@@ -108,13 +116,19 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
 
     shared: ModelAdapter | None = None
     oracle_latency = parse_oracle(opts.model)
+    kw = dict(opts.adapter_options)
+    if opts.base_url:
+        kw["base_url"] = opts.base_url
+    if opts.api_key_env:
+        kw["api_key_env"] = opts.api_key_env
     if oracle_latency is None:
-        kw = dict(opts.adapter_options)
-        if opts.base_url:
-            kw["base_url"] = opts.base_url
-        if opts.api_key_env:
-            kw["api_key_env"] = opts.api_key_env
         shared = make_adapter(opts.model, **kw)
+    extra: dict[str, ModelAdapter] = {}
+    for role, spec in (("kg", opts.kg_model), ("judge", opts.judge_model)):
+        if spec and parse_oracle(spec) is None:
+            # --base-url / --api-key-env apply to a second model of the same provider as --model
+            same = spec.partition(":")[0] == opts.model.partition(":")[0]
+            extra[role] = make_adapter(spec, **(kw if same else {}))
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
     agent_cfg = AgentConfig(
         max_turns=opts.max_turns,
@@ -130,14 +144,21 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         else:
             ts = plugin.build_server(opts, stack)
             base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
-        if shared is not None:
-            stack.push_async_callback(shared.aclose)
+        for adapter in [shared, *extra.values()]:
+            if adapter is not None:
+                stack.push_async_callback(adapter.aclose)
+        judge = None
+        if "judge" in extra:
+            cache = ResponseCache(run_dir.path / "judge_cache.sqlite")
+            stack.callback(cache.close)
+            judge = LLMJudge(extra["judge"], cache)
         http = await stack.enter_async_context(
             make_http_client(token=opts.server_token, max_connections=max(16, 2 * opts.concurrency))
         )
         env = EpisodeEnv(
             opts=opts, base_url=base, http=http, agent_cfg=agent_cfg, adapter=shared,
             oracle_latency=oracle_latency or 0.0, limiter=limiter,
+            extra_adapters={k: v for k, v in extra.items() if k != "judge"}, judge=judge,
         )
         await plugin.prepare(env)
 

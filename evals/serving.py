@@ -25,13 +25,17 @@ def kg_db_dir(dataset: str) -> Path:
     return cache_dir() / "kg" / f"{dataset.replace('familytool', 'familykg')}-{engine}"
 
 
-def open_family_kg(dataset: str, *, writable: bool, stack: contextlib.ExitStack | contextlib.AsyncExitStack) -> KGStore:
+def open_family_kg(
+    dataset: str, *, writable: bool, stack: contextlib.ExitStack | contextlib.AsyncExitStack, source: str | None = None
+) -> KGStore:
     """Open the dataset's KG, building it on first use.
 
     Read-only servers share one cached database (several read-only processes may open it);
     a server that allows writes gets a private copy in a temporary directory, so the cached
-    base KG never changes under anybody.
+    base KG never changes under anybody. ``source`` loads another dataset's KG instead (the
+    inductive setting serves FamilyTool-e over FamilyTool-b's KG, extended at run time).
     """
+    dataset = source or dataset
     triples = kg_file(dataset)
     if writable:
         tmp = Path(tempfile.mkdtemp(prefix=f"{dataset}-kg-"))
@@ -56,14 +60,18 @@ def build_tool_server(
     allow_writes: bool = False,
     default: EndpointRef | None = None,
     page_size: int | None = None,
+    kg_sources: dict[str, str] | None = None,
 ) -> ToolServer:
-    """A server with the given benchmarks mounted, plus a ``custom`` endpoint for spec-dir tools."""
+    """A server with the given benchmarks mounted, plus a ``custom`` endpoint for spec-dir tools.
+
+    ``kg_sources`` maps a benchmark to the dataset whose KG it serves instead of its own.
+    """
     mounts: list[BenchmarkMount] = []
     for name in benchmarks:
         info = get_benchmark(name)
         kg = None
         if info.has_kg:
-            store = open_family_kg(name, writable=allow_writes, stack=stack)
+            store = open_family_kg(name, writable=allow_writes, stack=stack, source=(kg_sources or {}).get(name))
             kg = KGConfig(store=store, search_mode=kg_search, top_k=top_k, allow_writes=allow_writes)
         mounts.append(BenchmarkMount(catalog=info.load_catalog(), kg=kg))
     custom = [spec for d in tools_dirs for spec in load_spec_dir(d)]

@@ -88,6 +88,10 @@ def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
         added = store.add_fact(head, relation, tail)
         return {"added": added, "fact": [head, relation, tail]}
 
+    def remove_fact(head: str, relation: str, tail: str) -> dict[str, Any]:
+        removed = store.remove_fact(head, relation, tail)
+        return {"removed": removed, "fact": [head, relation, tail]}
+
     bound = BoundExecutor
     annotations = {"kind": "kg"}
     tools = [
@@ -151,18 +155,26 @@ def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
         ),
     ]
     if cfg.allow_writes:
-        tools.append(
+        fact_schema = {
+            "type": "object",
+            "properties": {"head": _ENTITY, "relation": _ENTITY, "tail": _ENTITY},
+            "required": ["head", "relation", "tail"],
+            "additionalProperties": False,
+        }
+        tools += [
             ToolSpec(
                 name="kg_add_fact",
                 description="Add a fact [head, relation, tail] to the family knowledge graph (new people and relations allowed).",
-                input_schema={
-                    "type": "object",
-                    "properties": {"head": _ENTITY, "relation": _ENTITY, "tail": _ENTITY},
-                    "required": ["head", "relation", "tail"],
-                    "additionalProperties": False,
-                },
+                input_schema=fact_schema,
                 executor=bound(add_fact),
                 annotations=annotations,
-            )
-        )
+            ),
+            ToolSpec(
+                name="kg_remove_fact",
+                description="Remove the fact [head, relation, tail] from the family knowledge graph (a correction).",
+                input_schema=fact_schema,
+                executor=bound(remove_fact),
+                annotations=annotations,
+            ),
+        ]
     return tools

@@ -38,7 +38,27 @@ def _familytool(name: str) -> BenchmarkInfo:
     return BenchmarkInfo(name, f"FamilyTool ({kind}): one call needing 1-6 hops over a family KG", True, load, plugin)
 
 
+def _toolhop() -> BenchmarkInfo:
+    def load() -> Catalog:
+        from .toolhop import ToolHopCatalog
+
+        return ToolHopCatalog()
+
+    def plugin() -> BenchmarkPlugin:
+        from .toolhop_plugin import ToolHopPlugin
+
+        return ToolHopPlugin()
+
+    return BenchmarkInfo(
+        "toolhop",
+        "ToolHop: 3-7 dependent calls of real Python tools run in a sandbox (the full file when "
+        "fetched, else the 100-query subset; $EVALS_TOOLHOP=full|subset forces one)",
+        False, load, plugin,
+    )
+
+
 BENCHMARKS: dict[str, BenchmarkInfo] = {n: _familytool(n) for n in FAMILYTOOL}
+BENCHMARKS["toolhop"] = _toolhop()
 
 
 def runnable() -> list[str]:

@@ -41,7 +41,8 @@ class EpisodeEnv:
     adapter: ModelAdapter | None = None  # the shared model; None when the model is the oracle
     oracle_latency: float = 0.0
     limiter: RateLimiter | None = None
-    extra_adapters: dict[str, ModelAdapter] = field(default_factory=dict)  # e.g. a step-1 model, a judge
+    extra_adapters: dict[str, ModelAdapter] = field(default_factory=dict)  # e.g. "kg": a step-1 model
+    judge: Any = None  # an evals.matching.LLMJudge when --judge was given
 
     @property
     def is_oracle(self) -> bool:

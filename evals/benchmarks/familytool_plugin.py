@@ -1,68 +1,313 @@
-"""FamilyTool as an ``evals run`` plugin: strategies, episodes and scoring."""
+"""FamilyTool as an ``evals run`` plugin: the paper's KGETool pipeline and its ablations, plus an
+agent that queries the live KG over MCP itself.
+
+Strategies (``--strategy``):
+
+``kgetool``
+    The paper's two steps. Step 1 gives the model the KG's relation names (from ``kg_list_relations``
+    over MCP) and asks for ``KG.search(Start=..., Path=[...])``; each parsed search is extracted by
+    the server's ``kg_search_path`` with ``--kg-search exact|greedy|retrieval`` (``--top-k``). Step 2
+    appends "The extra information for the query is (...)" with the extracted triples to the query
+    and asks for the tool call, offering only the task's candidate tools. ``--kg-model`` makes
+    another model do step 1 (the paper's cross-LLM table; ``oracle`` writes the gold paths).
+``golden-kg``
+    Step 2 only, with the gold sub-KG (the paper's upper bound).
+``full-kg``
+    Step 2 with the whole KG as the extra information (the paper's ablation, Table 8).
+``agent``
+    No extra information: the model gets the KG tools and the candidate tools over MCP and finds the
+    path itself. Its KG lookups are scored as KG extraction too (the triples the tools returned).
+
+Every strategy ends the episode once the model calls a candidate tool: FamilyTool's answer is that
+call. ``--inductive`` (FamilyTool-e only) serves the -e tasks over FamilyTool-b's KG and, before the
+episodes, adds the facts that only -e has through ``kg_add_fact`` over MCP, so the new people and
+relations are unseen until run time (the model never sees ``kg_add_fact`` itself).
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from client.agent import run_agent
+from client.runs import EpisodeOutcome
+from kg_store.triples import parse_triple_file
 
 from . import familytool as ft
 from .base import EpisodeEnv
+from .familytool_metrics import format_kg_search, gold_paths, parse_kg_searches, summarize_familytool
 
 if TYPE_CHECKING:
-    from client.runs import EpisodeOutcome, EpisodeRecorder
+    from mcp import Client
+
+    from client.runs import EpisodeRecorder
     from server import ToolServer
 
     from ..pipeline import RunOptions
 
+STRATEGIES = ("agent", "kgetool", "golden-kg", "full-kg")
+EXTRACTING = ("agent", "kgetool")
+KG_LOOKUP_TOOLS = ("kg_neighbors", "kg_search_path")
+KG_WRITE_TOOLS = ("kg_add_fact", "kg_remove_fact")  # the harness's, never the model's
+
+KG_STEP_SYSTEM = (
+    "You find facts in a family knowledge graph (KG). Given the speaker and a request, write the KG "
+    "searches that retrieve the facts the request needs, one per line, exactly in the form\n"
+    "KG.search(Start=<entity>, Path=[<relation>, <relation>, ...])\n"
+    "Start is usually the speaker. Path lists the relations to follow from Start, in order, using "
+    "only relation names from the list given. Write only the searches."
+)
+
+TOOL_STEP_SYSTEM = (
+    "You are the assistant of a family. The user's name is given in <speak> tags. Requests refer to "
+    "people and their preferences indirectly; the extra information after the request gives the "
+    "relevant facts of the family knowledge graph as [head, relation, tail] triples. Call exactly one "
+    "of the tools to carry out the request, using the knowledge graph's entity ids (such as "
+    "dinnertime_0002) as parameter values."
+)
+
+
+class FilteredSession:
+    """An MCP client session that lists only the tools ``keep(name)`` accepts (the rest is the session)."""
+
+    def __init__(self, session: Client, keep: Callable[[str], bool]):
+        self._session = session
+        self._keep = keep
+
+    async def list_tools(self, *args: Any, **kwargs: Any) -> Any:
+        page = await self._session.list_tools(*args, **kwargs)
+        return page.model_copy(update={"tools": [t for t in page.tools if self._keep(t.name)]})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
+def triples_text(triples: list[tuple[str, str, str]] | list[list[str]]) -> str:
+    return ", ".join(f"[{h}, {r}, {t}]" for h, r, t in triples)
+
+
+def with_extra_information(task: ft.FamilyToolTask, triples: list[Any]) -> str:
+    """The step-2 query: the request followed by the paper's extra-information sentence."""
+    return f"{ft.agent_prompt(task)}  {ft.EXTRA_MARKER} ({triples_text(triples)})."
+
+
+def kg_step_prompt(task: ft.FamilyToolTask, relations: list[str]) -> str:
+    return (
+        f"Relations in the KG: {', '.join(relations)}\n\n"
+        f"Speaker: {task.speaker or 'unknown'}\nRequest: {task.query}"
+    )
+
+
+def oracle_kg_search(task: ft.FamilyToolTask) -> str:
+    """The gold sub-KG written as the KG searches that retrieve it (one per root-to-leaf path)."""
+    return "\n".join(format_kg_search(p[0][0], [t[1] for t in p]) for p in gold_paths(task.gold_kg))
+
+
+def agent_kg_record(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """What an agent retrieved with its KG lookups, in the shape :func:`kg_scores` reads."""
+    paths: list[dict[str, Any]] = []
+    extracted: dict[tuple[str, str, str], None] = {}
+    for ev in events:
+        if ev.get("kind") != "tool_call" or ev.get("name") not in KG_LOOKUP_TOOLS:
+            continue
+        args = ev.get("arguments") if isinstance(ev.get("arguments"), dict) else {}
+        st = ev.get("structured") if isinstance(ev.get("structured"), dict) else None
+        if ev.get("is_error") or st is None:
+            paths.append({"tool": ev["name"], "arguments": args, "hallucinated": True})
+            continue
+        if ev["name"] == "kg_search_path":
+            found = st.get("triples", [])
+            paths.append({"tool": ev["name"], "start": st.get("start"), "path": st.get("path"),
+                          "hallucinated": bool(st.get("missing_relations")) or not st.get("start_found", True)})
+        else:
+            found = list(st.get("out", [])) + list(st.get("in", []))
+            paths.append({"tool": ev["name"], "entity": st.get("entity"), "hallucinated": False})
+        for t in found:
+            extracted[tuple(t)] = None
+    ok = any(not p["hallucinated"] for p in paths)
+    return {"format_error": not ok, "paths": paths, "extracted": [list(t) for t in extracted]}
+
 
 class FamilyToolPlugin:
-    strategies = ("agent",)
+    strategies = STRATEGIES
     default_strategy = "agent"
 
     def __init__(self, name: str):
         self.name = name
         self.catalog = ft.FamilyToolCatalog(name)
+        self._schemas = {s.name: s.input_schema for s in self.catalog.playground_tools()}
+        self._specs = {s.name: s for s in self.catalog.playground_tools()}
 
     def task_ids(self) -> list[str]:
         return self.catalog.task_ids()
 
+    # ---- server ----------------------------------------------------------------------------------
+    def _check(self, opts: RunOptions) -> None:
+        if opts.inductive and self.name != "familytool-e":
+            raise ValueError("--inductive evaluates familytool-e over familytool-b's KG; run it on familytool-e")
+        if opts.inductive and opts.server_url:
+            raise ValueError("--inductive needs the in-process server (it extends a private copy of the KG); drop --server-url")
+
     def build_server(self, opts: RunOptions, stack: contextlib.AsyncExitStack) -> ToolServer:
         from ..serving import build_tool_server
 
-        return build_tool_server([self.name], stack=stack)
+        self._check(opts)
+        if opts.inductive:
+            return build_tool_server([self.name], stack=stack, kg_search=opts.kg_search, top_k=opts.top_k,
+                                     allow_writes=True, kg_sources={self.name: "familytool-b"})
+        return build_tool_server([self.name], stack=stack, kg_search=opts.kg_search, top_k=opts.top_k)
 
     def result_options(self, opts: RunOptions) -> Mapping[str, Any]:
-        return {}
+        out: dict[str, Any] = {"inductive": bool(opts.inductive), "judge_model": opts.judge_model}
+        if opts.strategy in ("kgetool", "agent"):
+            out.update(kg_search=opts.kg_search, top_k=opts.top_k)
+        if opts.strategy == "kgetool":
+            out["kg_model"] = opts.kg_model
+        return out
 
     async def prepare(self, env: EpisodeEnv) -> None:
-        return None
+        """Inductive setting: turn the served -b KG into -e's, over MCP: add the facts only -e has,
+        and remove the two -b facts that -e corrected (``[Jack, mother, Alice]``, and a second
+        ``prefer_travel_city`` of Bob's)."""
+        self._check(env.opts)
+        if not env.opts.inductive:
+            return
+        base = parse_triple_file(ft.kg_file("familytool-b"))
+        target = parse_triple_file(ft.kg_file("familytool-e"))
+        added = [t for t in target if t not in set(base)]
+        removed = [t for t in base if t not in set(target)]
+        async with env.session(self.name) as session:
+            for tool, facts in (("kg_add_fact", added), ("kg_remove_fact", removed)):
+                for h, r, t in facts:
+                    res = await session.call_tool(tool, {"head": h, "relation": r, "tail": t})
+                    if res.is_error:
+                        raise RuntimeError(f"inductive setting: {tool} {[h, r, t]} failed: {_text(res)}")
+        self.inductive_changes = {"added": len(added), "removed": len(removed)}
 
+    # ---- episodes --------------------------------------------------------------------------------
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         task = self.catalog.task(task_id)
-        adapter = env.model(task_id, ft.oracle_steps(task))
-        cfg = env.agent_cfg
-        if cfg.system_prompt is None:
-            import dataclasses
-
-            cfg = dataclasses.replace(cfg, system_prompt=ft.AGENT_SYSTEM_PROMPT)
+        strategy = env.opts.strategy
+        candidates = {s.name for s in self.catalog.task_tools(task_id)}
+        forced = env.agent_cfg.tool_choice == "required"
+        cfg = dataclasses.replace(
+            env.agent_cfg,
+            stop_after_tools=frozenset(candidates),
+            later_tool_choice="required" if forced else env.agent_cfg.later_tool_choice,
+        )
+        kg: dict[str, Any] | None = None
         async with env.session(self.name, task_id) as session:
-            outcome = await run_agent(adapter, session, ft.agent_prompt(task), recorder, cfg, limiter=env.limiter)
-        outcome.data.update(ft.call_agreement(task, outcome.data["calls"]))
+            if strategy == "agent":
+                steps = [[{"name": "kg_search_path", "arguments": {"start": p[0][0], "path": [t[1] for t in p]}}
+                          for p in gold_paths(task.gold_kg)], *ft.oracle_steps(task)]
+                model = env.model(task_id, steps)
+                cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or ft.AGENT_SYSTEM_PROMPT)
+                visible = FilteredSession(session, lambda n: n not in KG_WRITE_TOOLS)
+                outcome = await run_agent(model, visible, ft.agent_prompt(task), recorder, cfg, limiter=env.limiter)
+                kg = agent_kg_record(recorder.events)
+            else:
+                if strategy == "kgetool":
+                    kg = await self._extract(env, task, session, recorder)
+                    extra = kg["extracted"]
+                elif strategy == "golden-kg":
+                    extra = [list(t) for t in task.gold_kg]
+                else:
+                    extra = [list(t) for t in self._full_kg(env)]
+                model = env.model(task_id, ft.oracle_steps(task))
+                cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or TOOL_STEP_SYSTEM)
+                visible = FilteredSession(session, candidates.__contains__)
+                outcome = await run_agent(
+                    model, visible, with_extra_information(task, extra), recorder, cfg, limiter=env.limiter
+                )
+        calls = outcome.data["calls"]
+        pred = ft.predicted_call(calls)
+        outcome.data["prediction"] = {"name": pred["name"], "arguments": pred["arguments"]} if pred else None
+        outcome.data.update(ft.call_agreement(task, calls))
+        if kg is not None:
+            outcome.data["kg"] = kg
+        await self._match(env, task, outcome.data, recorder)
         return outcome
 
+    def _full_kg(self, env: EpisodeEnv) -> list[tuple[str, str, str]]:
+        return list(parse_triple_file(ft.kg_file(self.name)))
+
+    async def _extract(
+        self, env: EpisodeEnv, task: ft.FamilyToolTask, session: Client, recorder: EpisodeRecorder
+    ) -> dict[str, Any]:
+        """KGETool step 1: relation path generation by the (step-1) model, then extraction over MCP."""
+        rel = await session.call_tool("kg_list_relations", {})
+        relations = (rel.structured_content or {}).get("relations", [])
+        kg_model = env.extra_adapters.get("kg") or env.adapter
+        if kg_model is None or env.opts.kg_model == "oracle":
+            from client.adapters.oracle import OracleAdapter
+
+            kg_model = OracleAdapter([], oracle_kg_search(task), task_id=task.id, turn_latency_s=env.oracle_latency)
+        step1 = dataclasses.replace(env.agent_cfg, system_prompt=KG_STEP_SYSTEM, tool_choice="auto",
+                                    later_tool_choice="auto", max_turns=1, stop_after_tools=frozenset())
+        recorder.note("kgetool step 1: relation path generation", model=getattr(kg_model, "name", None))
+        no_tools = FilteredSession(session, lambda n: False)
+        gen = await run_agent(kg_model, no_tools, kg_step_prompt(task, relations), recorder, step1, limiter=env.limiter)
+        text = gen.final_answer or ""
+        searches = parse_kg_searches(text)
+        paths: list[dict[str, Any]] = []
+        extracted: dict[tuple[str, str, str], None] = {}
+        recorder.note("kgetool step 1: path extraction", searches=[s.to_dict() for s in searches], mode=env.opts.kg_search)
+        for s in searches:
+            args = {"start": s.start, "path": list(s.path), "mode": env.opts.kg_search}
+            res = await session.call_tool("kg_search_path", args)
+            st = res.structured_content if not res.is_error else None
+            recorder.tool_call("kg_search_path", args, _text(res), structured=st, is_error=bool(res.is_error), by="harness")
+            if st is None:
+                paths.append({"start": s.start, "path": list(s.path), "hallucinated": True, "error": _text(res)})
+                continue
+            paths.append({"start": s.start, "path": list(s.path), "mode": st.get("mode"),
+                          "missing_relations": st.get("missing_relations", []), "start_found": st.get("start_found"),
+                          "hallucinated": bool(st.get("missing_relations")) or not st.get("start_found", True)})
+            for t in st.get("triples", []):
+                extracted[tuple(t)] = None
+        return {"generation": text, "format_error": not searches, "paths": paths,
+                "extracted": [list(t) for t in extracted]}
+
+    async def _match(self, env: EpisodeEnv, task: ft.FamilyToolTask, data: dict[str, Any], recorder: EpisodeRecorder) -> None:
+        """Response matching and (when rule and response fail) the LLM judge; both go into the trace."""
+        from ..matching import response_match, rule_match
+
+        pred, gold = data.get("prediction"), task.gold_calls[0]
+        if not pred:
+            return
+        schema = self._schemas.get(gold.name)
+        if rule_match(pred["name"], pred["arguments"], gold.name, gold.arguments, schema):
+            return
+        spec = self._specs.get(gold.name)
+        if pred["name"] == gold.name and spec is not None:
+            data["response_match"] = await response_match(spec, pred["arguments"], gold.arguments)
+            if data["response_match"]:
+                return
+        judge = env.judge
+        if judge is None:
+            return
+        tool = next((t for t in task.candidate_tools if t["name"] == gold.name), {"name": gold.name})
+        decision = await judge.decide(ft.agent_prompt(task), tool, gold.to_dict(), pred)  # type: ignore[attr-defined]
+        if decision.response is not None:  # counted in the episode's tokens and cost
+            recorder.model_response(decision.response, cost_usd=decision.cost_usd, role="judge")
+        recorder.event("judge", **decision.to_dict())
+        data["judge"] = {"equivalent": decision.equivalent, "model": decision.model, "cached": decision.cached}
+
+    # ---- scoring ---------------------------------------------------------------------------------
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:
         out = trace.get("outcome") or {}
         return float(out["exact_call_match"]) if "exact_call_match" in out else None
 
     def summarize(self, traces: Mapping[str, Mapping[str, Any]], task_ids: list[str], config: Mapping[str, Any]) -> dict[str, Any]:
-        completed = [traces[t] for t in task_ids if t in traces and traces[t].get("status") == "completed"]
-        n = len(task_ids)
+        strategy = config.get("strategy") or self.default_strategy
+        out = summarize_familytool(self.catalog.tasks, traces, task_ids, self._schemas, with_kg=strategy in EXTRACTING)
+        out["options"] = dict(config.get("options") or {})
+        return out
 
-        def pct(key: str) -> float:
-            hits = sum(1 for t in completed if (t.get("outcome") or {}).get(key))
-            return round(100.0 * hits / n, 2) if n else 0.0
 
-        return {"metrics": {"exact_call_match": pct("exact_call_match"), "tool_name_match": pct("tool_name_match")}}
+def _text(result: Any) -> str:
+    parts = [getattr(c, "text", "") for c in result.content]
+    return "\n".join(p for p in parts if p) or json.dumps(result.structured_content or {})

@@ -34,10 +34,11 @@ def test_oracle_gets_every_gold_call_through_the_http_server(data_dir, tmp_path,
     gold = {t.id: t.gold_calls[0] for t in load_tasks(dataset)}
     traces = [json.loads(line) for line in open(tmp_path / "run" / "traces.jsonl")]
     assert Counter(t["task_id"] for t in traces) == Counter(list(gold))
-    for t in traces:
+    for t in traces:  # the agent oracle looks the gold paths up in the KG, then makes the gold call
         calls = [e for e in t["events"] if e["kind"] == "tool_call"]
-        assert [(c["name"], c["arguments"]) for c in calls] == [(gold[t["task_id"]].name, gold[t["task_id"]].arguments)]
-        assert not calls[0]["is_error"]
+        assert [c["name"] for c in calls[:-1]] == ["kg_search_path"] * (len(calls) - 1) and len(calls) >= 2
+        assert (calls[-1]["name"], calls[-1]["arguments"]) == (gold[t["task_id"]].name, gold[t["task_id"]].arguments)
+        assert not any(c["is_error"] for c in calls)
 
 
 def test_a_run_killed_with_sigkill_resumes_with_every_task_exactly_once(data_dir, tmp_path):
