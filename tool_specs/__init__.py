@@ -61,3 +61,4 @@ __all__ = [
     "suggest_names",
     "validate_arguments",
 ]
+from . import sandbox as _sandbox  # noqa: E402,F401 - registers the "sandbox" executor kind for spec files
