@@ -11,7 +11,7 @@ import time
 from collections import Counter
 
 import pytest
-from fake_providers import Delay, FakeProviderServer, openai_chat, openai_error, tool_call
+from fake_providers import Delay, FakeProviderServer, anthropic_message, openai_chat, openai_error, tool_call
 
 from client.runs import RunDir
 from evals.benchmarks.familytool import load_tasks
@@ -142,3 +142,36 @@ def test_run_refuses_a_run_dir_made_with_another_model(data_dir, tmp_path):
     proc = _evals("run", "familytool-b", "--model", "openai:gpt-4o-mini", "--base-url", "http://127.0.0.1:9",
                   "--limit", "2", "--run-dir", run, "--no-progress")
     assert proc.returncode == 2 and "model" in proc.stderr
+
+
+def test_anthropic_model_runs_the_agent_over_the_kg_with_thinking_sent_back(data_dir, tmp_path):
+    """`evals run` with the real anthropic SDK: a KG lookup, then the gold call; thinking blocks go back."""
+    tasks = {t.id: t for t in load_tasks("b")[:3]}
+
+    def claude(body: dict) -> dict:
+        user = body["messages"][0]["content"]
+        user = user if isinstance(user, str) else " ".join(b.get("text", "") for b in user)
+        task = next(t for t in tasks.values() if t.query in user)
+        if len(body["messages"]) == 1:
+            first = task.gold_kg[0]
+            return anthropic_message(thinking="look the person up first", usage=(500, 40),
+                                     tool_uses=[("kg_search_path", {"start": first.head, "path": [t.relation for t in task.gold_kg]})])
+        gold = task.gold_calls[0]
+        return anthropic_message(thinking="now call the tool", tool_uses=[(gold.name, gold.arguments)], usage=(800, 30))
+
+    with FakeProviderServer() as server:  # strict: rejects a turn whose thinking blocks were not sent back
+        server.anthropic.respond_with(claude)
+        proc = subprocess.run(
+            [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "anthropic:claude-sonnet-4-5",
+             "--base-url", server.anthropic_base_url, "--api-key-env", "PATH", "--strategy", "agent", "--limit", "3",
+             "--run-dir", str(tmp_path / "r"), "--no-progress", "--json"],
+            capture_output=True, text=True, timeout=300)
+        violations = list(server.anthropic.violations)
+        second = [b for b in server.anthropic.bodies if len(b["messages"]) == 3]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not violations
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert summary["completed"] == 3 and summary["metrics"]["tool_em"] == 100.0 and summary["metrics"]["kg_em"] > 0
+    assert len(second) == 3 and all(any(b.get("type") == "thinking" for b in m["messages"][1]["content"]) for m in second)
+    traces = [json.loads(line) for line in open(tmp_path / "r" / "traces.jsonl")]
+    assert all(t["totals"]["input_tokens"] == 1300 and t["totals"]["cost_known"] for t in traces)
