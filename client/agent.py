@@ -14,9 +14,10 @@ from typing import Any
 from mcp import Client, types
 
 from .adapters.base import ModelAdapter
+from .adapters.caching import CachingAdapter, cached_response, is_cached
 from .adapters.pricing import price_for
 from .mcp_session import list_all_tools
-from .messages import Message, SystemMessage, ToolChoice, ToolDef, ToolResultMessage, UserMessage
+from .messages import Message, SystemMessage, ToolChoice, ToolDef, ToolResultMessage, Usage, UserMessage
 from .ratelimit import RateLimiter, estimate_request_tokens
 from .retry import RetryPolicy, call_with_retries
 from .runs import EpisodeOutcome, EpisodeRecorder
@@ -77,10 +78,13 @@ async def run_agent(
         async def complete(choice: ToolChoice = choice):  # noqa: ANN202 - bound per turn
             if limiter is None:
                 return await adapter.complete(messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+            # A response cache answers without the provider: no rate-limit slot for a hit.
+            hit = await cached_response(adapter, messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+            if hit is not None:
+                return hit
+            call = adapter.fetch if isinstance(adapter, CachingAdapter) else adapter.complete
             async with limiter.reserve(estimate_request_tokens(messages, tools, cfg.max_tokens)) as slot:
-                response = await adapter.complete(
-                    messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature
-                )
+                response = await call(messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
                 slot.record(response.usage.input_tokens + response.usage.output_tokens)
                 return response
 
@@ -89,7 +93,10 @@ async def run_agent(
         except Exception as exc:
             recorder.model_error(exc)
             raise
-        recorder.model_response(response, cost_usd=response.usage.cost_usd(price))
+        if is_cached(response):  # served by the response cache: nothing was billed
+            recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True)
+        else:
+            recorder.model_response(response, cost_usd=response.usage.cost_usd(price))
         messages.append(response.to_assistant_message())
         if not response.tool_calls:
             recorder.final_answer(response.text)

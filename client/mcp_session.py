@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import threading
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +23,7 @@ async def connect(
     timeout: float = 60.0,
     max_sse_event_size: int | None = None,
     http_client: httpx2.AsyncClient | None = None,
+    discovery_key: str | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server.
 
@@ -27,19 +31,63 @@ async def connect(
     :class:`mcp.StdioServerParameters`, or an in-process low-level ``Server``. ``token`` adds an
     ``Authorization: Bearer`` header for servers bound to a public address.
 
-    Many sessions should share one ``http_client`` (see :func:`http_client`): building an HTTP
+    Many sessions should share one ``http_client`` (see :func:`make_http_client`): building an HTTP
     client loads the TLS trust store, which costs tens of milliseconds each time.
+
+    ``discovery_key`` (with a shared ``http_client``) names the *server* behind ``target``, e.g. its
+    base URL: the first session to that key asks the server for its ``server/discover`` result, and
+    later sessions through the same HTTP client adopt that result (the MCP SDK's ``prior_discover``)
+    instead of sending one more request each. Use it only for URLs served by one server, such as
+    the endpoints of this project's tool server. A session that fails to open forgets the result.
     """
     if isinstance(target, str):
         async with contextlib.AsyncExitStack() as stack:
             if http_client is None:
                 http_client = await stack.enter_async_context(make_http_client(token=token, headers=headers, timeout=timeout))
+                discovery_key = None  # nothing to share it with
+            known = _discovery_cache(http_client, discovery_key)
+            prior = known.get(discovery_key) if known is not None and discovery_key is not None else None
+            pin: dict[str, Any] = {}
+            if prior is not None:
+                pin = {"mode": prior[0], "prior_discover": prior[1]}
             transport = streamable_http_client(target, http_client=http_client, max_sse_event_size=max_sse_event_size)
-            async with Client(transport, read_timeout_seconds=timeout) as client:
-                yield client
+            try:
+                client = await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout, **pin))
+            except BaseException:
+                if known is not None and discovery_key is not None:
+                    known.pop(discovery_key, None)
+                raise
+            if known is not None and discovery_key is not None and prior is None:
+                _remember_discovery(known, discovery_key, client)
+            share_output_validators(client)
+            yield client
     else:
         async with Client(target, read_timeout_seconds=timeout) as client:
+            share_output_validators(client)
             yield client
+
+
+# ---- server/discover results shared across sessions of one HTTP client ---------------------------
+
+_discoveries: weakref.WeakKeyDictionary[Any, dict[str, tuple[str, types.DiscoverResult]]] = weakref.WeakKeyDictionary()
+
+
+def _discovery_cache(http_client: Any, key: str | None) -> dict[str, tuple[str, types.DiscoverResult]] | None:
+    if key is None:
+        return None
+    try:
+        return _discoveries.setdefault(http_client, {})
+    except TypeError:  # not weak-referenceable
+        return None
+
+
+def _remember_discovery(known: dict[str, tuple[str, types.DiscoverResult]], key: str, client: Client) -> None:
+    """Keep the session's discover result and negotiated version (modern servers only)."""
+    session = client.session
+    result = getattr(session, "discover_result", None)
+    version = getattr(session, "protocol_version", None)
+    if isinstance(result, types.DiscoverResult) and isinstance(version, str):
+        known[key] = (version, result)
 
 
 def make_http_client(
@@ -66,3 +114,73 @@ async def list_all_tools(client: Client) -> list[types.Tool]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+
+
+# ---- output-schema validators shared across sessions --------------------------------------------
+
+_validators: dict[str, Any] = {}
+_validators_lock = threading.Lock()
+_MAX_SHARED_VALIDATORS = 4096
+
+
+def shared_output_validator(name: str, output_schema: dict[str, Any]) -> Any:
+    """The compiled validator for a tool's output schema, built once per process and schema.
+
+    Built as the MCP SDK's ``ClientSession._output_schema_validator`` builds it: the schema's own
+    draft, checked against its meta-schema (``RuntimeError`` if invalid, never cached; draft 2020-12
+    with :func:`tool_specs.validation.check_schema`, which accepts the same schemas faster),
+    ``$ref``s resolved within the schema document only. Validators are immutable, so any
+    number of sessions can share one.
+    """
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+    from referencing import Registry
+
+    key = json.dumps(output_schema, ensure_ascii=False)
+    validator = _validators.get(key)
+    if validator is not None:
+        return validator
+    schema = json.loads(key)  # a private copy: the session's dict may be mutated later
+    cls = validator_for(schema)
+    try:
+        _check_schema(cls, schema)
+    except SchemaError as e:
+        raise RuntimeError(f"Invalid schema for tool {name}: {e}") from e
+    validator = cls(schema, registry=Registry())
+    with _validators_lock:
+        if len(_validators) >= _MAX_SHARED_VALIDATORS:
+            _validators.clear()
+        _validators[key] = validator
+    return validator
+
+
+def _check_schema(cls: Any, schema: Any) -> None:
+    """``cls.check_schema(schema)``; for draft 2020-12 the project's faster equivalent check."""
+    from jsonschema import Draft202012Validator
+
+    if cls is Draft202012Validator:
+        try:
+            from tool_specs.validation import check_schema
+        except ImportError:  # pragma: no cover - the client used without the server package
+            pass
+        else:
+            check_schema(schema)
+            return
+    cls.check_schema(schema)
+
+
+def share_output_validators(client: Client) -> None:
+    """Make ``client``'s session use this process's compiled output-schema validators.
+
+    The SDK checks every structured tool result against the tool's output schema and compiles the
+    validator (a meta-schema check, several milliseconds) once per *session*; with one session per
+    episode that cost recurs in every episode. The results are still validated by the SDK, in the
+    same place and with the same errors; only compiling is shared. Does nothing if the SDK has no
+    such hook (a different SDK version).
+    """
+    try:
+        session = client.session
+    except RuntimeError:
+        return
+    if callable(getattr(type(session), "_output_schema_validator", None)):
+        session._output_schema_validator = shared_output_validator  # type: ignore[method-assign]

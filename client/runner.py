@@ -308,17 +308,24 @@ class _Runner:
         finally:
             self.in_flight -= 1
         line = recorder.build_record(status, error=error, outcome=outcome)
-        self.run_dir.append_trace(line)
-        self.run_dir.mark(recorder, "episode_finished", status=status)
-        if status == "completed":
-            self.completed += 1
-        else:
-            self.errored += 1
-        score = None
-        if self.score_fn is not None:
-            score = self.score(json.loads(line))
-            self.scores[task_id] = score
-        self.progress.episode_finished(errored=status == "errored", score=score)
+        # Written at once (from here a SIGKILL cannot lose it); the fsync runs off the event loop and
+        # is shared with the other episodes finishing meanwhile (group commit). If we are cancelled
+        # while waiting for it, the episode still counts as finished: its line is in the file, and
+        # closing the run directory fsyncs it.
+        self.run_dir.append_trace(line, fsync=False)
+        try:
+            await self.run_dir.sync_traces()
+        finally:
+            self.run_dir.mark(recorder, "episode_finished", status=status)
+            if status == "completed":
+                self.completed += 1
+            else:
+                self.errored += 1
+            score = None
+            if self.score_fn is not None:
+                score = self.score(json.loads(line))
+                self.scores[task_id] = score
+            self.progress.episode_finished(errored=status == "errored", score=score)
 
     async def supervise(self, workers: list[asyncio.Task[None]], grace_s: float) -> None:
         interrupt = asyncio.ensure_future(self.control.wait())

@@ -91,6 +91,10 @@ class EndpointRef:
         return f"/mcp/{self.benchmark}" + (f"/{self.task_id}" if self.task_id else "")
 
 
+current_endpoint: ContextVar[EndpointRef | None] = ContextVar("mcp_endpoint", default=None)
+"""The endpoint of the HTTP request being handled (set by the HTTP transport before the MCP SDK runs)."""
+
+
 class ToolServer:
     """Serves mounted benchmarks over MCP through the SDK's low-level :class:`mcp.server.Server`."""
 
@@ -138,6 +142,18 @@ class ToolServer:
             result = await self.call(ref, params.name, arguments, call_ctx)
             return result.to_mcp()
 
+        def tool_input_schema(name: str) -> Mapping[str, Any] | None:
+            # The SDK checks ``Mcp-Param-*`` headers of every tools/call against the tool's input
+            # schema; without this lookup it runs (and serialises) a whole tools/list per call.
+            ref = current_endpoint.get() or default
+            if ref is None:
+                return None
+            try:
+                spec = self.endpoint_tools(ref).get(name)
+            except EndpointNotFound:
+                return None
+            return None if spec is None else spec.input_schema
+
         server: Server[Any] = Server(
             SERVER_NAME,
             version=_version(),
@@ -147,6 +163,7 @@ class ToolServer:
             ),
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
+            get_tool_input_schema=tool_input_schema,
         )
         server.middleware.append(NonObjectArgumentsMiddleware())
         return server

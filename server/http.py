@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .core import EndpointNotFound, EndpointRef, ToolServer
+from .core import EndpointNotFound, EndpointRef, ToolServer, current_endpoint
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,11 @@ class _MCPEndpoint:
         except EndpointNotFound as exc:
             await JSONResponse({"error": "not_found", "message": str(exc)}, status_code=404)(scope, receive, send)
             return
-        await self.manager.handle_request(scope, receive, send)
+        token = current_endpoint.set(ref)
+        try:
+            await self.manager.handle_request(scope, receive, send)
+        finally:
+            current_endpoint.reset(token)
 
 
 def create_app(
@@ -146,7 +150,10 @@ async def serve_in_background(
     app: Starlette, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
 ) -> AsyncIterator[str]:
     """Run the app on the current event loop; yields its base URL (``port=0`` picks a free port)."""
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    # ``proto=IPPROTO_TCP`` matters: asyncio sets TCP_NODELAY only on accepted sockets whose protocol
+    # says TCP, and without it every response (headers and body are separate writes) waits ~40 ms
+    # for the client's delayed ACK (Nagle's algorithm).
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]

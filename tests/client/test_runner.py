@@ -405,6 +405,17 @@ def wait_for_lines(path: Path, n: int, proc: subprocess.Popen[str], timeout: flo
         time.sleep(0.005)
 
 
+def wait_for_marks(path: Path, kind: str, n: int, proc: subprocess.Popen[str], timeout: float = 15.0) -> None:
+    needle = f'"kind": "{kind}"'.encode()
+    compact = f'"kind":"{kind}"'.encode()
+    deadline = time.monotonic() + timeout
+    while not path.exists() or (path.read_bytes().count(needle) + path.read_bytes().count(compact)) < n:
+        if proc.poll() is not None:
+            pytest.fail(f"the script exited early ({proc.returncode})")
+        assert time.monotonic() < deadline, f"fewer than {n} {kind} marks in {path} after {timeout}s"
+        time.sleep(0.005)
+
+
 async def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path: Path) -> None:
     run_path = tmp_path / "run"
     proc = start_script(tmp_path, run_path, n=50, sleep_s=0.05, concurrency=8)
@@ -448,6 +459,8 @@ async def test_sigint_stops_cleanly_and_the_run_resumes(tmp_path: Path) -> None:
     run_path = tmp_path / "run"
     proc = start_script(tmp_path, run_path, n=40, sleep_s=0.3, concurrency=4)
     wait_for_lines(run_path / "traces.jsonl", 4, proc)
+    # Interrupt while the second wave runs (not while the first one's trace fsync is in flight).
+    wait_for_marks(run_path / "events.jsonl", "episode_started", 8, proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=10)
     assert proc.returncode == 0, err

@@ -302,3 +302,61 @@ def test_error_info_keeps_attempts_and_retryable() -> None:
     assert "bad gateway" in info["message"] and "Traceback" in info["traceback"]
     assert error_info(ValueError("x"))["retryable"] is False
     assert error_info(TimeoutError())["retryable"] is True
+
+
+# ---- trace fsyncs off the event loop (group commit) --------------------------------------------
+
+
+async def test_append_trace_async_group_commits_and_is_durable_on_return(tmp_path: Path, monkeypatch) -> None:
+    import asyncio
+    import os
+    import threading
+    import time
+
+    run = RunDir(tmp_path / "run", CONFIG)
+    run.open_for_writing()
+    calls: list[int] = []
+    real_fsync = os.fsync
+    loop_thread = threading.get_ident()
+
+    def slow_fsync(fd: int) -> None:
+        assert threading.get_ident() != loop_thread or fd != run._traces_fd  # trace fsyncs leave the loop
+        calls.append(fd)
+        time.sleep(0.02)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    written_before_first_yield = []
+
+    async def finish(i: int) -> None:
+        task = asyncio.ensure_future(run.append_trace_async(record(f"t{i}")))
+        await asyncio.sleep(0)  # the write happened before the coroutine first yielded
+        written_before_first_yield.append((tmp_path / "run" / "traces.jsonl").read_bytes().count(b"\n") > 0)
+        written = run._traces_written
+        await task
+        assert run._traces_synced >= min(written, i + 1)  # our line, at least, is on disk
+
+    await asyncio.gather(*(finish(i) for i in range(20)))
+    assert all(written_before_first_yield)
+    assert run._traces_synced == run._traces_written == 20
+    assert 1 <= len(calls) < 20  # shared fsyncs, not one per line
+    assert set(run.latest_traces()) == {f"t{i}" for i in range(20)}
+    run.close()
+
+
+async def test_cancelled_while_syncing_keeps_the_line_and_close_syncs_it(tmp_path: Path, monkeypatch) -> None:
+    import asyncio
+    import os
+    import time
+
+    run = RunDir(tmp_path / "run", CONFIG)
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (time.sleep(0.05), real_fsync(fd))[1])
+    task = asyncio.ensure_future(run.append_trace_async(record("t1")))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    run.close()  # waits for the fsync in flight, then fsyncs and closes
+    assert set(RunDir(tmp_path / "run").latest_traces()) == {"t1"}
+    assert run._traces_synced == run._traces_written == 1

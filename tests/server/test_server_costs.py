@@ -1,0 +1,104 @@
+"""What one episode costs the server: no 40 ms stalls per response, no hidden tools/list per call."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import httpx2
+import pytest
+
+from client.mcp_session import connect, list_all_tools
+from server import ToolServer, create_app, serve_in_background
+from server.core import EndpointRef
+
+TASK = "KGMTUbench_0"
+
+
+async def test_responses_are_not_held_back_by_nagle(tool_server: ToolServer) -> None:
+    """The listening socket must be a TCP socket as far as asyncio knows, so accepted connections get
+    TCP_NODELAY; otherwise each response's body waits for the client's delayed ACK (~40 ms)."""
+    async with serve_in_background(create_app(tool_server)) as url, httpx2.AsyncClient() as http:
+        await http.get(url + "/health")
+        times = []
+        for _ in range(15):
+            t0 = time.perf_counter()
+            assert (await http.get(url + "/health")).status_code == 200
+            times.append(time.perf_counter() - t0)
+    assert statistics.median(times) < 0.02, times
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_tool_calls_do_not_list_the_tools_again(tool_server: ToolServer, monkeypatch, json_response) -> None:
+    """The SDK checks ``Mcp-Param-*`` headers against the tool's input schema; the server hands it the
+    schema directly instead of letting it run (and serialise) a whole tools/list for every call."""
+    listed = []
+    original = ToolServer._list_tools
+
+    def counting(self, ref, params):  # noqa: ANN001, ANN202
+        listed.append(ref)
+        return original(self, ref, params)
+
+    monkeypatch.setattr(ToolServer, "_list_tools", counting)
+    async with serve_in_background(create_app(tool_server, json_response=json_response)) as url:
+        async with connect(f"{url}/mcp/familytool-b/{TASK}") as client:
+            await list_all_tools(client)
+            for _ in range(3):
+                res = await client.call_tool("kg_neighbors", {"entity": "Bob"})
+                assert not res.is_error
+    assert listed == [EndpointRef("familytool-b", TASK)]
+
+
+def test_input_schema_lookup_follows_the_endpoint(tool_server: ToolServer) -> None:
+    from server.core import current_endpoint
+
+    lookup = tool_server.server.get_tool_input_schema
+    assert lookup is not None
+    assert lookup("kg_search_path") is None  # no endpoint: nothing to validate
+    token = current_endpoint.set(EndpointRef("familytool-b", TASK))
+    try:
+        assert lookup("kg_search_path") == tool_server.endpoint_tools(EndpointRef("familytool-b", TASK))["kg_search_path"].input_schema
+        assert lookup("no_such_tool") is None
+    finally:
+        current_endpoint.reset(token)
+
+
+async def test_sessions_share_discovery_and_output_validators(tool_server: ToolServer) -> None:
+    """With a shared HTTP client and a ``discovery_key``, only the first session sends server/discover;
+    every session reuses the process's compiled output-schema validators (and results are still
+    validated against them)."""
+    import json
+
+    from client import mcp_session
+    from client.mcp_session import make_http_client
+    from evals.benchmarks.familytool import load_tasks
+
+    task_id = "KGMTUbench_4"  # its gold tool (SearchHouse) declares an output schema
+    gold = next(t for t in load_tasks("b") if t.id == task_id).gold_calls[0]
+    methods: list[str] = []
+
+    async def record(request: httpx2.Request) -> None:
+        methods.append(json.loads(request.content).get("method") if request.content else request.method)
+
+    validators = []
+    async with serve_in_background(create_app(tool_server, json_response=True)) as url:
+        async with make_http_client() as http:
+            http.event_hooks["request"].append(record)
+            for _ in range(3):
+                async with connect(f"{url}/mcp/familytool-b/{task_id}", http_client=http, discovery_key=url) as client:
+                    await list_all_tools(client)
+                    res = await client.call_tool(gold.name, gold.arguments)
+                    assert not res.is_error and res.structured_content is not None
+                    session = client.session
+                    assert session.protocol_version is not None
+                    schema = session._tool_output_schemas[gold.name]  # noqa: SLF001
+                    assert schema is not None
+                    validators.append(session._output_schema_validator(gold.name, schema))  # noqa: SLF001
+            async with connect(f"{url}/mcp/familytool-b/{TASK}", http_client=http) as client:  # no key: discovers
+                await list_all_tools(client)
+    assert methods.count("server/discover") == 2 and methods.count("tools/call") == 3
+    assert validators[0] is validators[1] is validators[2]
+    assert list(validators[0].iter_errors(res.structured_content)) == []
+    assert list(validators[0].iter_errors({"unexpected": "shape"}))  # it does validate
+    with pytest.raises(RuntimeError, match="Invalid schema for tool t"):
+        mcp_session.shared_output_validator("t", {"type": 12})
