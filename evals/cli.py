@@ -191,6 +191,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         kg_model=args.kg_model,
         judge_model=args.judge,
         inductive=args.inductive,
+        cache=Path(args.cache) if args.cache else None,
     )
     try:
         result, summary = asyncio.run(run_benchmark(opts))
@@ -260,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--judge", help="model that judges calls neither rule nor response matching accepts (e.g. openai:gpt-4o-mini)")
     r.add_argument("--inductive", action="store_true",
                    help="FamilyTool-e over FamilyTool-b's KG, extended with -e's facts over MCP at run time")
+    r.add_argument("--cache", metavar="PATH", help="response cache (sqlite file): identical model requests are answered from it")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
     r.set_defaults(func=cmd_run)

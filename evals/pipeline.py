@@ -10,6 +10,7 @@ from typing import Any
 
 from client.adapters import make_adapter
 from client.adapters.base import ModelAdapter
+from client.adapters.caching import CachingAdapter
 from client.agent import AgentConfig
 from client.cache import ResponseCache
 from client.mcp_session import make_http_client
@@ -57,6 +58,7 @@ class RunOptions:
     kg_model: str | None = None
     judge_model: str | None = None
     inductive: bool = False
+    cache: Path | None = None  # response cache (sqlite) keyed by the exact request
 
     def result_config(self) -> dict[str, Any]:
         """The part of the config that changes results (a resumed run must match it)."""
@@ -123,6 +125,9 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         kw["api_key_env"] = opts.api_key_env
     if oracle_latency is None:
         shared = make_adapter(opts.model, **kw)
+        if opts.cache:  # a rerun of the same requests is free and deterministic
+            response_cache = ResponseCache(opts.cache)
+            shared = CachingAdapter(shared, response_cache, key_extra=opts.adapter_options or None)
     extra: dict[str, ModelAdapter] = {}
     for role, spec in (("kg", opts.kg_model), ("judge", opts.judge_model)):
         if spec and parse_oracle(spec) is None:
@@ -144,6 +149,8 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         else:
             ts = plugin.build_server(opts, stack)
             base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
+        if opts.cache and shared is not None:
+            stack.callback(response_cache.close)
         for adapter in [shared, *extra.values()]:
             if adapter is not None:
                 stack.push_async_callback(adapter.aclose)

@@ -64,7 +64,7 @@ class EpisodeEnv:
         """An MCP session at the task's endpoint (or the benchmark's playground)."""
         from client.mcp_session import connect
 
-        async with connect(self.url(benchmark, task_id), http_client=self.http) as session:
+        async with connect(self.url(benchmark, task_id), http_client=self.http, discovery_key=self.base_url) as session:
             yield session
 
 

@@ -175,3 +175,30 @@ def test_anthropic_model_runs_the_agent_over_the_kg_with_thinking_sent_back(data
     assert len(second) == 3 and all(any(b.get("type") == "thinking" for b in m["messages"][1]["content"]) for m in second)
     traces = [json.loads(line) for line in open(tmp_path / "r" / "traces.jsonl")]
     assert all(t["totals"]["input_tokens"] == 1300 and t["totals"]["cost_known"] for t in traces)
+
+
+def test_cache_makes_a_rerun_free_and_identical(data_dir, tmp_path):
+    tasks = load_tasks("b")[:4]
+
+    def model(body: dict) -> dict:
+        user = body["messages"][-1]["content"]
+        gold = next(t for t in tasks if t.query in user).gold_calls[0]
+        return openai_chat(tool_calls=[(gold.name, gold.arguments)], usage=(400, 20))
+
+    cache = tmp_path / "cache.sqlite"
+    with FakeProviderServer() as server:
+        server.openai.respond_with(model)
+        out = []
+        for run in ("a", "b"):
+            proc = _evals("run", "familytool-b", "--model", "openai:m", "--base-url", server.openai_base_url,
+                          "--api-key-env", "PATH", "--strategy", "golden-kg", "--limit", "4", "--cache", str(cache),
+                          "--run-dir", str(tmp_path / run), "--no-progress", "--json")
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            out.append((json.loads(proc.stdout.strip().splitlines()[-1]), len(server.openai.requests)))
+    (first, n1), (second, n2) = out
+    assert n1 == 4 and n2 == 4  # the second run asked the provider nothing
+    assert first["metrics"] == second["metrics"] and first["metrics"]["tool_em"] == 100.0
+    traces = [json.loads(line) for line in open(tmp_path / "b" / "traces.jsonl")]
+    responses = [e for t in traces for e in t["events"] if e["kind"] == "model_response"]
+    assert len(responses) == 4 and all(e.get("cached") for e in responses)
+    assert all(t["totals"]["cost_usd"] == 0 for t in traces)
