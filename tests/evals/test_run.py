@@ -116,7 +116,6 @@ async def test_openai_model_through_mcp_with_failures_recorded_in_the_traces(dat
     assert summary["tasks"] == 6 and summary["completed"] == 5 and summary["errored"] == 1
     assert summary["metrics"]["exact_call_match"] == pytest.approx(100 * 5 / 6, abs=0.01)
     traces = {t["task_id"]: t for t in RunDir.open(tmp_path / "run").iter_traces()}
-    kinds = {tid: [e["kind"] for e in t["events"]] for tid, t in traces.items()}
 
     def attempts(task_no: int) -> list[dict]:
         return [e for e in traces[tasks[task_no].id]["events"] if e["kind"] == "attempt_failed"]
