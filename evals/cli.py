@@ -141,6 +141,20 @@ def summary_table(summary: dict[str, Any]) -> Table:
     return table
 
 
+def _model_args(items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs for the model adapter; VALUE is JSON when it parses (``false``, ``{...}``), else a string."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"evals run: error: --model-arg expects KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     from client.runs import RunDir
 
@@ -192,6 +206,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         judge_model=args.judge,
         inductive=args.inductive,
         cache=Path(args.cache) if args.cache else None,
+        adapter_options=_model_args(args.model_arg),
     )
     try:
         result, summary = asyncio.run(run_benchmark(opts))
@@ -261,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--judge", help="model that judges calls neither rule nor response matching accepts (e.g. openai:gpt-4o-mini)")
     r.add_argument("--inductive", action="store_true",
                    help="FamilyTool-e over FamilyTool-b's KG, extended with -e's facts over MCP at run time")
+    r.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="adapter option, repeatable; VALUE is JSON if it parses (e.g. parallel_tool_calls=false)")
     r.add_argument("--cache", metavar="PATH", help="response cache (sqlite file): identical model requests are answered from it")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")

@@ -72,6 +72,7 @@ class RunOptions:
                 "max_tokens": self.max_tokens,
                 "temperature": self.temperature,
                 "base_url": self.base_url,
+                "model_args": dict(self.adapter_options),
             },
         }
 

