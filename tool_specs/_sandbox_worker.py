@@ -132,27 +132,27 @@ def _make_hook(scratch: str, own_pid: int):
     blocked_modules = BLOCKED_MODULES
     err = Blocked
 
-    def inside(path: object) -> bool:
-        if isinstance(path, int):
-            return True  # an already open descriptor: opening it was checked
+    def resolved(path: object) -> str | None:
+        """The real absolute path (relative to the scratch directory), or None when it has none."""
         try:
             text = fspath(path)
             if isinstance(text, bytes):
                 text = text.decode("utf-8", "surrogateescape")
-            full = realpath(join(scratch_real, text))
+            return realpath(join(scratch_real, text))
         except Exception:  # noqa: BLE001
-            return False
-        return full == scratch_real or full.startswith(scratch_prefix)
+            return None
+
+    def inside(path: object) -> bool:
+        if isinstance(path, int):
+            return True  # an already open descriptor: opening it was checked
+        full = resolved(path)
+        return full is not None and (full == scratch_real or full.startswith(scratch_prefix))
 
     def readable(path: object) -> bool:
         if isinstance(path, int):
             return True
-        try:
-            text = fspath(path)
-            if isinstance(text, bytes):
-                text = text.decode("utf-8", "surrogateescape")
-            full = realpath(join(scratch_real, text))
-        except Exception:  # noqa: BLE001
+        full = resolved(path)
+        if full is None:
             return False
         if full == "/proc" or full.startswith("/proc/"):
             return any(full == p or full.startswith(p + "/") for p in proc_self)
