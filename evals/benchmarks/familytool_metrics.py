@@ -88,11 +88,10 @@ def gold_paths(gold: Iterable[tuple[str, str, str]]) -> list[list[tuple[str, str
     preferences of one person): each leaf triple with the chain of triples leading to it."""
     triples = list(dict.fromkeys(tuple(t) for t in gold))
     by_tail = {t[2]: t for t in triples}
-    heads = {t[0] for t in triples}
     paths = []
     for t in triples:
-        if t[2] in heads and any(o[0] == t[2] for o in triples if o != t):
-            continue  # not a leaf
+        if any(o[0] == t[2] and o != t for o in triples):
+            continue  # not a leaf: another gold triple goes on from its tail
         chain = [t]
         seen = {t}
         while chain[0][0] in by_tail and by_tail[chain[0][0]] not in seen:

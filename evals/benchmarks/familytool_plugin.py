@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from client.agent import run_agent
+from client.agent import result_text, run_agent
 from client.runs import EpisodeOutcome
 from kg_store.triples import parse_triple_file
 
+from ..matching import response_match, rule_match
 from . import familytool as ft
 from .base import EpisodeEnv
 from .familytool_metrics import format_kg_search, gold_paths, parse_kg_searches, summarize_familytool
@@ -106,6 +107,11 @@ def oracle_kg_search(task: ft.FamilyToolTask) -> str:
     return "\n".join(format_kg_search(p[0][0], [t[1] for t in p]) for p in gold_paths(task.gold_kg))
 
 
+def search_hallucinated(result: Mapping[str, Any]) -> bool:
+    """A ``kg_search_path`` result used a relation the KG lacks, or started at an unknown entity."""
+    return bool(result.get("missing_relations")) or not result.get("start_found", True)
+
+
 def agent_kg_record(events: list[dict[str, Any]]) -> dict[str, Any]:
     """What an agent retrieved with its KG lookups, in the shape :func:`kg_scores` reads."""
     paths: list[dict[str, Any]] = []
@@ -121,7 +127,7 @@ def agent_kg_record(events: list[dict[str, Any]]) -> dict[str, Any]:
         if ev["name"] == "kg_search_path":
             found = st.get("triples", [])
             paths.append({"tool": ev["name"], "start": st.get("start"), "path": st.get("path"),
-                          "hallucinated": bool(st.get("missing_relations")) or not st.get("start_found", True)})
+                          "hallucinated": search_hallucinated(st)})
         else:
             found = list(st.get("out", [])) + list(st.get("in", []))
             paths.append({"tool": ev["name"], "entity": st.get("entity"), "hallucinated": False})
@@ -138,8 +144,8 @@ class FamilyToolPlugin:
     def __init__(self, name: str):
         self.name = name
         self.catalog = ft.FamilyToolCatalog(name)
-        self._schemas = {s.name: s.input_schema for s in self.catalog.playground_tools()}
         self._specs = {s.name: s for s in self.catalog.playground_tools()}
+        self._schemas = {name: spec.input_schema for name, spec in self._specs.items()}
 
     def task_ids(self) -> list[str]:
         return self.catalog.task_ids()
@@ -155,14 +161,13 @@ class FamilyToolPlugin:
         from ..serving import build_tool_server
 
         self._check(opts)
-        if opts.inductive:
-            return build_tool_server([self.name], stack=stack, kg_search=opts.kg_search, top_k=opts.top_k,
-                                     allow_writes=True, kg_sources={self.name: "familytool-b"})
-        return build_tool_server([self.name], stack=stack, kg_search=opts.kg_search, top_k=opts.top_k)
+        # inductive: a private, writable copy of -b's KG, turned into -e's by prepare()
+        inductive = {"allow_writes": True, "kg_sources": {self.name: "familytool-b"}} if opts.inductive else {}
+        return build_tool_server([self.name], stack=stack, kg_search=opts.kg_search, top_k=opts.top_k, **inductive)
 
     def result_options(self, opts: RunOptions) -> Mapping[str, Any]:
         out: dict[str, Any] = {"inductive": bool(opts.inductive), "judge_model": opts.judge_model}
-        if opts.strategy in ("kgetool", "agent"):
+        if opts.strategy in EXTRACTING:
             out.update(kg_search=opts.kg_search, top_k=opts.top_k)
         if opts.strategy == "kgetool":
             out["kg_model"] = opts.kg_model
@@ -184,7 +189,7 @@ class FamilyToolPlugin:
                 for h, r, t in facts:
                     res = await session.call_tool(tool, {"head": h, "relation": r, "tail": t})
                     if res.is_error:
-                        raise RuntimeError(f"inductive setting: {tool} {[h, r, t]} failed: {_text(res)}")
+                        raise RuntimeError(f"inductive setting: {tool} {[h, r, t]} failed: {result_text(res)}")
         self.inductive_changes = {"added": len(added), "removed": len(removed)}
 
     # ---- episodes --------------------------------------------------------------------------------
@@ -215,7 +220,7 @@ class FamilyToolPlugin:
                 elif strategy == "golden-kg":
                     extra = [list(t) for t in task.gold_kg]
                 else:
-                    extra = [list(t) for t in self._full_kg(env)]
+                    extra = self._full_kg
                 model = env.model(task_id, ft.oracle_steps(task))
                 cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or TOOL_STEP_SYSTEM)
                 visible = FilteredSession(session, candidates.__contains__)
@@ -231,8 +236,10 @@ class FamilyToolPlugin:
         await self._match(env, task, outcome.data, recorder)
         return outcome
 
-    def _full_kg(self, env: EpisodeEnv) -> list[tuple[str, str, str]]:
-        return list(parse_triple_file(ft.kg_file(self.name)))
+    @cached_property
+    def _full_kg(self) -> list[list[str]]:
+        """The dataset's whole KG (the ``full-kg`` extra information), read once."""
+        return [list(t) for t in parse_triple_file(ft.kg_file(self.name))]
 
     async def _extract(
         self, env: EpisodeEnv, task: ft.FamilyToolTask, session: Client, recorder: EpisodeRecorder
@@ -259,13 +266,13 @@ class FamilyToolPlugin:
             args = {"start": s.start, "path": list(s.path), "mode": env.opts.kg_search}
             res = await session.call_tool("kg_search_path", args)
             st = res.structured_content if not res.is_error else None
-            recorder.tool_call("kg_search_path", args, _text(res), structured=st, is_error=bool(res.is_error), by="harness")
+            recorder.tool_call("kg_search_path", args, result_text(res), structured=st, is_error=bool(res.is_error), by="harness")
             if st is None:
-                paths.append({"start": s.start, "path": list(s.path), "hallucinated": True, "error": _text(res)})
+                paths.append({"start": s.start, "path": list(s.path), "hallucinated": True, "error": result_text(res)})
                 continue
             paths.append({"start": s.start, "path": list(s.path), "mode": st.get("mode"),
                           "missing_relations": st.get("missing_relations", []), "start_found": st.get("start_found"),
-                          "hallucinated": bool(st.get("missing_relations")) or not st.get("start_found", True)})
+                          "hallucinated": search_hallucinated(st)})
             for t in st.get("triples", []):
                 extracted[tuple(t)] = None
         return {"generation": text, "format_error": not searches, "paths": paths,
@@ -273,8 +280,6 @@ class FamilyToolPlugin:
 
     async def _match(self, env: EpisodeEnv, task: ft.FamilyToolTask, data: dict[str, Any], recorder: EpisodeRecorder) -> None:
         """Response matching and (when rule and response fail) the LLM judge; both go into the trace."""
-        from ..matching import response_match, rule_match
-
         pred, gold = data.get("prediction"), task.gold_calls[0]
         if not pred:
             return
@@ -308,6 +313,3 @@ class FamilyToolPlugin:
         return out
 
 
-def _text(result: Any) -> str:
-    parts = [getattr(c, "text", "") for c in result.content]
-    return "\n".join(p for p in parts if p) or json.dumps(result.structured_content or {})
