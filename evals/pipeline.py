@@ -117,24 +117,12 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     config = {**result_cfg, "run": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}}
     run_dir = RunDir(run_path, config)
 
-    shared: ModelAdapter | None = None
     oracle_latency = parse_oracle(opts.model)
     kw = dict(opts.adapter_options)
     if opts.base_url:
         kw["base_url"] = opts.base_url
     if opts.api_key_env:
         kw["api_key_env"] = opts.api_key_env
-    if oracle_latency is None:
-        shared = make_adapter(opts.model, **kw)
-        if opts.cache:  # a rerun of the same requests is free and deterministic
-            response_cache = ResponseCache(opts.cache)
-            shared = CachingAdapter(shared, response_cache, key_extra=opts.adapter_options or None)
-    extra: dict[str, ModelAdapter] = {}
-    for role, spec in (("kg", opts.kg_model), ("judge", opts.judge_model)):
-        if spec and parse_oracle(spec) is None:
-            # --base-url / --api-key-env apply to a second model of the same provider as --model
-            same = spec.partition(":")[0] == opts.model.partition(":")[0]
-            extra[role] = make_adapter(spec, **(kw if same else {}))
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
     agent_cfg = AgentConfig(
         max_turns=opts.max_turns,
@@ -145,28 +133,45 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     )
 
     async with contextlib.AsyncExitStack() as stack:
+
+        def open_adapter(spec: str, **options: Any) -> ModelAdapter:
+            adapter = make_adapter(spec, **options)
+            stack.push_async_callback(adapter.aclose)
+            return adapter
+
+        def open_cache(path: Path) -> ResponseCache:
+            cache = ResponseCache(path)
+            stack.callback(cache.close)
+            return cache
+
+        def second_model(spec: str | None) -> ModelAdapter | None:
+            if not spec or parse_oracle(spec) is not None:
+                return None
+            # --base-url / --api-key-env apply to a second model of the same provider as --model
+            same = spec.partition(":")[0] == opts.model.partition(":")[0]
+            return open_adapter(spec, **(kw if same else {}))
+
+        shared: ModelAdapter | None = None
+        if oracle_latency is None:
+            shared = open_adapter(opts.model, **kw)
+            if opts.cache:  # a rerun of the same requests is free and deterministic
+                shared = CachingAdapter(shared, open_cache(opts.cache), key_extra=opts.adapter_options or None)
+        kg_model = second_model(opts.kg_model)
+        judge_model = second_model(opts.judge_model)
+        judge = LLMJudge(judge_model, open_cache(run_dir.path / "judge_cache.sqlite")) if judge_model else None
+
         if opts.server_url:
             base = opts.server_url.rstrip("/")
         else:
             ts = plugin.build_server(opts, stack)
             base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
-        if opts.cache and shared is not None:
-            stack.callback(response_cache.close)
-        for adapter in [shared, *extra.values()]:
-            if adapter is not None:
-                stack.push_async_callback(adapter.aclose)
-        judge = None
-        if "judge" in extra:
-            cache = ResponseCache(run_dir.path / "judge_cache.sqlite")
-            stack.callback(cache.close)
-            judge = LLMJudge(extra["judge"], cache)
         http = await stack.enter_async_context(
             make_http_client(token=opts.server_token, max_connections=max(16, 2 * opts.concurrency))
         )
         env = EpisodeEnv(
             opts=opts, base_url=base, http=http, agent_cfg=agent_cfg, adapter=shared,
             oracle_latency=oracle_latency or 0.0, limiter=limiter,
-            extra_adapters={k: v for k, v in extra.items() if k != "judge"}, judge=judge,
+            extra_adapters={"kg": kg_model} if kg_model else {}, judge=judge,
         )
         await plugin.prepare(env)
 
