@@ -232,11 +232,3 @@ def predicted_call(calls: list[dict[str, Any]]) -> dict[str, Any] | None:
         if not call["name"].startswith(KG_TOOL_PREFIX):
             return call
     return None
-
-
-def call_agreement(task: FamilyToolTask, calls: list[dict[str, Any]]) -> dict[str, bool]:
-    """Tool-name and exact-call agreement of an episode's prediction with the gold call."""
-    pred = predicted_call(calls)
-    gold = task.gold_calls[0]
-    name = pred is not None and pred["name"] == gold.name
-    return {"tool_name_match": name, "exact_call_match": name and pred["arguments"] == gold.arguments}  # type: ignore[index]

@@ -227,10 +227,16 @@ class FamilyToolPlugin:
                 outcome = await run_agent(
                     model, visible, with_extra_information(task, extra), recorder, cfg, limiter=env.limiter
                 )
-        calls = outcome.data["calls"]
-        pred = ft.predicted_call(calls)
-        outcome.data["prediction"] = {"name": pred["name"], "arguments": pred["arguments"]} if pred else None
-        outcome.data.update(ft.call_agreement(task, calls))
+        pred = ft.predicted_call(outcome.data["calls"])
+        gold = task.gold_calls[0]
+        outcome.data.update(
+            prediction={"name": pred["name"], "arguments": pred["arguments"]} if pred else None,
+            tool_name_match=bool(pred) and pred["name"] == gold.name,  # type: ignore[index]
+            # the rule matcher, as in strict scoring (the progress bar's running score)
+            exact_call_match=bool(pred) and rule_match(
+                pred["name"], pred["arguments"], gold.name, gold.arguments, self._schemas.get(gold.name)  # type: ignore[index]
+            ),
+        )
         if kg is not None:
             outcome.data["kg"] = kg
         await self._match(env, task, outcome.data, recorder)
@@ -281,10 +287,7 @@ class FamilyToolPlugin:
     async def _match(self, env: EpisodeEnv, task: ft.FamilyToolTask, data: dict[str, Any], recorder: EpisodeRecorder) -> None:
         """Response matching and (when rule and response fail) the LLM judge; both go into the trace."""
         pred, gold = data.get("prediction"), task.gold_calls[0]
-        if not pred:
-            return
-        schema = self._schemas.get(gold.name)
-        if rule_match(pred["name"], pred["arguments"], gold.name, gold.arguments, schema):
+        if not pred or data["exact_call_match"]:
             return
         spec = self._specs.get(gold.name)
         if pred["name"] == gold.name and spec is not None:
