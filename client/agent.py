@@ -51,7 +51,7 @@ def result_text(result: types.CallToolResult) -> str:
 
 async def run_agent(
     adapter: ModelAdapter,
-    session: Client,
+    session: Client | None,
     user_text: str,
     recorder: EpisodeRecorder,
     cfg: AgentConfig,
@@ -60,10 +60,12 @@ async def run_agent(
 ) -> EpisodeOutcome:
     """Run one episode over an open MCP session; returns the outcome with the calls made.
 
+    ``session=None`` runs the model without tools (one turn: its answer is the final answer).
+
     A model failure that survives the retries is raised (the runner records the episode as
     errored, with every attempt). Tool errors are not failures: they go back to the model.
     """
-    tools = [ToolDef.from_mcp(t) for t in await list_all_tools(session)]
+    tools = [ToolDef.from_mcp(t) for t in await list_all_tools(session)] if session is not None else []
     messages: list[Message] = []
     if cfg.system_prompt:
         messages.append(SystemMessage(cfg.system_prompt))

@@ -261,8 +261,7 @@ class FamilyToolPlugin:
         step1 = dataclasses.replace(env.agent_cfg, system_prompt=KG_STEP_SYSTEM, tool_choice="auto",
                                     later_tool_choice="auto", max_turns=1, stop_after_tools=frozenset())
         recorder.note("kgetool step 1: relation path generation", model=getattr(kg_model, "name", None))
-        no_tools = FilteredSession(session, lambda n: False)
-        gen = await run_agent(kg_model, no_tools, kg_step_prompt(task, relations), recorder, step1, limiter=env.limiter)
+        gen = await run_agent(kg_model, None, kg_step_prompt(task, relations), recorder, step1, limiter=env.limiter)
         text = gen.final_answer or ""
         searches = parse_kg_searches(text)
         paths: list[dict[str, Any]] = []

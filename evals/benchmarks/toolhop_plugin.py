@@ -30,11 +30,9 @@ from client.agent import run_agent
 from client.messages import (
     Message,
     ModelResponse,
-    SystemMessage,
     ToolChoice,
     ToolDef,
     ToolResultMessage,
-    UserMessage,
 )
 from client.runs import EpisodeOutcome
 from tool_specs.sandbox import SandboxLimits, SandboxPool
@@ -143,24 +141,11 @@ class ToolHopPlugin:
     async def _direct(self, env: EpisodeEnv, adapter: Any, task: th.ToolHopTask, recorder: EpisodeRecorder,
                       info: dict[str, Any]) -> EpisodeOutcome:
         """One model turn without tools (no MCP session)."""
-        from client.adapters.pricing import price_for
-        from client.retry import call_with_retries
-
-        cfg = env.agent_cfg
-        messages: list[Message] = [SystemMessage(cfg.system_prompt or th.DIRECT_PROMPT), UserMessage(task.question)]
-        recorder.model_request(messages=messages, tools=[], tool_choice="none", turn=0)
-
-        async def complete() -> ModelResponse:
-            return await adapter.complete(messages, [], "none", max_tokens=cfg.max_tokens, temperature=cfg.temperature)
-
-        try:
-            response = await call_with_retries(complete, cfg.retry, on_attempt=recorder.attempt_failed)
-        except Exception as exc:
-            recorder.model_error(exc)
-            raise
-        recorder.model_response(response, cost_usd=response.usage.cost_usd(price_for(adapter.model)))
-        recorder.final_answer(response.text)
-        return EpisodeOutcome(final_answer=response.text, data={"calls": [], "stop": "final_answer", **info})
+        cfg = dataclasses.replace(env.agent_cfg, system_prompt=env.agent_cfg.system_prompt or th.DIRECT_PROMPT,
+                                  tool_choice="none")
+        outcome = await run_agent(adapter, None, task.question, recorder, cfg, limiter=env.limiter)
+        outcome.data.update(info)
+        return outcome
 
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:
         task = self.tasks.get(str(trace.get("task_id")))
