@@ -182,8 +182,9 @@ class FamilyToolPlugin:
             return
         base = parse_triple_file(ft.kg_file("familytool-b"))
         target = parse_triple_file(ft.kg_file("familytool-e"))
-        added = [t for t in target if t not in set(base)]
-        removed = [t for t in base if t not in set(target)]
+        base_set, target_set = set(base), set(target)
+        added = [t for t in target if t not in base_set]
+        removed = [t for t in base if t not in target_set]
         async with env.session(self.name) as session:
             for tool, facts in (("kg_add_fact", added), ("kg_remove_fact", removed)):
                 for h, r, t in facts:
