@@ -13,7 +13,7 @@ from client.adapters.base import ModelAdapter
 from client.adapters.caching import CachingAdapter
 from client.agent import AgentConfig
 from client.cache import ResponseCache
-from client.mcp_session import make_http_client
+from client.mcp_session import HTTPClientPool
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
 from client.runner import Budget, RunResult, run_episodes
@@ -37,6 +37,7 @@ class RunOptions:
     run_dir: Path | None = None
     server_url: str | None = None
     server_token: str | None = None
+    server_process: bool = False  # serve from a child process (a core of its own) instead of this event loop
     max_turns: int = 10
     tool_choice: str = "auto"
     max_tokens: int | None = 1024
@@ -103,6 +104,8 @@ def _choice(value: str) -> Any:
 
 async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     """Run the episodes (resuming), then summarise every finished episode of the run directory."""
+    if opts.server_url and opts.server_process:
+        raise ValueError("--server-url uses a running server; --server-process starts one: give one of them")
     plugin = get_plugin(opts.benchmark)
     opts.strategy = opts.strategy or plugin.default_strategy
     if opts.strategy not in plugin.strategies:
@@ -162,12 +165,14 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
 
         if opts.server_url:
             base = opts.server_url.rstrip("/")
+        elif opts.server_process:
+            from .server_process import serve_in_subprocess
+
+            base = await stack.enter_async_context(serve_in_subprocess(opts))
         else:
             ts = plugin.build_server(opts, stack)
             base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
-        http = await stack.enter_async_context(
-            make_http_client(token=opts.server_token, max_connections=max(16, 2 * opts.concurrency))
-        )
+        http = await stack.enter_async_context(HTTPClientPool(token=opts.server_token))
         env = EpisodeEnv(
             opts=opts, base_url=base, http=http, agent_cfg=agent_cfg, adapter=shared,
             oracle_latency=oracle_latency or 0.0, limiter=limiter,

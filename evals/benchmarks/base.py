@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    import httpx2
     from mcp import Client
 
     from client.adapters.base import ModelAdapter
     from client.agent import AgentConfig
+    from client.mcp_session import HTTPClientPool
     from client.ratelimit import RateLimiter
     from client.runs import EpisodeOutcome, EpisodeRecorder
     from server import ToolServer
@@ -36,7 +36,7 @@ class EpisodeEnv:
 
     opts: RunOptions
     base_url: str
-    http: httpx2.AsyncClient
+    http: HTTPClientPool  # each session borrows an HTTP client of its own
     agent_cfg: AgentConfig
     adapter: ModelAdapter | None = None  # the shared model; None when the model is the oracle
     oracle_latency: float = 0.0
@@ -64,7 +64,9 @@ class EpisodeEnv:
         """An MCP session at the task's endpoint (or the benchmark's playground)."""
         from client.mcp_session import connect
 
-        async with connect(self.url(benchmark, task_id), http_client=self.http, discovery_key=self.base_url) as session:
+        async with self.http.borrow() as http, connect(
+            self.url(benchmark, task_id), http_client=http, discovery_key=self.base_url
+        ) as session:
             yield session
 
 

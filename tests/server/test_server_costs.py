@@ -102,3 +102,47 @@ async def test_sessions_share_discovery_and_output_validators(tool_server: ToolS
     assert list(validators[0].iter_errors({"unexpected": "shape"}))  # it does validate
     with pytest.raises(RuntimeError, match="Invalid schema for tool t"):
         mcp_session.shared_output_validator("t", {"type": 12})
+
+
+async def test_concurrent_sessions_borrow_http_clients_of_their_own(tool_server: ToolServer) -> None:
+    """Each open session has an HTTP client (and connection pool) to itself; clients are reused by later
+    sessions, share one discover result, and are closed with the pool."""
+    import asyncio
+    import json
+
+    from client.mcp_session import HTTPClientPool
+
+    methods: list[str] = []
+
+    async def record(request: httpx2.Request) -> None:
+        methods.append(json.loads(request.content).get("method") if request.content else request.method)
+
+    borrowed: list[httpx2.AsyncClient] = []
+    async with serve_in_background(create_app(tool_server, json_response=True)) as url:
+        async with HTTPClientPool() as pool:
+
+            async def session() -> None:
+                async with pool.borrow() as http:
+                    assert http not in in_use
+                    in_use.add(http)
+                    if record not in http.event_hooks["request"]:
+                        http.event_hooks["request"].append(record)
+                    borrowed.append(http)
+                    async with connect(f"{url}/mcp/familytool-b/{TASK}", http_client=http, discovery_key=url) as client:
+                        assert [t.name for t in await list_all_tools(client)]
+                        await asyncio.sleep(0.05)  # all of them open at once
+                    in_use.discard(http)
+
+            in_use: set[httpx2.AsyncClient] = set()
+            await asyncio.gather(*(session() for _ in range(6)))
+            assert pool.size == 6 and len(set(borrowed)) == 6
+            first_discovers = methods.count("server/discover")
+            assert 1 <= first_discovers <= 6
+            await asyncio.gather(*(session() for _ in range(6)))
+            assert pool.size == 6  # the same clients again
+            assert methods.count("server/discover") == first_discovers  # later sessions adopt the result
+            assert methods.count("tools/list") == 12
+    assert all(http.is_closed for http in borrowed)
+    with pytest.raises(RuntimeError, match="closed"):
+        async with pool.borrow():
+            pass
