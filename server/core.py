@@ -114,6 +114,7 @@ class ToolServer:
         self.page_size = page_size
         self._cache: OrderedDict[EndpointRef, tuple[dict[str, ToolSpec], list[types.Tool]]] = OrderedDict()
         self._cache_size = cache_endpoints
+        self._tools_by_spec: dict[int, tuple[ToolSpec, types.Tool]] = {}
         self.default = default
         self.server: Server[Any] = self.mcp_server(default)
 
@@ -206,11 +207,19 @@ class ToolServer:
             if spec.name in tools:
                 raise ValueError(f"endpoint {ref.path}: two tools are named {spec.name!r}")
             tools[spec.name] = spec
-        entry = (tools, [s.to_mcp_tool() for s in tools.values()])
+        entry = (tools, [self._mcp_tool(s) for s in tools.values()])
         self._cache[ref] = entry
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
         return entry
+
+    def _mcp_tool(self, spec: ToolSpec) -> types.Tool:
+        """The listing entry of a spec, built once per spec (tasks share most of their tools)."""
+        hit = self._tools_by_spec.get(id(spec))
+        if hit is None or hit[0] is not spec:
+            hit = (spec, spec.to_mcp_tool())
+            self._tools_by_spec[id(spec)] = hit
+        return hit[1]
 
     @staticmethod
     def _ref_from_context(ctx: ServerRequestContext[Any], default: EndpointRef | None) -> EndpointRef:
