@@ -1,0 +1,29 @@
+"""``client.eventloop``: uvloop where installed, the standard loop on request."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from client import eventloop
+
+
+async def _loop_type() -> str:
+    return type(asyncio.get_running_loop()).__module__
+
+
+def test_runs_on_uvloop_by_default_and_on_asyncio_when_asked(monkeypatch):
+    pytest.importorskip("uvloop")
+    monkeypatch.delenv(eventloop.ENV, raising=False)
+    assert eventloop.loop_name() == "uvloop"
+    assert eventloop.run(_loop_type()).startswith("uvloop")
+    monkeypatch.setenv(eventloop.ENV, "asyncio")
+    assert eventloop.loop_name() == "asyncio"
+    assert eventloop.run(_loop_type()).startswith("asyncio")
+
+
+def test_a_wrong_setting_is_named(monkeypatch):
+    monkeypatch.setenv(eventloop.ENV, "trio")
+    with pytest.raises(ValueError, match="EVALS_EVENT_LOOP must be auto, uvloop or asyncio, not 'trio'"):
+        eventloop.loop_name()
