@@ -136,13 +136,29 @@ def create_app(
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-def _uvicorn_config(app: Starlette, host: str, port: int, log_level: str, **kw: Any) -> uvicorn.Config:
+def uvicorn_config(app: Starlette, host: str, port: int, log_level: str, **kw: Any) -> uvicorn.Config:
     return uvicorn.Config(app, host=host, port=port, log_level=log_level, lifespan="on", access_log=False, **kw)
 
 
 def serve(app: Starlette, host: str = "127.0.0.1", port: int = 8765, log_level: str = "info") -> None:
     """Run the app in the foreground until interrupted."""
-    uvicorn.Server(_uvicorn_config(app, host, port, log_level)).run()
+    uvicorn.Server(uvicorn_config(app, host, port, log_level)).run()
+
+
+def bind_socket(host: str = "127.0.0.1", port: int = 0) -> tuple[socket.socket, str]:
+    """A listening TCP socket for uvicorn (``port=0`` picks a free port) and its base URL."""
+    # ``proto=IPPROTO_TCP`` matters: asyncio sets TCP_NODELAY only on accepted sockets whose protocol
+    # says TCP, and without it every response (headers and body are separate writes) waits ~40 ms
+    # for the client's delayed ACK (Nagle's algorithm).
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    shown = f"[{host}]" if ":" in host else host
+    return sock, f"http://{shown}:{sock.getsockname()[1]}"
 
 
 @contextlib.asynccontextmanager
@@ -150,14 +166,8 @@ async def serve_in_background(
     app: Starlette, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
 ) -> AsyncIterator[str]:
     """Run the app on the current event loop; yields its base URL (``port=0`` picks a free port)."""
-    # ``proto=IPPROTO_TCP`` matters: asyncio sets TCP_NODELAY only on accepted sockets whose protocol
-    # says TCP, and without it every response (headers and body are separate writes) waits ~40 ms
-    # for the client's delayed ACK (Nagle's algorithm).
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    bound_port = sock.getsockname()[1]
-    server = uvicorn.Server(_uvicorn_config(app, host, bound_port, log_level))
+    sock, url = bind_socket(host, port)
+    server = uvicorn.Server(uvicorn_config(app, host, sock.getsockname()[1], log_level))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:
@@ -165,8 +175,7 @@ async def serve_in_background(
                 task.result()  # raises the start-up error
                 raise RuntimeError("HTTP server stopped during start-up")
             await asyncio.sleep(0.01)
-        shown = f"[{host}]" if ":" in host else host
-        yield f"http://{shown}:{bound_port}"
+        yield url
     finally:
         server.should_exit = True
         with contextlib.suppress(Exception):
