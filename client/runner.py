@@ -287,7 +287,7 @@ class _Runner:
             except Exception as exc:
                 if _being_cancelled():  # e.g. a clean-up error while we cancel it: still cancelled
                     raise asyncio.CancelledError from exc
-                status, error = "errored", exc
+                status, error = "errored", sole_exception(exc)
             else:
                 if _being_cancelled():  # the episode swallowed our cancellation: its record may be partial
                     raise asyncio.CancelledError
@@ -349,6 +349,18 @@ class _Runner:
                         raise task.exception()  # type: ignore[misc]
         finally:
             interrupt.cancel()
+
+
+def sole_exception(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) single-member exception groups, else ``exc`` itself.
+
+    An error raised inside an MCP session comes out of the SDK's task group wrapped in an
+    ``ExceptionGroup``; the trace should say what failed (e.g. the model's ``ModelError`` with its
+    kind and attempts), not that a group did. Groups of several errors are kept as they are.
+    """
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _being_cancelled() -> bool:

@@ -475,3 +475,13 @@ async def test_sigint_stops_cleanly_and_the_run_resumes(tmp_path: Path) -> None:
     result = await run_episodes(run, task_ids(40), fake_episode(), concurrency=8, progress=False)
     assert (result.skipped, result.completed) == (len(finished), 40 - len(finished))
     assert completed_counts(run) == Counter(task_ids(40))
+
+
+def test_sole_exception_unwraps_single_member_groups_only():
+    from client.runner import sole_exception
+
+    inner = ValueError("the real error")
+    assert sole_exception(ExceptionGroup("outer", [ExceptionGroup("inner", [inner])])) is inner
+    several = ExceptionGroup("two", [ValueError("a"), KeyError("b")])
+    assert sole_exception(several) is several
+    assert sole_exception(inner) is inner

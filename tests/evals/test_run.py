@@ -125,6 +125,9 @@ async def test_openai_model_through_mcp_with_failures_recorded_in_the_traces(dat
     assert attempts(3)[0]["error"]["details"]["kind"] == "timeout" and attempts(3)[0]["delay"] is not None
     errored = traces[tasks[4].id]
     assert errored["status"] == "errored" and "context" in json.dumps(errored["error"]).lower()
+    # the model's own error, not the task group's ExceptionGroup around it
+    assert errored["error"]["type"] == "ModelError" and errored["error"]["details"]["kind"] == "context_length"
+    assert errored["error"]["retryable"] is False
     assert [e["delay"] for e in attempts(4)] == [None]  # a deterministic failure is not retried
     ok = traces[tasks[0].id]
     calls = [e for e in ok["events"] if e["kind"] == "tool_call"]
