@@ -156,9 +156,7 @@ class HTTPClientPool:
         try:
             yield client
         finally:
-            if self._closed:
-                await client.aclose()
-            else:
+            if not self._closed:  # a closed pool has closed all its clients, this one included
                 self._idle.append(client)
 
     def _new(self) -> httpx2.AsyncClient:

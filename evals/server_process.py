@@ -109,7 +109,7 @@ async def _serve(opts: RunOptions, out: Any) -> None:
     import uvicorn
 
     from server import create_app
-    from server.http import bind_socket, uvicorn_config
+    from server.http import bind_socket, uvicorn_config, wait_started
 
     from .benchmarks import get_plugin
 
@@ -138,11 +138,7 @@ async def _serve(opts: RunOptions, out: Any) -> None:
             loop.call_soon_threadsafe(stop)
 
         task = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started:
-            if task.done():
-                task.result()
-                raise RuntimeError("HTTP server stopped during start-up")
-            await asyncio.sleep(0.01)
+        await wait_started(server, task)
         out.write(json.dumps({"ready": url}) + "\n")
         out.flush()
         threading.Thread(target=watch_stdin, name="stdin-watch", daemon=True).start()

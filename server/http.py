@@ -161,6 +161,15 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0) -> tuple[socket.socket, 
     return sock, f"http://{shown}:{sock.getsockname()[1]}"
 
 
+async def wait_started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
+    """Return once ``server`` (served by ``task``) accepts connections; raise if it stopped first."""
+    while not server.started:
+        if task.done():
+            task.result()  # raises the start-up error
+            raise RuntimeError("HTTP server stopped during start-up")
+        await asyncio.sleep(0.01)
+
+
 @contextlib.asynccontextmanager
 async def serve_in_background(
     app: Starlette, host: str = "127.0.0.1", port: int = 0, log_level: str = "warning"
@@ -170,11 +179,7 @@ async def serve_in_background(
     server = uvicorn.Server(uvicorn_config(app, host, sock.getsockname()[1], log_level))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
-        while not server.started:
-            if task.done():
-                task.result()  # raises the start-up error
-                raise RuntimeError("HTTP server stopped during start-up")
-            await asyncio.sleep(0.01)
+        await wait_started(server, task)
         yield url
     finally:
         server.should_exit = True
