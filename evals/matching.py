@@ -1,156 +1,50 @@
-"""Is a predicted tool call the gold call? Three matchers, tried in order.
+"""The LLM matcher: a judge model decides whether two calls are equivalent.
 
-* ``rule``: equal after normalising JSON types by the tool's schema (``"5"`` == ``5`` where the
-  schema says integer, ``"true"`` == ``True`` where it says boolean, ``5`` == ``"5"`` where it says
-  string). Nothing else is forgiven: different strings, extra or missing parameters do not match.
-* ``response``: the two calls produce the same tool response. Each call is completed with the
-  schema's defaults for omitted parameters (what a real tool does with them) and run through the
-  tool's executor; the structured results (or texts) are compared. Only deterministic executors are
-  asked (the simulated ones of FamilyTool); a call whose arguments the schema rejects never matches.
-* ``llm``: a judge model decides whether the calls are equivalent for the user's request. Its
-  prompt, answer and cost go into the episode's trace and the decision is cached by request, so a
-  rerun or ``evals score`` never asks again.
-
-Scores are reported strict (``rule`` only) and with the whole cascade; each decision records the
-matcher that made it (``None`` when nothing matched).
+The rule and response matchers, the pair cascade and the alignment of call lists live below the
+benchmarks, in :mod:`tool_specs.matching` (gold replay needs them too); they are re-exported here.
+The judge's prompt, answer and cost go into the episode's trace and each decision is cached by
+request, so a rerun or ``evals score`` never asks again. Scores are reported strict (``rule`` only)
+and with the whole cascade; each decision records the matcher that made it (``None`` when nothing
+matched).
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tool_specs.matching import (
+    MATCHERS,
+    MatchDecision,
+    normalize_arguments,
+    normalize_value,
+    param_matches,
+    response_match,
+    rule_match,
+    with_defaults,
+)
+
 if TYPE_CHECKING:
     from client.adapters.base import ModelAdapter
     from client.cache import ResponseCache
-    from tool_specs import ToolSpec
 
-MATCHERS = ("rule", "response", "llm")
-
-_INT_RE = re.compile(r"^[+-]?\d+$")
-_TRUE = {"true", "yes"}
-_FALSE = {"false", "no"}
-
-
-def _types(schema: object) -> list[str]:
-    if not isinstance(schema, Mapping):
-        return []
-    t = schema.get("type")
-    if isinstance(t, str):
-        return [t]
-    if isinstance(t, list):
-        return [x for x in t if isinstance(x, str)]
-    return []
-
-
-def normalize_value(value: Any, schema: object) -> Any:
-    """``value`` coerced to the schema's type when it is a lossless spelling of it; else unchanged."""
-    types = _types(schema)
-    if isinstance(value, str):
-        s = value.strip()
-        if "integer" in types and _INT_RE.match(s):
-            return int(s)
-        if "number" in types:
-            try:
-                f = float(s)
-            except ValueError:
-                pass
-            else:
-                if math.isfinite(f):
-                    return int(f) if f.is_integer() else f
-        if "boolean" in types and s.lower() in _TRUE | _FALSE:
-            return s.lower() in _TRUE
-        return value
-    if isinstance(value, bool):
-        if "string" in types and "boolean" not in types:
-            return "true" if value else "false"
-        return value
-    if isinstance(value, int | float):
-        if isinstance(value, float) and value.is_integer() and ("integer" in types or "number" in types):
-            return int(value)
-        if "string" in types and not ({"integer", "number"} & set(types)):
-            return str(value)
-        return value
-    if isinstance(value, list):
-        item = schema.get("items") if isinstance(schema, Mapping) else None
-        return [normalize_value(v, item) for v in value]
-    if isinstance(value, dict):
-        props = schema.get("properties") if isinstance(schema, Mapping) else None
-        props = props if isinstance(props, Mapping) else {}
-        return {k: normalize_value(v, props.get(k)) for k, v in value.items()}
-    return value
-
-
-def _param_schema(schema: Mapping[str, Any] | None, name: str) -> object:
-    props = (schema or {}).get("properties")
-    return props.get(name) if isinstance(props, Mapping) else None
-
-
-def normalize_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Every argument normalised by its parameter's schema (see :func:`normalize_value`)."""
-    return {k: normalize_value(v, _param_schema(schema, k)) for k, v in arguments.items()}
-
-
-def rule_match(
-    pred_name: str, pred_args: Mapping[str, Any] | None, gold_name: str, gold_args: Mapping[str, Any],
-    schema: Mapping[str, Any] | None,
-) -> bool:
-    """Same tool and, after type normalisation, exactly the same arguments."""
-    if pred_name != gold_name or not isinstance(pred_args, Mapping):
-        return False
-    return normalize_arguments(pred_args, schema) == normalize_arguments(gold_args, schema)
-
-
-def param_matches(
-    pred_args: Mapping[str, Any] | None, gold_args: Mapping[str, Any], schema: Mapping[str, Any] | None
-) -> dict[str, bool]:
-    """Per gold parameter: does the prediction give it the same (normalised) value?
-
-    A parameter the prediction omits matches only when the gold value is the schema's default.
-    """
-    pred = normalize_arguments(pred_args, schema) if isinstance(pred_args, Mapping) else {}
-    out: dict[str, bool] = {}
-    for name, value in gold_args.items():
-        ps = _param_schema(schema, name)
-        gold = normalize_value(value, ps)
-        if name in pred:
-            out[name] = pred[name] == gold
-        else:
-            out[name] = isinstance(ps, Mapping) and "default" in ps and normalize_value(ps["default"], ps) == gold
-    return out
-
-
-def with_defaults(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``arguments`` plus the schema default of every omitted parameter that has one."""
-    out = dict(arguments)
-    props = (schema or {}).get("properties")
-    for name, sub in (props.items() if isinstance(props, Mapping) else []):
-        if name not in out and isinstance(sub, Mapping) and "default" in sub:
-            out[name] = copy.deepcopy(sub["default"])
-    return out
-
-
-def _deterministic(spec: ToolSpec) -> bool:
-    return getattr(spec.executor, "kind", None) == "simulated"
-
-
-async def response_match(spec: ToolSpec, pred_args: Mapping[str, Any] | None, gold_args: Mapping[str, Any]) -> bool:
-    """Do the two calls of ``spec`` produce the same response (defaults filled in; see module doc)?"""
-    if not isinstance(pred_args, Mapping) or not _deterministic(spec):
-        return False
-    schema = spec.input_schema
-    pred = await spec.call(normalize_arguments(with_defaults(pred_args, schema), schema))
-    gold = await spec.call(normalize_arguments(with_defaults(gold_args, schema), schema))
-    if pred.is_error or gold.is_error:
-        return False
-    if pred.structured is not None or gold.structured is not None:
-        return pred.structured == gold.structured
-    return pred.text == gold.text
+__all__ = [
+    "MATCHERS",
+    "JudgeDecision",
+    "LLMJudge",
+    "LLMMatcher",
+    "judge_prompt",
+    "normalize_arguments",
+    "normalize_value",
+    "param_matches",
+    "parse_judgement",
+    "response_match",
+    "rule_match",
+    "with_defaults",
+]
 
 
 # ---- the LLM judge -------------------------------------------------------------------------------
@@ -239,3 +133,32 @@ class LLMJudge:
         if self.cache is not None and verdict is not None:
             await self.cache.put(key, decision.to_dict())
         return decision
+
+
+class LLMMatcher:
+    """The judge as the last matcher of a cascade (:func:`tool_specs.matching.decide`).
+
+    ``request`` is the user's request and ``tool_for(name)`` the tool's listing (name, description,
+    parameters) shown to the judge. The decision carries the judge's prompt, answer and tokens.
+    """
+
+    name = "llm"
+
+    def __init__(self, judge: LLMJudge, request: str, tool_for: Any):
+        self.judge = judge
+        self.request = request
+        self.tool_for = tool_for
+
+    async def __call__(self, pred: Mapping[str, Any], gold: Mapping[str, Any]) -> MatchDecision | None:
+        if pred.get("name") != gold.get("name") or not isinstance(pred.get("arguments"), Mapping):
+            return None
+        decision = await self.judge.decide(
+            self.request, self.tool_for(str(gold.get("name"))),
+            {"name": gold.get("name"), "arguments": gold.get("arguments")},
+            {"name": pred.get("name"), "arguments": pred.get("arguments")},
+        )
+        return MatchDecision(
+            decision.equivalent, self.name if decision.equivalent else None,
+            f"judge {decision.model} answered {'EQUIVALENT' if decision.equivalent else 'DIFFERENT'}",
+            {"judge": decision.to_dict()},
+        )

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 SERVER_NAME = "mcp-multihop-evals"
 DEFAULT_PAGE_SIZE = 200
+MAX_SESSION_STATES = 10_000  # per-session executor states kept over HTTP (the least recently used go)
 
 
 class EndpointNotFound(LookupError):
@@ -116,6 +117,7 @@ class ToolServer:
         self._cache_size = cache_endpoints
         self._tools_by_spec: dict[int, tuple[ToolSpec, types.Tool]] = {}
         self.default = default
+        self._session_states: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self.server: Server[Any] = self.mcp_server(default)
 
     def mcp_server(self, default: EndpointRef | None = None) -> Server[Any]:
@@ -126,6 +128,7 @@ class ToolServer:
         """
         if default is not None:
             self.check_endpoint(default)
+        connection_state: dict[str, Any] = {}  # executors' state when this server serves one session
 
         async def on_list_tools(
             ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -138,8 +141,10 @@ class ToolServer:
             ref = self._ref_from_context(ctx, default)
             raw = _raw_arguments.get()
             arguments = params.arguments if raw is _UNSET else raw
-            session_id = getattr(ctx.session, "session_id", None) if ctx.session else None
-            call_ctx = CallContext(episode_id=session_id, task_id=ref.task_id, benchmark=ref.benchmark, extra={})
+            session_key, state = self.session_state(ctx, ref, connection_state)
+            call_ctx = CallContext(
+                episode_id=session_key, task_id=ref.task_id, benchmark=ref.benchmark, extra={}, state=state,
+            )
             result = await self.call(ref, params.name, arguments, call_ctx)
             return result.to_mcp()
 
@@ -168,6 +173,34 @@ class ToolServer:
         )
         server.middleware.append(NonObjectArgumentsMiddleware())
         return server
+
+    def session_state(
+        self, ctx: ServerRequestContext[Any], ref: EndpointRef, connection_state: dict[str, Any]
+    ) -> tuple[str | None, dict[str, Any]]:
+        """The MCP session's key and its executors' state (see :class:`CallContext`).
+
+        Over stdio and in-process the low-level server (one per :meth:`mcp_server` call) serves one
+        session: its calls share ``connection_state``. Over HTTP the current MCP protocol
+        keeps no session, so a client names its episode in the URL (``?session=<id>``, as
+        ``evals run`` does; a legacy client's ``Mcp-Session-Id`` counts too); requests that name
+        none share one state per endpoint. The newest :data:`MAX_SESSION_STATES` states are kept.
+        """
+        request = ctx.request
+        if request is None:  # stdio, in-process: the low-level server serves one session
+            return None, connection_state
+        # the SDK makes a ServerSession per request; a legacy client's connection has a session id
+        connection = getattr(ctx.session, "_connection", None)
+        query = getattr(request, "query_params", None)
+        named = (query.get("session") if query is not None else None) or getattr(connection, "session_id", None)
+        key = f"{ref.path}?session={named}" if named else ref.path
+        state = self._session_states.get(key)
+        if state is None:
+            state = self._session_states[key] = {}
+            if len(self._session_states) > MAX_SESSION_STATES:
+                self._session_states.popitem(last=False)
+        else:
+            self._session_states.move_to_end(key)
+        return (str(named) if named else None), state
 
     # ---- endpoints -------------------------------------------------------------------------
     def check_endpoint(self, ref: EndpointRef) -> None:

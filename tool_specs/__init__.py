@@ -36,7 +36,9 @@ __all__ = [
     "Executor",
     "ExecutorConfigError",
     "ExecutorFactory",
+    "PlaceholderExecutor",
     "PythonExecutor",
+    "ReplayExecutor",
     "SchemaNormalizationError",
     "SimulatedExecutor",
     "SpecLoadError",
@@ -62,3 +64,4 @@ __all__ = [
     "validate_arguments",
 ]
 from . import sandbox as _sandbox  # noqa: E402,F401 - registers the "sandbox" executor kind for spec files
+from .session_executors import PlaceholderExecutor, ReplayExecutor  # noqa: E402 - registers two kinds

@@ -16,13 +16,17 @@ class CallContext:
     """Who is calling: passed to every executor so that it can look up per-episode state.
 
     All fields are optional; ``extra`` carries anything else a server or benchmark wants to pass
-    through (for example a KG handle or the session's gold answers).
+    through (for example a KG handle or the session's gold answers). ``state`` belongs to the MCP
+    session: the server hands every call of one session the same dict and another session a dict
+    of its own, so executors keep per-session state there (a handle counter, the gold calls already
+    replayed) under keys of their own. Outside a server each context has a fresh one.
     """
 
     episode_id: str | None = None
     task_id: str | None = None
     benchmark: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 def to_json_text(value: object) -> str:

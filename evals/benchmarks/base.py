@@ -61,12 +61,17 @@ class EpisodeEnv:
 
     @contextlib.asynccontextmanager
     async def session(self, benchmark: str, task_id: str | None = None) -> AsyncIterator[Client]:
-        """An MCP session at the task's endpoint (or the benchmark's playground)."""
+        """An MCP session at the task's endpoint (or the benchmark's playground).
+
+        The URL names the session (``?session=<random id>``) so that the server keeps this
+        episode's executor state (handles, replayed calls) apart from every other episode's.
+        """
+        import uuid
+
         from client.mcp_session import connect
 
-        async with self.http.borrow() as http, connect(
-            self.url(benchmark, task_id), http_client=http, discovery_key=self.base_url
-        ) as session:
+        url = f"{self.url(benchmark, task_id)}?session={uuid.uuid4().hex}"
+        async with self.http.borrow() as http, connect(url, http_client=http, discovery_key=self.base_url) as session:
             yield session
 
 

@@ -1,0 +1,417 @@
+"""Is a predicted tool call the gold call, and which predicted call goes with which gold call?
+
+One pair of calls is decided by a cascade of matchers, tried in order; the first that accepts
+decides, and every decision says which matcher made it and why:
+
+* ``rule``: equal after normalising JSON types by the tool's schema (``"5"`` == ``5`` where the
+  schema says integer, ``"true"`` == ``True`` where it says boolean, ``5`` == ``"5"`` where it says
+  string). Nothing else is forgiven: different strings, extra or missing parameters do not match.
+* ``response``: the two calls produce the same tool response. Each call is completed with the
+  schema's defaults for omitted parameters (what a real tool does with them) and run through the
+  tool's executor; the structured results (or texts) are compared. Only deterministic executors are
+  asked; a call whose arguments the schema rejects never matches.
+* ``llm``: a judge model (defined above this package, in ``evals``; it plugs in as a
+  :class:`Matcher`).
+
+Several calls against several gold calls are first paired by :func:`align_calls`: an optimal
+assignment (Hungarian method, :func:`scipy.optimize.linear_sum_assignment`) over a pluggable pair
+cost (tool name, arguments, text, or any function such as an embedding distance). Ties go to the
+pairing that keeps the calls' order.
+
+A call is any mapping with ``name`` and ``arguments`` (other keys, such as a recorded
+``response``, are carried along untouched).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from tool_specs.spec import ToolSpec
+
+__all__ = [
+    "MATCHERS",
+    "Alignment",
+    "AlignedPair",
+    "CallLike",
+    "CostFn",
+    "MatchDecision",
+    "Matcher",
+    "ResponseMatcher",
+    "RuleMatcher",
+    "align_calls",
+    "argument_cost",
+    "combined_cost",
+    "decide",
+    "embedding_cost",
+    "name_cost",
+    "normalize_arguments",
+    "normalize_value",
+    "param_matches",
+    "response_match",
+    "rule_match",
+    "text_cost",
+    "with_defaults",
+]
+
+MATCHERS = ("rule", "response", "llm")
+
+CallLike = Mapping[str, Any]
+"""A call: ``{"name": str, "arguments": mapping or None, ...}``."""
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_TRUE = {"true", "yes"}
+_FALSE = {"false", "no"}
+
+
+# ---- type normalisation ------------------------------------------------------------------------
+def _types(schema: object) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return []
+    t = schema.get("type")
+    if isinstance(t, str):
+        return [t]
+    if isinstance(t, list):
+        return [x for x in t if isinstance(x, str)]
+    return []
+
+
+def normalize_value(value: Any, schema: object) -> Any:
+    """``value`` coerced to the schema's type when it is a lossless spelling of it; else unchanged."""
+    types = _types(schema)
+    if isinstance(value, str):
+        s = value.strip()
+        if "integer" in types and _INT_RE.match(s):
+            return int(s)
+        if "number" in types:
+            try:
+                f = float(s)
+            except ValueError:
+                pass
+            else:
+                if math.isfinite(f):
+                    return int(f) if f.is_integer() else f
+        if "boolean" in types and s.lower() in _TRUE | _FALSE:
+            return s.lower() in _TRUE
+        return value
+    if isinstance(value, bool):
+        if "string" in types and "boolean" not in types:
+            return "true" if value else "false"
+        return value
+    if isinstance(value, int | float):
+        if isinstance(value, float) and value.is_integer() and ("integer" in types or "number" in types):
+            return int(value)
+        if "string" in types and not ({"integer", "number"} & set(types)):
+            return str(value)
+        return value
+    if isinstance(value, list):
+        item = schema.get("items") if isinstance(schema, Mapping) else None
+        return [normalize_value(v, item) for v in value]
+    if isinstance(value, dict):
+        props = schema.get("properties") if isinstance(schema, Mapping) else None
+        props = props if isinstance(props, Mapping) else {}
+        return {k: normalize_value(v, props.get(k)) for k, v in value.items()}
+    return value
+
+
+def _param_schema(schema: Mapping[str, Any] | None, name: str) -> object:
+    props = (schema or {}).get("properties")
+    return props.get(name) if isinstance(props, Mapping) else None
+
+
+def normalize_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Every argument normalised by its parameter's schema (see :func:`normalize_value`)."""
+    return {k: normalize_value(v, _param_schema(schema, k)) for k, v in arguments.items()}
+
+
+def rule_match(
+    pred_name: str, pred_args: Mapping[str, Any] | None, gold_name: str, gold_args: Mapping[str, Any],
+    schema: Mapping[str, Any] | None,
+) -> bool:
+    """Same tool and, after type normalisation, exactly the same arguments."""
+    if pred_name != gold_name or not isinstance(pred_args, Mapping):
+        return False
+    return normalize_arguments(pred_args, schema) == normalize_arguments(gold_args, schema)
+
+
+def param_matches(
+    pred_args: Mapping[str, Any] | None, gold_args: Mapping[str, Any], schema: Mapping[str, Any] | None
+) -> dict[str, bool]:
+    """Per gold parameter: does the prediction give it the same (normalised) value?
+
+    A parameter the prediction omits matches only when the gold value is the schema's default.
+    """
+    pred = normalize_arguments(pred_args, schema) if isinstance(pred_args, Mapping) else {}
+    out: dict[str, bool] = {}
+    for name, value in gold_args.items():
+        ps = _param_schema(schema, name)
+        gold = normalize_value(value, ps)
+        if name in pred:
+            out[name] = pred[name] == gold
+        else:
+            out[name] = isinstance(ps, Mapping) and "default" in ps and normalize_value(ps["default"], ps) == gold
+    return out
+
+
+def with_defaults(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``arguments`` plus the schema default of every omitted parameter that has one."""
+    out = dict(arguments)
+    props = (schema or {}).get("properties")
+    for name, sub in (props.items() if isinstance(props, Mapping) else []):
+        if name not in out and isinstance(sub, Mapping) and "default" in sub:
+            out[name] = copy.deepcopy(sub["default"])
+    return out
+
+
+def _deterministic(spec: ToolSpec) -> bool:
+    return getattr(spec.executor, "kind", None) == "simulated"
+
+
+async def response_match(spec: ToolSpec, pred_args: Mapping[str, Any] | None, gold_args: Mapping[str, Any]) -> bool:
+    """Do the two calls of ``spec`` produce the same response (defaults filled in; see module doc)?"""
+    if not isinstance(pred_args, Mapping) or not _deterministic(spec):
+        return False
+    schema = spec.input_schema
+    pred = await spec.call(normalize_arguments(with_defaults(pred_args, schema), schema))
+    gold = await spec.call(normalize_arguments(with_defaults(gold_args, schema), schema))
+    if pred.is_error or gold.is_error:
+        return False
+    if pred.structured is not None or gold.structured is not None:
+        return pred.structured == gold.structured
+    return pred.text == gold.text
+
+
+# ---- matchers of one pair ------------------------------------------------------------------------
+@dataclass
+class MatchDecision:
+    """One matcher's verdict on one (predicted, gold) pair, with its reason."""
+
+    matched: bool
+    matcher: str | None  # the matcher that accepted the pair; None when none did
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)  # e.g. a judge's prompt and answer
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"matched": self.matched, "matcher": self.matcher, "reason": self.reason, **self.details}
+
+
+class Matcher(Protocol):
+    """Decides one pair: a :class:`MatchDecision` when it accepts it, ``None`` when it does not."""
+
+    name: str
+
+    def __call__(self, pred: CallLike, gold: CallLike) -> Awaitable[MatchDecision | None]: ...
+
+
+SchemaFor = Callable[[str], "Mapping[str, Any] | None"]
+SpecFor = Callable[[str], "ToolSpec | None"]
+
+
+class RuleMatcher:
+    """Same name and the same arguments after type normalisation by the tool's input schema."""
+
+    name = "rule"
+
+    def __init__(self, schema_for: SchemaFor = lambda _name: None):
+        self.schema_for = schema_for
+
+    async def __call__(self, pred: CallLike, gold: CallLike) -> MatchDecision | None:
+        name = str(gold.get("name"))
+        if rule_match(str(pred.get("name")), pred.get("arguments"), name, gold.get("arguments") or {}, self.schema_for(name)):
+            return MatchDecision(True, self.name, "same tool and equal arguments after type normalisation")
+        return None
+
+
+class ResponseMatcher:
+    """The two calls of one tool produce the same response from a deterministic executor."""
+
+    name = "response"
+
+    def __init__(self, spec_for: SpecFor):
+        self.spec_for = spec_for
+
+    async def __call__(self, pred: CallLike, gold: CallLike) -> MatchDecision | None:
+        if pred.get("name") != gold.get("name"):
+            return None
+        spec = self.spec_for(str(gold.get("name")))
+        if spec is not None and await response_match(spec, pred.get("arguments"), gold.get("arguments") or {}):
+            return MatchDecision(True, self.name, "both calls give the same response (schema defaults filled in)")
+        return None
+
+
+async def decide(pred: CallLike, gold: CallLike, matchers: Sequence[Matcher]) -> MatchDecision:
+    """The first matcher of ``matchers`` that accepts the pair decides; otherwise no match."""
+    for matcher in matchers:
+        decision = await matcher(pred, gold)
+        if decision is not None and decision.matched:
+            return decision
+    tried = ", ".join(m.name for m in matchers) or "no matcher"
+    if pred.get("name") != gold.get("name"):
+        return MatchDecision(False, None, f"different tools ({pred.get('name')!r} vs {gold.get('name')!r})")
+    return MatchDecision(False, None, f"same tool, arguments differ; rejected by {tried}")
+
+
+# ---- pair costs for the alignment --------------------------------------------------------------
+CostFn = Callable[[CallLike, CallLike], float]
+"""Cost of pairing a predicted call with a gold call, in [0, 1] (0 = identical, 1 = unrelated)."""
+
+
+def name_cost(pred: CallLike, gold: CallLike) -> float:
+    """0 for the same tool name, 1 otherwise."""
+    return 0.0 if pred.get("name") == gold.get("name") else 1.0
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def argument_cost(schema_for: SchemaFor = lambda _name: None) -> CostFn:
+    """1 for different tools; else the share of parameters (of either call) whose values differ
+    after type normalisation (a parameter only one call gives counts as different)."""
+
+    def cost(pred: CallLike, gold: CallLike) -> float:
+        if pred.get("name") != gold.get("name"):
+            return 1.0
+        schema = schema_for(str(gold.get("name")))
+        p = pred.get("arguments")
+        g = gold.get("arguments") or {}
+        if not isinstance(p, Mapping):
+            return 1.0
+        pn, gn = normalize_arguments(p, schema), normalize_arguments(g, schema)
+        keys = set(pn) | set(gn)
+        if not keys:
+            return 0.0
+        differ = sum(1 for k in keys if k not in pn or k not in gn or _canonical(pn[k]) != _canonical(gn[k]))
+        # different arguments of the same tool always cost less than a different tool
+        return 0.99 * differ / len(keys)
+
+    return cost
+
+
+def text_cost(pred: CallLike, gold: CallLike) -> float:
+    """1 - the similarity ratio of the two calls written as JSON text (difflib)."""
+    a = _canonical({"name": pred.get("name"), "arguments": pred.get("arguments")})
+    b = _canonical({"name": gold.get("name"), "arguments": gold.get("arguments")})
+    return 1.0 - SequenceMatcher(None, a, b, autojunk=False).ratio()
+
+
+def embedding_cost(embed: Callable[[str], Sequence[float]]) -> CostFn:
+    """1 - cosine similarity (clipped to [0, 1]) of the embeddings of the calls' JSON text."""
+
+    def cost(pred: CallLike, gold: CallLike) -> float:
+        a = embed(_canonical({"name": pred.get("name"), "arguments": pred.get("arguments")}))
+        b = embed(_canonical({"name": gold.get("name"), "arguments": gold.get("arguments")}))
+        dot = sum(x * y for x, y in zip(a, b, strict=True))
+        na = math.sqrt(sum(x * x for x in a))
+        nb = math.sqrt(sum(y * y for y in b))
+        if na == 0 or nb == 0:
+            return 1.0
+        return min(1.0, max(0.0, 1.0 - dot / (na * nb)))
+
+    return cost
+
+
+def combined_cost(*weighted: tuple[CostFn, float]) -> CostFn:
+    """A weighted mean of several costs, e.g. ``combined_cost((name_cost, 0.5), (text_cost, 0.5))``."""
+    total = sum(w for _, w in weighted)
+    if not weighted or total <= 0:
+        raise ValueError("combined_cost needs at least one cost with a positive weight")
+
+    def cost(pred: CallLike, gold: CallLike) -> float:
+        return sum(fn(pred, gold) * w for fn, w in weighted) / total
+
+    return cost
+
+
+# ---- alignment of two call lists ---------------------------------------------------------------
+@dataclass
+class AlignedPair:
+    """A predicted call paired with a gold call, with the pair's cost and (after matching) its decision."""
+
+    pred_index: int
+    gold_index: int
+    cost: float
+    decision: MatchDecision | None = None
+
+    @property
+    def matched(self) -> bool:
+        return self.decision is not None and self.decision.matched
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pred": self.pred_index, "gold": self.gold_index, "cost": round(self.cost, 6)}
+        if self.decision is not None:
+            out["decision"] = self.decision.to_dict()
+        return out
+
+
+@dataclass
+class Alignment:
+    """The result of :func:`align_calls`: pairs, and the calls left without a partner."""
+
+    pairs: list[AlignedPair]
+    unmatched_pred: list[int]
+    unmatched_gold: list[int]
+
+    @property
+    def matched_pairs(self) -> list[AlignedPair]:
+        return [p for p in self.pairs if p.matched]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pairs": [p.to_dict() for p in self.pairs],
+            "unmatched_pred": list(self.unmatched_pred),
+            "unmatched_gold": list(self.unmatched_gold),
+        }
+
+
+async def align_calls(
+    predicted: Sequence[CallLike],
+    gold: Sequence[CallLike],
+    *,
+    cost: CostFn | None = None,
+    max_cost: float = 0.999,
+    matchers: Sequence[Matcher] | None = None,
+) -> Alignment:
+    """Pair ``predicted`` with ``gold`` calls at the lowest total ``cost`` (default :func:`argument_cost`).
+
+    A pair whose cost exceeds ``max_cost`` is not made (by default: calls of different tools are
+    never paired); its calls are reported unmatched. Among pairings of equal cost the one that keeps
+    the calls' order is chosen (a cost of ``1e-9 * |i - j|`` breaks ties). With ``matchers``, every
+    pair is then decided by :func:`decide`, which records the matcher that accepted it and why.
+    """
+    from scipy.optimize import linear_sum_assignment  # imported here: scipy is slow to import
+
+    cost_fn = cost or argument_cost()
+    n, m = len(predicted), len(gold)
+    pairs: list[AlignedPair] = []
+    used_p: set[int] = set()
+    used_g: set[int] = set()
+    if n and m:
+        big = 1e6  # a forbidden pair: the assignment may still use it, and it is dropped below
+        base = [[float(cost_fn(p, g)) for g in gold] for p in predicted]
+        matrix = [
+            [(c if c <= max_cost else big) + 1e-9 * abs(i - j) for j, c in enumerate(row)]
+            for i, row in enumerate(base)
+        ]
+        rows, cols = linear_sum_assignment(matrix)
+        for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+            if base[i][j] <= max_cost:
+                pairs.append(AlignedPair(i, j, base[i][j]))
+                used_p.add(i)
+                used_g.add(j)
+    pairs.sort(key=lambda p: p.gold_index)
+    if matchers is not None:
+        for pair in pairs:
+            pair.decision = await decide(predicted[pair.pred_index], gold[pair.gold_index], matchers)
+    return Alignment(
+        pairs,
+        [i for i in range(n) if i not in used_p],
+        [j for j in range(m) if j not in used_g],
+    )
