@@ -27,6 +27,13 @@ Semantics:
   ``stopped_reason="interrupted"``. A second signal falls back to the previous handler (with
   ``asyncio.run`` that cancels the main task, i.e. aborts at once; finished traces are still intact).
   Cancelling the task that awaits :func:`run_episodes` does the same clean-up and re-raises.
+* **Circuit breaker.** With ``breaker=CircuitBreaker(n)`` (:mod:`client.breaker`), ``n`` errors that
+  will repeat on every task (bad API key, unknown model, unreachable endpoint after the retries,
+  exhausted quota, a context window too small for the first request) with no completed episode in
+  between stop the run: no new episode starts and those in flight are cancelled as on an interrupt
+  (no trace; they run again on resume). The result says ``stopped_reason="circuit_breaker"`` and
+  ``message`` says what failed and what to fix. The failed episodes keep their ``errored`` traces;
+  deterministic ones (401, 404, …) are re-run on resume only with ``retry_errored``.
 """
 
 from __future__ import annotations
@@ -41,6 +48,9 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from rich.markup import escape
+
+from client.breaker import CircuitBreaker
 from client.progress import RunProgress, format_tokens
 from client.runs import EpisodeOutcome, EpisodeRecorder, EpisodeStatus, RunDir
 
@@ -52,7 +62,7 @@ EpisodeFn = Callable[[str, EpisodeRecorder], Awaitable[EpisodeOutcome | None]]
 """``async def episode_fn(task_id, recorder) -> EpisodeOutcome | None``."""
 ScoreFn = Callable[[dict[str, Any]], float | None]
 """Scores one trace record for the progress bar's running mean; ``None`` = not scorable."""
-StopReason = Literal["done", "budget", "interrupted"]
+StopReason = Literal["done", "budget", "interrupted", "circuit_breaker"]
 
 
 @dataclass(frozen=True)
@@ -92,7 +102,7 @@ class RunResult:
         skipped: tasks already finished in the run before this call.
         cancelled: episodes in flight when interrupted (no trace; they run again on resume).
         not_started: tasks left untouched because the run stopped early.
-        stopped_reason: ``"done"``, ``"budget"`` or ``"interrupted"``.
+        stopped_reason: ``"done"``, ``"budget"``, ``"interrupted"`` or ``"circuit_breaker"``.
         tokens / cost_usd: spent by this call (input+output tokens; known cost estimates).
         wall_s: wall-clock seconds of this call.
         score: mean ``score_fn`` over the run's newest traces of these tasks (``None`` without scores).
@@ -210,6 +220,7 @@ class _Runner:
         progress: RunProgress,
         attempts: Counter[str],
         pending: list[str],
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.episode_fn = episode_fn
@@ -219,6 +230,8 @@ class _Runner:
         self.progress = progress
         self.attempts = attempts
         self.queue: Iterator[str] = iter(pending)
+        self.breaker = breaker
+        self.tripped = asyncio.Event()
         self.stop_reason: StopReason | None = None
         self.message: str | None = None
         self.tokens = 0
@@ -326,13 +339,36 @@ class _Runner:
                 score = self.score(json.loads(line))
                 self.scores[task_id] = score
             self.progress.episode_finished(errored=status == "errored", score=score)
+            if self.breaker is not None:
+                self.check_breaker(status, error, recorder)
+
+    def check_breaker(self, status: EpisodeStatus, error: Any, recorder: EpisodeRecorder) -> None:
+        assert self.breaker is not None
+        message = self.breaker.record(status, error, turns=recorder.totals.turns)
+        if message is None or self.control.interrupted:
+            return
+        self.stop_reason, self.message = "circuit_breaker", message
+        log.info("circuit breaker: %s", message)
+        self.progress.set_status("circuit breaker tripped, stopping")
+        self.tripped.set()
 
     async def supervise(self, workers: list[asyncio.Task[None]], grace_s: float) -> None:
         interrupt = asyncio.ensure_future(self.control.wait())
+        tripped = asyncio.ensure_future(self.tripped.wait())
         remaining = set(workers)
         try:
             while remaining:
-                done, _ = await asyncio.wait(remaining | {interrupt}, return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    remaining | {interrupt, tripped}, return_when=asyncio.FIRST_COMPLETED
+                )
+                if tripped in done and interrupt not in done:
+                    if remaining:
+                        self.progress.log(
+                            f"[red]circuit breaker: {escape(self.message or '')}[/red]\n"
+                            f"[yellow]cancelling {self.in_flight} episode(s) in flight; they run again on resume[/yellow]"
+                        )
+                    await cancel_all(remaining, grace_s)
+                    return
                 if interrupt in done:
                     self.stop_reason, self.message = "interrupted", self.control.reason
                     if remaining:
@@ -349,6 +385,7 @@ class _Runner:
                         raise task.exception()  # type: ignore[misc]
         finally:
             interrupt.cancel()
+            tripped.cancel()
 
 
 def sole_exception(exc: BaseException) -> BaseException:
@@ -396,6 +433,7 @@ async def run_episodes(
     control: RunControl | None = None,
     handle_signals: bool = False,
     cancel_grace_s: float = 30.0,
+    breaker: CircuitBreaker | None = None,
 ) -> RunResult:
     """Run ``episode_fn`` for every task of ``task_ids`` not yet finished in ``run_dir``.
 
@@ -413,6 +451,8 @@ async def run_episodes(
         control: lets the caller interrupt the run (:meth:`RunControl.interrupt`).
         handle_signals: turn SIGINT/SIGTERM into an interrupt while the call runs (for the CLI).
         cancel_grace_s: how long an interrupt waits for cancelled episodes to wind down.
+        breaker: stops the run after errors that will repeat on every task (see the module docstring);
+            ``None``: never.
     """
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency must be a positive integer, got {concurrency!r}")
@@ -442,6 +482,7 @@ async def run_episodes(
             progress=reporter,
             attempts=attempts,
             pending=pending,
+            breaker=breaker,
         )
         if score_fn is not None:
             latest = scan.latest()

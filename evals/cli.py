@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from client import eventloop
@@ -25,6 +26,27 @@ def _json_line(obj: Any) -> None:
     """The machine-readable last line of a ``--json`` command."""
     sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+# ---- first use: fetch missing data ----------------------------------------------------------------
+def ensure_benchmark_data(benchmarks: list[str], *, required: bool) -> list[str]:
+    """Download the missing data of ``benchmarks`` (pinned, sha256-checked); the benchmarks that have it.
+
+    A benchmark whose data cannot be had (the network is unreachable, say) raises
+    :class:`~evals.data.DataNotFound` (exit status 2, the message says how to fix it) when
+    ``required``; otherwise it is left out with a warning, unless every benchmark is.
+    """
+    from .data import DataNotFound, data_dir
+    from .fetch import ensure_data, unavailable_message
+
+    missing = ensure_data(benchmarks, data_dir(), console=err)
+    if not missing:
+        return benchmarks
+    if required or len(missing) == len(benchmarks):
+        raise DataNotFound(unavailable_message(missing.values()))
+    for m in missing.values():
+        err.print(f"[yellow]warning:[/] not serving {escape(m.message())}")
+    return [b for b in benchmarks if b not in missing]
 
 
 # ---- evals serve -------------------------------------------------------------------------------
@@ -54,6 +76,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     elif args.stdio:
         default = EndpointRef("custom")
         benchmarks = []
+    # first use: download what is missing; `evals serve` alone serves the benchmarks it can have
+    benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks))
     with contextlib.ExitStack() as stack:
         ts = build_tool_server(
             benchmarks,
@@ -117,11 +141,12 @@ def cmd_data_stats(args: argparse.Namespace) -> int:
 
 def cmd_data_fetch(args: argparse.Namespace) -> int:
     from .data import data_dir
-    from .fetch import FetchError, fetch
+    from .fetch import FetchError, download_progress, fetch
 
     dest = Path(args.data_dir) if args.data_dir else data_dir()
     try:
-        paths = fetch(args.benchmark, dest, url_prefix=args.url_prefix, report=err.print)
+        with download_progress(err) as progress:
+            paths = fetch(args.benchmark, dest, url_prefix=args.url_prefix, report=err.print, progress=progress)
     except FetchError as exc:
         err.print(f"[red]error:[/] {exc}")
         return 1
@@ -148,7 +173,8 @@ def _model_args(items: list[str]) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise SystemExit(f"evals run: error: --model-arg expects KEY=VALUE, got {item!r}")
+            print(f"evals run: error: --model-arg expects KEY=VALUE, got {item!r}", file=sys.stderr)
+            raise SystemExit(EXIT_USAGE)
         try:
             out[key] = json.loads(value)
         except ValueError:
@@ -173,6 +199,61 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_BREAKER, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+RUN_EXIT_STATUSES = """\
+exit status:
+  0    every selected task completed (in this call or an earlier one)
+  1    the run went through, but some selected tasks did not complete: their episodes
+       errored, now or in an earlier call (errors that are not transient are kept on
+       resume; --retry-errored runs those tasks again)
+  2    usage or configuration error (bad flag, run directory made with other settings,
+       missing data or API key); nothing ran
+  3    stopped by the circuit breaker: errors that will repeat on every task (bad API
+       key, unknown model, endpoint down, context window too small) on
+       --max-consecutive-errors episodes in a row; fix what the message says and rerun
+  4    stopped by --max-budget-tokens/--max-budget-usd with tasks left; rerun to go on
+  130  interrupted (Ctrl-C, SIGTERM) after a clean stop; rerun to resume
+When the status is not 0 the last line on stderr says how many tasks completed, errored
+and did not run, the first error's class and message, and the run directory.
+"""
+
+
+def run_exit_status(result: Any, summary: dict[str, Any]) -> int:
+    """``evals run``'s exit status (see :data:`RUN_EXIT_STATUSES`) from the run's result and summary."""
+    if result.stopped_reason == "interrupted":
+        return EXIT_INTERRUPTED
+    if summary["completed"] >= summary["tasks"]:
+        return EXIT_OK
+    if result.stopped_reason == "circuit_breaker":
+        return EXIT_BREAKER
+    if result.stopped_reason == "budget":
+        return EXIT_BUDGET
+    return EXIT_INCOMPLETE
+
+
+def run_status_line(status: int, result: Any, summary: dict[str, Any], *, retry_errored: bool) -> str:
+    """The one-line account of a run that did not complete every task (the last line on stderr)."""
+    tasks, completed, errored = summary["tasks"], summary["completed"], summary["errored"]
+    why = {
+        EXIT_INCOMPLETE: "some tasks errored",
+        EXIT_BREAKER: "stopped by the circuit breaker",
+        EXIT_BUDGET: "stopped by the budget",
+        EXIT_INTERRUPTED: "interrupted",
+    }.get(status, "not every task completed")
+    parts = [f"evals run: {why} (exit {status}): {completed} of {tasks} task(s) completed, "
+             f"{errored} errored, {tasks - completed - errored} not run"]
+    if status == EXIT_BREAKER and result.message:
+        parts.append(result.message)
+    first = summary.get("first_error")
+    if first:
+        message = first["message"] if len(first["message"]) <= 300 else first["message"][:299] + "…"
+        parts.append(f"first error (task {first['task_id']}): {first['type']}: {message}")
+        if not first.get("retryable") and not retry_errored:
+            parts.append("errored tasks are kept on resume: rerun with --retry-errored to run them again")
+    parts.append(f"run directory: {summary['run_dir']}")
+    return "; ".join(parts)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from client.adapters.errors import ModelError
     from client.runs import RunConfigMismatch
@@ -180,6 +261,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .pipeline import RunOptions, run_benchmark
     from .server_process import ServerProcessError
 
+    inductive_kg = ["familytool-b"] if args.inductive and args.benchmark.startswith("familytool") else []
+    ensure_benchmark_data([args.benchmark, *inductive_kg], required=True)  # first use: download the data
     opts = RunOptions(
         benchmark=args.benchmark,
         model=args.model,
@@ -202,6 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tpm=args.tpm,
         retry_errored=args.retry_errored,
         max_attempts=args.max_attempts,
+        max_consecutive_errors=args.max_consecutive_errors,
         progress=not args.no_progress,
         kg_search=args.kg_search,
         top_k=args.top_k,
@@ -215,19 +299,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         result, summary = eventloop.run(run_benchmark(opts))
     except (RunConfigMismatch, ValueError, ModelError, ServerProcessError) as exc:
         err.print(f"[red]error:[/] {exc}")
-        return 2
+        return EXIT_USAGE
     table = summary_table(summary)
     table.add_row("tokens (this call)", str(result.tokens))
     table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}")
     Console(stderr=args.json).print(table)
-    err.print(result.describe())
-    err.print(f"run directory: {summary['run_dir']}")
+    err.print(result.describe(), markup=False, highlight=False)
+    err.print(f"run directory: {summary['run_dir']}", markup=False, highlight=False)
     if args.json:
         _json_line(summary)
-    return 0 if result.stopped_reason == "done" else 3
+    status = run_exit_status(result, summary)
+    if status != EXIT_OK:  # one plain line (no wrapping, no markup) for people and for log scrapers
+        print(run_status_line(status, result, summary, retry_errored=args.retry_errored), file=sys.stderr, flush=True)
+    return status
 
 
 # ---- parser ---------------------------------------------------------------------------------------
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evals", description="MCP tool server and evaluation client for multi-hop tool use.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -251,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("-v", "--verbose", action="store_true")
     s.set_defaults(func=cmd_serve)
 
-    r = sub.add_parser("run", help="run a model through a benchmark's tasks over MCP (resumable)")
+    r = sub.add_parser("run", help="run a model through a benchmark's tasks over MCP (resumable)",
+                       epilog=RUN_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("benchmark", choices=runnable())
     r.add_argument("--model", required=True, help="oracle[:SECONDS_PER_TURN] | openai:<model> | anthropic:<model> | vllm:<model-or-path>")
     r.add_argument("--strategy", help="how the model is driven (per benchmark; default: the benchmark's first)")
@@ -278,6 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tpm", type=float, help="tokens per minute limit for the model")
     r.add_argument("--retry-errored", action="store_true", help="re-run episodes that ended with an error")
     r.add_argument("--max-attempts", type=int, default=6, help="attempts per model call for transient failures")
+    r.add_argument("--max-consecutive-errors", type=_non_negative_int, default=3, metavar="N",
+                   help="circuit breaker: stop after N episodes in a row fail with an error that will repeat on "
+                   "every task (bad API key, unknown model, endpoint down after the retries, context window too "
+                   "small); 0 = never stop (default 3)")
     r.add_argument("--kg-search", choices=["exact", "greedy", "retrieval"], default="greedy",
                    help="FamilyTool: path extraction for made-up relations (default greedy, as in the paper)")
     r.add_argument("--top-k", type=int, default=3, help="FamilyTool: relations tried per made-up one (--kg-search retrieval)")
@@ -308,9 +410,10 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     st.set_defaults(func=cmd_data_stats)
     f = dsub.add_parser("fetch", help="download a benchmark's files from their public source (sha256-pinned)")
-    f.add_argument("benchmark", choices=["familytool", "toolhop"])
+    f.add_argument("benchmark", choices=["familytool", "toolhop", "toolhop-subset"], help="familytool (both datasets and KGs), toolhop (the "
+                   "full file, from Hugging Face) or toolhop-subset (the 100 sandbox-runnable queries)")
     f.add_argument("--data-dir", help="where to put the files (default: $EVALS_DATA_DIR or the user cache)")
-    f.add_argument("--url-prefix", help="mirror to download from instead of the pinned GitHub commit")
+    f.add_argument("--url-prefix", help="mirror to download from instead of the pinned commit (default: $EVALS_DATA_URL_PREFIX)")
     f.set_defaults(func=cmd_data_fetch)
     return p
 
@@ -324,8 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     except DataNotFound as exc:
         err.print(f"[red]error:[/] {exc}")
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C (or one before the run started): finished traces are intact
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 The data directory is ``$EVALS_DATA_DIR`` when set, otherwise a per-user cache directory
 (``$XDG_CACHE_HOME/mcp-multihop-evals/data``, default ``~/.cache/...``).  The project never
-ships benchmark files; ``.ci/run`` and the tests point ``EVALS_DATA_DIR`` at ``../shared/data``.
+ships benchmark files: ``evals serve`` and ``evals run`` download the missing ones on first use
+(:mod:`evals.fetch`); ``.ci/run`` and the tests point ``EVALS_DATA_DIR`` at ``../shared/data``.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def data_file(*parts: str) -> Path:
     path = root.joinpath(*parts)
     if not path.is_file():
         where = f"${DATA_ENV}={os.environ[DATA_ENV]}" if os.environ.get(DATA_ENV) else f"the default {root}"
+        fetch = f", or download it: `evals data fetch {parts[0]}`" if parts[0] in ("familytool", "toolhop") else ""
         raise DataNotFound(
             f"benchmark file {'/'.join(parts)!r} not found under {where} (looked for {path}). "
-            f"Point {DATA_ENV} at a directory holding the benchmark data (e.g. ../shared/data)."
+            f"Point {DATA_ENV} at a directory holding the benchmark data (e.g. ../shared/data){fetch}."
         )
     return path

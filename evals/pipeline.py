@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from client.adapters import make_adapter
 from client.adapters.base import ModelAdapter
 from client.adapters.caching import CachingAdapter
 from client.agent import AgentConfig
+from client.breaker import CircuitBreaker, RepeatingError
 from client.cache import ResponseCache
 from client.mcp_session import HTTPClientPool
 from client.ratelimit import RateLimiter
@@ -51,6 +54,9 @@ class RunOptions:
     retry_errored: bool = False
     max_attempts: int = 6
     retry_base_delay: float = 1.0
+    # stop after this many errors that will repeat on every task (bad key, unknown model, endpoint
+    # down, ...) with no completed episode in between; 0: never (client.breaker)
+    max_consecutive_errors: int = 3
     progress: bool = True
     adapter_options: dict[str, Any] = field(default_factory=dict)
     # benchmark-specific (FamilyTool): KG extraction, cross-LLM step 1, LLM judge, inductive setting
@@ -82,6 +88,39 @@ def default_run_dir(opts: RunOptions) -> Path:
     """``runs/<benchmark>/<model>/<strategy>``: the same command resumes the same run."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", opts.model).strip("_") or "model"
     return Path("runs") / opts.benchmark / slug / opts.strategy
+
+
+_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def breaker_hint(opts: RunOptions) -> Callable[[RepeatingError], str | None]:
+    """Fix-it lines for the circuit breaker that name this run's flags and variables."""
+    provider = opts.model.partition(":")[0]
+
+    def hint(err: RepeatingError) -> str | None:
+        ours = err.provider is None or err.provider == provider  # not the --kg-model / --judge one
+        if err.kind == "tool_server_unreachable" and opts.server_url:
+            return f"check that the MCP server at {opts.server_url} is running (--server-url)"
+        if not ours:
+            return None
+        if err.kind == "auth":
+            env = opts.api_key_env or _KEY_ENV.get(provider)
+            if env is None:
+                return "check the API key (--api-key-env names the variable that holds it)"
+            unset = "" if os.environ.get(env) else " (it is not set)"
+            return f"check the API key in ${env}{unset}, or name another variable with --api-key-env"
+        if err.kind == "not_found":
+            where = f" at --base-url {opts.base_url}" if opts.base_url else ""
+            return f"check the model name {opts.model!r} (does the server{where} serve it?) and --base-url"
+        if err.kind == "model_unreachable":
+            where = f"--base-url {opts.base_url}" if opts.base_url else "the provider's API"
+            return f"check that {where} is reachable (each call was tried {opts.max_attempts} time(s))"
+        if err.kind == "context_window":
+            return (f"the system prompt, tools and first message do not fit {opts.model}'s context window: "
+                    "use a model (or server setting, e.g. vLLM's max model length) with a larger one")
+        return None
+
+    return hint
 
 
 def parse_oracle(model: str) -> float | None:
@@ -193,6 +232,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             score_fn=plugin.progress_score,
             retry_errored=opts.retry_errored,
             handle_signals=True,
+            breaker=CircuitBreaker(opts.max_consecutive_errors, hint=breaker_hint(opts)),
         )
     return result, summarize(run_dir, task_ids, plugin=plugin)
 
@@ -206,6 +246,7 @@ def summarize(run_dir: RunDir, task_ids: list[str] | None = None, *, plugin: Ben
     traces = run_dir.latest_traces()
     ids = task_ids if task_ids is not None else _run_task_ids(plugin, config, traces)
     done = [traces[t] for t in ids if t in traces]
+    first_error = next((t for t in done if t.get("status") == "errored"), None)
     scored = plugin.summarize(traces, ids, config)
     return {
         "run_dir": str(run_dir.path),
@@ -215,7 +256,22 @@ def summarize(run_dir: RunDir, task_ids: list[str] | None = None, *, plugin: Ben
         "tasks": len(ids),
         "completed": sum(1 for t in done if t.get("status") == "completed"),
         "errored": sum(1 for t in done if t.get("status") == "errored"),
+        "first_error": _error_brief(first_error),
         **scored,
+    }
+
+
+def _error_brief(trace: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The task, class, message and retryability of a trace's error (``None`` without one)."""
+    if trace is None:
+        return None
+    error = trace.get("error") or {}
+    message = " ".join(str(error.get("message") or "").split())
+    return {
+        "task_id": trace.get("task_id"),
+        "type": error.get("type") or "Error",
+        "message": message if len(message) <= 500 else message[:499] + "…",
+        "retryable": bool(error.get("retryable", False)),
     }
 
 

@@ -10,15 +10,20 @@ column per run (``model · strategy``):
 * one table per breakdown (``hops``, ``speaker``, ``tool``, ``domain``, ...);
 * a plot of the benchmark's main metric by hop count, one line per run (inline SVG in the HTML; an
   ``.svg`` file next to the Markdown);
-* next to each run, the published numbers of the papers for the same model on the same dataset
-  (``evals/paper_numbers/*.yaml``, each row with its table number), rows of the same setting first.
+* the papers' published numbers (``evals/paper_numbers/*.yaml``, each row with its source table
+  number) in blocks of their own, one per dataset and setting the runs were made in: every model's
+  row of that setting, whatever the runs' models, and each run lined up under the row of its model
+  (same columns) when the papers have one (:func:`published_rows_for`);
+* per run, the papers' rows for the same model in other settings, for reference.
 
-A paper row is of the *same setting* as a run when the strategy agrees (the run's ``mode``
+A paper row is of a run's *setting* (:func:`in_run_setting`; :func:`same_setting` when the model is
+the run's too) when the strategy agrees (the run's ``mode``
 option where it has one; ``forced`` and ``mandatory`` are one) and none of the setting keys the run
 states disagrees. A run states them in its summary's ``options`` under the names in
 :data:`OPTION_NAMES` (FamilyTool: ``kg_search: retrieval`` for the paper's Relation Retrieval,
 ``kg_model`` for its cross-LLM table; ToolHop: ``feedback``); a key a run does not state takes
-:data:`DEFAULT_SETTING`. Other rows for the same model and dataset are listed after those.
+:data:`DEFAULT_SETTING`. The run's model name (:func:`normalize_model`, the files' ``model_aliases``)
+only decides where a run is lined up, never whether the published block is shown.
 
 Rendering takes summary dicts (:func:`render_markdown`, :func:`render_html`); :func:`write_report`
 reads the run directories and writes the files; :func:`add_report_parser` adds the subcommand.
@@ -48,6 +53,7 @@ __all__ = [
     "main_metric",
     "normalize_model",
     "paper_rows_for",
+    "published_rows_for",
     "render_html",
     "render_markdown",
     "write_report",
@@ -256,7 +262,72 @@ def paper_rows_for(summary: Mapping[str, Any], rows: Sequence[PaperRow]) -> list
     """
     model = str(summary.get("model") or "")
     dataset = summary.get("benchmark")
-    mine = [r for r in rows if r.setting.get("dataset") == dataset and r.matches_model(model)]
+    merged = _merge([r for r in rows if r.setting.get("dataset") == dataset and r.matches_model(model)])
+    pairs = [(r, same_setting(r, summary)) for r in merged]
+    pairs.sort(key=lambda p: (not p[1], _first_table(p[0])))
+    return pairs
+
+
+def _run_kg_model(summary: Mapping[str, Any]) -> str | None:
+    """The run's step-1 model, normalised; None when it is the run's own model or not stated."""
+    kg_model = _run_setting(summary, "kg_model")
+    if kg_model is None or normalize_model(kg_model) == normalize_model(str(summary.get("model") or "")):
+        return None
+    return normalize_model(kg_model)
+
+
+def in_run_setting(row: PaperRow, summary: Mapping[str, Any]) -> bool:
+    """Whether a paper row, of *any* model, was obtained in this run's setting (dataset aside).
+
+    As :func:`same_setting`, but model-blind: a run whose step 1 is another model (``kg_model``)
+    takes the cross-LLM rows of that step-1 model, and the plain rows of the step-1 model itself
+    (the same LLM in both steps).
+    """
+    strategy = _run_setting(summary, "strategy") or summary.get("strategy")
+    if row.setting.get("strategy") is None or strategy is None:
+        return False
+    if _canon(row.setting["strategy"]) != _canon(strategy):
+        return False
+    kg_model = _run_kg_model(summary)
+    if "kg_model" in row.setting:
+        if kg_model is None or kg_model not in row.kg_model_aliases:
+            return False
+    elif kg_model is not None and kg_model not in row.aliases:
+        return False
+    for key in ("path_extraction", "feedback", "kg_values"):
+        if key not in row.setting:
+            continue
+        ran = _run_setting(summary, key)
+        ran = DEFAULT_SETTING.get(key) if ran is None else ran
+        if ran is not None and _canon(ran) != _canon(row.setting[key]):
+            return False
+    return True
+
+
+def published_rows_for(summary: Mapping[str, Any], rows: Sequence[PaperRow]) -> list[PaperRow]:
+    """Every paper row of this run's dataset and setting, whatever its model (averages too).
+
+    Rows that repeat numbers of another table are merged as in :func:`paper_rows_for`; ordered by
+    their first table, then as the paper-numbers files list them.
+    """
+    dataset = summary.get("benchmark")
+    merged = _merge([r for r in rows if r.setting.get("dataset") == dataset and in_run_setting(r, summary)])
+    return sorted(merged, key=_first_table)
+
+
+def setting_key(summary: Mapping[str, Any]) -> tuple[str, ...]:
+    """What decides :func:`published_rows_for`: runs with the same key are shown with the same rows."""
+    key = [str(summary.get("benchmark")), _canon(_run_setting(summary, "strategy") or summary.get("strategy") or "")]
+    for name in ("path_extraction", "feedback", "kg_values"):
+        ran = _run_setting(summary, name)
+        ran = DEFAULT_SETTING.get(name) if ran is None else ran
+        key.append(_canon(ran) if ran is not None else "")
+    key.append(_run_kg_model(summary) or "")
+    return tuple(key)
+
+
+def _merge(mine: Sequence[PaperRow]) -> list[PaperRow]:
+    """Rows of the same model and setting whose numbers repeat another table's, merged into one."""
     merged: list[PaperRow] = []
     for r in mine:
         for i, m in enumerate(merged):
@@ -269,9 +340,7 @@ def paper_rows_for(summary: Mapping[str, Any], rows: Sequence[PaperRow]) -> list
                 break
         else:
             merged.append(r)
-    pairs = [(r, same_setting(r, summary)) for r in merged]
-    pairs.sort(key=lambda p: (not p[1], _first_table(p[0])))
-    return pairs
+    return merged
 
 
 def _first_table(row: PaperRow) -> int:
@@ -302,6 +371,7 @@ class Table:
     note: str | None = None
     bold: set[tuple[int, int]] = field(default_factory=set)  # (row, column) cells to emphasise
     bold_means: str = "best"  # the HTML class of those cells: "best" (value of the row) or "differ"
+    self_rows: set[int] = field(default_factory=set)  # rows of a run among published rows (HTML class "self")
 
 
 @dataclass
@@ -441,25 +511,112 @@ def _breakdown_tables(summaries: Sequence[Mapping[str, Any]], labels: list[str])
     return tables
 
 
-def _paper_section(summary: Mapping[str, Any], label: str, paper_rows: Sequence[PaperRow]) -> Section:
-    sec = Section(f"Published numbers next to {label}")
-    pairs = paper_rows_for(summary, paper_rows)
-    if not pairs:
-        sec.text.append(f"No published numbers for model `{summary.get('model')}` on {summary.get('benchmark')} "
-                        f"in evals/paper_numbers/.")
+def _group_key(row: PaperRow) -> tuple[tuple[str, str], ...]:
+    """Rows of one published block that go in one table: the same setting, dataset and step-1 model aside."""
+    return tuple(sorted((k, str(v)) for k, v in row.setting.items() if k not in ("dataset", "kg_model")))
+
+
+def _sources(rows: Sequence[PaperRow]) -> str:
+    """``"FamilyTool Tables 3, 6"``: the papers and table numbers the rows come from."""
+    out = []
+    for paper in dict.fromkeys(r.paper for r in rows):
+        nums = sorted({t for r in rows if r.paper == paper for t in (r.tables or (r.table,)) if t is not None})
+        labels = list(dict.fromkeys(r.label for r in rows if r.paper == paper and r.table is None and r.label))
+        parts = ([("Table " if len(nums) == 1 else "Tables ") + ", ".join(map(str, nums))] if nums else []) + labels
+        out.append(f"{paper} {' · '.join(parts) or 'table'}")
+    return "; ".join(out)
+
+
+def _captions(rows: Sequence[PaperRow], all_rows: Sequence[PaperRow]) -> list[str]:
+    """``"FamilyTool Table 3: <caption>"`` for each table the rows come from, in table order."""
+    wanted = {(r.paper, t) for r in rows for t in (r.tables or (r.table,))}
+    labels = {(r.paper, r.label) for r in rows if r.table is None}
+    out: dict[str, None] = {}
+    for r in sorted(all_rows, key=_first_table):
+        if r.table is not None and (r.paper, r.table) in wanted:
+            out[f"{r.paper} Table {r.table}: {r.caption}"] = None
+        elif r.table is None and (r.paper, r.label) in labels:
+            out[f"{r.paper} {r.label or 'table'}: {r.caption}"] = None
+    return list(out)
+
+
+def _block_setting(summary: Mapping[str, Any], rows: Sequence[PaperRow]) -> str:
+    """The setting the rows share (dataset and step aside), else the run's strategy."""
+    if not rows:
+        return f"strategy {summary.get('strategy') or DASH}"
+    common = {k: v for k, v in rows[0].setting.items()
+              if k not in ("dataset", "step", "kg_model") and all(r.setting.get(k) == v for r in rows)}
+    kg_model = _run_setting(summary, "kg_model") if _run_kg_model(summary) else None
+    return describe_setting({**common, **({"kg_model": kg_model} if kg_model else {})})
+
+
+def _published_section(runs: Sequence[Mapping[str, Any]], labels: Sequence[str], paper_rows: Sequence[PaperRow]) -> Section:
+    """The papers' rows of these runs' dataset and setting (every model), each run beside its model's row.
+
+    ``runs`` share a :func:`setting_key`. One table per group of rows (:func:`_group_key`: FamilyTool's
+    KG extraction and tool use steps), with the source table numbers in the first column.
+    """
+    first = runs[0]
+    bench = str(first.get("benchmark"))
+    rows = published_rows_for(first, paper_rows)
+    sec = Section(f"Published numbers: {bench} · {_block_setting(first, rows)}")
+    who = ", ".join(f"`{lab}`" for lab in labels)
+    if not rows:
+        offered = sorted({str(r.setting["strategy"]) for r in paper_rows
+                          if r.setting.get("dataset") == bench and r.setting.get("strategy")})
+        sec.text.append(f"The papers publish no numbers for {bench} in the setting of {who}"
+                        + (f"; their settings for {bench} are the strategies {', '.join(offered)}." if offered
+                           else f"; evals/paper_numbers/ has no rows for {bench}."))
         return sec
+    groups: dict[tuple[tuple[str, str], ...], list[PaperRow]] = {}
+    for r in rows:
+        groups.setdefault(_group_key(r), []).append(r)
+    lined: set[int] = set()
+    for grows in groups.values():
+        keys = _metric_order(k for r in grows for k in r.metrics)
+        header = ["source", "model"] + [_label(k) for k in keys]
+        body: list[list[str]] = []
+        self_rows: set[int] = set()
+        for r in grows:
+            body.append([r.source, r.model] + [_fmt(r.metrics.get(k)) for k in keys])
+            for i, run in enumerate(runs):
+                if r.matches_model(str(run.get("model") or "")):
+                    lined.add(i)
+                    self_rows.add(len(body))
+                    body.append([f"this run: {labels[i]}", str(run.get("model"))]
+                                + [_fmt((run.get("metrics") or {}).get(k)) for k in keys])
+        title = f"Published numbers ({_sources(grows)}), {bench} · {describe_setting(dict(_group_key(grows[0])))}"
+        note = ("As published" + ("; rows in bold are this report's runs (their metrics), each under the row of its model. "
+                                  if self_rows else ". ") + " ".join(f"{c}." for c in _captions(grows, paper_rows)))
+        sec.tables.append(Table(title, header, body, note=note, bold={(i, j) for i in self_rows for j in range(len(header))},
+                                self_rows=self_rows))
+    alone = [lab for i, lab in enumerate(labels) if i not in lined]
+    if alone:
+        sec.text.append(f"No published row of this setting is for the model of {', '.join(f'`{a}`' for a in alone)}: "
+                        "the papers' rows are shown for reference, without the run beside them.")
+    extra = [(r, k, v) for r in rows for k, v in r.extra.items()]
+    if extra:
+        sec.text.append("Other published values: " + "; ".join(f"{r.source} {r.model}: {k} = {v:.2f}" for r, k, v in extra) + ".")
+    return sec
+
+
+def _other_settings_section(summary: Mapping[str, Any], label: str, paper_rows: Sequence[PaperRow]) -> Section | None:
+    """The papers' rows for this run's model and dataset in *other* settings; None when there are none."""
+    pairs = [(r, same) for r, same in paper_rows_for(summary, paper_rows) if not same]
+    if not pairs:
+        return None
+    sec = Section(f"Published numbers for the model of {label} in other settings")
     keys = _metric_order(list((summary.get("metrics") or {}).keys()) + [k for r, _ in pairs for k in r.metrics])
-    header = ["source", "model", "setting", "same setting"] + [_label(k) for k in keys]
-    rows = [["this run", str(summary.get("model")), str(summary.get("strategy") or DASH), DASH]
+    header = ["source", "model", "setting"] + [_label(k) for k in keys]
+    rows = [["this run", str(summary.get("model")), str(summary.get("strategy") or DASH)]
             + [_fmt((summary.get("metrics") or {}).get(k)) for k in keys]]
-    for r, same in pairs:
-        rows.append([r.source, r.model, describe_setting(r.setting), "yes" if same else "no"]
-                    + [_fmt(r.metrics.get(k)) for k in keys])
-    notes = list(dict.fromkeys(f"{r.source}: {r.caption}" for r, _ in sorted(pairs, key=lambda p: _first_table(p[0]))))
-    table = Table(f"{label}: the papers' numbers for the same model on {summary.get('benchmark')}", header, rows,
-                  note="Rows of the same setting first. " + " ".join(f"{n}." for n in notes),
-                  bold={(0, j) for j in range(len(header))})
-    sec.tables.append(table)
+    for r, _ in pairs:
+        rows.append([r.source, r.model, describe_setting(r.setting)] + [_fmt(r.metrics.get(k)) for k in keys])
+    notes = _captions([r for r, _ in pairs], paper_rows)
+    sec.tables.append(Table(f"{label}: the papers' numbers for the same model on {summary.get('benchmark')}, other settings",
+                            header, rows, note="Not comparable to the run as they stand: another strategy or setting. "
+                            + " ".join(f"{n}." for n in notes),
+                            bold={(0, j) for j in range(len(header))}, self_rows={0}))
     extra = [(r, k, v) for r, _ in pairs for k, v in r.extra.items()]
     if extra:
         sec.text.append("Other published values: " + "; ".join(f"{r.source} {r.model} ({describe_setting(r.setting)}): {k} = {v:.2f}" for r, k, v in extra) + ".")
@@ -488,8 +645,15 @@ def build_sections(summaries: Sequence[Mapping[str, Any]], paper_rows: Sequence[
         if metric and _hop_series(runs, metric):
             sec.plot = bench
         sec.tables.extend(_breakdown_tables(runs, labels))
+        blocks: dict[tuple[str, ...], list[int]] = {}
+        for i, s in enumerate(runs):
+            blocks.setdefault(setting_key(s), []).append(i)
+        for idx in blocks.values():
+            sec.subsections.append(_published_section([runs[i] for i in idx], [labels[i] for i in idx], paper_rows))
         for s, lab in zip(runs, labels, strict=True):
-            sec.subsections.append(_paper_section(s, lab, paper_rows))
+            other = _other_settings_section(s, lab, paper_rows)
+            if other is not None:
+                sec.subsections.append(other)
         sections.append(sec)
     return sections
 
@@ -599,7 +763,8 @@ def render_markdown(summaries: Sequence[Mapping[str, Any]], paper_rows: Sequence
 
 def _shown_papers(summaries: Sequence[Mapping[str, Any]], paper_rows: Sequence[PaperRow]) -> list[tuple[str, str]]:
     """(paper, citation) of the papers the report quotes."""
-    return sorted({(r.paper, r.citation) for s in summaries for r, _ in paper_rows_for(s, paper_rows)})
+    return sorted({(r.paper, r.citation) for s in summaries
+                   for r in [*published_rows_for(s, paper_rows), *(p for p, _ in paper_rows_for(s, paper_rows))]})
 
 
 def _md_sources(cites: Sequence[tuple[str, str]]) -> list[str]:
@@ -625,14 +790,15 @@ code{background:#f6f8fa;padding:0 .2rem}
 """
 
 
-def _html_table(t: Table, self_row: bool = False) -> str:
+def _html_table(t: Table) -> str:
     e = html.escape
     head = "".join(f"<th>{e(h)}</th>" for h in t.header)
     body = []
     for i, row in enumerate(t.rows):
-        cls = ' class="self"' if self_row and i == 0 else ""
+        mine = i in t.self_rows
+        cls = ' class="self"' if mine else ""
         cells = "".join(
-            f'<td class="{t.bold_means}">{e(c)}</td>' if (i, j) in t.bold and not (self_row and i == 0) and c != DASH else f"<td>{e(c)}</td>"
+            f'<td class="{t.bold_means}">{e(c)}</td>' if (i, j) in t.bold and not mine and c != DASH else f"<td>{e(c)}</td>"
             for j, c in enumerate(row)
         )
         body.append(f"<tr{cls}>{cells}</tr>")
@@ -672,7 +838,7 @@ def render_html(summaries: Sequence[Mapping[str, Any]], paper_rows: Sequence[Pap
             parts.append(_html_plot(sec, plots))
         for sub in sec.subsections:
             parts.append(f"<h3>{e(sub.title)}</h3>")
-            parts += [_html_table(t, self_row=True) for t in sub.tables]
+            parts += [_html_table(t) for t in sub.tables]
             parts += [f"<p>{_html_inline(p)}</p>" for p in sub.text]
     cites = _shown_papers(summaries, paper_rows)
     if cites:
@@ -760,7 +926,9 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path | None = No
     data = out / "report.json"
     data.write_text(json.dumps({
         "generated_at": when,
-        "runs": [{**s, "paper": [{**r.to_dict(), "same_setting": same} for r, same in paper_rows_for(s, rows)]}
+        "runs": [{**s, "paper": [{**r.to_dict(), "same_setting": same} for r, same in paper_rows_for(s, rows)],
+                  "published": [{**r.to_dict(), "aggregate": r.aggregate, "model_matches": r.matches_model(str(s.get("model") or ""))}
+                                for r in published_rows_for(s, rows)]}
                  for s in sums],
     }, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     return {"out_dir": str(out), "markdown": str(md), "html": str(page), "json": str(data),

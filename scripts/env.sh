@@ -1,5 +1,6 @@
 # Shared set-up for run.sh and test.sh (sourced, not executed).
-# EVALS_DATA_DIR: the benchmark data; defaults to ../shared/data when that exists beside the checkout.
+# EVALS_DATA_DIR: the benchmark data; defaults to ../shared/data when that exists beside the checkout
+# (otherwise evals uses the user cache and downloads what is missing on first use).
 if [ -z "${EVALS_DATA_DIR:-}" ] && [ -d ../shared/data ]; then
   EVALS_DATA_DIR="$(cd ../shared/data && pwd)"
   export EVALS_DATA_DIR
@@ -17,7 +18,8 @@ setup_venv() {
   want="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
   if [ ! -f "$stamp" ] || ! grep -qxF -- "$want" "$stamp"; then
     .venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
-    .venv/bin/python -m pip install --quiet -e "$spec"
+    # setuptools' "Editable installation" notice is information only, but pip shows it as a warning
+    PYTHONWARNINGS="ignore:Editable installation:UserWarning" .venv/bin/python -m pip install --quiet -e "$spec"
     echo "$want" >> "$stamp"
   fi
 }

@@ -21,8 +21,10 @@ Tool use
 
 ``metrics`` use the whole matcher cascade (rule, response, llm: see :mod:`evals.matching`) for
 ``tool_em`` and ``value_acc`` (a call matched as a whole counts all its parameters as right);
-``strict_metrics`` use the rule matcher only. ``exact_call_match`` (= strict ``tool_em``) and
-``tool_name_match`` (= ``tool_acc``) are kept for scripts written against the first ``evals run``.
+``strict_metrics`` use the rule matcher only. Each quantity has one name: the rule-only exact
+match is ``strict_metrics["tool_em"]`` (the summary no longer repeats it as ``exact_call_match``,
+nor ``tool_acc`` as ``tool_name_match``). A trace's ``outcome.exact_call_match`` is something else:
+the rule matcher's verdict on that one episode, next to ``response_match`` and ``judge``.
 """
 
 from __future__ import annotations
@@ -220,8 +222,6 @@ def summarize_familytool(
             groups[dim].setdefault(key, _Acc(with_kg)).add(tool, kg)
     metrics = total.metrics("cascade")
     strict = total.metrics("strict")
-    metrics["exact_call_match"] = strict["tool_em"]
-    metrics["tool_name_match"] = strict["tool_acc"]
 
     def order(dim: str, key: str) -> tuple[int, Any]:
         return (0, int(key)) if dim == "hops" else (1, key)

@@ -21,6 +21,7 @@ from evals.report import (
     load_paper_numbers,
     normalize_model,
     paper_rows_for,
+    published_rows_for,
     render_html,
     render_markdown,
     write_report,
@@ -204,6 +205,9 @@ def _summaries() -> list[dict]:
     return [a, b, c]
 
 
+PUBLISHED_KGETOOL_B = "Published numbers (FamilyTool Tables 5, 7, 10), familytool-b · kgetool · path_extraction=greedy"
+
+
 def _table(md: str, title: str) -> list[list[str]]:
     """The rows of the Markdown table under ``**title**`` (header first, separator dropped)."""
     block = md.split(f"**{title}**\n\n", 1)[1].split("\n\n", 1)[0]
@@ -227,21 +231,24 @@ def test_markdown_sets_runs_side_by_side_per_benchmark_with_breakdowns_and_paper
     assert hops[0][:2] == ["hops", "tasks"] and hops[3][1] == "3"
     assert _table(md, "By speaker")[1][0] == "Alice"
     assert "![familytool-b: accuracy by hop count](hops-familytool-b.svg)" in md
-    # the paper's numbers next to the GPT-4o run, same setting first
-    paper = _table(md, "openai:gpt-4o · kgetool: the papers' numbers for the same model on familytool-b")
-    assert paper[1][0] == "**this run**"
-    assert paper[2][:4] == ["FamilyTool Tables 3, 6", "GPT-4o", "kgetool · step=kg_extraction · path_extraction=greedy", "yes"]
-    assert paper[3][:4] + paper[3][4:7] == ["FamilyTool Tables 5, 7, 10", "GPT-4o",
-                                            "kgetool · step=tool_use · path_extraction=greedy", "yes",
-                                            "19.67", "76.81", "23.64"]
-    qwen = _table(md, "vllm:Qwen/Qwen2.5-7B-Instruct · agent: the papers' numbers for the same model on familytool-b")
-    assert all(r[3] == "no" for r in qwen[2:]) and "28.78" in qwen[3] + qwen[4] + qwen[5]
+    # the paper's numbers of the GPT-4o run's setting, the run under GPT-4o's row (see the tests below)
+    tool_use = _table(md, f"{PUBLISHED_KGETOOL_B} · step=tool_use")
+    i = next(n for n, r in enumerate(tool_use) if r[1] == "GPT-4o")
+    assert tool_use[i][2:] == ["19.67", "76.81", "23.64"]
+    assert tool_use[i + 1] == ["**this run: openai:gpt-4o · kgetool**", "**openai:gpt-4o**", "**61.20**", "**90.10**", "**70.30**"]
+    # the same model's rows in other settings, apart
+    other = _table(md, "openai:gpt-4o · kgetool: the papers' numbers for the same model on familytool-b, other settings")
+    assert other[1][0] == "**this run**" and {r[0] for r in other[2:]} >= {"FamilyTool Table 4", "FamilyTool Table 8"}
+    assert not any("Tables 5, 7, 10" in r[0] for r in other)  # the run's own setting is in the published block
+    qwen = _table(md, "vllm:Qwen/Qwen2.5-7B-Instruct · agent: the papers' numbers for the same model on familytool-b, other settings")
+    assert "28.78" in [c for r in qwen for c in r]
+    assert "The papers publish no numbers for familytool-b in the setting of `vllm:Qwen/Qwen2.5-7B-Instruct · agent`" in md
     # the ToolHop run: generic keys, a count shown as a count, a model name that needs escaping
     th = md.split("## toolhop", 1)[1]
     assert "| Answer accuracy ↑ (answer_accuracy) | 45.67 |" in th
     assert "| Tasks with a gold chain, count (tasks_with_gold_chain) | 990 |" in th
     assert "openai:<b>gpt-4o</b>\\|x · free" in th
-    assert "**By domain**" in th and "No published numbers for model" in th
+    assert "**By domain**" in th and "No published row of this setting is for the model of `openai:<b>gpt-4o</b>|x · free`" in th
     assert "hops-toolhop" not in md  # no hop breakdown, no plot
 
 
@@ -276,6 +283,96 @@ def test_html_is_one_self_contained_page_with_inline_svg_plots():
     assert "Tool use EM by hop count" in page  # the plot's title, as SVG text
 
 
+# ---- the published block: the papers' rows of a run's dataset and setting, every model ------------------
+def _section(md: str, heading: str) -> str:
+    """The Markdown from ``### heading`` to the next heading."""
+    return md.split(f"### {heading}\n\n", 1)[1].split("\n#", 1)[0]
+
+
+def test_published_block_is_shown_for_a_model_the_papers_do_not_have():
+    claude = {**_run("anthropic:claude-3-5-sonnet-20240620", "kgetool"), "metrics": {"tool_em": 50.0}}
+    md = render_markdown([claude], load_paper_numbers())
+    block = _section(md, "Published numbers: familytool-b · kgetool · path_extraction=greedy")
+    tool_use = _table(block, f"{PUBLISHED_KGETOOL_B} · step=tool_use")
+    assert tool_use[0][:2] == ["source", "model"] and tool_use[0][2] == "Tool use EM ↑ (tool_em)"
+    assert [r[1] for r in tool_use[1:]] == ["Llama3.1-8B", "Qwen2.5-7B", "Qwen2.5-32B", "QwQ-32B", "Qwen3-8B",
+                                            "Qwen3-32B", "GPT-4o", "DeepSeek-V3"]
+    assert not any("this run" in r[0] for r in tool_use)  # nobody to line up
+    assert "No published row of this setting is for the model of `anthropic:claude-3-5-sonnet-20240620 · kgetool`" in block
+    assert "rows in bold" not in block
+    # ToolHop too: a model of no row still gets its setting's rows, the 14-model average included
+    th = render_markdown([_run("openai:o1", "free", "toolhop", mode="free", feedback="detailed")], load_paper_numbers())
+    rows = _table(th, "Published numbers (ToolHop main results), toolhop · free · feedback=detailed")
+    assert [(r[1], r[2]) for r in rows[1:]][:1] == [("GPT-4o", "47.74")] and rows[-1][1:] == ["14-Model Average", "32.84"]
+
+
+def test_a_run_is_lined_up_under_its_models_published_row_in_the_same_columns():
+    gpt = {**_run("openai:gpt-4o", "kgetool"), "run_dir": "runs/g",
+           "metrics": {"tool_em": 20.5, "tool_acc": 70.0, "value_acc": 25.0, "kg_em": 60.0, "kg_f1": 75.0}}
+    qwen = {**_run("vllm:Qwen/Qwen2.5-7B-Instruct", "kgetool"), "run_dir": "runs/q", "metrics": {"tool_em": 30.0}}
+    md = render_markdown([gpt, qwen], load_paper_numbers())
+    # two runs of one setting: one block, each run under its own model's row
+    assert md.count("### Published numbers: familytool-b · kgetool · path_extraction=greedy") == 1
+    tool_use = _table(md, f"{PUBLISHED_KGETOOL_B} · step=tool_use")
+    models = [r[1] for r in tool_use]
+    i, j = models.index("GPT-4o"), models.index("Qwen2.5-7B")
+    assert tool_use[i + 1] == ["**this run: openai:gpt-4o · kgetool**", "**openai:gpt-4o**", "**20.50**", "**70.00**", "**25.00**"]
+    assert tool_use[j + 1][:3] == ["**this run: vllm:Qwen/Qwen2.5-7B-Instruct · kgetool**", "**vllm:Qwen/Qwen2.5-7B-Instruct**", "**30.00**"]
+    assert tool_use[j + 1][3:] == ["–", "–"] and len(tool_use[j + 1]) == len(tool_use[0])
+    # the KG extraction step: its own table, its own columns, the run's KG numbers under GPT-4o's row
+    kg = _table(md, "Published numbers (FamilyTool Tables 3, 6), familytool-b · kgetool · path_extraction=greedy · step=kg_extraction")
+    k = [r[1] for r in kg].index("GPT-4o")
+    assert kg[0][2:4] == ["KG extraction EM ↑ (kg_em)", "KG extraction F1 ↑ (kg_f1)"]
+    assert kg[k][2:4] == ["61.90", "76.82"] and kg[k + 1][2:4] == ["**60.00**", "**75.00**"]
+    # a cross-LLM run: Table 10's rows of its step-1 model, every tool-use model, the run under its own
+    cross = render_markdown([{**_run("openai:gpt-4o", "kgetool", kg_model="openai:o3-mini"), "metrics": {"tool_em": 19.0}}],
+                            load_paper_numbers())
+    assert "### Published numbers: familytool-b · kgetool · path_extraction=greedy · kg_model=openai:o3-mini" in cross
+    t10 = _table(cross, "Published numbers (FamilyTool Table 10), familytool-b · kgetool · path_extraction=greedy · step=tool_use")
+    assert len(t10) == 1 + 8 + 1 and t10[[r[1] for r in t10].index("GPT-4o")][2] == "19.88"
+    assert t10[[r[1] for r in t10].index("GPT-4o") + 1][2] == "**19.00**"
+    # the page marks the run's rows
+    page = render_html([gpt, qwen], load_paper_numbers())
+    assert page.count('<tr class="self"><td>this run: openai:gpt-4o · kgetool</td>') == 2  # tool use and KG tables
+
+
+def test_published_block_is_labelled_with_its_source_tables():
+    md = render_markdown([_run("openai:gpt-4o", "full-kg")], load_paper_numbers())
+    block = _section(md, "Published numbers: familytool-b · full-kg")
+    assert "**Published numbers (FamilyTool Table 8), familytool-b · full-kg · step=tool_use**" in block
+    rows = _table(block, "Published numbers (FamilyTool Table 8), familytool-b · full-kg · step=tool_use")
+    assert {r[0] for r in rows[1:] if not r[0].startswith("**")} == {"FamilyTool Table 8"}
+    assert "_As published; rows in bold are this report's runs" in block
+    assert "FamilyTool Table 8: Tool use given the full KG (no extraction step), FamilyTool-b." in block
+    page = render_html([_run("openai:gpt-4o", "full-kg")], load_paper_numbers())
+    assert "<h3>Published numbers: familytool-b · full-kg</h3>" in page
+    assert "<caption>Published numbers (FamilyTool Table 8), familytool-b · full-kg · step=tool_use</caption>" in page
+
+
+def test_published_block_holds_only_the_runs_dataset_and_setting():
+    rows = load_paper_numbers()
+    golden_e = published_rows_for(_run("openai:gpt-4o", "golden-kg", "familytool-e"), rows)
+    assert golden_e and {r.tables for r in golden_e} == {(4,)}  # not Table 9 (true values), not familytool-b
+    assert all(r.setting["dataset"] == "familytool-e" and r.setting["strategy"] == "golden-kg" for r in golden_e)
+    md = render_markdown([_run("openai:gpt-4o", "golden-kg", "familytool-e")], rows)
+    block = _section(md, "Published numbers: familytool-e · golden-kg")
+    gpt = next(r for r in _table(block, "Published numbers (FamilyTool Table 4), familytool-e · golden-kg · step=tool_use") if r[1] == "GPT-4o")
+    assert gpt[2:] == ["36.26", "81.75", "40.44"]  # FamilyTool-e's, not -b's 26.29
+    assert "26.29" not in block and "29.89" not in block  # -b's golden-kg row, Table 9's true-values row
+    # ToolHop: the forced scenario's rows, not free's, not the minimal-feedback ablation
+    th = published_rows_for(_run("openai:gpt-4o", "forced", "toolhop", mode="forced", feedback="detailed"), rows)
+    assert [(r.model, r.metrics["answer_accuracy"]) for r in th][:2] == [("GPT-4o", 49.04), ("GPT-4-Turbo", 47.94)]
+    assert all(r.setting["strategy"] == "forced" and r.setting["dataset"] == "toolhop" for r in th)
+    # Relation Retrieval: Tables 6 and 7's RR rows only
+    rr = published_rows_for(_run("openai:o1", "kgetool", kg_search="retrieval"), rows)
+    assert {r.tables for r in rr} == {(6,), (7,)} and all(r.setting["path_extraction"] == "retrieval" for r in rr)
+    # a setting the papers have no numbers for: a block that says so
+    agent = render_markdown([_run("openai:gpt-4o", "agent")], rows)
+    assert published_rows_for(_run("openai:gpt-4o", "agent"), rows) == []
+    assert "### Published numbers: familytool-b · strategy agent" in agent
+    assert "their settings for familytool-b are the strategies full-kg, golden-kg, kgetool." in agent
+
+
 def test_hop_plot_has_one_line_per_run_and_none_without_hop_data():
     runs = _summaries()
     svg = hop_plot_svg(runs[:2], "familytool-b")
@@ -293,6 +390,9 @@ def test_write_report_writes_markdown_html_json_and_the_plot(tmp_path):
     data = json.loads((out / "report.json").read_text())
     assert [r["run_dir"] for r in data["runs"]] == ["runs/a", "runs/b", "runs/c"]
     assert any(p["tables"] == [5, 7, 10] and p["same_setting"] for p in data["runs"][0]["paper"])
+    published = data["runs"][0]["published"]  # every model's row of the run's setting
+    assert [p["model_matches"] for p in published if p["model"] == "GPT-4o"] == [True, True]
+    assert len({p["model"] for p in published}) > 5 and data["runs"][1]["published"] == []  # agent: none
 
 
 # ---- a real run, through the command line ------------------------------------------------------------
