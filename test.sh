@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One command for the tests: set up .venv with the dev extras, lint, and run the whole suite
+# One command for the tests: set up .venv with the dev extras, lint, type-check, and run the whole suite
 # (the KG and server tests run a second time on the LadybugDB engine).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -7,6 +7,7 @@ cd "$(dirname "$0")"
 source scripts/env.sh
 setup_venv "dev,ladybug"
 .venv/bin/ruff check .
+.venv/bin/mypy   # every package, strict (pyproject.toml [tool.mypy])
 run_pytest() {
   local rc=0
   .venv/bin/python -m pytest "$@" || rc=$?

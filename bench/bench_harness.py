@@ -40,11 +40,11 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import evals.pipeline as pipeline  # noqa: E402
+import evals.core.run as pipeline  # noqa: E402
 from client import eventloop  # noqa: E402
 from client.mcp_session import connect  # noqa: E402
 from client.runs import RunDir  # noqa: E402
-from evals.pipeline import RunOptions, run_benchmark  # noqa: E402
+from evals.core.run import RunOptions, run_benchmark  # noqa: E402
 
 _episodes_cpu: list[tuple[float, float]] = []
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -126,11 +126,11 @@ async def sdk_floor(concurrency: int, sessions: int) -> tuple[float, float]:
     import asyncio
 
     from client.mcp_session import HTTPClientPool, list_all_tools
-    from evals.benchmarks import get_plugin
-    from evals.benchmarks.familytool_metrics import gold_paths
-    from evals.server_process import serve_in_subprocess
+    from evals.benchmarks.familytool.metrics import gold_paths
+    from evals.core.registry import load_benchmark
+    from evals.core.server_process import serve_in_subprocess
 
-    plugin = get_plugin("familytool-b")
+    plugin = load_benchmark("familytool-b")
     tasks = [plugin.catalog.task(t) for t in plugin.task_ids()][:sessions]
     opts = RunOptions(benchmark="familytool-b", model="oracle", strategy="agent")
     async with serve_in_subprocess(opts) as base, HTTPClientPool() as pool:

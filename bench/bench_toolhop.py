@@ -23,7 +23,8 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from client.mcp_session import connect, make_http_client  # noqa: E402
-from evals.benchmarks import toolhop as th  # noqa: E402
+from evals.benchmarks.toolhop.tasks import load_tasks  # noqa: E402
+from evals.benchmarks.toolhop.tools import ToolHopCatalog  # noqa: E402
 from server import BenchmarkMount, ToolServer, create_app, serve_in_background  # noqa: E402
 from tool_specs import StaticCatalog, ToolSpec  # noqa: E402
 from tool_specs.sandbox import SandboxPool  # noqa: E402
@@ -43,7 +44,7 @@ async def main() -> None:
     ap.add_argument("--calls", type=int, default=200, help="warm calls per case")
     ap.add_argument("--cold", type=int, default=5, help="cold calls (each on a fresh pool)")
     args = ap.parse_args()
-    tasks = th.load_tasks()
+    tasks = load_tasks()
     task = next(t for t in tasks if t.gold_calls)
     call = task.explicit_chain()[0]
     hop = task.hops[0]
@@ -68,7 +69,7 @@ async def main() -> None:
     async with make_http_client() as http:
         for i in range(args.cold + 1):
             with SandboxPool(1) as pool:
-                server = ToolServer([BenchmarkMount(th.ToolHopCatalog("toolhop", [task], pool=pool))])
+                server = ToolServer([BenchmarkMount(ToolHopCatalog("toolhop", [task], pool=pool))])
                 async with serve_in_background(create_app(server, json_response=True)) as url:
                     async with connect(f"{url}/mcp/toolhop/{task.id}", http_client=http) as client:
                         await client.list_tools()

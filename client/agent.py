@@ -8,6 +8,7 @@ Every request, response, failed attempt and tool call goes to the episode's reco
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,10 +18,23 @@ from .adapters.base import ModelAdapter
 from .adapters.caching import CachingAdapter, cached_response, is_cached
 from .adapters.pricing import price_for
 from .mcp_session import list_all_tools
-from .messages import Message, SystemMessage, ToolChoice, ToolDef, ToolResultMessage, Usage, UserMessage
+from .messages import (
+    STOP_MAX_TOKENS,
+    Message,
+    ModelResponse,
+    SystemMessage,
+    ToolCall,
+    ToolChoice,
+    ToolDef,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from .ratelimit import RateLimiter, estimate_request_tokens
 from .retry import RetryPolicy, call_with_retries
 from .runs import EpisodeOutcome, EpisodeRecorder
+
+__all__ = ["AgentConfig", "provider_finish_reason", "result_text", "run_agent"]
 
 
 @dataclass
@@ -30,7 +44,7 @@ class AgentConfig:
     ``tool_choice`` applies to the first turn and ``later_tool_choice`` to the rest (``"required"``
     then ``"auto"`` suits small models that otherwise answer without looking anything up).
     ``stop_after_tools``: the episode ends once one of these tools has been called (for
-    benchmarks whose answer *is* a call, such as FamilyTool).
+    benchmarks whose answer *is* a call).
     """
 
     max_turns: int = 10
@@ -41,6 +55,42 @@ class AgentConfig:
     system_prompt: str | None = None
     stop_after_tools: frozenset[str] = frozenset()
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+def provider_finish_reason(raw: Any) -> Any:
+    """The provider's own finish reason in a raw response: ``choices[0].finish_reason`` (OpenAI and
+    compatible servers) or ``stop_reason`` (Anthropic); ``None`` when there is none."""
+    if not isinstance(raw, dict):
+        return None
+    choices = raw.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        return choices[0].get("finish_reason")
+    return raw.get("stop_reason")
+
+
+def _forced_tool(choice: ToolChoice, tools: list[ToolDef]) -> str | None:
+    """The tool name a forced ``choice`` names, ``""`` for ``"required"``, ``None`` when nothing is forced."""
+    if not tools:
+        return None
+    if choice == "required":
+        return ""
+    if isinstance(choice, dict):
+        return str(choice.get("name") or "")
+    return None
+
+
+def _truncated_forced_call(response: ModelResponse, choice: ToolChoice, tools: list[ToolDef], turn: int) -> None:
+    """A forced tool call cut off by the token limit with nothing parsed (and no text markers for the
+    adapter to find): record it as an unparsable call, not as a final answer."""
+    forced = _forced_tool(choice, tools)
+    if response.tool_calls or response.stop_reason != STOP_MAX_TOKENS or forced is None:
+        return
+    response.tool_calls.append(
+        ToolCall(
+            f"call_truncated_{turn}", forced, None, response.text or "",
+            "unparsable tool call: the forced tool call was cut off at the token limit before it was complete",
+        )
+    )
 
 
 def result_text(result: types.CallToolResult) -> str:
@@ -57,15 +107,21 @@ async def run_agent(
     cfg: AgentConfig,
     *,
     limiter: RateLimiter | None = None,
+    visible: Callable[[str], bool] | None = None,
 ) -> EpisodeOutcome:
     """Run one episode over an open MCP session; returns the outcome with the calls made.
 
     ``session=None`` runs the model without tools (one turn: its answer is the final answer).
+    ``visible(name)``: which of the session's tools the model is shown (default: all of them).
 
     A model failure that survives the retries is raised (the runner records the episode as
-    errored, with every attempt). Tool errors are not failures: they go back to the model.
+    errored, with every attempt). Tool errors are not failures: they go back to the model. A call
+    to a tool the model was not shown is refused here: recorded with ``refused`` and answered as an
+    unknown tool; it never reaches the server.
     """
-    tools = [ToolDef.from_mcp(t) for t in await list_all_tools(session)] if session is not None else []
+    listed = await list_all_tools(session) if session is not None else []
+    tools = [ToolDef.from_mcp(t) for t in listed if visible is None or visible(t.name)]
+    shown = {t.name: None for t in tools}  # the only tools a call may reach
     messages: list[Message] = []
     if cfg.system_prompt:
         messages.append(SystemMessage(cfg.system_prompt))
@@ -77,7 +133,7 @@ async def run_agent(
         choice = cfg.tool_choice if turn == 0 else cfg.later_tool_choice
         recorder.model_request(messages=messages, tools=tools, tool_choice=choice, turn=turn)
 
-        async def complete(choice: ToolChoice = choice):  # noqa: ANN202 - bound per turn
+        async def complete(choice: ToolChoice = choice) -> ModelResponse:  # choice bound per turn
             if limiter is None:
                 return await adapter.complete(messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
             # A response cache answers without the provider: no rate-limit slot for a hit.
@@ -95,10 +151,15 @@ async def run_agent(
         except Exception as exc:
             recorder.model_error(exc)
             raise
+        _truncated_forced_call(response, choice, tools, turn)
+        # a turn cut off by the token limit says so, with the provider's own finish reason
+        cut: dict[str, Any] = {}
+        if response.stop_reason == STOP_MAX_TOKENS:
+            cut = {"truncated": True, "finish_reason": provider_finish_reason(response.raw)}
         if is_cached(response):  # served by the response cache: nothing was billed
-            recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True)
+            recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True, **cut)
         else:
-            recorder.model_response(response, cost_usd=response.usage.cost_usd(price))
+            recorder.model_response(response, cost_usd=response.usage.cost_usd(price), **cut)
         messages.append(response.to_assistant_message())
         if not response.tool_calls:
             recorder.final_answer(response.text)
@@ -106,9 +167,16 @@ async def run_agent(
             break
         for tc in response.tool_calls:  # executed and recorded in the order the model gave them
             t0 = time.perf_counter()
+            unparsable: dict[str, Any] = {}
             if tc.arguments is None:
-                text = f"Error: the arguments of {tc.name} are not a JSON object ({tc.parse_error}); nothing was run."
+                text = f"Error: the call to {tc.name or 'a tool'} could not be used ({tc.parse_error}); nothing was run."
                 structured, is_error = None, True
+                unparsable["parse_error"] = tc.parse_error
+            elif tc.name not in shown or session is None:  # no session: no tool is shown
+                # a tool the model was not shown (one the harness hides, or a guess) never reaches the server
+                text = f"Error: unknown tool {tc.name!r}. Available tools: {', '.join(shown) or '(none)'}."
+                structured, is_error = None, True
+                unparsable["refused"] = "not a tool shown to the model"
             else:
                 res = await session.call_tool(tc.name, tc.arguments)
                 text, structured, is_error = result_text(res), res.structured_content, bool(res.is_error)
@@ -116,6 +184,7 @@ async def run_agent(
             recorder.tool_call(
                 tc.name, tc.arguments if tc.arguments is not None else tc.raw_arguments, text,
                 structured=structured, is_error=is_error, latency_s=latency, call_id=tc.id, turn=turn,
+                **unparsable,
             )
             calls.append({"name": tc.name, "arguments": tc.arguments, "raw_arguments": tc.raw_arguments,
                           "is_error": is_error, "turn": turn})

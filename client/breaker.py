@@ -60,7 +60,8 @@ def _fields(error: Any) -> tuple[str, str | None, int | None, bool | None, str, 
         message = str(error)
         return type(error).__name__, kind, status, retryable, message, provider, names
     if isinstance(error, Mapping):  # an error payload as in a trace (``client.runs.error_info``)
-        details = error.get("details") if isinstance(error.get("details"), Mapping) else {}
+        raw_details = error.get("details")
+        details: Mapping[str, Any] = raw_details if isinstance(raw_details, Mapping) else {}
         name = str(error.get("type") or "Error")
         return (
             name,

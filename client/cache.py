@@ -90,7 +90,8 @@ class ResponseCache:
                 self.misses += 1
                 return None
             self.hits += 1
-        return json.loads(row[0])
+        response: dict[str, Any] = json.loads(row[0])  # put_sync stores JSON objects only
+        return response
 
     def put_sync(self, request: Any, response: Any) -> None:
         """Store ``response`` (a dict or an object with ``to_dict()``) for ``request`` (replacing any)."""

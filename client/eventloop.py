@@ -12,6 +12,8 @@ import os
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+__all__ = ["ENV", "loop_name", "run"]
+
 T = TypeVar("T")
 
 ENV = "EVALS_EVENT_LOOP"

@@ -14,6 +14,15 @@ import httpx2
 from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 
+__all__ = [
+    "HTTPClientPool",
+    "connect",
+    "list_all_tools",
+    "make_http_client",
+    "share_output_validators",
+    "shared_output_validator",
+]
+
 
 @contextlib.asynccontextmanager
 async def connect(

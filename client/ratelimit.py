@@ -1,10 +1,9 @@
 """Client-side rate limiting for model calls: requests per minute and tokens per minute.
 
-One :class:`RateLimiter` per provider account (see :class:`RateLimiters`), shared by every episode
-that runs concurrently. It is two token buckets (requests and tokens) refilled continuously at
-``limit / 60`` per second; each bucket holds at most ``burst_seconds`` worth of budget, so a run does
-not fire a whole minute's budget in its first second (providers enforce per-minute limits over
-shorter windows too). Usage::
+One :class:`RateLimiter` per provider account, shared by every episode that runs concurrently. It is
+two token buckets (requests and tokens) refilled continuously at ``limit / 60`` per second; each
+bucket holds at most ``burst_seconds`` worth of budget, so a run does not fire a whole minute's
+budget in its first second (providers enforce per-minute limits over shorter windows too). Usage::
 
     limiter = RateLimiter(requests_per_minute=500, tokens_per_minute=200_000)
     async with limiter.reserve(estimate_request_tokens(messages, tools, max_tokens)) as slot:
@@ -12,10 +11,9 @@ shorter windows too). Usage::
         slot.record(response.usage.total_tokens)
 
 Waiters are served first come, first served. A reservation that is never ``record``-ed keeps its
-estimate (conservative: failed requests often count against the provider's limits too). After a
-429, ``limiter.pause(error.retry_after)`` makes every task wait, not just the one that was refused.
-A request larger than the token bucket is let through when the bucket is full and leaves a debt
-that later requests wait for, so nothing deadlocks.
+estimate (conservative: failed requests often count against the provider's limits too). A request
+larger than the token bucket is let through when the bucket is full and leaves a debt that later
+requests wait for, so nothing deadlocks.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from typing import Any
 
 from client.messages import AssistantMessage, Message, SystemMessage, ToolDef, ToolResultMessage, UserMessage
 
-__all__ = ["RateLimiter", "RateLimiters", "Reservation", "estimate_request_tokens"]
+__all__ = ["RateLimiter", "Reservation", "estimate_request_tokens"]
 
 _EPS = 1e-9
 
@@ -106,7 +104,6 @@ class RateLimiter:
         now = clock()
         self._requests = _Bucket(requests_per_minute, burst_seconds, now) if requests_per_minute else None
         self._tokens = _Bucket(tokens_per_minute, burst_seconds, now) if tokens_per_minute else None
-        self._paused_until = now
         self._lock = asyncio.Lock()
         self.acquired = 0
         self.total_wait_s = 0.0
@@ -119,7 +116,7 @@ class RateLimiter:
 
     @property
     def unlimited(self) -> bool:
-        """True when neither limit is set (acquiring never waits, except after :meth:`pause`)."""
+        """True when neither limit is set (acquiring never waits)."""
         return self._requests is None and self._tokens is None
 
     def _refill(self, now: float) -> None:
@@ -128,7 +125,7 @@ class RateLimiter:
                 bucket.refill(now)
 
     def _wait_needed(self, tokens: int, now: float) -> float:
-        wait = max(0.0, self._paused_until - now)
+        wait = 0.0
         if self._requests is not None:
             wait = max(wait, self._requests.wait_for(1))
         if self._tokens is not None and tokens > 0:
@@ -168,12 +165,6 @@ class RateLimiter:
         self._tokens.refill(self._clock())
         self._tokens.level = min(self._tokens.capacity, self._tokens.level - delta)
 
-    def pause(self, seconds: float | None) -> None:
-        """Make every caller wait at least ``seconds`` from now (e.g. a 429's ``retry_after``)."""
-        if seconds is None or seconds <= 0:
-            return
-        self._paused_until = max(self._paused_until, self._clock() + seconds)
-
     def stats(self) -> dict[str, Any]:
         """Counters for progress displays and run reports."""
         return {
@@ -183,39 +174,6 @@ class RateLimiter:
             "acquired": self.acquired,
             "total_wait_s": round(self.total_wait_s, 3),
         }
-
-
-class RateLimiters:
-    """One shared :class:`RateLimiter` per key (a provider, or ``adapter.name`` for per-model limits).
-
-    ``limits`` maps a key to ``(requests_per_minute, tokens_per_minute)``; keys without an entry get
-    ``default`` (unlimited unless given).
-    """
-
-    def __init__(
-        self,
-        limits: dict[str, tuple[float | None, float | None]] | None = None,
-        *,
-        default: tuple[float | None, float | None] = (None, None),
-        burst_seconds: float = 10.0,
-    ) -> None:
-        self._limits = dict(limits or {})
-        self._default = default
-        self._burst_seconds = burst_seconds
-        self._limiters: dict[str, RateLimiter] = {}
-
-    def get(self, key: str) -> RateLimiter:
-        """The limiter for ``key`` (created on first use)."""
-        limiter = self._limiters.get(key)
-        if limiter is None:
-            rpm, tpm = self._limits.get(key, self._default)
-            limiter = RateLimiter(rpm, tpm, burst_seconds=self._burst_seconds, name=key)
-            self._limiters[key] = limiter
-        return limiter
-
-    def stats(self) -> list[dict[str, Any]]:
-        """Stats of every limiter created so far."""
-        return [limiter.stats() for limiter in self._limiters.values()]
 
 
 def estimate_request_tokens(

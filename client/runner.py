@@ -2,7 +2,7 @@
 
 Usage::
 
-    run_dir = RunDir("runs/toolhop-gpt4o", config, hash_keys=("benchmark", "model", "strategy", "options"))
+    run_dir = RunDir("runs/my-benchmark-gpt4o", config, hash_keys=("benchmark", "model", "strategy", "options"))
     result = await run_episodes(run_dir, task_ids, episode_fn, concurrency=8,
                                 budget=Budget(max_cost_usd=5.0), handle_signals=True)
     print(result.describe())
@@ -44,7 +44,7 @@ import logging
 import signal
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -288,11 +288,12 @@ class _Runner:
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         self.progress.episode_started()
         status: EpisodeStatus = "completed"
-        error: BaseException | dict[str, Any] | None = None
+        error: BaseException | Mapping[str, Any] | None = None
         outcome: EpisodeOutcome | None = None
         try:
             try:
-                result = await self.episode_fn(task_id, recorder)
+                # typed ``object``: an episode function may break its contract (checked below)
+                result: object = await self.episode_fn(task_id, recorder)
             except asyncio.CancelledError as exc:
                 if _being_cancelled():
                     raise

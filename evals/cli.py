@@ -1,4 +1,7 @@
-"""The ``evals`` command line: serve benchmark tools over MCP, inspect data."""
+"""The ``evals`` command line: serve benchmark tools over MCP, run and score models, reports, data.
+
+Nothing here names a benchmark: ``evals run NAME`` has one sub-command per registered benchmark,
+with the core's flags plus that benchmark's own options (see :mod:`evals.core.options`)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from rich.table import Table
 
 from client import eventloop
 
-from .benchmarks import BENCHMARKS, runnable
+from .core.options import OptionError, add_options, load_config_file
+from .core.registry import all_benchmarks, get_benchmark, serve_options
 
 err = Console(stderr=True)
 
@@ -29,17 +33,19 @@ def _json_line(obj: Any) -> None:
 
 
 # ---- first use: fetch missing data ----------------------------------------------------------------
-def ensure_benchmark_data(benchmarks: list[str], *, required: bool) -> list[str]:
+def ensure_benchmark_data(
+    benchmarks: list[str], *, required: bool, options: dict[str, dict[str, Any]] | None = None
+) -> list[str]:
     """Download the missing data of ``benchmarks`` (pinned, sha256-checked); the benchmarks that have it.
 
     A benchmark whose data cannot be had (the network is unreachable, say) raises
     :class:`~evals.data.DataNotFound` (exit status 2, the message says how to fix it) when
     ``required``; otherwise it is left out with a warning, unless every benchmark is.
     """
-    from .data import DataNotFound, data_dir
-    from .fetch import ensure_data, unavailable_message
+    from .core.data import DataNotFound, data_dir
+    from .core.fetch import ensure_data, unavailable_message
 
-    missing = ensure_data(benchmarks, data_dir(), console=err)
+    missing = ensure_data(benchmarks, data_dir(), options=options, console=err)
     if not missing:
         return benchmarks
     if required or len(missing) == len(benchmarks):
@@ -53,11 +59,12 @@ def ensure_benchmark_data(benchmarks: list[str], *, required: bool) -> list[str]
 def cmd_serve(args: argparse.Namespace) -> int:
     from server import EndpointRef, ServerConfigError, check_bind, create_app, serve, serve_stdio
 
-    from .serving import build_tool_server
+    from .core.serving import build_tool_server
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
     token = args.token or os.environ.get("EVALS_SERVER_TOKEN") or None
-    benchmarks = [args.benchmark] if args.benchmark else list(args.benchmarks or BENCHMARKS)
+    benchmarks = [args.benchmark] if args.benchmark else list(args.benchmarks or all_benchmarks())
+    given = {o.name: getattr(args, o.name) for o in serve_options() if hasattr(args, o.name)}
     if args.stdio and not args.benchmark and not args.tools_dir:
         err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID) or --tools-dir")
         return 2
@@ -77,15 +84,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         default = EndpointRef("custom")
         benchmarks = []
     # first use: download what is missing; `evals serve` alone serves the benchmarks it can have
-    benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks))
+    benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks),
+                                       options=dict.fromkeys(benchmarks, given))
     with contextlib.ExitStack() as stack:
         ts = build_tool_server(
             benchmarks,
             stack=stack,
             tools_dirs=[Path(d) for d in args.tools_dir],
-            kg_search=args.kg_search,
-            top_k=args.top_k,
-            allow_writes=args.allow_writes,
+            options=given,
             default=default,
             page_size=args.page_size,
         )
@@ -102,46 +108,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 # ---- evals data stats ---------------------------------------------------------------------------
-def dataset_stats(name: str) -> dict[str, Any]:
-    """Dataset and KG statistics for a FamilyTool dataset (the KG numbers come from Kuzu)."""
-    from .benchmarks import get_benchmark
-    from .serving import open_family_kg
-
-    stats = dict(get_benchmark(name).load_catalog().stats())  # type: ignore[attr-defined]
-    with contextlib.ExitStack() as stack:
-        kg = open_family_kg(name, writable=False, stack=stack).stats()
-    stats.update(
-        kg_triples=kg.triples,
-        kg_entities=kg.entities,
-        kg_relation_types=kg.relation_types,
-        kg_out_degree={str(k): v for k, v in sorted(kg.out_degree.items())},
-    )
-    return stats
-
-
 def cmd_data_stats(args: argparse.Namespace) -> int:
-    stats = dataset_stats(args.benchmark)
+    stats_of = get_benchmark(args.benchmark).stats
+    assert stats_of is not None  # the parser offers only benchmarks with statistics
+    stats = stats_of()
     table = Table(title=f"{args.benchmark} statistics")
     table.add_column("statistic")
     table.add_column("value", justify="right")
-    for key in ("tasks", "gold_tools", "candidate_tools", "kg_triples", "kg_entities", "kg_relation_types"):
-        table.add_row(key, str(stats[key]))
-    hops = Table(title="gold sub-KG triples per task (hops)")
-    hops.add_column("hops", justify="right")
-    hops.add_column("tasks", justify="right")
-    for k, v in stats["hops"].items():
-        hops.add_row(k, str(v))
+    tables = [table]
+    for key, value in stats.items():
+        if isinstance(value, dict):  # a distribution: a table of its own
+            sub = Table(title=key.replace("_", " "))
+            sub.add_column(key, justify="right")
+            sub.add_column("count", justify="right")
+            for k, v in value.items():
+                sub.add_row(str(k), str(v))
+            tables.append(sub)
+        else:
+            table.add_row(key, str(value))
     out = Console(stderr=args.json)
-    out.print(table)
-    out.print(hops)
+    for t in tables:
+        out.print(t)
     if args.json:
         _json_line(stats)
     return 0
 
 
 def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from .data import data_dir
-    from .fetch import FetchError, download_progress, fetch
+    from .core.data import data_dir
+    from .core.fetch import FetchError, download_progress, fetch
 
     dest = Path(args.data_dir) if args.data_dir else data_dir()
     try:
@@ -156,14 +151,32 @@ def cmd_data_fetch(args: argparse.Namespace) -> int:
 
 # ---- evals run / score -------------------------------------------------------------------------
 def summary_table(summary: dict[str, Any]) -> Table:
-    """The summary of a run as a table: counts, then every metric (percent)."""
+    """The summary of a run as a table: counts, then every metric with its standard error."""
     table = Table(title=f"{summary.get('benchmark')} · {summary.get('model')} · {summary.get('strategy')}")
     table.add_column("")
     table.add_column("value", justify="right")
+    table.add_column("± s.e.", justify="right")
+    table.add_column("over", justify="right")
     for key in ("tasks", "completed", "errored"):
-        table.add_row(key, str(summary[key]))
+        table.add_row(key, str(summary[key]), "", "")
+    stats = summary.get("metric_stats") or {}
     for key, value in summary["metrics"].items():
-        table.add_row(f"{key} (%)" if isinstance(value, float) else key, f"{value:.2f}" if isinstance(value, float) else str(value))
+        st = stats.get(key) or {}
+        se = st.get("stderr")
+        over = ""
+        if "tasks" in st:
+            n = st["samples"] if st.get("over", "tasks") != "tasks" else st["tasks"]
+            over = f"{n:g} {st.get('over', 'tasks')}"
+        if isinstance(value, float):
+            table.add_row(f"{key} (%)", f"{value:.2f}", "" if se is None else f"{se:.2f}", over)
+        else:
+            table.add_row(key, str(value), "", over)
+    judge = (summary.get("totals") or {}).get("judge") or {}
+    if judge.get("decisions") or judge.get("missing"):
+        table.add_row("judge decisions (asked now)", f"{judge['decisions']} ({judge['asked']})", "", "")
+        table.add_row("judge cost USD", f"{judge.get('cost_usd', 0.0):.4f}", "", "")
+        if judge.get("missing"):
+            table.add_row("[yellow]judge decisions missing[/] (pass --judge)", str(judge["missing"]), "", "")
     return table
 
 
@@ -183,15 +196,12 @@ def _model_args(items: list[str]) -> dict[str, Any]:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from client.runs import RunDir
-
-    from .pipeline import summarize
+    from .core.run import score_run_dir
 
     try:
-        run_dir = RunDir.open(args.run_dir)
-        summary = summarize(run_dir)
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        err.print(f"[red]error:[/] {exc}")
+        summary = eventloop.run(score_run_dir(args.run_dir, judge_model=args.judge))
+    except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         return 2
     Console(stderr=args.json).print(summary_table(summary))
     if args.json:
@@ -254,55 +264,45 @@ def run_status_line(status: int, result: Any, summary: dict[str, Any], *, retry_
     return "; ".join(parts)
 
 
+# RunOptions fields that are flags of `evals run` under the same name (dest)
+_RUN_FIELDS = (
+    "model", "strategy", "limit", "concurrency", "server_url", "server_process", "max_turns", "tool_choice",
+    "max_tokens", "temperature", "base_url", "api_key_env", "max_budget_tokens", "max_budget_usd", "rpm", "tpm",
+    "retry_errored", "max_attempts", "max_consecutive_errors",
+)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from client.adapters.errors import ModelError
     from client.runs import RunConfigMismatch
 
-    from .pipeline import RunOptions, run_benchmark
-    from .server_process import ServerProcessError
+    from .core.run import RunOptions, run_benchmark
+    from .core.server_process import ServerProcessError
 
-    inductive_kg = ["familytool-b"] if args.inductive and args.benchmark.startswith("familytool") else []
-    ensure_benchmark_data([args.benchmark, *inductive_kg], required=True)  # first use: download the data
+    info = get_benchmark(args.benchmark)
+    given = {o.name: getattr(args, o.name) for o in info.options if hasattr(args, o.name)}
+    ensure_benchmark_data([args.benchmark], required=True, options={args.benchmark: given})  # first use: download
     opts = RunOptions(
         benchmark=args.benchmark,
-        model=args.model,
-        strategy=args.strategy,
-        limit=args.limit,
-        concurrency=args.concurrency,
+        **{name: getattr(args, name) for name in _RUN_FIELDS},
         run_dir=Path(args.run_dir) if args.run_dir else None,
-        server_url=args.server_url,
-        server_process=args.server_process,
         server_token=args.server_token or os.environ.get("EVALS_SERVER_TOKEN") or None,
-        max_turns=args.max_turns,
-        tool_choice=args.tool_choice,
-        max_tokens=args.max_tokens,
-        temperature=args.temperature,
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        max_budget_tokens=args.max_budget_tokens,
-        max_budget_usd=args.max_budget_usd,
-        rpm=args.rpm,
-        tpm=args.tpm,
-        retry_errored=args.retry_errored,
-        max_attempts=args.max_attempts,
-        max_consecutive_errors=args.max_consecutive_errors,
         progress=not args.no_progress,
-        kg_search=args.kg_search,
-        top_k=args.top_k,
-        kg_model=args.kg_model,
-        judge_model=args.judge,
-        inductive=args.inductive,
+        judge_model=getattr(args, "judge", None),
+        judge_rpm=getattr(args, "judge_rpm", None),
+        judge_tpm=getattr(args, "judge_tpm", None),
         cache=Path(args.cache) if args.cache else None,
         adapter_options=_model_args(args.model_arg),
+        benchmark_options=given,
     )
     try:
         result, summary = eventloop.run(run_benchmark(opts))
     except (RunConfigMismatch, ValueError, ModelError, ServerProcessError) as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
     table = summary_table(summary)
-    table.add_row("tokens (this call)", str(result.tokens))
-    table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}")
+    table.add_row("tokens (this call)", str(result.tokens), "", "")
+    table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}", "", "")
     Console(stderr=args.json).print(table)
     err.print(result.describe(), markup=False, highlight=False)
     err.print(f"run directory: {summary['run_dir']}", markup=False, highlight=False)
@@ -325,34 +325,12 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="evals", description="MCP tool server and evaluation client for multi-hop tool use.")
-    sub = p.add_subparsers(dest="command", required=True)
-
-    s = sub.add_parser("serve", help="serve benchmark tools and the family KG over MCP (HTTP, or stdio)")
-    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
-    s.add_argument("--port", type=int, default=8765)
-    s.add_argument("--token", help="bearer token required on /mcp requests (or $EVALS_SERVER_TOKEN)")
-    s.add_argument("--stdio", action="store_true", help="serve one session over stdin/stdout (for assistant clients)")
-    s.add_argument("--benchmark", choices=list(BENCHMARKS), help="bind the session to this benchmark (stdio), or serve only it")
-    s.add_argument("--benchmarks", nargs="+", choices=list(BENCHMARKS), help="benchmarks to serve over HTTP (default: all)")
-    s.add_argument("--task", help="bind the session to this task id (with --benchmark); default: the playground")
-    s.add_argument("--tools-dir", action="append", default=[], metavar="DIR",
-                   help="directory of YAML/JSON tool spec files, served at /mcp/custom (repeatable)")
-    s.add_argument("--kg-search", choices=["exact", "greedy", "retrieval"], default="greedy",
-                   help="fallback of kg_search_path when a relation does not exist (default greedy)")
-    s.add_argument("--top-k", type=int, default=3, help="candidates per unknown relation for --kg-search retrieval")
-    s.add_argument("--allow-writes", action="store_true", help="expose kg_add_fact (on a private copy of the KG)")
-    s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
-    s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
-    s.add_argument("-v", "--verbose", action="store_true")
-    s.set_defaults(func=cmd_serve)
-
-    r = sub.add_parser("run", help="run a model through a benchmark's tasks over MCP (resumable)",
-                       epilog=RUN_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    r.add_argument("benchmark", choices=runnable())
+def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
+    """The core's flags of ``evals run``, then the benchmark's own options in a group of their own."""
+    r.add_argument("--config", metavar="FILE", help="YAML/JSON file of settings (any flag below, by its name, "
+                   "e.g. `model: openai:gpt-4o`, `kg_search: retrieval`); flags given on the command line win")
     r.add_argument("--model", required=True, help="oracle[:SECONDS_PER_TURN] | openai:<model> | anthropic:<model> | vllm:<model-or-path>")
-    r.add_argument("--strategy", help="how the model is driven (per benchmark; default: the benchmark's first)")
+    r.add_argument("--strategy", choices=info.strategies, help=f"how the model is driven (default {info.default_strategy})")
     r.add_argument("--limit", type=int, help="only the first N tasks")
     r.add_argument("--concurrency", type=int, default=4)
     r.add_argument("--run-dir", help="run directory (default runs/<benchmark>/<model>/<strategy>); rerun to resume")
@@ -375,27 +353,113 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rpm", type=float, help="requests per minute limit for the model")
     r.add_argument("--tpm", type=float, help="tokens per minute limit for the model")
     r.add_argument("--retry-errored", action="store_true", help="re-run episodes that ended with an error")
-    r.add_argument("--max-attempts", type=int, default=6, help="attempts per model call for transient failures")
+    r.add_argument("--max-attempts", type=int, default=6, help="attempts per model (and judge) call for transient failures")
     r.add_argument("--max-consecutive-errors", type=_non_negative_int, default=3, metavar="N",
                    help="circuit breaker: stop after N episodes in a row fail with an error that will repeat on "
                    "every task (bad API key, unknown model, endpoint down after the retries, context window too "
                    "small); 0 = never stop (default 3)")
-    r.add_argument("--kg-search", choices=["exact", "greedy", "retrieval"], default="greedy",
-                   help="FamilyTool: path extraction for made-up relations (default greedy, as in the paper)")
-    r.add_argument("--top-k", type=int, default=3, help="FamilyTool: relations tried per made-up one (--kg-search retrieval)")
-    r.add_argument("--kg-model", help="FamilyTool kgetool: another model for step 1 (KG path generation); 'oracle' writes the gold paths")
-    r.add_argument("--judge", help="model that judges calls neither rule nor response matching accepts (e.g. openai:gpt-4o-mini)")
-    r.add_argument("--inductive", action="store_true",
-                   help="FamilyTool-e over FamilyTool-b's KG, extended with -e's facts over MCP at run time")
     r.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="adapter option, repeatable; VALUE is JSON if it parses (e.g. parallel_tool_calls=false)")
+                   help="adapter option, repeatable; VALUE is JSON if it parses (e.g. parallel_tool_calls=false, seed=0)")
     r.add_argument("--cache", metavar="PATH", help="response cache (sqlite file): identical model requests are answered from it")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
-    r.set_defaults(func=cmd_run)
+    if info.uses_judge:
+        j = r.add_argument_group("judge (the LLM matcher: calls neither rule nor response matching accepts)")
+        j.add_argument("--judge", metavar="MODEL", help="the judge model (e.g. openai:gpt-4o-mini); retried, rate "
+                       "limited and cached like the model, its cost counted apart")
+        j.add_argument("--judge-rpm", type=float, help="requests per minute limit for the judge")
+        j.add_argument("--judge-tpm", type=float, help="tokens per minute limit for the judge")
+    own = [o for o in info.options if o.run]
+    if own:
+        add_options(r.add_argument_group(f"{info.name} options"), own)
+
+
+def _config_argument(argv: list[str]) -> tuple[str, str] | None:
+    """``(benchmark, FILE)`` when ``argv`` is ``run BENCHMARK ... --config FILE ...``."""
+    if len(argv) < 2 or argv[0] != "run":
+        return None
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            return argv[1], argv[i + 1]
+        if arg.startswith("--config="):
+            return argv[1], arg.partition("=")[2]
+    return None
+
+
+def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse ``argv``; with ``evals run NAME --config FILE`` the file's settings become the defaults
+    of NAME's flags first (so flags given on the command line win)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    found = _config_argument(argv)
+    if found is None or found[0] not in _RUN_PARSERS:
+        return parser.parse_args(argv)
+    name, path = found
+    run_parser = _RUN_PARSERS[name]
+    known = {a.dest: a for a in run_parser._actions if a.dest not in ("help", "config")}
+    try:
+        settings = load_config_file(path)
+    except OptionError as exc:
+        parser.exit(EXIT_USAGE, f"evals run: error: {exc}\n")
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        parser.exit(EXIT_USAGE, f"evals run: error: {path}: unknown setting(s) {', '.join(unknown)} for "
+                    f"{name}; known: {', '.join(sorted(known))}\n")
+    defaults: dict[str, Any] = {}
+    for dest, value in settings.items():
+        action = known[dest]
+        if dest == "model_arg" and isinstance(value, dict):
+            value = [f"{k}={json.dumps(v)}" for k, v in value.items()]
+        elif callable(action.type) and value is not None and not isinstance(value, list | dict):
+            try:
+                value = action.type(value if isinstance(value, str) else json.dumps(value))
+            except (argparse.ArgumentTypeError, ValueError, TypeError) as exc:
+                parser.exit(EXIT_USAGE, f"evals run: error: {path}: {dest}: {exc}\n")
+        defaults[dest] = value
+        action.required = False
+    run_parser.set_defaults(**defaults)
+    return parser.parse_args(argv)
+
+
+_RUN_PARSERS: dict[str, argparse.ArgumentParser] = {}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="evals", description="MCP tool server and evaluation client for multi-hop tool use.")
+    sub = p.add_subparsers(dest="command", required=True)
+    benchmarks = all_benchmarks()
+
+    s = sub.add_parser("serve", help="serve benchmark tools and the family KG over MCP (HTTP, or stdio)")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
+    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--token", help="bearer token required on /mcp requests (or $EVALS_SERVER_TOKEN)")
+    s.add_argument("--stdio", action="store_true", help="serve one session over stdin/stdout (for assistant clients)")
+    s.add_argument("--benchmark", choices=list(benchmarks), help="bind the session to this benchmark (stdio), or serve only it")
+    s.add_argument("--benchmarks", nargs="+", choices=list(benchmarks), help="benchmarks to serve over HTTP (default: all)")
+    s.add_argument("--task", help="bind the session to this task id (with --benchmark); default: the playground")
+    s.add_argument("--tools-dir", action="append", default=[], metavar="DIR",
+                   help="directory of YAML/JSON tool spec files, served at /mcp/custom (repeatable)")
+    s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
+    s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
+    s.add_argument("-v", "--verbose", action="store_true")
+    add_options(s.add_argument_group("benchmark options (each benchmark takes the ones it declares)"), serve_options())
+    s.set_defaults(func=cmd_serve)
+
+    r = sub.add_parser("run", help="run a model through a benchmark's tasks over MCP (resumable)",
+                       description="Run a model through a benchmark's tasks over MCP. `evals run NAME --help` "
+                       "lists the benchmark's own options.",
+                       epilog=RUN_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rsub = r.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    for name, info in benchmarks.items():
+        rb = rsub.add_parser(name, help=info.description, description=info.description, epilog=RUN_EXIT_STATUSES,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+        _add_run_arguments(rb, info)
+        rb.set_defaults(func=cmd_run)
+        _RUN_PARSERS[name] = rb
 
     sc = sub.add_parser("score", help="recompute a run's metrics from its traces (no model is called)")
     sc.add_argument("run_dir")
+    sc.add_argument("--judge", metavar="MODEL", help="ask this judge for decisions the run has not stored (else "
+                    "they are counted as missing)")
     sc.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
     sc.set_defaults(func=cmd_score)
 
@@ -405,13 +469,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("data", help="benchmark data")
     dsub = d.add_subparsers(dest="data_command", required=True)
-    st = dsub.add_parser("stats", help="dataset and KG statistics")
-    st.add_argument("benchmark", choices=[n for n, b in BENCHMARKS.items() if b.has_kg])
+    st = dsub.add_parser("stats", help="dataset statistics")
+    st.add_argument("benchmark", choices=[n for n, b in benchmarks.items() if b.stats is not None])
     st.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     st.set_defaults(func=cmd_data_stats)
+    from .core.fetch import sources
+
     f = dsub.add_parser("fetch", help="download a benchmark's files from their public source (sha256-pinned)")
-    f.add_argument("benchmark", choices=["familytool", "toolhop", "toolhop-subset"], help="familytool (both datasets and KGs), toolhop (the "
-                   "full file, from Hugging Face) or toolhop-subset (the 100 sandbox-runnable queries)")
+    f.add_argument("benchmark", choices=list(sources()), metavar="SOURCE",
+                   help="one of: " + ", ".join(f"{name} ({', '.join(x.dest for x in files)})" for name, files in sources().items()))
     f.add_argument("--data-dir", help="where to put the files (default: $EVALS_DATA_DIR or the user cache)")
     f.add_argument("--url-prefix", help="mirror to download from instead of the pinned commit (default: $EVALS_DATA_URL_PREFIX)")
     f.set_defaults(func=cmd_data_fetch)
@@ -419,9 +485,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .data import DataNotFound
+    from .core.data import DataNotFound
 
-    args = build_parser().parse_args(argv)
+    args = _apply_config_file(build_parser(), argv)
     try:
         return int(args.func(args) or 0)
     except DataNotFound as exc:

@@ -234,7 +234,8 @@ class EmbeddingScorer:
             st_model = SentenceTransformer(name, **self._model_kwargs)
 
             def embed(texts: list[str]) -> Sequence[Sequence[float]]:
-                return st_model.encode(texts, normalize_embeddings=True).tolist()
+                vectors: list[list[float]] = st_model.encode(texts, normalize_embeddings=True).tolist()
+                return vectors
 
             self._embed_fn = embed
         return self._embed_fn

@@ -1,4 +1,4 @@
-"""Triples: the record type, parsing of FamilyTool-style triple files, and canonical checksums."""
+"""Triples: the record type, parsing of triple files, and canonical checksums."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def _check_parts(value: object) -> Triple:
 
 
 def parse_triple_file(path: str | Path) -> list[Triple]:
-    """Parse a FamilyTool KG file: one Python-style list ``['Bob', 'mother', 'Alice']`` per line.
+    """Parse a KG triple file: one Python-style list ``['Bob', 'mother', 'Alice']`` per line.
 
     Blank lines and lines starting with ``#`` are skipped. Triples are returned in file order,
     duplicates included (the store keeps one copy of each).

@@ -26,6 +26,18 @@ from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec,
 
 from .kg_tools import KGConfig, kg_tools
 
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_SESSION_STATES",
+    "SERVER_NAME",
+    "BenchmarkMount",
+    "EndpointNotFound",
+    "EndpointRef",
+    "NonObjectArgumentsMiddleware",
+    "ToolServer",
+    "current_endpoint",
+]
+
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "mcp-multihop-evals"

@@ -30,6 +30,19 @@ from starlette.types import Receive, Scope, Send
 
 from .core import EndpointNotFound, EndpointRef, ToolServer, current_endpoint
 
+__all__ = [
+    "TOKEN_ENV",
+    "ServerConfigError",
+    "bind_socket",
+    "check_bind",
+    "create_app",
+    "is_loopback",
+    "serve",
+    "serve_in_background",
+    "uvicorn_config",
+    "wait_started",
+]
+
 log = logging.getLogger(__name__)
 
 TOKEN_ENV = "EVALS_SERVER_TOKEN"

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kg_store import KGError, KGStore
-from tool_specs import CallContext, ToolResult, ToolSpec
+from kg_store import SEARCH_MODES, KGError, KGStore
+from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 
-SEARCH_MODES = ("exact", "greedy", "retrieval")
+__all__ = ["SEARCH_MODES", "BoundExecutor", "KGConfig", "kg_tools"]
 
 _ENTITY = {"type": "string", "minLength": 1, "maxLength": 256}
 
@@ -23,7 +23,7 @@ class KGConfig:
     """A KG served next to a benchmark's tools.
 
     ``search_mode`` is what ``kg_search_path`` falls back to when an exact path does not exist:
-    ``exact`` (no fallback), ``greedy`` (the FamilyTool paper's greedy search) or ``retrieval``
+    ``exact`` (no fallback), ``greedy`` (the greedy search of the paper that introduced the family KG) or ``retrieval``
     (replace unknown relations by the ``top_k`` most similar existing ones).
     """
 
@@ -45,7 +45,7 @@ class BoundExecutor:
     def __init__(self, fn: Callable[..., dict[str, Any]]):
         self.fn = fn
 
-    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult | dict:
+    async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult | dict[str, Any]:
         try:
             return self.fn(**arguments)
         except KGError as exc:

@@ -6,6 +6,8 @@ from mcp.server.stdio import stdio_server
 
 from .core import ToolServer
 
+__all__ = ["serve_stdio"]
+
 
 async def serve_stdio(tool_server: ToolServer) -> None:
     """Serve one client over stdin/stdout until it disconnects. Logs must go to stderr."""

@@ -2,12 +2,30 @@
 
 ``ToolSpec`` (name, description, JSON Schema input, optional output schema, executor, validation
 policy), schema normalisation for the benchmarks' loose schemas, argument validation with messages
-a model can act on, YAML/JSON spec files, the generic executors, and the ``Catalog`` protocol the
-server consumes.
+a model can act on, YAML/JSON spec files, the generic executors (simulated, Python, a code sandbox,
+placeholder and gold replay), call matching, and the ``Catalog`` protocol the server consumes.
+
+Modules, low to high (each imports only modules above it; ``tests/test_architecture.py`` checks it):
+``errors``, ``names`` (did-you-mean hints), ``results`` (``ToolResult``, ``CallContext``),
+``protocols`` (``ToolLike``, ``Executor``: what the generic parts need from a tool), ``schema``,
+``validation``, ``matching``, ``executors``, ``sandbox``, ``session_executors``, ``spec``
+(``ToolSpec``), ``catalog``, ``loader``. Every name in a module's ``__all__`` is re-exported here.
+Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
 
-from tool_specs.catalog import Catalog, StaticCatalog, TaskNotFound, ToolNotFound, find_tool, suggest_names
-from tool_specs.errors import ExecutorConfigError, SchemaNormalizationError, SpecLoadError
+from tool_specs.catalog import (
+    Catalog,
+    StaticCatalog,
+    TaskNotFound,
+    ToolNotFound,
+    find_tool,
+    suggest_names,
+)
+from tool_specs.errors import (
+    ExecutorConfigError,
+    SchemaNormalizationError,
+    SpecLoadError,
+)
 from tool_specs.executors import (
     Executor,
     ExecutorFactory,
@@ -18,50 +36,179 @@ from tool_specs.executors import (
     resolve_executor,
     simulated_value,
 )
-from tool_specs.loader import load_spec_dir, load_spec_file, spec_from_mapping
-from tool_specs.results import CallContext, ToolResult
-from tool_specs.schema import describe_schema, normalize_output_schema, normalize_schema
-from tool_specs.spec import ToolSpec
+from tool_specs.loader import (
+    SPEC_FILE_SUFFIXES,
+    load_spec_dir,
+    load_spec_file,
+    spec_from_mapping,
+)
+from tool_specs.matching import (
+    MATCHERS,
+    AlignedPair,
+    Alignment,
+    CallLike,
+    CostFn,
+    MatchDecision,
+    Matcher,
+    ResponseMatcher,
+    RuleMatcher,
+    align_calls,
+    argument_cost,
+    combined_cost,
+    decide,
+    embedding_cost,
+    name_cost,
+    normalize_arguments,
+    normalize_value,
+    param_matches,
+    response_match,
+    rule_match,
+    text_cost,
+    with_defaults,
+)
+from tool_specs.names import (
+    did_you_mean,
+)
+from tool_specs.protocols import (
+    ExecutorReturn,
+    Policy,
+    ToolLike,
+)
+from tool_specs.results import (
+    CallContext,
+    ToolResult,
+    to_json_text,
+)
+from tool_specs.sandbox import (
+    ResultHook,
+    SandboxError,
+    SandboxExecutor,
+    SandboxLimits,
+    SandboxPool,
+    SandboxReply,
+    default_pool,
+    network_namespace_command,
+    reply_to_result,
+    value_to_result,
+)
+from tool_specs.schema import (
+    JSON_TYPES,
+    describe_schema,
+    looks_like_schema,
+    map_type_name,
+    normalize_output_schema,
+    normalize_schema,
+)
+from tool_specs.session_executors import (
+    PlaceholderExecutor,
+    ReplayExecutor,
+)
+from tool_specs.spec import (
+    INPUT_SCHEMA_KEYS,
+    MAX_NAME_LENGTH,
+    OUTPUT_SCHEMA_KEYS,
+    ToolSpec,
+)
 from tool_specs.validation import (
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_STRING_BYTES,
+    DEFAULT_MAX_TOTAL_BYTES,
     ArgumentProblem,
+    ProblemKind,
     ValidationOutcome,
+    check_schema,
+    compiled_validator,
     format_problems,
+    json_type_name,
+    schema_validator,
+    short_repr,
     validate_arguments,
 )
 
 __all__ = [
+    "AlignedPair",
+    "Alignment",
     "ArgumentProblem",
     "CallContext",
+    "CallLike",
     "Catalog",
+    "CostFn",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_STRING_BYTES",
+    "DEFAULT_MAX_TOTAL_BYTES",
     "Executor",
     "ExecutorConfigError",
     "ExecutorFactory",
+    "ExecutorReturn",
+    "INPUT_SCHEMA_KEYS",
+    "JSON_TYPES",
+    "MATCHERS",
+    "MAX_NAME_LENGTH",
+    "MatchDecision",
+    "Matcher",
+    "OUTPUT_SCHEMA_KEYS",
     "PlaceholderExecutor",
+    "Policy",
+    "ProblemKind",
     "PythonExecutor",
     "ReplayExecutor",
+    "ResponseMatcher",
+    "ResultHook",
+    "RuleMatcher",
+    "SPEC_FILE_SUFFIXES",
+    "SandboxError",
+    "SandboxExecutor",
+    "SandboxLimits",
+    "SandboxPool",
+    "SandboxReply",
     "SchemaNormalizationError",
     "SimulatedExecutor",
     "SpecLoadError",
     "StaticCatalog",
     "TaskNotFound",
+    "ToolLike",
     "ToolNotFound",
     "ToolResult",
     "ToolSpec",
     "ValidationOutcome",
+    "align_calls",
+    "argument_cost",
+    "check_schema",
+    "combined_cost",
+    "compiled_validator",
+    "decide",
+    "default_pool",
     "describe_schema",
+    "did_you_mean",
+    "embedding_cost",
     "find_tool",
     "format_problems",
+    "json_type_name",
     "known_executor_kinds",
     "load_spec_dir",
     "load_spec_file",
+    "looks_like_schema",
+    "map_type_name",
+    "name_cost",
+    "network_namespace_command",
+    "normalize_arguments",
     "normalize_output_schema",
     "normalize_schema",
+    "normalize_value",
+    "param_matches",
     "register_executor_kind",
+    "reply_to_result",
     "resolve_executor",
+    "response_match",
+    "rule_match",
+    "schema_validator",
+    "short_repr",
     "simulated_value",
     "spec_from_mapping",
     "suggest_names",
+    "text_cost",
+    "to_json_text",
     "validate_arguments",
+    "value_to_result",
+    "with_defaults",
 ]
-from . import sandbox as _sandbox  # noqa: E402,F401 - registers the "sandbox" executor kind for spec files
-from .session_executors import PlaceholderExecutor, ReplayExecutor  # noqa: E402 - registers two kinds

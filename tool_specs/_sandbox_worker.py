@@ -50,6 +50,11 @@ import signal
 import sys
 import tempfile
 import time
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # annotations only (they are not evaluated: see the __future__ import)
+    import resource
+    from collections.abc import Callable
 
 NOBODY = 65534
 PR_SET_PDEATHSIG = 1
@@ -65,7 +70,7 @@ PRELOAD = (
     "typing", "unicodedata", "urllib.parse", "uuid", "warnings", "xml.dom.minidom",
     "xml.etree.ElementTree", "zoneinfo", "encodings.idna", "encodings.utf_16", "encodings.latin_1",
 )
-# Third-party modules some ToolHop tools import; preloaded when installed, skipped otherwise.
+# Third-party modules some benchmark tools import; preloaded when installed, skipped otherwise.
 OPTIONAL_PRELOAD = ("pytz", "dateutil", "dateutil.parser", "roman", "dicttoxml", "holidays", "babel")
 
 BLOCKED_MODULES = frozenset({
@@ -100,7 +105,7 @@ def _preload() -> tuple[list[str], list[str]]:
     return done, failed
 
 
-def _make_hook(scratch: str, own_pid: int):
+def _make_hook(scratch: str, own_pid: int) -> Callable[[str, tuple[Any, ...]], None]:
     """The audit hook of one child. Everything it needs is bound here, as immutable values or
     references taken before the tool code runs (so patching ``os.path`` cannot fool it)."""
     realpath = os.path.realpath
@@ -132,7 +137,7 @@ def _make_hook(scratch: str, own_pid: int):
     blocked_modules = BLOCKED_MODULES
     err = Blocked
 
-    def resolved(path: object) -> str | None:
+    def resolved(path: Any) -> str | None:
         """The real absolute path (relative to the scratch directory), or None when it has none."""
         try:
             text = fspath(path)
@@ -158,7 +163,7 @@ def _make_hook(scratch: str, own_pid: int):
             return any(full == p or full.startswith(p + "/") for p in proc_self)
         return True
 
-    def hook(event: str, args: tuple) -> None:
+    def hook(event: str, args: tuple[Any, ...]) -> None:
         if event == "open":
             path, mode, flags = (tuple(args) + (None, None, None))[:3]
             writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
@@ -189,7 +194,7 @@ def _make_hook(scratch: str, own_pid: int):
     return hook
 
 
-def _set_limits(limits: dict, drop_to: int | None) -> None:
+def _set_limits(limits: dict[str, Any], drop_to: int | None) -> None:
     import resource
 
     def hard(which: int, value: int) -> None:
@@ -215,8 +220,9 @@ def _strip_traceback_lines(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _child(request: dict, scratch: str, wfd: int, drop_to: int | None) -> None:
+def _child(request: dict[str, Any], scratch: str, wfd: int, drop_to: int | None) -> None:
     """Runs in the forked child; never returns."""
+    payload: dict[str, Any]
     status, payload = "crashed", {"error": "the child did not finish"}
     # the reply path keeps its own references: tool code may overwrite json.dumps, os.write...
     dumps, write, exit_, memview = json.dumps, os.write, os._exit, memoryview
@@ -250,7 +256,7 @@ def _child(request: dict, scratch: str, wfd: int, drop_to: int | None) -> None:
         function = request["function"]
         arguments = request.get("arguments") or {}
         sys.addaudithook(_make_hook(scratch, os.getpid()))
-        namespace: dict = {"__name__": "__tool__", "__builtins__": __builtins__}
+        namespace: dict[str, Any] = {"__name__": "__tool__", "__builtins__": __builtins__}
         try:
             compiled = compile(code, f"<tool {function}>", "exec")
             exec(compiled, namespace)  # noqa: S102 - this is the sandbox
@@ -286,7 +292,7 @@ def _child(request: dict, scratch: str, wfd: int, drop_to: int | None) -> None:
         exit_(0)
 
 
-def _cpu_of(rusage) -> float:
+def _cpu_of(rusage: resource.struct_rusage) -> float:
     return round(rusage.ru_utime + rusage.ru_stime, 4)
 
 
@@ -313,7 +319,7 @@ def _empty(path: str) -> None:
                     pass
 
 
-def _run(request: dict, scratch_root: str, drop_to: int | None) -> dict:
+def _run(request: dict[str, Any], scratch_root: str, drop_to: int | None) -> dict[str, Any]:
     limits = request.get("limits") or {}
     wall = float(limits.get("wall_s", 5.0))
     max_bytes = int(limits.get("max_result_bytes", 1 << 20))
@@ -361,8 +367,9 @@ def _run(request: dict, scratch_root: str, drop_to: int | None) -> dict:
         return {**base, "status": "too_large", "error": f"the tool's result is larger than {max_bytes} bytes"}
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        what = {signal.SIGXCPU: "its CPU time limit", signal.SIGKILL: "a limit (CPU time or memory)",
-                signal.SIGXFSZ: "its file-size limit", signal.SIGSEGV: "a crash (segmentation fault)"}.get(sig, "a signal")
+        causes: dict[int, str] = {signal.SIGXCPU: "its CPU time limit", signal.SIGKILL: "a limit (CPU time or memory)",
+                                  signal.SIGXFSZ: "its file-size limit", signal.SIGSEGV: "a crash (segmentation fault)"}
+        what = causes.get(sig, "a signal")
         return {**base, "status": "killed", "error": f"the tool call was stopped by {what} ({signal.Signals(sig).name})"}
     try:
         reply = json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
@@ -392,7 +399,7 @@ def main() -> int:
     out = sys.stdout.buffer
     inp = sys.stdin.buffer
 
-    def send(obj: dict) -> None:
+    def send(obj: dict[str, Any]) -> None:
         out.write(json.dumps(obj, ensure_ascii=False, default=repr).encode("utf-8", "surrogatepass") + b"\n")
         out.flush()
 

@@ -2,45 +2,17 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from tool_specs.names import did_you_mean, suggest_names
 
 if TYPE_CHECKING:
     from tool_specs.spec import ToolSpec
 
+# ``suggest_names`` lives in :mod:`tool_specs.names` (a leaf, so that validation can use it without
+# importing the catalog); it is re-exported here for the code that imported it from this module.
 __all__ = ["Catalog", "StaticCatalog", "TaskNotFound", "ToolNotFound", "find_tool", "suggest_names"]
-
-
-def suggest_names(name: str, known: Iterable[str], n: int = 3, *, cutoff: float = 0.6) -> list[str]:
-    """Up to ``n`` names from ``known`` that look like ``name`` (best first), for "did you mean" hints.
-
-    A case-insensitive or separator-insensitive match (``date of journey`` vs ``date_of_journey``)
-    comes first; the rest comes from :func:`difflib.get_close_matches`.
-    """
-    known_list = [k for k in dict.fromkeys(known) if k != name]
-    if not known_list or n <= 0:
-        return []
-
-    def squash(text: str) -> str:
-        return "".join(ch for ch in text.lower() if ch.isalnum())
-
-    target = squash(name)
-    out = [k for k in known_list if squash(k) == target]
-    out += [k for k in difflib.get_close_matches(name, known_list, n=n, cutoff=cutoff) if k not in out]
-    if len(out) < n:
-        by_squash = {squash(k): k for k in known_list}
-        out += [
-            by_squash[s]
-            for s in difflib.get_close_matches(target, list(by_squash), n=n, cutoff=cutoff)
-            if by_squash[s] not in out
-        ]
-    return out[:n]
-
-
-def _did_you_mean(name: str, known: Sequence[str]) -> str:
-    close = suggest_names(name, known)
-    return (" Did you mean " + " or ".join(f"'{c}'" for c in close) + "?") if close else ""
 
 
 class ToolNotFound(KeyError):
@@ -54,7 +26,7 @@ class ToolNotFound(KeyError):
         )
         place = f" in {where}" if where else ""
         available = f" Available tools: {shown}." if self.known else " No tools are available."
-        self.message = f"Unknown tool '{name}'{place}.{_did_you_mean(name, self.known)}{available}"
+        self.message = f"Unknown tool '{name}'{place}.{did_you_mean(name, self.known)}{available}"
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -68,7 +40,7 @@ class TaskNotFound(KeyError):
         self.task_id = task_id
         known_list = list(known)
         place = f" in catalog '{catalog}'" if catalog else ""
-        self.message = f"Unknown task id '{task_id}'{place} ({len(known_list)} tasks).{_did_you_mean(task_id, known_list)}"
+        self.message = f"Unknown task id '{task_id}'{place} ({len(known_list)} tasks).{did_you_mean(task_id, known_list)}"
         super().__init__(self.message)
 
     def __str__(self) -> str:
@@ -92,7 +64,7 @@ def find_tool(tools: Iterable[ToolSpec], name: str, *, where: str = "") -> ToolS
 class Catalog(Protocol):
     """A benchmark's tasks and tools, as the MCP server sees them.
 
-    ``name`` identifies the catalog in URLs (e.g. ``"familytool-b"``). ``task_tools`` raises
+    ``name`` identifies the catalog in URLs (e.g. ``"my-benchmark"``). ``task_tools`` raises
     :class:`TaskNotFound` for an unknown id. ``playground_tools`` is the union of every task's
     tools (deduplicated by name), served on an endpoint without gold.
     """

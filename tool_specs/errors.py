@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+__all__ = ["ExecutorConfigError", "SchemaNormalizationError", "SpecLoadError"]
+
 
 class SchemaNormalizationError(ValueError):
     """A raw tool schema cannot be turned into a valid JSON Schema without losing its meaning.

@@ -7,7 +7,8 @@ Built-in kinds, selectable from spec files through :func:`resolve_executor`:
 * ``simulated`` (:class:`SimulatedExecutor`): a deterministic structured acknowledgement.
 * ``python`` (:class:`PythonExecutor`): call a Python function named ``"package.module:function"``.
 
-Later kinds (a code sandbox, HTTP) plug in with :func:`register_executor_kind`.
+Later kinds (a code sandbox, HTTP) plug in with :func:`register_executor_kind`. The
+:class:`Executor` protocol itself is defined in :mod:`tool_specs.protocols` (re-exported here).
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ import inspect
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
 from tool_specs.errors import ExecutorConfigError
+from tool_specs.protocols import Executor, ToolLike
 from tool_specs.results import CallContext, ToolResult
 from tool_specs.validation import schema_validator
-
-if TYPE_CHECKING:
-    from tool_specs.spec import ToolSpec
 
 __all__ = [
     "Executor",
@@ -40,24 +39,6 @@ __all__ = [
     "resolve_executor",
     "simulated_value",
 ]
-
-
-@runtime_checkable
-class Executor(Protocol):
-    """Answers calls to a tool. Arguments have already been validated (per the spec's policy).
-
-    Return a :class:`ToolResult`, a ``dict`` (structured result) or a ``str`` (text). Raising is
-    allowed: :meth:`ToolSpec.call <tool_specs.ToolSpec.call>` turns any exception into an error result.
-    An executor may also define ``output_schema_for(spec) -> dict | None`` when the structured
-    results it returns are not shaped like ``spec.output_schema`` (the simulated executor wraps them
-    in an envelope); the server then advertises that schema.
-    """
-
-    async def __call__(
-        self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext
-    ) -> ToolResult | dict | str:
-        """Run one call."""
-        ...
 
 
 # ------------------------------------------------------------------------------------ simulated
@@ -168,7 +149,7 @@ class SimulatedExecutor:
         """The spec-file configuration that recreates this executor."""
         return {"kind": self.kind}
 
-    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         """Return the acknowledgement described in the class docstring."""
         return {
             "status": "success",
@@ -194,7 +175,7 @@ class SimulatedExecutor:
                 result[name] = simulated_value(sub, name)
         return result
 
-    def output_schema_for(self, spec: ToolSpec) -> dict[str, Any] | None:
+    def output_schema_for(self, spec: ToolLike) -> dict[str, Any] | None:
         """The schema of the envelope this executor returns (``None`` when the tool has no output schema)."""
         if spec.output_schema is None:
             return None
@@ -311,10 +292,11 @@ class PythonExecutor:
                 ) from None
         if not callable(obj):
             raise ExecutorConfigError(f"python target {self.target!r} is not callable ({type(obj).__name__})")
-        self._function = obj
-        return obj
+        function: Callable[..., Any] = obj
+        self._function = function
+        return function
 
-    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+    async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         """Call the function with the arguments as keyword arguments and wrap what it returns."""
         function = self.resolve()
         if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(type(function).__call__):
@@ -429,7 +411,7 @@ def resolve_executor(
         except (TypeError, ValueError) as exc:
             raise ExecutorConfigError(f"bad options for executor kind {kind!r}: {exc}") from exc
     if callable(config):
-        return config  # type: ignore[return-value]
+        return config
     raise ExecutorConfigError(
         f"executor must be a kind name, a mapping with 'kind', or an executor object; got {type(config).__name__}"
     )

@@ -6,7 +6,7 @@ A spec file (``.yaml``, ``.yml`` or ``.json``) holds one tool mapping, a list of
 * ``name`` (required), ``description``;
 * the input schema under ``input_schema`` (or ``parameters`` / ``arguments`` / ``inputSchema``) in
   any of the loose benchmark forms, normalised with :func:`~tool_specs.normalize_schema`; a
-  NesTools-style top-level ``required`` list is merged in;
+  a top-level ``required`` list is merged in;
 * ``output_schema`` (or ``response`` / ``responses`` / ``results`` / ``outputSchema``), optional;
 * ``executor``: optional, default ``simulated``; e.g. ``{kind: python, target: "pkg.mod:func"}``.
   A ``"file.py:func"`` target is resolved against the spec file's folder. Python targets are

@@ -34,7 +34,7 @@ from difflib import SequenceMatcher
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from tool_specs.spec import ToolSpec
+    from tool_specs.protocols import ToolLike
 
 __all__ = [
     "MATCHERS",
@@ -170,11 +170,11 @@ def with_defaults(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None
     return out
 
 
-def _deterministic(spec: ToolSpec) -> bool:
+def _deterministic(spec: ToolLike) -> bool:
     return getattr(spec.executor, "kind", None) == "simulated"
 
 
-async def response_match(spec: ToolSpec, pred_args: Mapping[str, Any] | None, gold_args: Mapping[str, Any]) -> bool:
+async def response_match(spec: ToolLike, pred_args: Mapping[str, Any] | None, gold_args: Mapping[str, Any]) -> bool:
     """Do the two calls of ``spec`` produce the same response (defaults filled in; see module doc)?"""
     if not isinstance(pred_args, Mapping) or not _deterministic(spec):
         return False
@@ -211,7 +211,7 @@ class Matcher(Protocol):
 
 
 SchemaFor = Callable[[str], "Mapping[str, Any] | None"]
-SpecFor = Callable[[str], "ToolSpec | None"]
+SpecFor = Callable[[str], "ToolLike | None"]
 
 
 class RuleMatcher:

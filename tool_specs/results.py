@@ -88,7 +88,7 @@ class ToolResult:
 
         Warnings also go into a second text block, so that a model reading the result learns that
         its call did not fit the schema even though it ran (the ``warn`` policy)."""
-        content = [mcp.types.TextContent(type="text", text=self.text)]
+        content: list[mcp.types.ContentBlock] = [mcp.types.TextContent(type="text", text=self.text)]
         if self.warnings:
             listed = "\n".join(f"- {w}" for w in self.warnings)
             content.append(mcp.types.TextContent(type="text", text=f"Warnings (the call was still run):\n{listed}"))

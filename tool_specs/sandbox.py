@@ -1,4 +1,4 @@
-"""Run untrusted tool code (ToolHop's Python tools) in isolated worker processes.
+"""Run untrusted tool code (benchmark tools written in Python) in isolated worker processes.
 
 Containment model (Linux):
 
@@ -29,6 +29,11 @@ is no seccomp filter and no mount namespace: the child can still *read* world-re
 
 The executor kind ``sandbox`` (registered here) runs a code string:
 ``{"kind": "sandbox", "function": "f", "code": "def f(x): ..."}`` (or ``"file": "tool.py"``).
+What a call produced (a :class:`SandboxReply`) becomes the tool result by :func:`reply_to_result`:
+the return value, or an error naming what the tool raised or what the sandbox stopped. A caller
+that reads its tools' results differently (tools that *return* their errors, a feedback level
+that hides failure details) gives :class:`SandboxExecutor` its own ``to_result`` hook; the
+sandbox itself knows nothing of any benchmark.
 """
 
 from __future__ import annotations
@@ -39,7 +44,6 @@ import contextlib
 import itertools
 import json
 import os
-import re
 import selectors
 import shutil
 import signal
@@ -48,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -57,10 +62,10 @@ from tool_specs.executors import register_executor_kind
 from tool_specs.results import CallContext, ToolResult, to_json_text
 
 if TYPE_CHECKING:
-    from tool_specs.spec import ToolSpec
+    from tool_specs.protocols import ToolLike
 
 __all__ = [
-    "GENERIC_ERROR",
+    "ResultHook",
     "SandboxError",
     "SandboxExecutor",
     "SandboxLimits",
@@ -68,12 +73,11 @@ __all__ = [
     "SandboxReply",
     "default_pool",
     "network_namespace_command",
-    "tool_reported_error",
+    "reply_to_result",
+    "value_to_result",
 ]
 
 WORKER_SCRIPT = Path(__file__).with_name("_sandbox_worker.py")
-GENERIC_ERROR = "Error: the tool call failed."
-Feedback = Literal["detailed", "minimal"]
 NetworkMode = Literal["auto", "namespace", "hook"]
 _START_TIMEOUT_S = 30.0
 _REPLY_GRACE_S = 5.0
@@ -182,9 +186,12 @@ class _Worker:
                 self._buf += chunk
         line, _, self._buf = self._buf.partition(b"\n")
         try:
-            return json.loads(line)
+            reply = json.loads(line)
         except ValueError as exc:
             raise SandboxError(f"the sandbox worker sent a malformed reply: {exc}") from exc
+        if not isinstance(reply, dict):
+            raise SandboxError(f"the sandbox worker sent a reply that is not a JSON object: {line[:200]!r}")
+        return reply
 
     def request(self, req: dict[str, Any], deadline: float) -> dict[str, Any]:
         assert self.proc.stdin is not None
@@ -374,7 +381,7 @@ class SandboxPool:
                 self._discard(worker)
                 return SandboxReply("crashed", error=f"{exc}; the worker was replaced", worker_pid=worker.pid, cold=cold)
             with self._lock:
-                if self._closed:
+                if self.closed:  # closed by another thread during the call
                     worker.kill()
                 elif worker.alive():
                     self._idle.append(worker)
@@ -416,59 +423,46 @@ def default_pool() -> SandboxPool:
 
 # ---- the executor ------------------------------------------------------------------------------
 
-_ERROR_TEXT = re.compile(r"\s*(error|exception)\b", re.IGNORECASE)
 
-
-def tool_reported_error(value: Any) -> bool:
-    """Did the tool *return* an error rather than raise one? ToolHop's tools answer bad input with
-    ``{"error": "..."}`` (a dict whose ``error`` entry is set, with at most one other key) or a
-    string starting with ``Error``/``Exception``."""
-    if isinstance(value, dict):
-        return bool(value.get("error")) and len(value) <= 2
+def value_to_result(value: Any) -> ToolResult:
+    """The result of a call that returned ``value``: a string as is, anything else as its JSON
+    text (its ``repr`` when it is not JSON); an object with string keys is also the structured result."""
     if isinstance(value, str):
-        return bool(_ERROR_TEXT.match(value))
-    return False
-
-
-def value_text(value: Any) -> str:
-    """How a tool's return value is shown: a string as is, anything else as JSON."""
-    if isinstance(value, str):
-        return value
+        return ToolResult(text=value)
     try:
-        return to_json_text(value)
+        text = to_json_text(value)
     except (TypeError, ValueError):
-        return repr(value)
+        text = repr(value)
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return ToolResult(text=text, structured=value)
+    return ToolResult(text=text)
 
 
-def reply_to_result(reply: SandboxReply, feedback: Feedback = "detailed") -> ToolResult:
-    """The tool result a model sees for a sandbox reply.
-
-    ``detailed`` (the paper's default): the tool's own output, its error message (``"<Type>:
-    <message>"`` for an exception, the returned error for a returned one), or what the sandbox
-    stopped. ``minimal``: the same successes, and :data:`GENERIC_ERROR` for every failure.
-    """
-    if reply.ok and not tool_reported_error(reply.value):
-        value = reply.value
-        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-            return ToolResult(text=value_text(value), structured=value)
-        return ToolResult(text=value_text(value))
-    if feedback == "minimal":
-        return ToolResult.error(GENERIC_ERROR)
+def reply_to_result(reply: SandboxReply) -> ToolResult:
+    """The tool result of a sandbox reply (the executor's default ``to_result``): the function's
+    return value (:func:`value_to_result`), else an error result ``Error: <what happened>``: the
+    exception the tool raised (``"<Type>: <message>"``) or what the sandbox stopped (time, memory...)."""
     if reply.ok:
-        return ToolResult.error(value_text(reply.value))
+        return value_to_result(reply.value)
     return ToolResult.error(f"Error: {reply.error or reply.status}")
+
+
+#: Turns what one call produced into the tool result (see :class:`SandboxExecutor`).
+ResultHook = Callable[[SandboxReply], ToolResult]
 
 
 @dataclass(eq=False)
 class SandboxExecutor:
     """Executor kind ``sandbox``: ``function(**arguments)`` from ``code``, run by a
-    :class:`SandboxPool` (``pool``, or :func:`default_pool` when ``None``)."""
+    :class:`SandboxPool` (``pool``, or :func:`default_pool` when ``None``). ``to_result`` makes the
+    reply a tool result (default :func:`reply_to_result`); a caller whose tools need another reading
+    of their output passes its own."""
 
     code: str
     function: str
-    feedback: Feedback = "detailed"
     limits: SandboxLimits | None = None
     pool: SandboxPool | None = field(default=None, repr=False)
+    to_result: ResultHook = field(default=reply_to_result, repr=False)
 
     kind = "sandbox"
 
@@ -477,26 +471,31 @@ class SandboxExecutor:
             raise ExecutorConfigError("sandbox executor needs a non-empty 'code' string")
         if not isinstance(self.function, str) or not self.function.isidentifier():
             raise ExecutorConfigError(f"sandbox executor 'function' must be a Python identifier, got {self.function!r}")
-        if self.feedback not in ("detailed", "minimal"):
-            raise ExecutorConfigError(f"sandbox executor 'feedback' must be 'detailed' or 'minimal', got {self.feedback!r}")
+        if not callable(self.to_result):
+            raise ExecutorConfigError(f"sandbox executor 'to_result' must be callable, got {type(self.to_result).__name__}")
 
     def config(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "function": self.function, "feedback": self.feedback, "code": self.code}
+        """The spec-file config; a ``to_result`` hook other than the default is named under
+        ``"to_result"`` (for the record: a spec file cannot set one)."""
+        out: dict[str, Any] = {"kind": self.kind, "function": self.function, "code": self.code}
         if self.limits is not None:
             out["limits"] = asdict(self.limits)
+        if self.to_result is not reply_to_result:
+            hook = self.to_result
+            out["to_result"] = f"{getattr(hook, '__module__', '?')}.{getattr(hook, '__qualname__', repr(hook))}"
         return out
 
     def with_pool(self, pool: SandboxPool | None) -> SandboxExecutor:
         return replace(self, pool=pool)
 
-    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+    async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         pool = self.pool or default_pool()
         reply = await pool.arun(self.code, self.function, arguments, limits=self.limits)
-        return reply_to_result(reply, self.feedback)
+        return self.to_result(reply)
 
 
 def _sandbox_factory(options: dict[str, Any], base_dir: Path | None) -> SandboxExecutor:
-    allowed = {"code", "file", "function", "feedback", "wall_s", "cpu_s", "memory_mb"}
+    allowed = {"code", "file", "function", "wall_s", "cpu_s", "memory_mb"}
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ExecutorConfigError(
@@ -506,7 +505,6 @@ def _sandbox_factory(options: dict[str, Any], base_dir: Path | None) -> SandboxE
         raise ExecutorConfigError("executor kind 'sandbox' needs option 'function'")
     if ("code" in options) == ("file" in options):
         raise ExecutorConfigError("executor kind 'sandbox' needs exactly one of 'code' and 'file'")
-    code = options.get("code")
     if "file" in options:
         path = Path(options["file"])
         if not path.is_absolute() and base_dir is not None:
@@ -515,12 +513,16 @@ def _sandbox_factory(options: dict[str, Any], base_dir: Path | None) -> SandboxE
             code = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ExecutorConfigError(f"sandbox executor cannot read code file {str(path)!r}: {exc}") from exc
+    else:
+        code = options["code"]
+        if not isinstance(code, str):
+            raise ExecutorConfigError(f"option 'code' of executor kind 'sandbox' must be a string, got {type(code).__name__}")
     limit_kw = {k: options[k] for k in ("wall_s", "cpu_s", "memory_mb") if k in options}
     try:
         limits = SandboxLimits(**limit_kw) if limit_kw else None
     except ValueError as exc:
         raise ExecutorConfigError(str(exc)) from exc
-    return SandboxExecutor(code, options["function"], feedback=options.get("feedback", "detailed"), limits=limits)
+    return SandboxExecutor(code, options["function"], limits=limits)
 
 
 with contextlib.suppress(ValueError):  # already registered (module reloaded)

@@ -2,14 +2,14 @@
 
 Benchmarks describe tool parameters in many half-JSON-Schema dialects:
 
-* FamilyTool / MTU-Bench: properties without ``type`` (only a ``default``), Python or odd type names
+* MTU-Bench style: properties without ``type`` (only a ``default``), Python or odd type names
   (``float``, ``int``, ``Dict``), ``properties`` given as a *list* of ``{"name", "description"}``
   entries, names in ``required`` that are missing from ``properties``, and a ``response`` that is a
   map of output field -> schema.
-* NesTools: ``parameters`` is a bare map of parameter name -> ``{"type": "str", ...}`` with a
+* bare parameter maps: ``parameters`` is a map of parameter name -> ``{"type": "str", ...}`` with a
   top-level ``required`` next to it.
-* UltraTool: valid JSON Schema under ``arguments``/``results`` (sometimes with draft-4 keywords).
-* ComplexFuncBench and ToolHop: already JSON Schema.
+* JSON Schema under ``arguments``/``results`` (sometimes with draft-4 keywords).
+* plain JSON Schema: kept as it is.
 
 :func:`normalize_schema` turns any of these into a draft 2020-12 object schema and reports every
 change it made as a human-readable note. It never silently drops information: a type name it does
@@ -122,7 +122,7 @@ def _flat_meta_schema() -> dict[str, Any]:
     For schemas that do not extend the meta-schema (ours never do) this accepts exactly what the
     official meta-schema accepts, but ``jsonschema`` checks against it about 4x faster, because it
     does not have to resolve dynamic references through seven vocabulary documents. Loading
-    thousands of benchmark tools (NesTools has 3,034) depends on this.
+    thousands of benchmark tools (one benchmark has 3,034) depends on this.
     """
     root = Draft202012Validator.META_SCHEMA
     properties: dict[str, Any] = {}
@@ -228,7 +228,7 @@ def map_type_name(name: str) -> tuple[list[str] | None, bool]:
 
 def looks_like_schema(value: object) -> bool:
     """Guess whether a mapping is a JSON-Schema-ish object schema (True) or a bare map of parameter
-    name -> parameter schema, as in NesTools (False)."""
+    name -> parameter schema (False)."""
     if not isinstance(value, dict):
         return False
     if not value:
@@ -301,6 +301,8 @@ def _properties_from_list(
     """Convert a list of ``{"name": ..., ...}`` property entries into a ``properties`` object."""
     props: dict[str, Any] = {}
     for index, item in enumerate(items):
+        name: object
+        schema: dict[str, Any]
         if isinstance(item, str):
             name, schema = item, {}
         elif isinstance(item, dict):
@@ -608,7 +610,7 @@ def normalize_schema(
     """Normalise a loose tool-parameter schema into a valid draft 2020-12 JSON Schema object schema.
 
     ``raw`` may be a JSON(-ish) schema, a list of ``{"name", ...}`` property entries, a bare map of
-    parameter name -> schema (NesTools), or ``None`` (no parameters). ``required`` adds names from a
+    parameter name -> schema, or ``None`` (no parameters). ``required`` adds names from a
     ``required`` list that a benchmark keeps next to the schema instead of inside it.
 
     Returns ``(schema, notes)``: ``schema`` always has ``"type": "object"`` and ``properties`` at the
@@ -678,8 +680,8 @@ def _normalize_output(raw_json: str) -> tuple[str, tuple[str, ...]]:
 def normalize_output_schema(raw: object) -> tuple[dict[str, Any] | None, list[str]]:
     """Normalise a tool's output description into an object JSON Schema, or ``None`` when there is none.
 
-    ``raw`` may be a JSON(-ish) schema (UltraTool ``results``), a map of output field -> schema
-    (FamilyTool ``response``, NesTools ``responses``; field schemas may be ``{}``), or a list of
+    ``raw`` may be a JSON(-ish) schema (a ``results`` schema), a map of output field -> schema
+    (a ``response`` or ``responses`` map; field schemas may be ``{}``), or a list of
     named field entries. ``None`` and ``{}`` mean "no output schema". A schema whose root is not an
     object is wrapped as ``{"type": "object", "properties": {"result": <schema>}}``, matching how
     executors wrap non-object return values; MCP requires object output schemas.

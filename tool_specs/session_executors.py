@@ -26,7 +26,7 @@ from tool_specs.matching import Matcher, RuleMatcher, decide
 from tool_specs.results import CallContext, ToolResult
 
 if TYPE_CHECKING:
-    from tool_specs.spec import ToolSpec
+    from tool_specs.protocols import ToolLike
 
 __all__ = ["PlaceholderExecutor", "ReplayExecutor"]
 
@@ -58,19 +58,19 @@ class PlaceholderExecutor:
             out["fields"] = list(self.fields)
         return out
 
-    def fields_of(self, spec: ToolSpec) -> list[str]:
+    def fields_of(self, spec: ToolLike) -> list[str]:
         if self.fields is not None:
             return self.fields or ["result"]
         props = (spec.output_schema or {}).get("properties")
         return list(props) if isinstance(props, dict) and props else ["result"]
 
-    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         first = int(ctx.state.get(_COUNTER_KEY, 0))
         names = self.fields_of(spec)
         ctx.state[_COUNTER_KEY] = first + len(names)
         return {name: f"{self.prefix}{first + i}" for i, name in enumerate(names)}
 
-    def output_schema_for(self, spec: ToolSpec) -> dict[str, Any] | None:
+    def output_schema_for(self, spec: ToolLike) -> dict[str, Any] | None:
         names = self.fields_of(spec)
         return {
             "type": "object",
@@ -113,7 +113,7 @@ class ReplayExecutor:
     def config(self) -> dict[str, Any]:
         return {"kind": self.kind, "calls": self.calls, "no_match": self.no_match}
 
-    async def __call__(self, spec: ToolSpec, arguments: dict[str, Any], ctx: CallContext) -> ToolResult | dict | str:
+    async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult | dict[str, Any] | str:
         matchers = self.matchers if self.matchers is not None else [RuleMatcher(lambda _n: spec.input_schema)]
         used: set[int] = ctx.state.setdefault(_REPLAY_KEY, {}).setdefault(spec.name, set())
         pred = {"name": spec.name, "arguments": arguments}

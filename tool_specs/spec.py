@@ -10,7 +10,8 @@ from typing import Any, Literal
 import mcp.types
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from tool_specs.executors import Executor, SimulatedExecutor, resolve_executor
+from tool_specs.executors import SimulatedExecutor, resolve_executor
+from tool_specs.protocols import Executor
 from tool_specs.results import CallContext, ToolResult
 from tool_specs.schema import normalize_output_schema, normalize_schema
 from tool_specs.validation import format_problems, schema_validator, short_repr, validate_arguments
@@ -29,6 +30,9 @@ _MAX_ERROR_TEXT = 2000
 
 class ToolSpec(BaseModel):
     """One tool: what the model sees (name, description, schemas) and how calls are answered.
+
+    It satisfies :class:`~tool_specs.protocols.ToolLike`, the view executors, validation and
+    matching are written against (so that they need not import this module).
 
     Construction normalises ``input_schema`` and ``output_schema`` with
     :func:`~tool_specs.normalize_schema` / :func:`~tool_specs.normalize_output_schema` (idempotent;
@@ -108,7 +112,7 @@ class ToolSpec(BaseModel):
 
         Accepts ``name``/``api_name``, ``description``/``api_description``, the input schema under
         ``input_schema``/``inputSchema``/``parameters``/``arguments`` (a top-level ``required``
-        list, as in NesTools, is merged in), and the output under
+        list, as some benchmarks write it, is merged in), and the output under
         ``output_schema``/``outputSchema``/``response``/``responses``/``results``. An OpenAI-style
         ``{"type": "function", "function": {...}}`` wrapper is unwrapped. Other keys are kept in
         ``annotations["source_fields"]``. Keyword ``overrides`` (``executor``, ``validation``,
@@ -217,8 +221,10 @@ class ToolSpec(BaseModel):
         warnings = [p.message for p in outcome.warnings]
         if not outcome.ok:
             return ToolResult.error(format_problems(outcome, self.name), warnings=warnings)
+        if not isinstance(arguments, Mapping):  # validation accepts only JSON objects; this narrows the type
+            return ToolResult.error(f"{self.name} failed: arguments must be a JSON object", warnings=warnings)
         try:
-            raw = await self.executor(self, copy.deepcopy(dict(arguments)), ctx)  # type: ignore[arg-type]
+            raw = await self.executor(self, copy.deepcopy(dict(arguments)), ctx)
             result = ToolResult.from_value(raw)
         except Exception as exc:
             message = str(exc)

@@ -21,16 +21,14 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError, best_match
 
-from tool_specs.catalog import suggest_names
+from tool_specs.names import suggest_names
+from tool_specs.protocols import Policy, ToolLike
 from tool_specs.schema import _META_VALIDATOR, describe_schema
-
-if TYPE_CHECKING:
-    from tool_specs.spec import ToolSpec
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -40,13 +38,15 @@ __all__ = [
     "Policy",
     "ProblemKind",
     "ValidationOutcome",
+    "check_schema",
+    "compiled_validator",
     "format_problems",
     "json_type_name",
+    "schema_validator",
     "short_repr",
     "validate_arguments",
 ]
 
-Policy = Literal["strict", "warn"]
 ProblemKind = Literal[
     "missing_required",
     "unknown_parameter",
@@ -343,7 +343,8 @@ def _problems_from_error(error: ValidationError) -> list[ArgumentProblem]:
     if kind == "required" and isinstance(instance, Mapping):
         props = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
         out = []
-        for name in error.validator_value:
+        required = error.validator_value
+        for name in required if isinstance(required, list) else []:
             if name in instance:
                 continue
             expected = describe_schema(props.get(name, True))
@@ -478,7 +479,7 @@ def _constraint_text(error: ValidationError) -> str:
     return f"failed the '{error.validator}' constraint ({short_repr(error.validator_value, 60)})"
 
 
-def _schema_of(spec_or_schema: ToolSpec | Mapping[str, Any]) -> tuple[Mapping[str, Any], Policy | None]:
+def _schema_of(spec_or_schema: ToolLike | Mapping[str, Any]) -> tuple[Mapping[str, Any], Policy | None]:
     schema = getattr(spec_or_schema, "input_schema", None)
     if schema is not None:
         return schema, getattr(spec_or_schema, "validation", None)
@@ -488,7 +489,7 @@ def _schema_of(spec_or_schema: ToolSpec | Mapping[str, Any]) -> tuple[Mapping[st
 
 
 def validate_arguments(
-    spec_or_schema: ToolSpec | Mapping[str, Any],
+    spec_or_schema: ToolLike | Mapping[str, Any],
     arguments: object,
     *,
     policy: Policy | None = None,

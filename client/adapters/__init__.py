@@ -11,18 +11,75 @@ import importlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from client.adapters.base import ModelAdapter
-from client.adapters.errors import ModelError
-from client.adapters.names import ToolNameMap
+from client.adapters.base import (
+    LOCAL_PLACEHOLDER_API_KEY,
+    ModelAdapter,
+    build_name_map,
+    resolve_api_key,
+    tool_choice_name,
+)
+from client.adapters.errors import (
+    ERROR_KINDS,
+    AttemptRecord,
+    ErrorKind,
+    ModelError,
+    from_anthropic_exception,
+    from_openai_exception,
+    is_context_length_message,
+    parse_retry_after,
+)
+from client.adapters.names import DEFAULT_MAX_LEN, ToolNameMap, is_safe_name
 
 if TYPE_CHECKING:  # the SDKs take seconds to import: load them only when an adapter is built
     from client.adapters.anthropic_adapter import AnthropicAdapter
-    from client.adapters.openai_adapter import OpenAIAdapter
+    from client.adapters.caching import (
+        CACHE_FORMAT,
+        CachedModelResponse,
+        CachingAdapter,
+        cached_response,
+        is_cached,
+    )
+    from client.adapters.openai_adapter import OpenAIAdapter, unparsed_text_tool_calls
+    from client.adapters.oracle import OracleAdapter
+    from client.adapters.pricing import PRICES, PRICES_ENV, Price, load_price_overrides, price_for
+    from client.adapters.vllm_adapter import (
+        CHAT_TEMPLATE_DIR,
+        INSTALL_HINT,
+        TOOL_CALL_MARKERS,
+        VLLMAdapter,
+        VLLMError,
+        VLLMNotInstalledError,
+        VLLMStartError,
+        default_chat_template,
+        guess_tool_parser,
+        is_cpu_build,
+        make_vllm_adapter,
+    )
 
-_LAZY = {
-    "OpenAIAdapter": "client.adapters.openai_adapter",
-    "AnthropicAdapter": "client.adapters.anthropic_adapter",
+#: Names loaded on first use (``client.adapters.OpenAIAdapter``), by module: the provider SDKs and
+#: what is not needed to build an adapter from a spec (``tests/client/test_client_package.py`` keeps
+#: this in step with the modules' ``__all__``).
+_LAZY_NAMES: dict[str, tuple[str, ...]] = {
+    "anthropic_adapter": ("AnthropicAdapter",),
+    "caching": ("CACHE_FORMAT", "CachedModelResponse", "CachingAdapter", "cached_response", "is_cached"),
+    "openai_adapter": ("OpenAIAdapter", "unparsed_text_tool_calls"),
+    "oracle": ("OracleAdapter",),
+    "pricing": ("PRICES", "PRICES_ENV", "Price", "load_price_overrides", "price_for"),
+    "vllm_adapter": (
+        "CHAT_TEMPLATE_DIR",
+        "INSTALL_HINT",
+        "TOOL_CALL_MARKERS",
+        "VLLMAdapter",
+        "VLLMError",
+        "VLLMNotInstalledError",
+        "VLLMStartError",
+        "default_chat_template",
+        "guess_tool_parser",
+        "is_cpu_build",
+        "make_vllm_adapter",
+    ),
 }
+_LAZY = {name: f"{__name__}.{module}" for module, names in _LAZY_NAMES.items() for name in names}
 
 
 def __getattr__(name: str) -> Any:
@@ -33,16 +90,52 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AnthropicAdapter",
+    "CACHE_FORMAT",
+    "CHAT_TEMPLATE_DIR",
+    "DEFAULT_MAX_LEN",
+    "ERROR_KINDS",
+    "INSTALL_HINT",
+    "LOCAL_PLACEHOLDER_API_KEY",
+    "PRICES",
+    "PRICES_ENV",
+    "TOOL_CALL_MARKERS",
     "AdapterFactory",
+    "AnthropicAdapter",
+    "AttemptRecord",
+    "CachedModelResponse",
+    "CachingAdapter",
+    "ErrorKind",
     "ModelAdapter",
     "ModelError",
     "OpenAIAdapter",
+    "OracleAdapter",
+    "Price",
     "ToolNameMap",
+    "VLLMAdapter",
+    "VLLMError",
+    "VLLMNotInstalledError",
+    "VLLMStartError",
+    "build_name_map",
+    "cached_response",
+    "default_chat_template",
+    "from_anthropic_exception",
+    "from_openai_exception",
+    "guess_tool_parser",
+    "is_cached",
+    "is_context_length_message",
+    "is_cpu_build",
+    "is_safe_name",
     "known_prefixes",
+    "load_price_overrides",
     "make_adapter",
+    "make_vllm_adapter",
+    "parse_retry_after",
     "parse_spec",
+    "price_for",
     "register_adapter",
+    "resolve_api_key",
+    "tool_choice_name",
+    "unparsed_text_tool_calls",
 ]
 
 AdapterFactory = Callable[..., ModelAdapter]
@@ -100,7 +193,8 @@ def _lazy_factory(prefix: str, class_name: str) -> AdapterFactory:
         if not model:
             raise ValueError(f"model spec needs a model name: '{prefix}:<model>'")
         cls = __getattr__(class_name)
-        return cls(model, **options)
+        adapter: ModelAdapter = cls(model, **options)
+        return adapter
 
     factory.__name__ = f"make_{prefix}_adapter"
     return factory
@@ -108,4 +202,9 @@ def _lazy_factory(prefix: str, class_name: str) -> AdapterFactory:
 
 register_adapter("openai", _lazy_factory("openai", "OpenAIAdapter"))
 register_adapter("anthropic", _lazy_factory("anthropic", "AnthropicAdapter"))
-register_adapter("vllm", lambda model, **options: importlib.import_module("client.adapters.vllm_adapter").make_vllm_adapter(model, **options))
+register_adapter(
+    "vllm",
+    lambda model, **options: importlib.import_module("client.adapters.vllm_adapter").make_vllm_adapter(
+        model, **options
+    ),
+)

@@ -316,7 +316,7 @@ class AnthropicAdapter:
 
         stop = raw.get("stop_reason")
         stop_reason = (
-            _STOP_REASONS.get(stop, stop) if stop else (STOP_TOOL_CALLS if tool_calls else STOP_END_TURN)
+            _STOP_REASONS.get(stop, str(stop)) if stop else (STOP_TOOL_CALLS if tool_calls else STOP_END_TURN)
         )
         return ModelResponse(
             text="".join(texts) or None,

@@ -189,8 +189,6 @@ def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = 
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
-    if when is None:
-        return None
     current = time.time() if now is None else now
     return max(0.0, when.timestamp() - current)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import openai
@@ -36,7 +37,7 @@ from client.messages import (
     UserMessage,
 )
 
-__all__ = ["OpenAIAdapter"]
+__all__ = ["OpenAIAdapter", "unparsed_text_tool_calls"]
 
 _FINISH_REASONS = {
     "stop": STOP_END_TURN,
@@ -71,6 +72,15 @@ class OpenAIAdapter:
             JSON object: ``"verbatim"`` (the model's string as-is; OpenAI accepts it) or ``"empty"``
             (``"{}"``, for servers such as vLLM that parse history arguments and reject bad JSON).
         default_headers: extra HTTP headers for every request.
+        seed: sent as ``seed`` when not ``None``: the server's sampling seed (OpenAI: best effort; vLLM
+            honours it per request), so a run at a temperature above 0 can be repeated.
+        tool_call_markers: ``(opening, closing)`` markers of the model's text tool-call format, for
+            servers that parse tool calls out of the generated text (vLLM's ``hermes`` parser:
+            ``("<tool_call>", "</tool_call>")``). When a response has no parsed tool call but its text
+            holds the opening marker (the call ran into ``max_tokens`` before its closing marker, or
+            the server's parser rejected it), each marked block becomes a :class:`ToolCall` with
+            ``arguments=None`` and ``parse_error`` saying why, and the text keeps only what came before
+            the first marker: the turn is an unparsable call, not a final answer.
     """
 
     def __init__(
@@ -88,6 +98,8 @@ class OpenAIAdapter:
         send_reasoning: bool = False,
         history_malformed_arguments: Literal["verbatim", "empty"] = "verbatim",
         default_headers: Mapping[str, str] | None = None,
+        seed: int | None = None,
+        tool_call_markers: Sequence[str] | None = None,
     ) -> None:
         if not model:
             raise ValueError("OpenAIAdapter needs a model name")
@@ -105,6 +117,10 @@ class OpenAIAdapter:
         self.parallel_tool_calls = parallel_tool_calls
         self.send_reasoning = send_reasoning
         self.history_malformed_arguments = history_malformed_arguments
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.seed = seed
+        self.tool_call_markers = _markers(tool_call_markers)
         key = resolve_api_key(api_key=api_key, api_key_env=api_key_env, base_url=base_url, provider=self.name)
         self._client = openai.AsyncOpenAI(
             api_key=key,
@@ -155,6 +171,8 @@ class OpenAIAdapter:
             body[self.max_tokens_param] = max_tokens
         if temperature is not None:
             body["temperature"] = temperature
+        if self.seed is not None:
+            body["seed"] = self.seed
         return body, names
 
     def _convert_messages(self, messages: list[Message], names: ToolNameMap) -> list[dict[str, Any]]:
@@ -266,6 +284,8 @@ class OpenAIAdapter:
 
         finish = choice.get("finish_reason")
         stop_reason = _FINISH_REASONS.get(finish, finish) if finish else STOP_END_TURN
+        if not tool_calls and text and self.tool_call_markers is not None:
+            text, tool_calls = unparsed_text_tool_calls(text, self.tool_call_markers, names, finish)
         if tool_calls and stop_reason == STOP_END_TURN:
             stop_reason = STOP_TOOL_CALLS  # some servers say "stop" even when they return tool calls
 
@@ -330,6 +350,69 @@ class OpenAIAdapter:
     async def aclose(self) -> None:
         """Close the underlying HTTP client."""
         await self._client.close()
+
+
+def _markers(value: Sequence[str] | None) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or len(value) != 2 or not all(isinstance(m, str) and m for m in value):
+        raise ValueError(f"tool_call_markers must be two non-empty strings (opening, closing), got {value!r}")
+    return value[0], value[1]
+
+
+_NAME_IN_CALL = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _name_in_call(body: str, names: ToolNameMap) -> str:
+    match = _NAME_IN_CALL.search(body)
+    if match is None:
+        return ""
+    try:
+        name = json.loads(f'"{match.group(1)}"')
+    except ValueError:
+        name = match.group(1)
+    return names.to_original(name)
+
+
+def unparsed_text_tool_calls(
+    text: str, markers: tuple[str, str], names: ToolNameMap, finish_reason: str | None
+) -> tuple[str | None, list[ToolCall]]:
+    """Tool calls left in the text by the server's parser, as unparsable :class:`ToolCall` s.
+
+    Returns the text before the first opening marker (``None`` when empty) and one call per opening
+    marker, with ``arguments=None``, ``raw_arguments`` the block after the marker (up to its closing
+    marker, or to the end when there is none) and ``parse_error`` saying why it is not a call: cut off
+    at the token limit (``finish_reason`` ``"length"``), never closed, not valid JSON, or not returned
+    by the server's parser. The name is the ``"name"`` the block gives, when it gives one, else ``""``.
+    Without an opening marker, returns ``(text, [])``.
+    """
+    opening, closing = markers
+    first = text.find(opening)
+    if first < 0:
+        return text, []
+    calls: list[ToolCall] = []
+    for index, block in enumerate(text[first + len(opening) :].split(opening)):
+        end = block.find(closing)
+        body = (block if end < 0 else block[:end]).strip()
+        name = _name_in_call(body, names)
+        if end < 0 and finish_reason == "length":
+            error = f"cut off at the token limit (finish_reason 'length') before its closing {closing}"
+        elif end < 0:
+            error = f"no closing {closing} (finish_reason {finish_reason!r})"
+        else:
+            try:
+                value = json.loads(body)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                where = f" at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
+                error = f"{opening}...{closing} is not valid JSON: {getattr(exc, 'msg', exc)}{where}"
+            else:
+                if not isinstance(value, dict) or not isinstance(value.get("arguments"), dict):
+                    error = f'{opening}...{closing} is not a JSON object with "name" and "arguments" (an object)'
+                else:
+                    error = f"the server's tool-call parser did not return this {opening}...{closing} call"
+        call_id = f"call_{uuid.uuid4().hex[:16]}_{index}"
+        calls.append(ToolCall(call_id, name, None, body, f"unparsable tool call: {error}"))
+    return text[:first].strip() or None, calls
 
 
 def _content_text(content: Any) -> str | None:

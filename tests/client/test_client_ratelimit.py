@@ -1,4 +1,4 @@
-"""RateLimiter with a fake clock: requests/tokens per minute, many concurrent tasks, pauses."""
+"""RateLimiter with a fake clock: requests/tokens per minute, many concurrent tasks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from client.messages import ToolDef, UserMessage
-from client.ratelimit import RateLimiter, RateLimiters, estimate_request_tokens
+from client.ratelimit import RateLimiter, estimate_request_tokens
 
 
 class FakeClock:
@@ -74,19 +74,13 @@ async def test_request_larger_than_bucket_does_not_deadlock() -> None:
     assert clock.now - before == pytest.approx(491.0)
 
 
-async def test_pause_blocks_every_caller() -> None:
+async def test_unlimited_never_waits() -> None:
     clock = FakeClock()
-    limiter = make(clock)  # unlimited except for pauses
+    limiter = make(clock)
     assert limiter.unlimited
-    limiter.pause(3.0)
     started = clock.now
-    await asyncio.gather(limiter.acquire(), limiter.acquire())
-    assert clock.now - started == pytest.approx(3.0)
-    limiter.pause(None)
-    limiter.pause(-1)
-    before = clock.now
-    await limiter.acquire()
-    assert clock.now == before
+    await asyncio.gather(*(limiter.acquire(10_000) for _ in range(100)))
+    assert clock.now == started and limiter.stats()["acquired"] == 100
 
 
 async def test_fifo_order_under_contention() -> None:
@@ -110,14 +104,11 @@ async def test_real_clock_short_window() -> None:
     assert loop.time() - start >= 0.25  # 3 waits of ~0.1 s
 
 
-def test_validation_and_registry() -> None:
+def test_validation() -> None:
     with pytest.raises(ValueError, match="positive"):
         RateLimiter(requests_per_minute=-5)
-    limiters = RateLimiters({"openai": (500, 100_000)}, default=(60, None))
-    assert limiters.get("openai") is limiters.get("openai")
-    assert limiters.get("openai").requests_per_minute == 500
-    assert limiters.get("anthropic").requests_per_minute == 60
-    assert {s["name"] for s in limiters.stats()} == {"openai", "anthropic"}
+    with pytest.raises(ValueError, match="burst_seconds"):
+        RateLimiter(requests_per_minute=60, burst_seconds=0)
 
 
 def test_estimate_request_tokens() -> None:

@@ -60,7 +60,7 @@ def test_config_mismatch_names_the_keys(tmp_path: Path) -> None:
         RunDir(tmp_path / "run", changed)
     message = str(info.value)
     assert "'model'" in message and "openai:gpt-4o-mini" in message and "'options.temperature'" in message
-    assert "force" in message and "max_turns" not in message
+    assert "--run-dir" in message and "force" not in message and "max_turns" not in message
     assert set(info.value.differences) == {"model", "options.temperature"}
 
 

@@ -25,16 +25,16 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from evals import fetch as fetch_mod
 from evals.cli import ensure_benchmark_data
-from evals.data import DataNotFound
-from evals.fetch import SOURCES, ChecksumMismatch, HostUnreachable, ensure_data, fetch, needed_files
+from evals.core import fetch as fetch_mod
+from evals.core.data import DataNotFound
+from evals.core.fetch import ChecksumMismatch, HostUnreachable, ensure_data, fetch, needed_files, sources
 
 
-def _mirror(data_dir: Path, root: Path, sources=("familytool", "toolhop-subset")) -> Path:
+def _mirror(data_dir: Path, root: Path, names=("familytool", "toolhop-subset")) -> Path:
     """A directory laid out like the upstream paths (after the commit), holding the real files."""
-    for name in sources:
-        for f in SOURCES[name]:
+    for name in names:
+        for f in sources()[name]:
             target = root / f.mirror_url("").lstrip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(data_dir / f.dest, target)
@@ -62,13 +62,13 @@ def _dead_port() -> int:
 
 @pytest.fixture
 def subset_data(data_dir) -> Path:
-    if not (data_dir / SOURCES["toolhop-subset"][0].dest).is_file():
+    if not (data_dir / sources()["toolhop-subset"][0].dest).is_file():
         pytest.skip("the ToolHop subset is not in the data directory")
     return data_dir
 
 
 def _env(data: Path, prefix: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "EVALS_TOOLHOP"}
+    env = dict(os.environ)
     return env | {"EVALS_DATA_DIR": str(data), "EVALS_DATA_URL_PREFIX": prefix, "COLUMNS": "200"} | extra
 
 
@@ -77,11 +77,11 @@ def _cli(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.Co
 
 
 def _checksums_ok(data: Path, name: str) -> bool:
-    return all(hashlib.sha256((data / f.dest).read_bytes()).hexdigest() == f.sha256 for f in SOURCES[name])
+    return all(hashlib.sha256((data / f.dest).read_bytes()).hexdigest() == f.sha256 for f in sources()[name])
 
 
 def test_the_subset_source_is_the_manifest_blob():
-    (f,) = SOURCES["toolhop-subset"]
+    (f,) = sources()["toolhop-subset"]
     assert f.url.startswith("https://raw.githubusercontent.com/local-bench/local-bench/f0ce8cf352feb051fc82eee81d47e40a17453e96/")
     assert f.mirror_url("http://m") == "http://m/suite/v1/toolhop.jsonl"
     assert (f.dest, f.size, f.sha256[:8]) == ("toolhop/toolhop_subset100_localbench.jsonl", 1637318, "bfa19188")
@@ -166,7 +166,6 @@ def test_default_serve_leaves_out_what_cannot_be_had_required_ones_fail(data_dir
     with _stand_in(_mirror(data_dir, tmp_path / "mirror", ["familytool"])) as prefix:  # no ToolHop on the host
         monkeypatch.setenv("EVALS_DATA_DIR", str(data))
         monkeypatch.setenv("EVALS_DATA_URL_PREFIX", prefix)
-        monkeypatch.delenv("EVALS_TOOLHOP", raising=False)
         served = ensure_benchmark_data(["familytool-b", "familytool-e", "toolhop"], required=False)
         assert served == ["familytool-b", "familytool-e"]
         assert "not serving toolhop" in " ".join(capsys.readouterr().err.split())
@@ -174,19 +173,15 @@ def test_default_serve_leaves_out_what_cannot_be_had_required_ones_fail(data_dir
             ensure_benchmark_data(["toolhop"], required=True)
 
 
-def test_needed_files_follow_the_toolhop_loader(tmp_path, monkeypatch):
-    full, subset = SOURCES["toolhop"][0], SOURCES["toolhop-subset"][0]
-    monkeypatch.delenv("EVALS_TOOLHOP", raising=False)
+def test_needed_files_follow_the_toolhop_loader(tmp_path):
+    full, subset = sources()["toolhop"][0], sources()["toolhop-subset"][0]
     assert needed_files("toolhop", tmp_path) == [("toolhop-subset", subset)]  # small and sandbox-runnable
-    monkeypatch.setenv("EVALS_TOOLHOP", "full")
-    assert needed_files("toolhop", tmp_path) == [("toolhop", full)]
+    assert needed_files("toolhop", tmp_path, {"dataset": "full"}) == [("toolhop", full)]
     (tmp_path / "toolhop").mkdir()
     (tmp_path / full.dest).write_text("[]")
-    assert needed_files("toolhop", tmp_path) == []
-    monkeypatch.setenv("EVALS_TOOLHOP", "subset")
-    assert needed_files("toolhop", tmp_path) == [("toolhop-subset", subset)]
-    monkeypatch.setenv("EVALS_TOOLHOP", "auto")
-    assert needed_files("toolhop", tmp_path) == []  # the full file is there
+    assert needed_files("toolhop", tmp_path, {"dataset": "full"}) == []
+    assert needed_files("toolhop", tmp_path, {"dataset": "subset"}) == [("toolhop-subset", subset)]
+    assert needed_files("toolhop", tmp_path, {"dataset": "auto"}) == []  # the full file is there
     assert [f.dest for _, f in needed_files("familytool-e", tmp_path)] == [
         "familytool/familytool-e.jsonl", "familytool/familykg-e.txt"]
     assert ensure_data(["toolhop"], tmp_path) == {}  # nothing missing: no download tried

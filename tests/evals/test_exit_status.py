@@ -16,7 +16,7 @@ import pytest
 from fake_providers import FakeProviderServer, anthropic_error, openai_chat, openai_error
 
 from client.runs import RunDir
-from evals.benchmarks.familytool import load_tasks
+from evals.benchmarks.familytool.data import load_tasks
 
 
 @functools.cache

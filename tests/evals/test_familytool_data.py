@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.benchmarks.familytool import FamilyToolCatalog, load_tasks, parse_query
-from evals.fetch import SOURCES, FetchError, fetch
+from evals.benchmarks.familytool.data import FamilyToolCatalog, load_tasks, parse_query
+from evals.core.fetch import FetchError, fetch, sources
 
 
 def test_parse_query_handles_every_speaker_and_triple_form():
@@ -86,14 +86,14 @@ def _static_server(root: Path):
 
 def test_fetch_downloads_verifies_and_refuses_a_corrupt_file(data_dir, tmp_path):
     mirror = tmp_path / "mirror"
-    for f in SOURCES["familytool"]:  # lay the real files out as in the upstream repository
+    for f in sources()["familytool"]:  # lay the real files out as in the upstream repository
         rel = f.url.split("/", 6)[6]
         (mirror / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(data_dir / f.dest, mirror / rel)
     out = tmp_path / "data"
     with _static_server(mirror) as url:
         paths = fetch("familytool", out, url_prefix=url)
-        assert [p.read_bytes() for p in paths] == [(data_dir / f.dest).read_bytes() for f in SOURCES["familytool"]]
+        assert [p.read_bytes() for p in paths] == [(data_dir / f.dest).read_bytes() for f in sources()["familytool"]]
         msgs: list[str] = []
         fetch("familytool", out, url_prefix=url, report=msgs.append)
         assert all("already present" in m for m in msgs)

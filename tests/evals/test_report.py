@@ -6,6 +6,8 @@ import argparse
 import contextlib
 import io
 import json
+import re
+import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -14,12 +16,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+import evals.report
+from evals.core.registry import all_benchmarks, get_benchmark
 from evals.report import (
-    PAPER_NUMBERS_DIR,
     add_report_parser,
     hop_plot_svg,
     load_paper_numbers,
+    main_metric,
     normalize_model,
+    paper_files,
     paper_rows_for,
     published_rows_for,
     render_html,
@@ -44,16 +49,20 @@ SETTING_VALUES = {
 
 
 def _paper_files() -> list[Path]:
-    files = sorted(PAPER_NUMBERS_DIR.glob("*.yaml"))
-    assert {f.name for f in files} >= {"familytool.yaml", "toolhop.yaml"}
+    files = sorted(paper_files())  # each registered benchmark's paper_numbers.yaml
+    assert {f.parent.name for f in files} >= {"familytool", "toolhop"}
     return files
 
 
+def _paper_file(benchmark: str) -> Path:
+    return get_benchmark(benchmark).paper_numbers.path
+
+
 # ---- the published numbers ------------------------------------------------------------------------
-@pytest.mark.parametrize("path", _paper_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _paper_files(), ids=lambda p: p.parent.name)
 def test_every_paper_row_names_its_table_model_setting_and_known_metrics(path):
     doc = yaml.safe_load(path.read_text())
-    family = path.stem
+    family = path.parent.name
     assert doc["paper"] and doc["citation"] and doc["source"] and doc["benchmarks"]
     models = set()
     numbers = [t["table"] for t in doc["tables"] if t["table"] is not None]
@@ -100,7 +109,7 @@ def test_familytool_numbers_are_the_papers(tmp_path):
     if not text.is_file():
         pytest.skip(f"{text} not found")
     lines = [_cells(x) for x in text.read_text().splitlines() if "|" in x]
-    doc = yaml.safe_load((PAPER_NUMBERS_DIR / "familytool.yaml").read_text())
+    doc = yaml.safe_load(_paper_file("familytool-b").read_text())
     checked = 0
     for table in doc["tables"]:
         if table["table"] == 10:
@@ -123,7 +132,7 @@ def test_toolhop_numbers_are_the_summarys():
     if not text.is_file():
         pytest.skip(f"{text} not found")
     lines = [_cells(x) for x in text.read_text().splitlines() if x.startswith("|")]
-    doc = yaml.safe_load((PAPER_NUMBERS_DIR / "toolhop.yaml").read_text())
+    doc = yaml.safe_load(_paper_file("toolhop").read_text())
     for table in doc["tables"]:
         for row in table["rows"]:
             values = [f"{v:.2f}" for v in [*row["metrics"].values(), *(row.get("extra") or {}).values()]]
@@ -221,11 +230,12 @@ def test_markdown_sets_runs_side_by_side_per_benchmark_with_breakdowns_and_paper
     metrics = _table(md, "Metrics")
     assert metrics[0] == ["metric", "openai:gpt-4o · kgetool", "vllm:Qwen/Qwen2.5-7B-Instruct · agent"]
     rows = {r[0]: r[1:] for r in metrics[1:]}
-    assert rows["Tool use EM ↑ (tool_em)"] == ["**61.20**", "30.25"]  # best of the row in bold
+    assert rows["Tool EM ↑ (tool_em)"] == ["**61.20**", "30.25"]  # best of the row in bold
     assert rows["KG Format Error ↓ (kg_format_error)"] == ["1.20", "**0.50**"]  # lower is better
     assert rows["KG extraction EM ↑ (kg_em)"] == ["40.00", "–"]
-    assert [r[0] for r in _table(md, "Strict metrics")[1:]] == ["Tool use EM ↑ (tool_em)", "Tool Acc. ↑ (tool_acc)", "Value Acc. ↑ (value_acc)"]
-    assert _table(md, "Matchers")[1] == ["rule", "400", "–"]
+    assert [r[0] for r in _table(md, "Strict metrics")[1:]] == ["Tool EM (rule matcher only) ↑ (tool_em)", "Tool Acc (rule matcher only) ↑ (tool_acc)",
+                                                             "Value Acc (rule matcher only) ↑ (value_acc)"]
+    assert _table(md, "Matchers")[1] == ["calls matched by the rule matcher (rule)", "400", "–"]
     hops = _table(md, "By hops")
     assert [r[0] for r in hops[1:]] == ["1", "2", "10"]  # numeric order
     assert hops[0][:2] == ["hops", "tasks"] and hops[3][1] == "3"
@@ -246,7 +256,7 @@ def test_markdown_sets_runs_side_by_side_per_benchmark_with_breakdowns_and_paper
     # the ToolHop run: generic keys, a count shown as a count, a model name that needs escaping
     th = md.split("## toolhop", 1)[1]
     assert "| Answer accuracy ↑ (answer_accuracy) | 45.67 |" in th
-    assert "| Tasks with a gold chain, count (tasks_with_gold_chain) | 990 |" in th
+    assert "| tasks with a gold call chain (tasks_with_gold_chain) | 990 |" in th
     assert "openai:<b>gpt-4o</b>\\|x · free" in th
     assert "**By domain**" in th and "No published row of this setting is for the model of `openai:<b>gpt-4o</b>|x · free`" in th
     assert "hops-toolhop" not in md  # no hop breakdown, no plot
@@ -280,7 +290,7 @@ def test_html_is_one_self_contained_page_with_inline_svg_plots():
     assert "openai:<b>gpt-4o</b>|x · free" in text  # escaped in the page, shown as written
     assert "<b>gpt-4o</b>" not in page
     assert "61.20" in text and "19.67" in text and "Tables 5, 7, 10" in text
-    assert "Tool use EM by hop count" in page  # the plot's title, as SVG text
+    assert "Tool EM by hop count" in page  # the plot's title, as SVG text
 
 
 # ---- the published block: the papers' rows of a run's dataset and setting, every model ------------------
@@ -294,7 +304,7 @@ def test_published_block_is_shown_for_a_model_the_papers_do_not_have():
     md = render_markdown([claude], load_paper_numbers())
     block = _section(md, "Published numbers: familytool-b · kgetool · path_extraction=greedy")
     tool_use = _table(block, f"{PUBLISHED_KGETOOL_B} · step=tool_use")
-    assert tool_use[0][:2] == ["source", "model"] and tool_use[0][2] == "Tool use EM ↑ (tool_em)"
+    assert tool_use[0][:2] == ["source", "model"] and tool_use[0][2] == "Tool EM ↑ (tool_em)"
     assert [r[1] for r in tool_use[1:]] == ["Llama3.1-8B", "Qwen2.5-7B", "Qwen2.5-32B", "QwQ-32B", "Qwen3-8B",
                                             "Qwen3-32B", "GPT-4o", "DeepSeek-V3"]
     assert not any("this run" in r[0] for r in tool_use)  # nobody to line up
@@ -430,6 +440,17 @@ def test_report_of_a_real_oracle_run(data_dir, tmp_path):
     rc, out, _ = _report_cli(["report", str(run)])
     assert rc == 0 and out.splitlines()[0] == str(run / "report" / "report.md")
     assert (run / "report" / "report.html").is_file()
+    # the same run as if its benchmark were no longer registered: summarised from its stored scores
+    old = tmp_path / "old"
+    shutil.copytree(run, old, ignore=shutil.ignore_patterns("report"))
+    config = json.loads((old / "config.json").read_text())
+    (old / "config.json").write_text(json.dumps({**config, "benchmark": "retired-bench"}))
+    rc, out, err = _report_cli(["report", str(old), "--out", str(tmp_path / "old-report")])
+    assert rc == 0, err
+    old_md = (tmp_path / "old-report" / "report.md").read_text()
+    assert "## retired-bench" in old_md and "benchmark not registered" in old_md
+    old_metrics = {r[0]: r[1] for r in _table(old_md, "Metrics")[1:]}
+    assert old_metrics["tool_em"].split(" ± ")[0] == f"{summary['metrics']['tool_em']:.2f}"  # generic label: the key
 
 
 def test_report_of_a_directory_that_is_no_run_says_so(tmp_path):
@@ -442,3 +463,102 @@ def test_runs_of_the_same_model_and_strategy_are_told_apart_by_their_directory()
     md = render_markdown([a, {**a, "run_dir": "runs/a2"}, b])
     assert _table(md, "Runs")[0] == ["run", "openai:gpt-4o · kgetool (a)", "openai:gpt-4o · kgetool (a2)",
                                      "vllm:Qwen/Qwen2.5-7B-Instruct · agent"]
+
+
+# ---- benchmark-neutral: standard errors, the judge's cost, unregistered benchmarks ----------------------------
+def _with_stats() -> dict:
+    return {
+        **_run("openai:gpt-4o", "kgetool"), "run_dir": "runs/s", "tasks": 25, "completed": 25,
+        "metrics": {"tool_em": 48.0, "value_acc": 61.5},
+        "metric_stats": {"tool_em": {"value": 48.0, "stderr": 3.1, "tasks": 25, "samples": 25.0, "over": "tasks"},
+                         "value_acc": {"value": 61.5, "stderr": 2.4567, "tasks": 25, "samples": 60.0, "over": "gold parameters"}},
+        "totals": {"model": {"turns": 50, "input_tokens": 120000.0, "output_tokens": 3400.0, "cost_usd": 1.2345},
+                   "judge": {"decisions": 7, "asked": 5, "missing": 1, "input_tokens": 9000.0, "output_tokens": 70.0,
+                             "cost_usd": 0.0567}},
+    }
+
+
+def test_metrics_are_shown_with_their_standard_error_and_what_they_were_computed_over():
+    run = _with_stats()
+    other = {**_run("vllm:Qwen/Qwen2.5-7B-Instruct", "kgetool"), "run_dir": "runs/q", "metrics": {"tool_em": 30.0}}
+    md = render_markdown([run, other], load_paper_numbers())
+    metrics = _table(md, "Metrics")
+    assert metrics[0] == ["metric", "openai:gpt-4o · kgetool", "vllm:Qwen/Qwen2.5-7B-Instruct · kgetool", "over"]
+    rows = {r[0]: r[1:] for r in metrics[1:]}
+    assert rows["Tool EM ↑ (tool_em)"] == ["**48.00 ± 3.10**", "30.00", "25 tasks / –"]
+    assert rows["Value Acc ↑ (value_acc)"] == ["61.50 ± 2.46", "–", "60 gold parameters (25 tasks) / –"]
+    assert "± their standard error" in md
+    # one run: the "over" cell is the run's alone
+    single = {r[0]: r[1:] for r in _table(render_markdown([run]), "Metrics")[1:]}
+    assert single["Tool EM ↑ (tool_em)"] == ["48.00 ± 3.10", "25 tasks"]
+    # the run under its model's published row carries its standard error too
+    tool_use = _table(md, f"{PUBLISHED_KGETOOL_B} · step=tool_use")
+    i = [r[1] for r in tool_use].index("GPT-4o")
+    assert tool_use[i + 1][2] == "**48.00 ± 3.10**"
+    assert "48.00 ± 3.10" in render_html([run])
+
+
+def test_the_judges_tokens_and_cost_are_shown_apart_from_the_models():
+    md = render_markdown([_with_stats()])
+    cost = {r[0]: r[1:] for r in _table(md, "Tokens and cost")[1:]}
+    assert cost["model cost (USD)"] == ["1.2345"] and cost["model input tokens"] == ["120000"]
+    assert cost["judge cost (USD)"] == ["0.0567"] and cost["judge input tokens"] == ["9000"]
+    assert cost["judge decisions"] == ["7"] and cost["judge decisions asked now"] == ["5"]
+    assert cost["judge decisions missing"] == ["1"]
+    page = render_html([_with_stats()])
+    assert "<td>judge cost (USD)</td><td>0.0567</td>" in page and "<td>model cost (USD)</td><td>1.2345</td>" in page
+    assert "Tokens and cost" not in render_markdown(_summaries()[:1])  # an old summary without totals
+
+
+def test_a_benchmark_not_in_the_registry_renders_with_generic_labels(tmp_path):
+    old = {
+        "run_dir": "runs/old", "benchmark": "retired-bench", "model": "openai:gpt-4o", "strategy": "plain",
+        "tasks": 40, "completed": 39, "errored": 1,
+        "metrics": {"accuracy": 55.0, "calls": 80},
+        "strict_metrics": {"accuracy": 50.0},
+        "metric_stats": {"accuracy": {"value": 55.0, "stderr": 7.87, "tasks": 40, "samples": 40.0, "over": "tasks"}},
+        "breakdowns": {"hops": {"2": {"tasks": 20, "accuracy": 60.0}, "3": {"tasks": 20, "accuracy": 50.0}}},
+        "totals": {"model": {"cost_usd": 0.5}, "judge": {"cost_usd": 0.25}},
+    }
+    md = render_markdown([old, {**old, "run_dir": "runs/old2", "metrics": {"accuracy": 45.0}, "metric_stats": {}}],
+                         load_paper_numbers())
+    assert "## retired-bench" in md
+    rows = {r[0]: r[1:] for r in _table(md, "Metrics")[1:]}
+    assert rows["accuracy"] == ["55.00 ± 7.87", "45.00", "40 tasks / –"]  # the key as label, no direction, no bold
+    assert rows["calls"][0] == "80"
+    assert [r[0] for r in _table(md, "Strict metrics")[1:]] == ["accuracy"]
+    assert "no published numbers are recorded for retired-bench" in md
+    assert "Sources of the published numbers" not in md
+    assert main_metric("retired-bench", [old]) == "accuracy"  # the hop plot's metric: the first the hops have
+    paths = write_report([], tmp_path, summaries=[old])
+    assert paths["plots"] == [str(tmp_path / "hops-retired-bench.svg")]
+    assert "retired-bench" in Path(paths["html"]).read_text()
+
+
+def test_paper_numbers_synonyms_and_defaults_come_from_the_benchmark():
+    rows = load_paper_numbers()
+    mandatory = published_rows_for(_run("openai:gpt-4o", "mandatory", "toolhop"), rows)
+    assert [(r.model, r.metrics["answer_accuracy"]) for r in mandatory][:1] == [("GPT-4o", 49.04)]
+    rr = published_rows_for(_run("openai:o1", "kgetool", kg_search="RR"), rows)
+    assert {r.tables for r in rr} == {(6,), (7,)}
+    for name in ("familytool-b", "familytool-e", "toolhop"):
+        pn = get_benchmark(name).paper_numbers
+        assert pn.path.is_file() and pn.main_metric in {m.name for m in get_benchmark(name).metrics}
+
+
+def test_the_report_package_names_no_benchmark():
+    """Everything benchmark-specific comes from the registry: no name, setting key or main metric of one
+    appears in the report's source."""
+    forbidden = {"familytool", "toolhop"}
+    for info in all_benchmarks().values():
+        forbidden.add(info.name)
+        pn = info.paper_numbers
+        if pn is not None:
+            forbidden |= {pn.main_metric, *pn.model_keys, *pn.defaults, *pn.synonyms, *map(str, pn.synonyms.values())}
+    package = Path(evals.report.__file__).parent
+    sources = sorted(package.glob("*.py"))
+    assert {p.name for p in sources} >= {"__init__.py", "paper.py", "tables.py", "render.py", "cli.py"}
+    for path in sources:
+        text = path.read_text().lower()
+        found = sorted(w for w in forbidden if re.search(rf"(?<![a-z0-9_]){re.escape(w.lower())}(?![a-z0-9_])", text))
+        assert not found, f"{path.name} names {found}"

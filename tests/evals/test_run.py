@@ -14,8 +14,8 @@ import pytest
 from fake_providers import Delay, FakeProviderServer, anthropic_message, openai_chat, openai_error, tool_call
 
 from client.runs import RunDir
-from evals.benchmarks.familytool import load_tasks
-from evals.pipeline import RunOptions, run_benchmark
+from evals.benchmarks.familytool.data import load_tasks
+from evals.core.run import RunOptions, run_benchmark
 
 
 def _evals(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -67,7 +67,7 @@ def test_a_run_killed_with_sigkill_resumes_with_every_task_exactly_once(data_dir
 
 
 def _gold_by_query(dataset: str) -> dict[str, dict]:
-    from evals.benchmarks.familytool import agent_prompt
+    from evals.benchmarks.familytool.data import agent_prompt
 
     return {agent_prompt(t): t.gold_calls[0].to_dict() for t in load_tasks(dataset)}
 

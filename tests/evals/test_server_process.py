@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from client.runs import RunDir
-from evals.pipeline import RunOptions, run_benchmark
-from evals.server_process import ServerProcessError, _decode_options, _encode_options
+from evals.core.run import RunOptions, run_benchmark
+from evals.core.server_process import ServerProcessError, _decode_options, _encode_options
 
 
 def _server_children(parent: int) -> list[int]:
-    """Living ``evals.server_process`` processes whose parent is ``parent``."""
+    """Living ``evals.core.server_process`` processes whose parent is ``parent``."""
     found = []
     for entry in Path("/proc").glob("[0-9]*"):
         try:
@@ -26,7 +26,7 @@ def _server_children(parent: int) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if int(stat[1]) == parent and b"evals.server_process" in cmdline and stat[0] != "Z":
+        if int(stat[1]) == parent and b"evals.core.server_process" in cmdline and stat[0] != "Z":
             found.append(int(entry.name))
     return found
 
@@ -41,7 +41,8 @@ def _alive(pid: int) -> bool:
 
 def test_options_travel_to_the_child_unchanged(tmp_path):
     opts = RunOptions(benchmark="familytool-e", model="oracle:0.1", strategy="kgetool", run_dir=tmp_path / "r",
-                      cache=tmp_path / "c.sqlite", inductive=True, top_k=5, adapter_options={"seed": 3})
+                      cache=tmp_path / "c.sqlite", adapter_options={"seed": 3},
+                      benchmark_options={"inductive": True, "top_k": 5})
     assert _decode_options(_encode_options(opts)) == opts
     with pytest.raises(ValueError, match="unknown run options"):
         _decode_options(json.dumps({"benchmark": "x", "model": "y", "no_such_option": 1}))
@@ -62,18 +63,21 @@ async def test_oracle_scores_100_with_the_server_in_a_child_process(data_dir, tm
 
 
 async def test_inductive_prepare_writes_to_the_childs_private_kg(data_dir, tmp_path):
-    opts = RunOptions(benchmark="familytool-e", model="oracle", strategy="kgetool", inductive=True, limit=30,
-                      concurrency=8, run_dir=tmp_path / "run", progress=False, server_process=True)
+    opts = RunOptions(benchmark="familytool-e", model="oracle", strategy="kgetool", limit=30,
+                      benchmark_options={"inductive": True}, concurrency=8, run_dir=tmp_path / "run", progress=False, server_process=True)
     _, summary = await run_benchmark(opts)
     assert summary["completed"] == 30
     assert summary["metrics"]["kg_em"] == summary["metrics"]["tool_em"] == 100.0
 
 
-async def test_a_server_that_cannot_start_says_why(data_dir, tmp_path):
-    # familytool-b has no inductive setting: the child's build_server refuses, and the parent says so
-    opts = RunOptions(benchmark="familytool-b", model="oracle", inductive=True, limit=2,
+async def test_a_server_that_cannot_start_says_why(data_dir, tmp_path, monkeypatch):
+    # the child cannot build its KG database: the cache directory is a file; the parent says why
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("EVALS_CACHE_DIR", str(blocker))
+    opts = RunOptions(benchmark="familytool-b", model="oracle", limit=2,
                       run_dir=tmp_path / "run", progress=False, server_process=True)
-    with pytest.raises(ServerProcessError, match="failed to start: ValueError: --inductive evaluates familytool-e"):
+    with pytest.raises(ServerProcessError, match="failed to start: (NotADirectoryError|FileExistsError)"):
         await run_benchmark(opts)
     assert _server_children(os.getpid()) == []
 

@@ -1,4 +1,5 @@
-"""ToolHop: loading both file formats, gold chains through the real MCP server, metrics, fetch."""
+"""ToolHop: loading both file formats, answers, scoring and metrics, feedback, gold chains through the
+real MCP server, the plugin's modes, fetch."""
 
 from __future__ import annotations
 
@@ -17,25 +18,36 @@ import pytest
 from client.agent import result_text
 from client.mcp_session import connect, make_http_client
 from client.runs import RunDir
-from evals import fetch
-from evals.benchmarks import get_benchmark
-from evals.benchmarks import toolhop as th
-from evals.pipeline import RunOptions, run_benchmark, summarize
+from evals.benchmarks.toolhop.answers import answer_correct
+from evals.benchmarks.toolhop.chains import Chain, gold_chains
+from evals.benchmarks.toolhop.feedback import GENERIC_ERROR, shown, tool_reported_error, tool_result
+from evals.benchmarks.toolhop.metrics import METRICS, task_score
+from evals.benchmarks.toolhop.scoring import invocation_errors, score_trace
+from evals.benchmarks.toolhop.tasks import (
+    ToolHopDataError,
+    ToolHopTask,
+    dataset_in_use,
+    load_file,
+    load_tasks,
+    split_code,
+)
+from evals.benchmarks.toolhop.tools import ToolHopCatalog
+from evals.core import fetch
+from evals.core.data import data_dir
+from evals.core.metrics import summary_blocks
+from evals.core.registry import get_benchmark, load_benchmark
+from evals.core.run import RunOptions, run_benchmark, score_run_dir
 from server import BenchmarkMount, ToolServer, create_app, serve_in_background
-from tool_specs.sandbox import GENERIC_ERROR, SandboxPool
+from tool_specs import ToolResult
+from tool_specs.sandbox import SandboxPool, SandboxReply
 
-SUBSET = Path(th.data_dir()) / "toolhop" / "toolhop_subset100_localbench.jsonl"
+SUBSET = Path(data_dir()) / "toolhop" / "toolhop_subset100_localbench.jsonl"
 pytestmark = pytest.mark.skipif(not SUBSET.is_file(), reason=f"ToolHop subset not found at {SUBSET}")
 
 
-@pytest.fixture(autouse=True)
-def _subset(monkeypatch):
-    monkeypatch.setenv(th.DATASET_ENV, "subset")
-
-
 @pytest.fixture(scope="module")
-def tasks() -> list[th.ToolHopTask]:
-    return th.load_tasks("subset100")
+def tasks() -> list[ToolHopTask]:
+    return load_tasks("subset100")
 
 
 def test_subset_loads_in_hop_order_with_the_manifest_counts(tasks):
@@ -59,13 +71,13 @@ def test_subset_loads_in_hop_order_with_the_manifest_counts(tasks):
 
 
 def test_example_usage_is_stripped_and_kept_as_example_calls():
-    code = th.split_code(
+    code = split_code(
         "import re\nLIMIT = 3\ndef f(name, n=1):\n    return name[:LIMIT] * n\n\n# Example usage\n"
         "who = 'Alice'\nresult = f(who, 2)\nprint(result)\n", "f")
     assert "print" not in code.code and "LIMIT = 3" in code.code and "result =" not in code.code
     assert [c.arguments for c in code.examples] == [{"name": "Alice", "n": 2}]
-    with pytest.raises(th.ToolHopDataError, match="defines no function 'g'"):
-        th.split_code("def f():\n    pass\n", "g")
+    with pytest.raises(ToolHopDataError, match="defines no function 'g'"):
+        split_code("def f():\n    pass\n", "g")
 
 
 def test_official_format_loads_to_the_same_tasks(tasks, tmp_path):
@@ -83,17 +95,17 @@ def test_official_format_loads_to_the_same_tasks(tasks, tmp_path):
                          "previous_answer_type": r["previous_answer_type"]})
     path = tmp_path / "ToolHop.json"
     path.write_text(json.dumps(official, indent=1))
-    loaded = th.load_file(path)
+    loaded = load_file(path)
     assert [t.id for t in loaded] == [t.id for t in tasks]
     assert [[(h.name, h.answer) for h in t.hops] for t in loaded] == [[(h.name, h.answer) for h in t.hops] for t in tasks]
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps([{**official[0], "functions": official[0]["functions"][:-1]}]))
-    with pytest.raises(th.ToolHopDataError, match=r"record 1 \(id 202\).*no code"):
-        th.load_file(bad)
+    with pytest.raises(ToolHopDataError, match=r"record 1 \(id 202\).*no code"):
+        load_file(bad)
 
 
 def test_answer_normalisation():
-    ok = th.answer_correct
+    ok = answer_correct
     assert ok("Final answer: 15", "15") and ok("The sum is 15.", "15") and ok("324", "324.0")
     assert ok("Final answer: 1,851", "1851") and ok("final answer: O’Sullivan", "O'Sullivan")
     assert ok('{"last_name": "Russell"}', "Russell") and ok("Renée Saint-Cyr", "Renee Saint-Cyr")
@@ -113,14 +125,20 @@ def test_invocation_errors_and_metrics_from_traces(tasks):
         {"name": tool, "arguments": {"relationship_type": "father", "data_source": {}}},  # parameter omission
         {"name": tool, "arguments": None},  # not a JSON object: no parameter error
     ]
-    errs = [th.invocation_errors(c, task.tool_schemas) for c in calls]
+    errs = [invocation_errors(c, task.tool_schemas) for c in calls]
     assert [e["tool_hallucination"] for e in errs] == [False, True, False, False, False]
     assert [e["param_hallucination"] for e in errs] == [False, False, True, False, False]
     assert [e["param_omission"] for e in errs] == [False, False, False, True, False]
     assert errs[2]["hallucinated_params"] == ["colour"] and errs[3]["omitted_params"] == ["individual_name"]
-    good = th.score_trace(task, {"status": "completed", "final_answer": "Final answer: 15", "outcome": {"calls": calls[:1]}})
-    bad = th.score_trace(task, {"status": "completed", "final_answer": "16", "outcome": {"calls": calls}})
-    m = th.metrics([good, bad, th.score_trace(task, None)])
+    good_trace = {"status": "completed", "final_answer": "Final answer: 15", "outcome": {"calls": calls[:1]}}
+    bad_trace = {"status": "completed", "final_answer": "16", "outcome": {"calls": calls}}
+    good, bad, missing = score_trace(task, good_trace), score_trace(task, bad_trace), score_trace(task, None)
+    assert (good.correct, good.calls, good.error_calls) == (True, 1, 0)
+    assert (bad.correct, bad.calls, bad.error_calls) == (False, 5, 3)
+    assert (missing.correct, missing.calls) == (False, 0)
+    # the run's metrics, aggregated by the core from each task's samples
+    samples = [task_score(task, t, has_chain=False) for t in (good_trace, bad_trace, None)]
+    m = summary_blocks(METRICS, samples)["metrics"]
     assert m["answer_accuracy"] == 33.33 and m["calls"] == 6
     assert m["query_error_rate"] == 33.33 and m["instance_error_rate"] == 50.0
     assert m["tool_hallucination"] == m["param_hallucination"] == m["param_omission"] == 16.67
@@ -130,14 +148,14 @@ async def test_every_gold_chain_yields_the_gold_answer_through_the_mcp_server(ta
     """Explicit chains (gold_calls) and derived ones, each call made over HTTP with the real client;
     the last call's real output must hold the gold final answer."""
     with SandboxPool(2) as pool:
-        chains = th.gold_chains(tasks, pool)
-        catalog = th.ToolHopCatalog("toolhop", tasks, pool=pool)
+        chains = gold_chains(tasks, pool)
+        catalog = ToolHopCatalog("toolhop", tasks, pool=pool)
         server = ToolServer([BenchmarkMount(catalog)])
         explicit = [c for c in chains.values() if c.source == "explicit"]
         assert len(explicit) == 22 and len(chains) >= 50
         gate = asyncio.Semaphore(4)
 
-        async def play(url: str, http, task: th.ToolHopTask, chain: th.Chain) -> None:
+        async def play(url: str, http, task: ToolHopTask, chain: Chain) -> None:
             async with gate, connect(f"{url}/mcp/toolhop/{task.id}", http_client=http) as client:
                 listed = [t.name for t in (await client.list_tools()).tools]
                 assert listed == [h.name for h in task.hops]
@@ -146,19 +164,41 @@ async def test_every_gold_chain_yields_the_gold_answer_through_the_mcp_server(ta
                     res = await client.call_tool(call.name, call.arguments)
                     assert not res.is_error, (task.id, call, result_text(res))
                     outputs.append(result_text(res))
-            assert th.answer_correct(outputs[-1], task.answer), (task.id, outputs[-1], task.answer)
+            assert answer_correct(outputs[-1], task.answer), (task.id, outputs[-1], task.answer)
             if chain.source == "derived":  # each derived hop was chosen for its gold intermediate answer
-                assert all(th.answer_correct(o, h.answer) for o, h in zip(outputs[:-1], task.hops, strict=False))
+                assert all(answer_correct(o, h.answer) for o, h in zip(outputs[:-1], task.hops, strict=False))
 
         async with serve_in_background(create_app(server, json_response=True)) as url, make_http_client() as http:
             await asyncio.gather(*(play(url, http, t, chains[t.id]) for t in tasks if t.id in chains))
+
+
+def test_returned_errors_and_feedback_levels():
+    """The sandbox executor's result hook: a returned error is an error result; minimal feedback
+    hides every failure's detail, detailed shows the tool's own text; warnings never show."""
+    assert tool_reported_error({"error": "Invalid date format"}) and tool_reported_error("Error: bad input")
+    assert tool_reported_error(" exception raised") and not tool_reported_error({"error": "", "x": 1})
+    assert not tool_reported_error({"error": "x", "a": 1, "b": 2}) and not tool_reported_error("no error here")
+    returned = tool_result(SandboxReply("ok", value={"error": "Invalid date format"}))
+    assert returned.is_error and returned.text == '{"error": "Invalid date format"}'
+    raised = tool_result(SandboxReply("exception", error="KeyError: 'the secret detail'"))
+    assert raised.is_error and raised.text == "Error: KeyError: 'the secret detail'"
+    ok = tool_result(SandboxReply("ok", value={"sum": 15}))
+    assert not ok.is_error and ok.text == '{"sum": 15}' and ok.structured == {"sum": 15}
+    assert tool_result(SandboxReply("timeout", error="too slow")).text == "Error: too slow"
+    for result in (returned, raised):
+        assert shown(result, "minimal").text == GENERIC_ERROR and shown(result, "detailed").text == result.text
+    assert shown(ok, "minimal").text == '{"sum": 15}'
+    warned = ToolResult(text="fine", warnings=["unknown parameter 'x'"])
+    assert shown(warned, "detailed") == ToolResult(text="fine")
+    with pytest.raises(ValueError, match="feedback must be one of"):
+        ToolHopCatalog("toolhop", [], feedback="terse")  # type: ignore[arg-type]
 
 
 async def test_feedback_detailed_and_minimal_through_the_server(tasks):
     task = next(t for t in tasks if t.id == "202")
     with SandboxPool(1) as pool:
         for feedback in ("detailed", "minimal"):
-            server = ToolServer([BenchmarkMount(th.ToolHopCatalog("toolhop", [task], pool=pool, feedback=feedback))])
+            server = ToolServer([BenchmarkMount(ToolHopCatalog("toolhop", [task], pool=pool, feedback=feedback))])
             async with serve_in_background(create_app(server, json_response=True)) as url:
                 async with connect(f"{url}/mcp/toolhop/202") as client:
                     bad = await client.call_tool("date_digit_sum", {"no_such_parameter": 1})
@@ -182,7 +222,7 @@ async def test_evals_run_oracle_free_and_score(tmp_path, tasks):
     assert set(summary["breakdowns"]) == {"hops", "domain"}
     assert sum(b["tasks"] for b in summary["breakdowns"]["hops"].values()) == m["scored_tasks"]
     # evals score: the same numbers from the traces alone
-    again = summarize(RunDir.open(tmp_path / "run"))
+    again = await score_run_dir(tmp_path / "run")
     assert again["metrics"] == m and again["breakdowns"] == summary["breakdowns"]
     # the oracle's answers are the real last outputs, not the gold field
     traces = {t["task_id"]: t for t in RunDir.open(tmp_path / "run").iter_traces()}
@@ -211,8 +251,8 @@ async def test_forced_and_direct_modes(tmp_path):
 
 def test_registry_entry():
     info = get_benchmark("toolhop")
-    assert not info.has_kg and "subset" in info.description
-    assert info.load_catalog().task_ids()[:1] == ["202"]
+    assert "subset" in info.description and {o.name for o in info.options} >= {"dataset", "derive_chains"}
+    assert load_benchmark("toolhop", {"dataset": "subset"}).task_ids()[:1] == ["202"]
 
 
 def _serve_dir(root: Path):
@@ -224,7 +264,7 @@ def _serve_dir(root: Path):
 
 
 def test_fetch_toolhop_pins_the_revision_and_checks_the_checksum(tmp_path, monkeypatch):
-    (entry,) = fetch.SOURCES["toolhop"]
+    (entry,) = fetch.sources()["toolhop"]
     assert "/resolve/b439d7279af359fda46e8117ae4f0245b75f5c6b/data/ToolHop.json" in entry.url
     assert entry.size == 19720396 and entry.sha256.startswith("0a51f71a")
     mirror = tmp_path / "mirror"
@@ -239,13 +279,12 @@ def test_fetch_toolhop_pins_the_revision_and_checks_the_checksum(tmp_path, monke
         assert not (tmp_path / "data" / "toolhop" / "ToolHop.json").exists()
         blob = payload.encode()
         pinned = fetch.RemoteFile(entry.dest, entry.url, hashlib.sha256(blob).hexdigest(), len(blob), entry.pinned_path)
-        monkeypatch.setitem(fetch.SOURCES, "toolhop", [pinned])
+        monkeypatch.setitem(fetch.sources(), "toolhop", [pinned])
         (path,) = fetch.fetch("toolhop", tmp_path / "data", url_prefix=prefix)
         assert path.read_bytes() == blob
     finally:
         httpd.shutdown()
     monkeypatch.setenv("EVALS_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv(th.DATASET_ENV, "auto")
-    assert th.dataset_in_use() == "full"
+    assert dataset_in_use("auto") == "full"
     subset_ids = [str(json.loads(line)["source_id"]) for line in SUBSET.read_text().splitlines()[:3]]
-    assert [t.id for t in th.load_tasks()] == subset_ids
+    assert [t.id for t in load_tasks()] == subset_ids

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from evals.serving import build_tool_server
+from evals.core.serving import build_tool_server
 from server import ToolServer
 
 

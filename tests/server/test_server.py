@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters, types
 
 from client.agent import result_text
 from client.mcp_session import connect, list_all_tools
-from evals.benchmarks.familytool import load_tasks
+from evals.benchmarks.familytool.data import load_tasks
 from server import EndpointRef, ServerConfigError, ToolServer, create_app, serve_in_background
 
 TASK = "KGMTUbench_0"  # Bob cancels alarms at his mother's preferred dinner time
@@ -192,10 +192,10 @@ async def test_three_thousand_tools_list_over_http(page_size, json_response):
 async def test_writes_only_when_allowed_and_isolated_from_the_cached_kg(data_dir):
     import contextlib
 
-    from evals.serving import build_tool_server
+    from evals.core.serving import build_tool_server
 
     with contextlib.ExitStack() as stack:
-        ts = build_tool_server(["familytool-b"], stack=stack, allow_writes=True)
+        ts = build_tool_server(["familytool-b"], stack=stack, options={"allow_writes": True})
         async with connect(ts.mcp_server(EndpointRef("familytool-b", TASK))) as client:
             res = await client.call_tool("kg_add_fact", {"head": "Alice", "relation": "best_friend", "tail": "Zoe"})
             assert not res.is_error and res.structured_content["added"] is True
@@ -214,7 +214,7 @@ async def test_writes_only_when_allowed_and_isolated_from_the_cached_kg(data_dir
 async def test_spec_dir_tools_become_live_tools(tmp_path, data_dir):
     import contextlib
 
-    from evals.serving import build_tool_server
+    from evals.core.serving import build_tool_server
 
     examples = Path(__file__).resolve().parents[2] / "tool_specs" / "examples"
     spec = tmp_path / "greet.yaml"

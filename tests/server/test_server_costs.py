@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import statistics
-import time
+import asyncio
+import socket
 
 import httpx2
 import pytest
@@ -11,21 +11,31 @@ import pytest
 from client.mcp_session import connect, list_all_tools
 from server import ToolServer, create_app, serve_in_background
 from server.core import EndpointRef
+from server.http import bind_socket
 
 TASK = "KGMTUbench_0"
 
 
-async def test_responses_are_not_held_back_by_nagle(tool_server: ToolServer) -> None:
+async def test_responses_are_not_held_back_by_nagle() -> None:
     """The listening socket must be a TCP socket as far as asyncio knows, so accepted connections get
-    TCP_NODELAY; otherwise each response's body waits for the client's delayed ACK (~40 ms)."""
-    async with serve_in_background(create_app(tool_server)) as url, httpx2.AsyncClient() as http:
-        await http.get(url + "/health")
-        times = []
-        for _ in range(15):
-            t0 = time.perf_counter()
-            assert (await http.get(url + "/health")).status_code == 200
-            times.append(time.perf_counter() - t0)
-    assert statistics.median(times) < 0.02, times
+    TCP_NODELAY; otherwise each response's body waits for the client's delayed ACK (~40 ms). Checked on
+    the accepted socket itself (the latency is measured by ``bench/``, not asserted here)."""
+    sock, url = bind_socket("127.0.0.1", 0)
+    nodelay: list[int] = []
+
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nodelay.append(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    server = await asyncio.start_server(accepted, sock=sock)
+    async with server:
+        _, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        for _ in range(100):
+            if nodelay:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+    assert nodelay and nodelay[0] != 0, "accepted connections do not have TCP_NODELAY"
 
 
 @pytest.mark.parametrize("json_response", [False, True])
@@ -71,7 +81,7 @@ async def test_sessions_share_discovery_and_output_validators(tool_server: ToolS
 
     from client import mcp_session
     from client.mcp_session import make_http_client
-    from evals.benchmarks.familytool import load_tasks
+    from evals.benchmarks.familytool.data import load_tasks
 
     task_id = "KGMTUbench_4"  # its gold tool (SearchHouse) declares an output schema
     gold = next(t for t in load_tasks("b") if t.id == task_id).gold_calls[0]

@@ -11,14 +11,14 @@ import pytest
 from client.agent import result_text
 from client.mcp_session import connect
 from server import BenchmarkMount, ToolServer, create_app, serve_in_background
-from tool_specs import ExecutorConfigError, StaticCatalog, ToolSpec, resolve_executor
+from tool_specs import CallContext, ExecutorConfigError, StaticCatalog, ToolResult, ToolSpec, resolve_executor
 from tool_specs.sandbox import (
-    GENERIC_ERROR,
     SandboxExecutor,
     SandboxLimits,
     SandboxPool,
+    SandboxReply,
     reply_to_result,
-    tool_reported_error,
+    value_to_result,
 )
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the sandbox needs Linux")
@@ -99,7 +99,10 @@ def test_the_tools_own_errors_come_back(pool):
     missing = pool.run("def g():\n    return 1\n", "f", {})
     assert missing.status == "exception" and "defines no function 'f'" in missing.error and "g" in missing.error
     returned = pool.run("def f():\n    return {'error': 'Invalid date format'}\n", "f", {})
-    assert returned.ok and tool_reported_error(returned.value)
+    assert returned.ok and returned.value == {"error": "Invalid date format"}
+    # the sandbox reads a returned value as a value, whatever it says (a caller's hook may not)
+    assert not reply_to_result(returned).is_error and reply_to_result(returned).structured == returned.value
+    assert reply_to_result(raised) == ToolResult.error("Error: ValueError: n must be >= 0, got -1")
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))
@@ -118,7 +121,7 @@ def test_hostile_code_is_contained_and_the_pool_keeps_serving(pool, case, tmp_pa
         assert result.is_error and result.text.startswith(("Error: ", "Error"))
     assert SECRET not in result.text
     assert not target.exists()
-    assert elapsed < LIMITS.wall_s + 3
+    assert elapsed < LIMITS.wall_s + 15  # the wall-clock kill fired (slack for a busy machine)
     expected = {"infinite_loop": "timeout", "allocate_10gb": "exception"}
     if case in expected:
         assert reply.status in (expected[case], "killed"), reply
@@ -153,12 +156,35 @@ def test_closing_the_pool_leaves_no_process_behind():
         p.run("def f():\n    return 1\n", "f")
 
 
-def test_minimal_feedback_hides_every_failure_detail(pool):
-    reply = pool.run("def f():\n    raise KeyError('the secret detail')\n", "f")
-    assert reply_to_result(reply, "minimal").text == GENERIC_ERROR
-    assert "the secret detail" in reply_to_result(reply, "detailed").text
-    ok = pool.run("def f():\n    return 'fine'\n", "f")
-    assert reply_to_result(ok, "minimal").text == "fine"
+def test_value_to_result_renders_what_the_tool_returned():
+    assert value_to_result("fine") == ToolResult(text="fine")
+    assert value_to_result({"a": 1}) == ToolResult(text='{"a": 1}', structured={"a": 1})
+    assert value_to_result([1, "é"]) == ToolResult(text='[1, "é"]')
+    assert value_to_result(float("nan")).text == "nan"  # not JSON: its repr
+
+
+async def test_a_result_hook_reads_the_reply_instead_of_the_default(pool):
+    """A caller that reads results its own way (here: a returned ``{"error": ...}`` is a failure,
+    and failures say nothing more) gives the executor a ``to_result`` hook."""
+    seen: list[SandboxReply] = []
+
+    def strict(reply: SandboxReply) -> ToolResult:
+        seen.append(reply)
+        if not reply.ok or (isinstance(reply.value, dict) and "error" in reply.value):
+            return ToolResult.error("failed")
+        return reply_to_result(reply)
+
+    code = "def f(n):\n    if n < 0:\n        raise ValueError('secret')\n    return {'error': 'odd'} if n % 2 else n\n"
+    executor = SandboxExecutor(code, "f", pool=pool, to_result=strict)
+    spec = ToolSpec(name="f", input_schema={"type": "object", "properties": {"n": {"type": "integer"}}}, executor=executor)
+    results = [await spec.call({"n": n}, CallContext()) for n in (2, 1, -1)]
+    assert [(r.is_error, r.text) for r in results] == [(False, "2"), (True, "failed"), (True, "failed")]
+    assert [r.status for r in seen] == ["ok", "ok", "exception"]
+    assert executor.config()["to_result"].endswith("strict")
+    plain = SandboxExecutor(code, "f", pool=pool)
+    assert "to_result" not in plain.config() and (await plain(spec, {"n": 1}, CallContext())).text == '{"error": "odd"}'
+    with pytest.raises(ExecutorConfigError, match="to_result"):
+        SandboxExecutor(code, "f", to_result="not callable")  # type: ignore[arg-type]
 
 
 def test_sandbox_executor_kind_from_a_spec_config(tmp_path):
@@ -169,6 +195,8 @@ def test_sandbox_executor_kind_from_a_spec_config(tmp_path):
         resolve_executor({"kind": "sandbox", "function": "f"})
     with pytest.raises(ExecutorConfigError, match="unknown option"):
         resolve_executor({"kind": "sandbox", "function": "f", "code": "x", "network": True})
+    with pytest.raises(ExecutorConfigError, match="unknown option"):  # no benchmark's feedback levels here
+        resolve_executor({"kind": "sandbox", "function": "f", "code": "x", "feedback": "minimal"})
     with pytest.raises(ExecutorConfigError, match="Python identifier"):
         resolve_executor({"kind": "sandbox", "function": "not a name", "code": "x"})
     with pytest.raises(ValueError, match="wall_s"):

@@ -46,6 +46,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         reporter.write_sep("=", "vLLM on CPU: measurements")
         reporter.write_line(json.dumps(REPORT, indent=1, sort_keys=True))
         reporter.write_line(f"(written to {path})")
+        run = REPORT.get("evals_run")
+        if run:  # what the model did: measured, not asserted
+            reporter.write_line(
+                f"model behaviour: {run['model_turns']} turns, valid tool call {run['valid_tool_call_share']}, "
+                f"truncated {run['truncated_share']}, calls/turn {run['calls_per_turn']}, "
+                f"median turn latency {run['turn_latency_s']['median']} s, "
+                f"episodes completed {run['episodes']['completed']}/{run['episodes']['completed'] + run['episodes']['errored']}"
+            )
 
 
 def _timed(cmd: list[str], what: str) -> str:

@@ -1,0 +1,150 @@
+"""Append-only JSONL files after a crash: torn-line repair and scanning.
+
+Every line is written with a single ``os.write`` on an ``O_APPEND`` descriptor (:func:`write_all`),
+so a crash leaves at most a torn *last* line. Readers (:func:`scan_jsonl`) skip it and report it; a
+writer calls :func:`repair_torn_tail` before appending, which keeps a copy of what it cuts.
+
+``write_all``, ``repair_torn_tail`` and ``scan_jsonl`` are helpers of
+:class:`~client.runs.RunDir`, not part of the public API.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .jsonutil import dumps_line, now_iso
+
+__all__ = ["TraceScan"]
+
+log = logging.getLogger(__name__)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """One ``os.write`` (regular files write everything at once); loop only on a short write."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def repair_torn_tail(path: Path, torn_path: Path) -> bytes | None:
+    """Make ``path`` end with a newline again after a crash; return the bytes that were cut, if any.
+
+    A tail that is a whole JSON object (only the newline was lost) is kept by appending ``\\n``.
+    Anything else is copied to ``torn_path`` (fsync-ed) *before* it is truncated away.
+    """
+    try:
+        f = open(path, "r+b")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return None
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return None
+        cut, pos = 0, size
+        while pos > 0:  # find the last newline, scanning backwards in chunks
+            start = max(0, pos - 65536)
+            f.seek(start)
+            i = f.read(pos - start).rfind(b"\n")
+            if i >= 0:
+                cut = start + i + 1
+                break
+            pos = start
+        f.seek(cut)
+        tail = f.read()
+        with contextlib.suppress(ValueError, UnicodeDecodeError):
+            if isinstance(json.loads(tail), dict):
+                f.seek(0, os.SEEK_END)
+                f.write(b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+                log.warning("%s: the last line lacked its newline; added it (record kept)", path)
+                return None
+        entry = {
+            "source": path.name,
+            "offset": cut,
+            "length": len(tail),
+            "repaired_at": now_iso(),
+            "text": tail.decode("utf-8", errors="backslashreplace"),
+            "bytes_b64": base64.b64encode(tail).decode("ascii"),
+        }
+        fd = os.open(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            write_all(fd, (dumps_line(entry) + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        f.truncate(cut)
+        f.flush()
+        os.fsync(f.fileno())
+    log.warning("%s: cut a torn last line of %d bytes (copy kept in %s)", path, len(tail), torn_path.name)
+    return tail
+
+
+@dataclass
+class TraceScan:
+    """Everything read from ``traces.jsonl``, in file order.
+
+    Attributes:
+        records: every well-formed record (several per task are possible; see :meth:`latest`).
+        torn_tail: bytes after the last newline (an interrupted write), or ``None``.
+        bad_lines: ``(line_number, first_200_chars)`` of complete lines that are not JSON objects.
+    """
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    torn_tail: bytes | None = None
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+
+    def latest(self) -> dict[str, dict[str, Any]]:
+        """``{task_id: newest record}``, in order of each task's first appearance."""
+        out: dict[str, dict[str, Any]] = {}
+        for record in self.records:
+            out[record["task_id"]] = record
+        return out
+
+    @property
+    def superseded(self) -> int:
+        """How many records were replaced by a newer record for the same task."""
+        return len(self.records) - len({r["task_id"] for r in self.records})
+
+
+def scan_jsonl(path: Path) -> TraceScan:
+    scan = TraceScan()
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return scan
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.endswith(b"\n"):
+                scan.torn_tail = raw
+                break
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                record = None
+            if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
+                scan.bad_lines.append((lineno, raw[:200].decode("utf-8", errors="replace")))
+                continue
+            scan.records.append(record)
+    if scan.torn_tail is not None:
+        log.warning(
+            "%s: skipped a torn last line of %d bytes (an interrupted write; it is repaired when the run resumes)",
+            path,
+            len(scan.torn_tail),
+        )
+    for lineno, head in scan.bad_lines:
+        log.warning("%s:%d: skipped a line that is not a trace record: %s", path, lineno, head[:80])
+    return scan

@@ -1,0 +1,111 @@
+"""JSON conversion shared by every file of a run (and by the response cache, ``client.cache``).
+
+Values are converted the same way everywhere: objects with ``to_dict()``, pydantic models,
+dataclasses, exceptions (as :func:`error_info`), paths, dates, enums, sets, bytes … and, as a last
+resort, ``repr``: a trace is never lost because of one odd value.
+
+``json_default``, ``dumps_line``, ``short_json`` and ``now_iso`` are helpers of the other
+``client._runs`` modules, not part of the public API.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import traceback
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = ["canonical_json", "error_info", "to_jsonable"]
+
+_TRACEBACK_LIMIT = 8000
+
+
+def json_default(obj: Any) -> Any:
+    """``json.dumps`` fallback: ``to_dict()``, pydantic models, dataclasses, exceptions, paths, dates…"""
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    model_dump = getattr(obj, "model_dump", None)
+    if callable(model_dump):
+        return model_dump(mode="json")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, BaseException):
+        return error_info(obj, with_traceback=False)
+    if isinstance(obj, datetime | date):
+        return obj.isoformat()
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, set | frozenset):
+        return sorted(obj, key=repr)
+    if isinstance(obj, tuple):
+        return list(obj)
+    if isinstance(obj, bytes | bytearray):
+        return bytes(obj).decode("utf-8", errors="backslashreplace")
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    if isinstance(obj, Sequence):
+        return list(obj)
+    return repr(obj)  # a trace never fails to be written because of one odd value
+
+
+def dumps_line(obj: Any) -> str:
+    """``obj`` as one line of JSON (non-ASCII kept), objects converted with :func:`json_default`."""
+    return json.dumps(obj, default=json_default, ensure_ascii=False)
+
+
+def to_jsonable(obj: Any) -> Any:
+    """A JSON-only copy of ``obj`` (objects with ``to_dict()``, dataclasses, pydantic models… converted)."""
+    return json.loads(dumps_line(obj))
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON of ``obj``: sorted keys, no spaces, UTF-8 text; objects converted as in traces."""
+    return json.dumps(obj, default=json_default, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def short_json(value: Any, limit: int = 80) -> str:
+    """``value`` as JSON, cut to ``limit`` characters (for messages)."""
+    text = dumps_line(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO-8601 with milliseconds."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def error_info(exc: BaseException, *, with_traceback: bool = True) -> dict[str, Any]:
+    """JSON summary of an exception for a trace.
+
+    ``retryable`` is the exception's own ``retryable`` attribute when it has one (``ModelError``),
+    else true for ``TimeoutError``/``ConnectionError`` and false for everything else. ``attempts`` is
+    the exception's ``attempts`` list (filled by ``client.retry``), ``details`` its ``to_dict()``.
+    """
+    retryable = getattr(exc, "retryable", None)
+    if not isinstance(retryable, bool):
+        retryable = isinstance(exc, TimeoutError | ConnectionError)
+    info: dict[str, Any] = {
+        "type": type(exc).__name__,
+        "qualified_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
+        "message": str(exc),
+        "retryable": retryable,
+        "attempts": to_jsonable(list(getattr(exc, "attempts", None) or [])),
+        "details": None,
+    }
+    to_dict = getattr(exc, "to_dict", None)
+    if callable(to_dict):
+        try:
+            info["details"] = to_jsonable(to_dict())
+        except Exception as inner:  # noqa: BLE001 - a broken to_dict must not hide the error itself
+            info["details"] = {"to_dict_failed": f"{type(inner).__name__}: {inner}"}
+    if with_traceback and exc.__traceback__ is not None:
+        text = "".join(traceback.format_exception(exc))
+        info["traceback"] = text if len(text) <= _TRACEBACK_LIMIT else "…" + text[-_TRACEBACK_LIMIT:]
+    return info

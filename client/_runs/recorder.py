@@ -1,0 +1,271 @@
+"""The recorder: one episode's events as they happen, and its trace record at the end."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .jsonutil import canonical_json, dumps_line, now_iso, to_jsonable
+from .records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, error_payload
+
+__all__ = ["EpisodeRecorder"]
+
+_RESERVED_EVENT_KEYS = frozenset({"seq", "t", "kind", "episode_id", "task_id", "ts"})
+
+
+def _usage_numbers(usage: Any) -> dict[str, int]:
+    """Token counts from a ``Usage``, its dict, or an OpenAI-style dict (prompt/completion tokens)."""
+    if usage is None:
+        return {}
+    if not isinstance(usage, Mapping):
+        usage = to_jsonable(usage)
+        if not isinstance(usage, Mapping):
+            return {}
+
+    def pick(*names: str) -> int:
+        for name in names:
+            value = usage.get(name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return int(value)
+        return 0
+
+    return {
+        "input_tokens": pick("input_tokens", "prompt_tokens"),
+        "output_tokens": pick("output_tokens", "completion_tokens"),
+        "reasoning_tokens": pick("reasoning_tokens"),
+        "cache_read_tokens": pick("cache_read_tokens"),
+        "cache_write_tokens": pick("cache_write_tokens"),
+    }
+
+
+class EpisodeRecorder:
+    """Logs one episode's events as they happen and builds its trace record at the end.
+
+    Created by the runner (``RunDir.new_recorder``) and handed to the episode function; can also be
+    used on its own (no sink) in unit tests of an agent loop. Every argument may be plain JSON, an
+    object with ``to_dict()`` (``ModelResponse``, ``Usage``, ``ModelError``, ``AttemptRecord`` …), a
+    dataclass or a pydantic model: values are converted to JSON *when recorded*, so later mutation of
+    a message list does not change the record.
+
+    Args:
+        task_id: the task this episode attempts.
+        episode_id: unique id (default: a random hex string).
+        run_attempt: 1 for a task's first episode in the run, 2 for its first re-run, …
+        config_hash: the run config's hash, copied into the record.
+        sink: called with each event's JSON line (no newline) as it happens (``events.jsonl``).
+        on_usage: called with ``(tokens, cost_usd)`` increments after each model response (budgets,
+            progress).
+    """
+
+    def __init__(
+        self,
+        task_id: str,
+        *,
+        episode_id: str | None = None,
+        run_attempt: int = 1,
+        config_hash: str | None = None,
+        sink: Callable[[str], None] | None = None,
+        on_usage: Callable[[int, float], None] | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.episode_id = episode_id or uuid.uuid4().hex[:16]
+        self.run_attempt = run_attempt
+        self.config_hash = config_hash
+        self.started_at = now_iso()
+        self.totals = Totals()
+        self.answer: str | None = None
+        self._t0 = time.monotonic()
+        self._sink = sink
+        self._on_usage = on_usage
+        self._event_lines: list[str] = []
+        self._logged_messages: list[str] = []
+        self._logged_tools_hash: str | None = None
+        self._prefix = (
+            '{"episode_id":' + json.dumps(self.episode_id) + ',"task_id":' + json.dumps(task_id) + ","
+        )
+
+    # ---- generic -----------------------------------------------------------------------------
+
+    @property
+    def elapsed_s(self) -> float:
+        """Seconds since the episode started."""
+        return time.monotonic() - self._t0
+
+    @property
+    def event_count(self) -> int:
+        """How many events were recorded so far."""
+        return len(self._event_lines)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """A copy of the events recorded so far."""
+        return [json.loads(line) for line in self._event_lines]
+
+    def event(self, kind: str, **data: Any) -> None:
+        """Record an event of any ``kind`` with JSON-able ``data`` (``seq``/``t``/``ts`` are reserved)."""
+        clash = _RESERVED_EVENT_KEYS.intersection(data)
+        if clash:
+            raise ValueError(f"event data may not use the reserved key(s) {sorted(clash)} (kind {kind!r})")
+        record = {"seq": len(self._event_lines), "t": round(self.elapsed_s, 6), "kind": kind, **data}
+        line = dumps_line(record)
+        self._event_lines.append(line)
+        if self._sink is not None:
+            self._sink(self._prefix + '"ts":' + json.dumps(now_iso()) + "," + line[1:])
+
+    # ---- model -------------------------------------------------------------------------------
+
+    def model_request(
+        self, messages: Sequence[Any] | None = None, tools: Sequence[Any] | None = None, **data: Any
+    ) -> None:
+        """Record a request about to be sent.
+
+        Only messages that differ from the previous request's are stored (``messages`` starting at
+        index ``messages_from``; ``message_count`` is the full length); ``tools`` is stored when it
+        changed (``tools_hash`` always). :func:`request_history` rebuilds the full requests.
+        """
+        payload: dict[str, Any] = {}
+        if messages is not None:
+            encoded = [canonical_json(m) for m in messages]
+            common = 0
+            for old, new in zip(self._logged_messages, encoded, strict=False):
+                if old != new:
+                    break
+                common += 1
+            payload["messages_from"] = common
+            payload["message_count"] = len(encoded)
+            payload["messages"] = [json.loads(m) for m in encoded[common:]]
+            self._logged_messages = encoded
+        if tools is not None:
+            tools_json = [to_jsonable(t) for t in tools]
+            digest = hashlib.sha256(canonical_json(tools_json).encode("utf-8")).hexdigest()[:16]
+            payload["tools_hash"] = digest
+            if digest != self._logged_tools_hash:
+                payload["tools"] = tools_json
+                self._logged_tools_hash = digest
+        self.event("model_request", **payload, **data)
+
+    def model_response(
+        self,
+        response: Any,
+        latency_s: float | None = None,
+        usage: Any = None,
+        cost_usd: float | None = None,
+        **data: Any,
+    ) -> None:
+        """Record a model response (a ``ModelResponse`` or its dict) and add its usage and cost.
+
+        ``latency_s`` and ``usage`` default to the response's own ``latency_s`` / ``usage``;
+        ``cost_usd`` ``None`` means the price is unknown (``totals.cost_known`` becomes false).
+        """
+        body = to_jsonable(response)
+        if isinstance(body, dict):
+            if latency_s is None and isinstance(body.get("latency_s"), int | float):
+                latency_s = float(body["latency_s"])
+            if usage is None:
+                usage = body.get("usage")
+        numbers = _usage_numbers(usage)
+        totals = self.totals
+        for key, value in numbers.items():
+            setattr(totals, key, getattr(totals, key) + value)
+        totals.turns += 1
+        if cost_usd is None:
+            totals.cost_known = False
+        else:
+            totals.cost_usd += float(cost_usd)
+        self.event(
+            "model_response",
+            response=body,
+            latency_s=latency_s,
+            usage=numbers or None,
+            cost_usd=cost_usd,
+            **data,
+        )
+        if self._on_usage is not None:
+            self._on_usage(
+                numbers.get("input_tokens", 0) + numbers.get("output_tokens", 0), float(cost_usd or 0.0)
+            )
+
+    def model_error(self, error: Any, latency_s: float | None = None, **data: Any) -> None:
+        """Record a failed model call (after the retry layer gave up, or a non-retryable failure)."""
+        self.totals.model_errors += 1
+        self.event("model_error", error=error_payload(error), latency_s=latency_s, **data)
+
+    def attempt_failed(self, attempt: int, error: Any, delay: float | None = None, **data: Any) -> None:
+        """Record one failed attempt of a model call; ``delay`` is the wait before the next (None: none).
+
+        The signature matches ``client.retry.call_with_retries(on_attempt=...)``.
+        """
+        if delay is not None:
+            self.totals.retries += 1
+        self.event("attempt_failed", attempt=attempt, error=error_payload(error), delay=delay, **data)
+
+    # ---- tools and answers -------------------------------------------------------------------
+
+    def tool_call(
+        self,
+        name: str,
+        arguments: Any,
+        result_text: str | None,
+        structured: Any = None,
+        is_error: bool = False,
+        latency_s: float | None = None,
+        **data: Any,
+    ) -> None:
+        """Record one tool call with its arguments, result text, structured result and error flag."""
+        self.totals.tool_calls += 1
+        if is_error:
+            self.totals.tool_errors += 1
+        self.event(
+            "tool_call",
+            name=name,
+            arguments=arguments,
+            result_text=result_text,
+            structured=structured,
+            is_error=bool(is_error),
+            latency_s=latency_s,
+            **data,
+        )
+
+    def note(self, message: str, **data: Any) -> None:
+        """Record a free-form note (a strategy decision, a warning, …)."""
+        self.event("note", message=message, **data)
+
+    def final_answer(self, text: str | None, **data: Any) -> None:
+        """Record the final answer (the last one recorded goes into the trace's ``final_answer``)."""
+        self.answer = text
+        self.event("final_answer", text=text, **data)
+
+    # ---- the record --------------------------------------------------------------------------
+
+    def build_record(
+        self,
+        status: EpisodeStatus,
+        *,
+        error: BaseException | Mapping[str, Any] | None = None,
+        outcome: EpisodeOutcome | None = None,
+    ) -> str:
+        """The finished episode's trace record as one JSON line (without the newline)."""
+        answer = (
+            outcome.final_answer if outcome is not None and outcome.final_answer is not None else self.answer
+        )
+        header = {
+            "schema_version": SCHEMA_VERSION,
+            "task_id": self.task_id,
+            "episode_id": self.episode_id,
+            "run_attempt": self.run_attempt,
+            "status": status,
+            "started_at": self.started_at,
+            "finished_at": now_iso(),
+            "duration_s": round(self.elapsed_s, 6),
+            "config_hash": self.config_hash,
+            "final_answer": answer,
+            "error": None if error is None else error_payload(error),
+            "totals": self.totals.to_dict(),
+            "outcome": outcome.data if outcome is not None else {},
+        }
+        head = dumps_line(header)
+        return head[:-1] + ',"events":[' + ",".join(self._event_lines) + "]}"

@@ -1,0 +1,135 @@
+"""The trace record: one JSON line per finished episode in ``traces.jsonl``.
+
+A record (``schema_version`` 1) looks like::
+
+    {"schema_version": 1, "task_id": "t1", "episode_id": "…", "run_attempt": 1,
+     "status": "completed" | "errored", "started_at": ISO-8601, "finished_at": ISO-8601,
+     "duration_s": 1.23, "config_hash": "…", "final_answer": "…" | null,
+     "error": null | {"type", "qualified_type", "message", "retryable", "attempts", "details", "traceback"},
+     "totals": {"input_tokens", "output_tokens", "total_tokens", "reasoning_tokens", "cache_read_tokens",
+                "cache_write_tokens", "cost_usd", "cost_known", "turns", "tool_calls", "tool_errors",
+                "model_errors", "retries"},
+     "outcome": {...},           # EpisodeOutcome.data: whatever the strategy wants to keep
+     "events": [{"seq": 0, "t": 0.01, "kind": "model_request", ...}, ...]}
+
+Event kinds written by :class:`~client.runs.EpisodeRecorder`: ``model_request``,
+``model_response``, ``model_error``, ``attempt_failed``, ``tool_call``, ``note``, ``final_answer``,
+plus any custom kind. ``model_request`` events store only the messages that are new since the
+previous request (``messages_from`` says where they start) and the tool list only when it changed;
+:func:`request_history` rebuilds each request in full.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .jsonutil import error_info, to_jsonable
+
+__all__ = ["SCHEMA_VERSION", "EpisodeOutcome", "EpisodeStatus", "Totals", "request_history"]
+
+SCHEMA_VERSION = 1
+
+EpisodeStatus = Literal["completed", "errored"]
+
+
+@dataclass
+class Totals:
+    """Running totals of one episode (or of several, see :meth:`add`).
+
+    ``cost_usd`` sums the cost estimates that were known; ``cost_known`` turns false as soon as one
+    model response came without a cost estimate (unknown price).
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    turns: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    model_errors: int = 0
+    retries: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def add(self, other: Totals | Mapping[str, Any]) -> None:
+        """Add another episode's totals (a :class:`Totals` or its ``to_dict()`` form) to these."""
+        data = other.to_dict() if isinstance(other, Totals) else other
+        for f in dataclasses.fields(self):
+            value = data.get(f.name)
+            if f.name == "cost_known":
+                self.cost_known = self.cost_known and bool(value if value is not None else True)
+            elif value is not None:
+                setattr(self, f.name, getattr(self, f.name) + value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (with ``total_tokens``)."""
+        data = dataclasses.asdict(self)
+        data["total_tokens"] = self.total_tokens
+        data["cost_usd"] = round(self.cost_usd, 10)
+        return data
+
+
+@dataclass
+class EpisodeOutcome:
+    """What an episode function returns.
+
+    Attributes:
+        final_answer: the model's final answer (default: the last
+            :meth:`~client.runs.EpisodeRecorder.final_answer`).
+        error: set to record the episode as ``errored`` without raising (an exception or a dict with
+            at least ``type`` and ``message``); raising from the episode function does the same.
+        data: anything else the strategy wants kept in the trace (``outcome`` key), e.g. the predicted
+            calls or extracted KG paths the scorer reads. Must be JSON-serialisable (objects with
+            ``to_dict()`` are fine).
+    """
+
+    final_answer: str | None = None
+    error: BaseException | Mapping[str, Any] | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+def error_payload(error: Any) -> Any:
+    """The ``error`` of a record or event: :func:`~client.runs.error_info` of an exception,
+    a minimal non-retryable error for a string, else ``error`` as JSON (package-internal)."""
+    if isinstance(error, BaseException):
+        return error_info(error)
+    if isinstance(error, str):
+        return {"type": "Error", "message": error, "retryable": False}
+    return to_jsonable(error)
+
+
+def request_history(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rebuild every model request of a trace in full: ``[{"messages": [...], "tools": [...], ...}]``.
+
+    Undoes the delta encoding of ``model_request`` events (see
+    :meth:`~client.runs.EpisodeRecorder.model_request`); other fields of each event (model,
+    options, …) are kept as they are.
+    """
+    messages: list[Any] = []
+    tools: list[Any] | None = None
+    out: list[dict[str, Any]] = []
+    for event in trace.get("events", []):
+        if event.get("kind") != "model_request":
+            continue
+        request = {
+            k: v for k, v in event.items() if k not in ("seq", "t", "kind", "messages_from", "tools_hash")
+        }
+        if "messages" in event:
+            messages = messages[: event.get("messages_from", 0)] + list(event["messages"])
+            request["messages"] = list(messages)
+        if "tools" in event:
+            tools = event["tools"]
+        if "tools_hash" in event:
+            request["tools"] = tools
+        out.append(request)
+    return out

@@ -1,0 +1,320 @@
+"""The run directory: its files, the one-writer lock, durable trace appends, and reading it back.
+
+A *run* is a directory::
+
+    <run>/
+      config.json          the run's config, written once (see :mod:`client._runs.config`)
+      traces.jsonl         one JSON line per finished episode: the source of truth for resume/scoring
+      events.jsonl         in-flight event log, one line per event as it happens (debugging aid)
+      traces.torn.jsonl    torn tails cut from traces.jsonl after a crash (nothing is silently lost)
+      events.torn.jsonl    the same for events.jsonl
+      config.history.jsonl configs that re-opened the run with ``force=True`` despite a mismatch
+      .lock                held (``flock``) by the one process writing to the run
+
+Durability: every trace line is written with a single ``os.write`` on an ``O_APPEND`` descriptor and
+then ``fsync``-ed, so a ``SIGKILL`` (or power loss after the fsync) leaves at most a torn *last*
+line. Readers skip a torn last line and report it; the next writer repairs the file before appending
+(see :meth:`RunDir.open_for_writing` and :mod:`client._runs.jsonl`). Event lines are written the
+same way but not fsync-ed one by one (they survive a process crash, which is what they are for).
+
+The runner writes traces as :meth:`RunDir.append_trace_async` does: the line is written at once (from
+then on a ``SIGKILL`` cannot lose it: it is in the kernel's page cache), then the episode waits for
+an ``fsync`` that runs in a worker thread and is shared by every line written meanwhile (group
+commit). So the event loop never blocks on the disk, a ``SIGKILL`` still loses at most the episodes
+in flight, and an episode is reported finished once its line is fsync-ed (or, if the run is
+interrupted during that wait, once :meth:`RunDir.close` has fsync-ed it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import CONFIG_FILE, read_config, settle_config
+from .jsonl import TraceScan, repair_torn_tail, scan_jsonl, write_all
+from .jsonutil import dumps_line, now_iso
+from .recorder import EpisodeRecorder
+from .resume import RunSummary, finished_task_ids, summarize_traces
+
+try:  # POSIX only; without it a run dir is not protected against two writers
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]  # no flock on this platform: the run is not locked
+
+__all__ = ["RunDir", "RunDirClosed", "RunLocked"]
+
+TRACES_FILE = "traces.jsonl"
+EVENTS_FILE = "events.jsonl"
+TRACES_TORN_FILE = "traces.torn.jsonl"
+EVENTS_TORN_FILE = "events.torn.jsonl"
+LOCK_FILE = ".lock"
+
+
+class RunLocked(Exception):
+    """Another process (or another :class:`RunDir` object) is already writing to this run directory."""
+
+
+class RunDirClosed(RuntimeError):
+    """Trace lines could not be fsync-ed: the run directory was closed and its own fsync failed."""
+
+
+class RunDir:
+    """A run directory: config, traces, in-flight events.
+
+    Args:
+        path: the directory (created with its parents when missing).
+        config: the run's config (benchmark, model spec, strategy, options, concurrency, …). On first
+            use it is written to ``config.json`` together with ``created_at``, ``package_version``,
+            ``hash_keys`` and ``config_hash``. Re-opening a run with a config that differs in one of
+            the hash keys raises :class:`~client.runs.RunConfigMismatch` naming the keys. ``None``
+            opens the run as it is (reading, re-scoring).
+        hash_keys: the config keys that change results (default :data:`~client.runs.DEFAULT_HASH_KEYS`);
+            keys like concurrency or limit should not be among them. When re-opening, the given keys
+            (or the stored ones) are compared.
+        force: re-open despite a mismatch; ``config.json`` keeps the original and the new config is
+            appended to ``config.history.jsonl``; new traces carry the new ``config_hash``.
+        event_log: write ``events.jsonl`` while episodes run.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        config: Mapping[str, Any] | None = None,
+        *,
+        hash_keys: Sequence[str] | None = None,
+        force: bool = False,
+        event_log: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.event_log = event_log
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._lock_fd: int | None = None
+        self._traces_fd: int | None = None
+        self._events_fd: int | None = None
+        # group commit of trace fsyncs (append_trace_async): lines written / known durable, the
+        # fsync in flight, and a lock that keeps close() from closing the descriptor under it
+        self._traces_written = 0
+        self._traces_synced = 0
+        self._sync_future: asyncio.Future[None] | None = None
+        self._fd_lock = threading.Lock()
+        self.config: dict[str, Any] | None = read_config(self.path)
+        self.config_hash: str | None = (self.config or {}).get("config_hash")
+        if config is not None:
+            self.config, self.config_hash = settle_config(self.path, self.config, config, hash_keys, force)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> RunDir:
+        """Open an existing run (for reading, re-scoring or resuming); raises if it is not one."""
+        p = Path(path)
+        if not (p / CONFIG_FILE).is_file() and not (p / TRACES_FILE).is_file():
+            raise FileNotFoundError(
+                f"{str(p)!r} is not a run directory (no {CONFIG_FILE} or {TRACES_FILE} in it)"
+            )
+        return cls(p)
+
+    # ---- paths ---------------------------------------------------------------------------------
+
+    @property
+    def config_path(self) -> Path:
+        """``config.json``."""
+        return self.path / CONFIG_FILE
+
+    @property
+    def traces_path(self) -> Path:
+        """``traces.jsonl``."""
+        return self.path / TRACES_FILE
+
+    @property
+    def events_path(self) -> Path:
+        """``events.jsonl``."""
+        return self.path / EVENTS_FILE
+
+    @property
+    def torn_path(self) -> Path:
+        """``traces.torn.jsonl``."""
+        return self.path / TRACES_TORN_FILE
+
+    # ---- writing -------------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        """Whether this object holds the run's write lock."""
+        return self._traces_fd is not None
+
+    def open_for_writing(self) -> None:
+        """Take the run's write lock, repair torn last lines, open the append descriptors (idempotent).
+
+        Raises :class:`RunLocked` when another process or ``RunDir`` object is writing to this run.
+        """
+        if self.is_open:
+            return
+        lock_fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        if fcntl is not None:
+            try:
+                fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(lock_fd, 200).decode("utf-8", errors="replace").strip() or "unknown"
+                os.close(lock_fd)
+                raise RunLocked(
+                    f"run directory {str(self.path)!r} is being written by another process ({holder}); "
+                    f"wait for it to finish or stop it first"
+                ) from None
+        os.ftruncate(lock_fd, 0)
+        os.write(lock_fd, f"pid {os.getpid()} since {now_iso()}\n".encode())
+        self._lock_fd = lock_fd
+        try:
+            repair_torn_tail(self.traces_path, self.path / TRACES_TORN_FILE)
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+            self._traces_fd = os.open(self.traces_path, flags, 0o644)
+            if self.event_log:
+                repair_torn_tail(self.events_path, self.path / EVENTS_TORN_FILE)
+                self._events_fd = os.open(self.events_path, flags, 0o644)
+        except BaseException:
+            self.close()
+            raise
+
+    def append_trace(self, record: Mapping[str, Any] | str, *, fsync: bool = True) -> None:
+        """Append one finished-episode record (a dict or a JSON line) and fsync it.
+
+        ``fsync=False`` only writes it (it survives the process, not a power loss, until the next
+        fsync): for :meth:`append_trace_async`, which then waits for a shared fsync.
+        """
+        self.open_for_writing()
+        assert self._traces_fd is not None
+        line = record if isinstance(record, str) else dumps_line(record)
+        if "\n" in line:
+            raise ValueError("a trace record must be a single line of JSON")
+        write_all(self._traces_fd, (line + "\n").encode("utf-8"))
+        self._traces_written += 1
+        if fsync:
+            os.fsync(self._traces_fd)
+            self._traces_synced = self._traces_written
+
+    async def append_trace_async(self, record: Mapping[str, Any] | str) -> None:
+        """:meth:`append_trace` for the event loop: same durability, without blocking the loop.
+
+        The line is written before this first yields; it returns once an fsync that started after the
+        write has finished. The fsync runs in a worker thread and is shared by all lines written
+        while the previous one ran (group commit), so N episodes finishing together cost about two
+        fsyncs, not N. Cancelling the wait does not undo the write (the line is in the file).
+        """
+        self.append_trace(record, fsync=False)
+        await self.sync_traces()
+
+    async def sync_traces(self) -> None:
+        """Wait until every trace line written so far is fsync-ed (see :meth:`append_trace_async`)."""
+        target = self._traces_written
+        while self._traces_synced < target:
+            if self._traces_fd is None:  # closed; close() fsync-ed unless that failed
+                raise RunDirClosed(
+                    f"run directory {str(self.path)!r} was closed before its traces were fsync-ed"
+                )
+            future = self._sync_future
+            if future is None or future.done():
+                future = self._sync_future = asyncio.ensure_future(self._fsync_traces())
+            await asyncio.shield(future)
+
+    async def _fsync_traces(self) -> None:
+        covered = self._traces_written  # every line written before the fsync starts
+        if await asyncio.to_thread(self._fsync_traces_fd):
+            self._traces_synced = max(self._traces_synced, covered)
+
+    def _fsync_traces_fd(self) -> bool:
+        with self._fd_lock:  # close() waits for an fsync in flight instead of closing its descriptor
+            if self._traces_fd is None:
+                return False
+            os.fsync(self._traces_fd)
+            return True
+
+    def append_event(self, line: Mapping[str, Any] | str) -> None:
+        """Append one line to ``events.jsonl`` (no fsync; survives a process crash). No-op without event log."""
+        if not self.event_log:
+            return
+        self.open_for_writing()
+        if self._events_fd is None:
+            return
+        text = line if isinstance(line, str) else dumps_line(line)
+        write_all(self._events_fd, (text + "\n").encode("utf-8"))
+
+    def mark(self, recorder: EpisodeRecorder, kind: str, **data: Any) -> None:
+        """Append a lifecycle marker (``episode_started`` / ``episode_finished`` / ``episode_cancelled``)
+        for ``recorder``'s episode to ``events.jsonl``."""
+        if self.event_log:
+            self.append_event(
+                {
+                    "episode_id": recorder.episode_id,
+                    "task_id": recorder.task_id,
+                    "ts": now_iso(),
+                    "kind": kind,
+                    **data,
+                }
+            )
+
+    def new_recorder(
+        self, task_id: str, *, run_attempt: int = 1, on_usage: Callable[[int, float], None] | None = None
+    ) -> EpisodeRecorder:
+        """A recorder whose events go to ``events.jsonl`` (when the event log is on)."""
+        return EpisodeRecorder(
+            task_id,
+            run_attempt=run_attempt,
+            config_hash=self.config_hash,
+            sink=self.append_event if self.event_log else None,
+            on_usage=on_usage,
+        )
+
+    def close(self) -> None:
+        """fsync and close the descriptors and release the write lock (idempotent)."""
+        with self._fd_lock:
+            for name in ("_events_fd", "_traces_fd", "_lock_fd"):
+                fd = getattr(self, name)
+                if fd is None:
+                    continue
+                setattr(self, name, None)
+                with contextlib.suppress(OSError):
+                    if name != "_lock_fd":
+                        os.fsync(fd)
+                        if name == "_traces_fd":
+                            self._traces_synced = self._traces_written
+                os.close(fd)  # closing the lock descriptor releases the flock
+
+    def __enter__(self) -> RunDir:
+        self.open_for_writing()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r}, config_hash={self.config_hash!r})"
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    def scan_traces(self) -> TraceScan:
+        """Read ``traces.jsonl``: every record in file order, plus a torn tail and bad lines (logged)."""
+        return scan_jsonl(self.traces_path)
+
+    def iter_traces(self, *, dedupe: bool = True) -> Iterator[dict[str, Any]]:
+        """The trace records; with ``dedupe`` only the newest per task (in order of first appearance)."""
+        scan = self.scan_traces()
+        yield from (scan.latest().values() if dedupe else scan.records)
+
+    def latest_traces(self) -> dict[str, dict[str, Any]]:
+        """``{task_id: newest record}``."""
+        return self.scan_traces().latest()
+
+    def finished_task_ids(self, *, retry_errored: bool = False) -> set[str]:
+        """Tasks that a resumed run skips (see :func:`~client.runs.finished_task_ids`)."""
+        return finished_task_ids(self.latest_traces(), retry_errored=retry_errored)
+
+    def summary(self) -> RunSummary:
+        """Counts (completed/errored), token and cost totals over the newest record per task."""
+        return summarize_traces(self.scan_traces())

@@ -1,0 +1,122 @@
+"""FamilyTool (-b base, -e extended): one call whose parameters need 1 to 6 hops over a family KG.
+
+The benchmark's folder: ``data`` (tasks, gold, candidate tools), ``kg`` (its KG in Kuzu),
+``plugin`` (strategies: the paper's KGETool pipeline and ablations, an agent over the live KG, the
+inductive setting), ``metrics`` (the paper's KG-extraction and tool-use metrics) and
+``paper_numbers.yaml`` (Tables 3-10). This module only declares it (cheap to import).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...core.data import RemoteFile
+from ...core.options import Option
+from ...core.plugin import Benchmark, BenchmarkInfo, PaperNumbers
+from .metrics import METRICS
+
+STRATEGIES = ("agent", "kgetool", "golden-kg", "full-kg")
+
+OPTIONS: tuple[Option, ...] = (
+    Option("kg_search", str, "greedy", "path extraction when a relation does not exist in the KG: exact (no "
+           "fallback), greedy (the paper's greedy search) or retrieval (the --top-k most similar relations)",
+           choices=("exact", "greedy", "retrieval"), serve=True),
+    Option("top_k", int, 3, "relations tried per made-up one (--kg-search retrieval)", serve=True,
+           check=lambda v: None if v >= 1 else "must be at least 1"),
+    Option("kg_model", str, None, "kgetool: another model for step 1 (KG path generation), as in the paper's "
+           "cross-LLM table; 'oracle' writes the gold paths", model=True, metavar="MODEL"),
+    Option("inductive", bool, False, "FamilyTool-e over FamilyTool-b's KG, extended with -e's facts over MCP at "
+           "run time (the paper's inductive setting)"),
+    Option("allow_writes", bool, False, "serve kg_add_fact / kg_remove_fact, on a private copy of the KG",
+           serve=True, run=False, affects_results=False),
+)
+
+_FT = "https://raw.githubusercontent.com/yxzwang/FamilyTool/c3c5fc7e2496df3db4ffa045f0dbf34114c27802"
+FILES: tuple[RemoteFile, ...] = (
+    RemoteFile("familytool/familytool-b.jsonl", f"{_FT}/datasets/familytool-b.jsonl",
+               "fe036758285e7f5dfab272a05bb34970fea33a435808b94941e300a2fab969e8", 3872306),
+    RemoteFile("familytool/familytool-e.jsonl", f"{_FT}/datasets/familytool-e.jsonl",
+               "ad81a53f62a0163c57f0a3669d1f4670a5ee17f5b93408f2987e99602dcc8dbb", 3533815),
+    RemoteFile("familytool/familykg-b.txt", f"{_FT}/KG/familykg-b.txt",
+               "546daa7fe96f3b45bcdb79fc98edcc335fcd12c19b13c954cf3a2cd270f41e9e", 7088),
+    RemoteFile("familytool/familykg-e.txt", f"{_FT}/KG/familykg-e.txt",
+               "732ec34b012bc0a2ec73e50514492aa4a0556e40baafd91a8520896958897e3b", 24568),
+)
+
+
+def _needed(name: str) -> Any:
+    def needed(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, RemoteFile]]:
+        """The dataset and its KG (and -b's KG for the inductive setting) that ``data_dir`` lacks."""
+        short = {name.removeprefix("familytool-")} | ({"b"} if options.get("inductive") else set())
+        wanted = {f"familytool/familytool-{name.removeprefix('familytool-')}.jsonl"} | {f"familytool/familykg-{s}.txt" for s in short}
+        return [("familytool", f) for f in FILES if f.dest in wanted and not (data_dir / f.dest).is_file()]
+
+    return needed
+
+
+def _stats(name: str) -> Any:
+    def stats() -> dict[str, Any]:
+        """Dataset and KG statistics (the KG numbers come from the KG store)."""
+        from .data import FamilyToolCatalog
+        from .kg import open_family_kg
+
+        out = dict(FamilyToolCatalog(name).stats())
+        with contextlib.ExitStack() as stack:
+            kg = open_family_kg(name, writable=False, stack=stack).stats()
+        out.update(kg_triples=kg.triples, kg_entities=kg.entities, kg_relation_types=kg.relation_types,
+                   kg_out_degree={str(k): v for k, v in sorted(kg.out_degree.items())})
+        return out
+
+    return stats
+
+
+def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's setting in the paper's terms (see ``paper_numbers.yaml``)."""
+    options = summary.get("options") or {}
+    strategy = summary.get("strategy")
+    setting: dict[str, Any] = {"dataset": summary.get("benchmark"), "strategy": strategy}
+    if strategy in ("kgetool", "agent"):
+        setting["path_extraction"] = options.get("kg_search", "greedy")
+    if options.get("kg_model"):
+        setting["kg_model"] = options["kg_model"]
+    return setting
+
+
+# Tables 3-10: a run that does not state them ran with Greedy Search and the placeholder KG values;
+# "gs"/"rr" are the paper's abbreviations of its two path-extraction methods.
+PAPER_NUMBERS = PaperNumbers(
+    Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "tool_em",
+    model_keys=("kg_model",),
+    defaults={"path_extraction": "greedy", "kg_values": "placeholders"},
+    synonyms={"gs": "greedy", "rr": "retrieval"},
+)
+
+
+def _info(name: str) -> BenchmarkInfo:
+    def load(options: Mapping[str, Any]) -> Benchmark:
+        from .plugin import FamilyToolBenchmark
+
+        return FamilyToolBenchmark(INFOS[name], options)
+
+    kind = "base" if name.endswith("-b") else "extended"
+    return BenchmarkInfo(
+        name=name,
+        description=f"FamilyTool ({kind}): one call needing 1-6 hops over a family KG",
+        strategies=STRATEGIES,
+        default_strategy="agent",
+        load=load,
+        options=OPTIONS,
+        metrics=METRICS,
+        uses_judge=True,
+        data_sources={"familytool": FILES},
+        needed_files=_needed(name),
+        paper_numbers=PAPER_NUMBERS,
+        stats=_stats(name),
+    )
+
+
+INFOS = {name: _info(name) for name in ("familytool-b", "familytool-e")}
+BENCHMARKS = tuple(INFOS.values())

@@ -1,0 +1,314 @@
+"""FamilyTool as an ``evals run`` plugin: the paper's KGETool pipeline and its ablations, plus an
+agent that queries the live KG over MCP itself.
+
+Strategies (``--strategy``):
+
+``kgetool``
+    The paper's two steps. Step 1 gives the model the KG's relation names (from ``kg_list_relations``
+    over MCP) and asks for ``KG.search(Start=..., Path=[...])``; each parsed search is extracted by
+    the server's ``kg_search_path`` with ``--kg-search exact|greedy|retrieval`` (``--top-k``). Step 2
+    appends "The extra information for the query is (...)" with the extracted triples to the query
+    and asks for the tool call, offering only the task's candidate tools. ``--kg-model`` makes
+    another model do step 1 (the paper's cross-LLM table; ``oracle`` writes the gold paths).
+``golden-kg``
+    Step 2 only, with the gold sub-KG (the paper's upper bound).
+``full-kg``
+    Step 2 with the whole KG as the extra information (the paper's ablation, Table 8).
+``agent``
+    No extra information: the model gets the KG tools and the candidate tools over MCP and finds the
+    path itself. Its KG lookups are scored as KG extraction too (the triples the tools returned).
+
+Every strategy ends the episode once the model calls a candidate tool: FamilyTool's answer is that
+call. ``--inductive`` (FamilyTool-e only) serves the -e tasks over FamilyTool-b's KG and, before the
+episodes, adds the facts that only -e has through ``kg_add_fact`` over MCP, so the new people and
+relations are unseen until run time (the model never sees ``kg_add_fact`` itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from client.agent import result_text, run_agent
+from client.runs import EpisodeOutcome
+from kg_store.triples import parse_triple_file
+from server import BenchmarkMount, KGConfig
+from tool_specs.matching import response_match, rule_match
+
+from ...core.data import data_file
+from ...core.plugin import BenchmarkInfo, EpisodeEnv
+from . import data as ft
+from .kg import open_family_kg
+from .metrics import (
+    format_kg_search,
+    gold_paths,
+    kg_scores,
+    parse_kg_searches,
+    task_score,
+    tool_scores,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from mcp import Client
+
+    from client.runs import EpisodeRecorder
+
+    from ...core.metrics import TaskScore
+    from ...core.scoring import ScoreContext
+
+STRATEGIES = ("agent", "kgetool", "golden-kg", "full-kg")
+EXTRACTING = ("agent", "kgetool")
+KG_LOOKUP_TOOLS = ("kg_neighbors", "kg_search_path")
+KG_WRITE_TOOLS = ("kg_add_fact", "kg_remove_fact")  # the harness's, never the model's
+
+KG_STEP_SYSTEM = (
+    "You find facts in a family knowledge graph (KG). Given the speaker and a request, write the KG "
+    "searches that retrieve the facts the request needs, one per line, exactly in the form\n"
+    "KG.search(Start=<entity>, Path=[<relation>, <relation>, ...])\n"
+    "Start is usually the speaker. Path lists the relations to follow from Start, in order, using "
+    "only relation names from the list given. Write only the searches."
+)
+
+TOOL_STEP_SYSTEM = (
+    "You are the assistant of a family. The user's name is given in <speak> tags. Requests refer to "
+    "people and their preferences indirectly; the extra information after the request gives the "
+    "relevant facts of the family knowledge graph as [head, relation, tail] triples. Call exactly one "
+    "of the tools to carry out the request, using the knowledge graph's entity ids (such as "
+    "dinnertime_0002) as parameter values."
+)
+
+
+def triples_text(triples: list[tuple[str, str, str]] | list[list[str]]) -> str:
+    return ", ".join(f"[{h}, {r}, {t}]" for h, r, t in triples)
+
+
+def with_extra_information(task: ft.FamilyToolTask, triples: list[Any]) -> str:
+    """The step-2 query: the request followed by the paper's extra-information sentence."""
+    return f"{ft.agent_prompt(task)}  {ft.EXTRA_MARKER} ({triples_text(triples)})."
+
+
+def kg_step_prompt(task: ft.FamilyToolTask, relations: list[str]) -> str:
+    return (
+        f"Relations in the KG: {', '.join(relations)}\n\n"
+        f"Speaker: {task.speaker or 'unknown'}\nRequest: {task.query}"
+    )
+
+
+def oracle_kg_search(task: ft.FamilyToolTask) -> str:
+    """The gold sub-KG written as the KG searches that retrieve it (one per root-to-leaf path)."""
+    return "\n".join(format_kg_search(p[0][0], [t[1] for t in p]) for p in gold_paths(task.gold_kg))
+
+
+def search_hallucinated(result: Mapping[str, Any]) -> bool:
+    """A ``kg_search_path`` result used a relation the KG lacks, or started at an unknown entity."""
+    return bool(result.get("missing_relations")) or not result.get("start_found", True)
+
+
+def agent_kg_record(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """What an agent retrieved with its KG lookups, in the shape :func:`kg_scores` reads."""
+    paths: list[dict[str, Any]] = []
+    extracted: dict[tuple[str, str, str], None] = {}
+    for ev in events:
+        if ev.get("kind") != "tool_call" or ev.get("name") not in KG_LOOKUP_TOOLS:
+            continue
+        args = ev.get("arguments") if isinstance(ev.get("arguments"), dict) else {}
+        st = ev.get("structured") if isinstance(ev.get("structured"), dict) else None
+        if ev.get("is_error") or st is None:
+            paths.append({"tool": ev["name"], "arguments": args, "hallucinated": True})
+            continue
+        if ev["name"] == "kg_search_path":
+            found = st.get("triples", [])
+            paths.append({"tool": ev["name"], "start": st.get("start"), "path": st.get("path"),
+                          "hallucinated": search_hallucinated(st)})
+        else:
+            found = list(st.get("out", [])) + list(st.get("in", []))
+            paths.append({"tool": ev["name"], "entity": st.get("entity"), "hallucinated": False})
+        for t in found:
+            extracted[tuple(t)] = None
+    ok = any(not p["hallucinated"] for p in paths)
+    return {"format_error": not ok, "paths": paths, "extracted": [list(t) for t in extracted]}
+
+
+class FamilyToolBenchmark:
+    """FamilyTool-b or -e (see the module docstring)."""
+
+    def __init__(self, info: BenchmarkInfo, options: Mapping[str, Any]):
+        self.info = info
+        self.options = options
+        self.name = info.name
+        self.catalog = ft.FamilyToolCatalog(self.name)
+        self._specs = {s.name: s for s in self.catalog.playground_tools()}
+        self._schemas = {name: spec.input_schema for name, spec in self._specs.items()}
+
+    def task_ids(self) -> list[str]:
+        return self.catalog.task_ids()
+
+    # ---- server ----------------------------------------------------------------------------------
+    def check(self, strategy: str, *, own_server: bool) -> None:
+        options = self.options
+        if options.get("inductive") and self.name != "familytool-e":
+            raise ValueError("--inductive evaluates familytool-e over familytool-b's KG; run it on familytool-e")
+        if options.get("inductive") and not own_server:
+            raise ValueError("--inductive needs the in-process server (it extends a private copy of the KG); drop --server-url")
+        if options.get("kg_model") and strategy != "kgetool":
+            raise ValueError("--kg-model is the step-1 model of --strategy kgetool")
+
+    def mounts(
+        self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None
+    ) -> list[BenchmarkMount]:
+        options = self.options
+        # inductive: a private, writable copy of -b's KG, turned into -e's by prepare()
+        inductive = bool(options.get("inductive"))
+        writable = inductive or bool(options.get("allow_writes"))
+        store = open_family_kg(self.name, writable=writable, stack=stack, source="familytool-b" if inductive else None)
+        kg = KGConfig(store=store, search_mode=options.get("kg_search", "greedy"), top_k=options.get("top_k", 3),
+                      allow_writes=writable)
+        return [BenchmarkMount(catalog=self.catalog, kg=kg)]
+
+    def data_files(self) -> list[Path]:
+        files = [data_file("familytool", f"{self.name}.jsonl"), ft.kg_file(self.name)]
+        if self.options.get("inductive"):
+            files.append(ft.kg_file("familytool-b"))
+        return files
+
+    async def prepare(self, env: EpisodeEnv) -> None:
+        """Inductive setting: turn the served -b KG into -e's, over MCP: add the facts only -e has,
+        and remove the two -b facts that -e corrected (``[Jack, mother, Alice]``, and a second
+        ``prefer_travel_city`` of Bob's)."""
+        if not self.options.get("inductive"):
+            return
+        base = parse_triple_file(ft.kg_file("familytool-b"))
+        target = parse_triple_file(ft.kg_file("familytool-e"))
+        base_set, target_set = set(base), set(target)
+        added = [t for t in target if t not in base_set]
+        removed = [t for t in base if t not in target_set]
+        async with env.session(self.name) as session:
+            for tool, facts in (("kg_add_fact", added), ("kg_remove_fact", removed)):
+                for h, r, t in facts:
+                    res = await session.call_tool(tool, {"head": h, "relation": r, "tail": t})
+                    if res.is_error:
+                        raise RuntimeError(f"inductive setting: {tool} {[h, r, t]} failed: {result_text(res)}")
+
+    # ---- episodes --------------------------------------------------------------------------------
+    async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        task = self.catalog.task(task_id)
+        strategy = env.opts.strategy
+        candidates = {s.name for s in self.catalog.task_tools(task_id)}
+        forced = env.agent_cfg.tool_choice == "required"
+        cfg = dataclasses.replace(
+            env.agent_cfg,
+            stop_after_tools=frozenset(candidates),
+            later_tool_choice="required" if forced else env.agent_cfg.later_tool_choice,
+        )
+        kg: dict[str, Any] | None = None
+        async with env.session(self.name, task_id) as session:
+            if strategy == "agent":
+                steps = [[{"name": "kg_search_path", "arguments": {"start": p[0][0], "path": [t[1] for t in p]}}
+                          for p in gold_paths(task.gold_kg)], *ft.oracle_steps(task)]
+                model = env.model(task_id, steps)
+                cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or ft.AGENT_SYSTEM_PROMPT)
+                outcome = await run_agent(model, session, ft.agent_prompt(task), recorder, cfg, limiter=env.limiter,
+                                          visible=lambda n: n not in KG_WRITE_TOOLS)
+                kg = agent_kg_record(recorder.events)
+            else:
+                if strategy == "kgetool":
+                    kg = await self._extract(env, task, session, recorder)
+                    extra = kg["extracted"]
+                elif strategy == "golden-kg":
+                    extra = [list(t) for t in task.gold_kg]
+                else:
+                    extra = self._full_kg
+                model = env.model(task_id, ft.oracle_steps(task))
+                cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or TOOL_STEP_SYSTEM)
+                outcome = await run_agent(
+                    model, session, with_extra_information(task, extra), recorder, cfg, limiter=env.limiter,
+                    visible=candidates.__contains__,
+                )
+        pred = ft.predicted_call(outcome.data["calls"])
+        gold = task.gold_calls[0]
+        outcome.data.update(
+            prediction={"name": pred["name"], "arguments": pred["arguments"]} if pred else None,
+            tool_name_match=bool(pred) and pred["name"] == gold.name,  # type: ignore[index]
+            # the rule matcher, as in strict scoring (the progress bar's running score)
+            exact_call_match=bool(pred) and rule_match(
+                pred["name"], pred["arguments"], gold.name, gold.arguments, self._schemas.get(gold.name)  # type: ignore[index]
+            ),
+        )
+        if kg is not None:
+            outcome.data["kg"] = kg
+        return outcome
+
+    @cached_property
+    def _full_kg(self) -> list[list[str]]:
+        """The dataset's whole KG (the ``full-kg`` extra information), read once."""
+        return [list(t) for t in parse_triple_file(ft.kg_file(self.name))]
+
+    async def _extract(
+        self, env: EpisodeEnv, task: ft.FamilyToolTask, session: Client, recorder: EpisodeRecorder
+    ) -> dict[str, Any]:
+        """KGETool step 1: relation path generation by the (step-1) model, then extraction over MCP."""
+        rel = await session.call_tool("kg_list_relations", {})
+        relations = (rel.structured_content or {}).get("relations", [])
+        kg_model = env.extra_adapters.get("kg_model") or env.adapter
+        if kg_model is None or self.options.get("kg_model") == "oracle":
+            from client.adapters.oracle import OracleAdapter
+
+            kg_model = OracleAdapter([], oracle_kg_search(task), task_id=task.id, turn_latency_s=env.oracle_latency)
+        step1 = dataclasses.replace(env.agent_cfg, system_prompt=KG_STEP_SYSTEM, tool_choice="auto",
+                                    later_tool_choice="auto", max_turns=1, stop_after_tools=frozenset())
+        recorder.note("kgetool step 1: relation path generation", model=getattr(kg_model, "name", None))
+        gen = await run_agent(kg_model, None, kg_step_prompt(task, relations), recorder, step1, limiter=env.limiter)
+        text = gen.final_answer or ""
+        searches = parse_kg_searches(text)
+        paths: list[dict[str, Any]] = []
+        extracted: dict[tuple[str, str, str], None] = {}
+        recorder.note("kgetool step 1: path extraction", searches=[s.to_dict() for s in searches], mode=self.options["kg_search"])
+        for s in searches:
+            args = {"start": s.start, "path": list(s.path), "mode": self.options["kg_search"]}
+            res = await session.call_tool("kg_search_path", args)
+            st = res.structured_content if not res.is_error else None
+            recorder.tool_call("kg_search_path", args, result_text(res), structured=st, is_error=bool(res.is_error), by="harness")
+            if st is None:
+                paths.append({"start": s.start, "path": list(s.path), "hallucinated": True, "error": result_text(res)})
+                continue
+            paths.append({"start": s.start, "path": list(s.path), "mode": st.get("mode"),
+                          "missing_relations": st.get("missing_relations", []), "start_found": st.get("start_found"),
+                          "hallucinated": search_hallucinated(st)})
+            for t in st.get("triples", []):
+                extracted[tuple(t)] = None
+        return {"generation": text, "format_error": not searches, "paths": paths,
+                "extracted": [list(t) for t in extracted]}
+
+    # ---- scoring ---------------------------------------------------------------------------------
+    def progress_score(self, trace: Mapping[str, Any]) -> float | None:
+        out = trace.get("outcome") or {}
+        return float(out["exact_call_match"]) if "exact_call_match" in out else None
+
+    async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
+        """The paper's metrics of one task: tool use with the matcher cascade (rule, then response,
+        then the judge when there is one) and strict (rule only); KG extraction for the strategies
+        that extract."""
+        task = self.catalog.task(task_id)
+        trace = trace or {}
+        outcome = (trace.get("outcome") or {}) if trace.get("status") == "completed" else {}
+        pred = outcome.get("prediction")
+        gold = task.gold_calls[0]
+        schema = self._schemas.get(gold.name)
+        response_ok = judged = False
+        if pred and not rule_match(pred["name"], pred.get("arguments"), gold.name, gold.arguments, schema):
+            spec = self._specs.get(gold.name)
+            if pred["name"] == gold.name and spec is not None:
+                response_ok = await response_match(spec, pred.get("arguments"), gold.arguments)
+            if not response_ok and ctx.can_judge:
+                tool = next((t for t in task.candidate_tools if t["name"] == gold.name), {"name": gold.name})
+                decision = await ctx.judge(ft.agent_prompt(task), tool, gold.to_dict(), pred)
+                judged = bool(decision and decision.equivalent)
+        tools = tool_scores(task, pred, schema, response_ok=response_ok, judged_equivalent=judged)
+        strategy = ctx.config.get("strategy") or self.info.default_strategy
+        kg = kg_scores(task, outcome.get("kg")) if strategy in EXTRACTING else None
+        return task_score(task, tools, kg)

@@ -1,0 +1,66 @@
+"""Where benchmark data lives, and clear errors when it is not there.
+
+The data directory is ``$EVALS_DATA_DIR`` when set, otherwise a per-user cache directory
+(``$XDG_CACHE_HOME/mcp-multihop-evals/data``, default ``~/.cache/...``).  The project never
+ships benchmark files: ``evals serve`` and ``evals run`` download the missing ones on first use
+(:mod:`evals.fetch`); ``.ci/run`` and the tests point ``EVALS_DATA_DIR`` at ``../shared/data``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CACHE_ENV", "DATA_ENV", "DataNotFound", "RemoteFile", "cache_dir", "data_dir", "data_file"]
+
+DATA_ENV = "EVALS_DATA_DIR"
+CACHE_ENV = "EVALS_CACHE_DIR"
+
+
+class DataNotFound(FileNotFoundError):
+    """A benchmark file is missing; the message says where it was looked for and how to fix it."""
+
+
+def cache_dir() -> Path:
+    """Root of the project's per-user cache (KG databases, downloads)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "mcp-multihop-evals"
+
+
+def data_dir() -> Path:
+    """The benchmark data directory (``$EVALS_DATA_DIR`` or the user cache)."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV]).expanduser()
+    return cache_dir() / "data"
+
+
+def data_file(*parts: str) -> Path:
+    """Path of a data file, raising :class:`DataNotFound` with a fix-it message if absent."""
+    root = data_dir()
+    path = root.joinpath(*parts)
+    if not path.is_file():
+        where = f"${DATA_ENV}={os.environ[DATA_ENV]}" if os.environ.get(DATA_ENV) else f"the default {root}"
+        raise DataNotFound(
+            f"benchmark file {'/'.join(parts)!r} not found under {where} (looked for {path}). "
+            f"Point {DATA_ENV} at a directory holding the benchmark data (e.g. ../shared/data), or download "
+            f"it: `evals data fetch SOURCE` (`evals data fetch --help` lists the sources)."
+        )
+    return path
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One pinned file: where it goes under the data dir and where it comes from."""
+
+    dest: str  # relative to the data dir
+    url: str
+    sha256: str
+    size: int
+    pinned_path: str | None = None  # the part of ``url`` a ``url_prefix`` keeps (default: after the commit)
+
+    def mirror_url(self, prefix: str) -> str:
+        tail = self.pinned_path if self.pinned_path is not None else self.url.split("/", 6)[6]
+        return prefix.rstrip("/") + "/" + tail

@@ -1,0 +1,158 @@
+"""Metrics: declared by a benchmark, sampled per task by its scorer, aggregated here.
+
+A :class:`Metric` says its name, which way is better, what one sample is (a task, a call, a gold
+parameter...) and how samples aggregate. A scorer turns one task's trace into a :class:`TaskScore`:
+for each metric a ``(numerator, denominator)`` sample (a task-level accuracy is ``(1, 1)`` or
+``(0, 1)``; a per-call rate is ``(calls with an error, calls)``), or nothing when the metric leaves
+the task out (the exclusion rule); plus the groups the task belongs to for breakdowns.
+
+:func:`aggregate` gives each metric's value (``percent``: ``100 * sum(num) / sum(den)`` rounded to
+``digits``, 0 when nothing was counted; ``count``: ``sum(num)``), its standard error and the number
+of tasks and samples it was computed over. The standard error of a ratio of sums is the delta
+method's (the usual ``s / sqrt(n)`` when every denominator is 1); it is ``None`` below two tasks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["Metric", "MetricValue", "TaskScore", "aggregate", "breakdowns", "summary_blocks"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One named aggregate. ``block`` is the summary block it is reported in (``metrics`` by default;
+    e.g. ``strict_metrics`` for the same quantities under a stricter matcher)."""
+
+    name: str
+    label: str
+    higher_is_better: bool = True
+    over: str = "tasks"  # what one sample counts: tasks, calls, parameters, ...
+    kind: Literal["percent", "count"] = "percent"
+    block: str = "metrics"
+    digits: int = 2
+    description: str = ""
+    in_breakdowns: bool = True
+
+    @property
+    def key(self) -> str:
+        """The sample key: ``name`` in the ``metrics`` block, else ``block.name``."""
+        return self.name if self.block == "metrics" else f"{self.block}.{self.name}"
+
+
+@dataclass
+class TaskScore:
+    """One task's scores: metric samples, breakdown groups, and details (matcher decisions, ...)."""
+
+    samples: dict[str, tuple[float, float]] = field(default_factory=dict)
+    groups: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, key: str, numerator: float, denominator: float = 1.0) -> None:
+        self.samples[key] = (numerator, denominator)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"samples": {k: list(v) for k, v in self.samples.items()}, "groups": dict(self.groups),
+                "details": dict(self.details)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskScore:
+        return cls(
+            {k: (v[0], v[1]) for k, v in (data.get("samples") or {}).items()},
+            dict(data.get("groups") or {}),
+            dict(data.get("details") or {}),
+        )
+
+
+@dataclass
+class MetricValue:
+    """A metric's value with its standard error, over ``tasks`` tasks and ``samples`` samples."""
+
+    value: float | int
+    stderr: float | None
+    tasks: int
+    samples: float
+
+    over: str = "tasks"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "stderr": self.stderr, "tasks": self.tasks, "samples": self.samples, "over": self.over}
+
+
+def _ratio_stderr(pairs: Sequence[tuple[float, float]]) -> float | None:
+    n = len(pairs)
+    total_den = sum(d for _, d in pairs)
+    if n < 2 or total_den <= 0:
+        return None
+    ratio = sum(x for x, _ in pairs) / total_den
+    mean_den = total_den / n
+    var = sum((x - ratio * d) ** 2 for x, d in pairs) / (n - 1)
+    return math.sqrt(var / n) / mean_den
+
+
+def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
+    num = 0.0
+    den = 0.0
+    for x, d in pairs:  # summed in task order, so the floats add up as the official code's do
+        num += x
+        den += d
+    if metric.kind == "count":
+        value: float | int = int(num) if float(num).is_integer() else num
+        return MetricValue(value, None, len(pairs), den, metric.over)
+    value = round(100.0 * num / den, metric.digits) if den else 0.0
+    se = _ratio_stderr(pairs)
+    return MetricValue(value, None if se is None else round(100.0 * se, metric.digits + 2), len(pairs), den, metric.over)
+
+
+def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[str, MetricValue]:
+    """Every metric with at least one sample, by :attr:`Metric.key` (tasks without a sample are left out)."""
+    scores = list(scores)
+    out: dict[str, MetricValue] = {}
+    for metric in metrics:
+        pairs = [s.samples[metric.key] for s in scores if metric.key in s.samples]
+        if pairs:
+            out[metric.key] = _value(metric, pairs)
+    return out
+
+
+def _order(key: str) -> tuple[int, float, str]:
+    try:
+        return (0, float(key), key)
+    except ValueError:
+        return (1, 0.0, key)
+
+
+def breakdowns(metrics: Sequence[Metric], scores: Sequence[TaskScore]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per breakdown dimension and group: ``{"tasks": n, metric: value, ...}`` for the ``metrics``
+    block's percentages (groups in numeric order where they are numbers, then by name)."""
+    shown = [m for m in metrics if m.block == "metrics" and m.kind == "percent" and m.in_breakdowns]
+    dims: dict[str, dict[str, list[TaskScore]]] = {}
+    for s in scores:
+        for dim, group in s.groups.items():
+            dims.setdefault(dim, {}).setdefault(group, []).append(s)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for dim, groups in dims.items():
+        out[dim] = {}
+        for group in sorted(groups, key=_order):
+            members = groups[group]
+            values = aggregate(shown, members)
+            out[dim][group] = {"tasks": len(members), **{m.name: values[m.key].value for m in shown if m.key in values}}
+    return out
+
+
+def summary_blocks(metrics: Sequence[Metric], scores: Sequence[TaskScore]) -> dict[str, Any]:
+    """The summary's metric blocks (``metrics``, ``strict_metrics``, ...), ``metric_stats`` (value,
+    standard error, tasks, samples per metric) and ``breakdowns``."""
+    values = aggregate(metrics, scores)
+    blocks: dict[str, Any] = {"metrics": {}}
+    stats: dict[str, Any] = {}
+    for m in metrics:
+        if m.key in values:
+            blocks.setdefault(m.block, {})[m.name] = values[m.key].value
+            stats[m.key] = values[m.key].to_dict()
+    blocks["metric_stats"] = stats
+    blocks["breakdowns"] = breakdowns(metrics, scores)
+    return blocks

@@ -1,0 +1,175 @@
+"""What a benchmark provides to ``evals serve``, ``evals run``, ``evals score`` and ``evals report``.
+
+The core is benchmark-neutral: it starts (or reaches) the MCP server, opens the run directory, makes
+the model adapters, drives the runner, scores the traces and aggregates the metrics. A benchmark is
+one folder under ``evals/benchmarks/`` whose ``__init__`` lists :class:`BenchmarkInfo` entries (see
+:mod:`evals.core.registry`); each entry's ``load()`` returns the :class:`Benchmark` that supplies:
+
+* which tasks exist (``task_ids``; ``load`` gets the benchmark's options), checked settings (``check``);
+* the endpoints it serves (``mounts``): the same call for ``evals serve`` and ``evals run``;
+* optional one-off preparation over MCP before the episodes (``prepare``);
+* one episode (``episode``) with the :class:`EpisodeEnv` it is handed;
+* scoring, a phase of its own after the episodes (``score``: one task's trace to its metric
+  samples; it may ask the judge, whose decisions are stored with the scores), re-runnable offline.
+
+Its metrics are declared (:class:`~evals.core.metrics.Metric`) and aggregated by the core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .metrics import Metric, TaskScore
+from .options import Option
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from client.adapters.base import ModelAdapter
+    from client.agent import AgentConfig
+    from client.mcp_session import HTTPClientPool
+    from client.ratelimit import RateLimiter
+    from client.runs import EpisodeOutcome, EpisodeRecorder
+    from server import BenchmarkMount
+
+    from .context import ScoreContext
+    from .data import RemoteFile
+    from .run_options import RunOptions
+
+__all__ = ["Benchmark", "BenchmarkInfo", "EpisodeEnv", "PaperNumbers"]
+
+
+@dataclass(frozen=True)
+class PaperNumbers:
+    """A benchmark's published numbers (``paper_numbers.yaml``) and how a run's settings map onto
+    the papers' (``setting(summary)``: e.g. ``{"dataset": ..., "strategy": ..., "feedback": ...}``).
+
+    ``evals report`` (:mod:`evals.report.paper`) shows a run beside the rows of its *setting*: rows
+    whose ``dataset`` is the run's, that state a ``strategy`` equal to the run's, and none of whose
+    other setting keys disagrees with what the run states (a key the run does not state takes its
+    value in ``defaults``; one with no default is not compared, e.g. a table's ``step``). Values
+    are compared case-insensitively after ``synonyms`` (e.g. ``{"mandatory": "forced"}``).
+
+    ``model_keys`` name setting keys whose values are model names (e.g. another model for a first
+    step), matched through the file's ``model_aliases``: a row states one only when that model is
+    not the row's own model; a run whose value is another model than its own takes the rows that
+    state that model and the plain rows of that model itself.
+    """
+
+    path: Path
+    setting: Callable[[Mapping[str, Any]], dict[str, Any]]
+    main_metric: str
+    model_keys: tuple[str, ...] = ()  # setting keys whose values are model names (matched by alias)
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # what a run that does not state a key ran with
+    synonyms: Mapping[str, str] = field(default_factory=dict)  # setting value -> the value it means (lowercase)
+
+
+@dataclass(frozen=True)
+class BenchmarkInfo:
+    """A benchmark as the registry knows it before its data is loaded (names, options, help)."""
+
+    name: str
+    description: str
+    strategies: tuple[str, ...]
+    default_strategy: str
+    load: Callable[[Mapping[str, Any]], Benchmark]  # the benchmark's resolved options -> the loaded benchmark
+    options: tuple[Option, ...] = ()
+    metrics: tuple[Metric, ...] = ()
+    uses_judge: bool = False  # takes --judge (the LLM matcher)
+    data_sources: Mapping[str, tuple[RemoteFile, ...]] = field(default_factory=dict)  # `evals data fetch NAME`
+    needed_files: Callable[[Mapping[str, Any], Path], list[tuple[str, RemoteFile]]] | None = None
+    paper_numbers: PaperNumbers | None = None
+    stats: Callable[[], dict[str, Any]] | None = None  # `evals data stats NAME`
+
+    @property
+    def serve_options(self) -> tuple[Option, ...]:
+        return tuple(o for o in self.options if o.serve)
+
+
+class Benchmark(Protocol):
+    """One loaded benchmark. See the module docstring."""
+
+    info: BenchmarkInfo
+    options: Mapping[str, Any]  # its own options, resolved (every declared option has a value)
+
+    def task_ids(self) -> list[str]:
+        """Every task id, in the benchmark's order (``--limit N`` takes the first N)."""
+        ...
+
+    def check(self, strategy: str, *, own_server: bool) -> None:
+        """Refuse settings that do not go together (raise ``ValueError`` naming them)."""
+        ...
+
+    def mounts(
+        self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None
+    ) -> list[BenchmarkMount]:
+        """The endpoints this benchmark serves (``evals serve``: ``strategy`` None; ``evals run``: the run's)."""
+        ...
+
+    def data_files(self) -> list[Path]:
+        """The data files the tasks come from (their checksums go into the run's config)."""
+        ...
+
+    async def prepare(self, env: EpisodeEnv) -> None:
+        """Run once before the episodes (e.g. extend the KG over MCP); may do nothing."""
+        ...
+
+    async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        """Run one task; ``outcome.data`` keeps what scoring needs."""
+        ...
+
+    def progress_score(self, trace: Mapping[str, Any]) -> float | None:
+        """0..1 score of one finished trace for the progress bar's running mean (None = n/a)."""
+        ...
+
+    async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
+        """One task's metric samples from its newest trace (``None``: the task never ran)."""
+        ...
+
+
+@dataclass
+class EpisodeEnv:
+    """Everything an episode needs that the core owns (one per run)."""
+
+    opts: RunOptions
+    base_url: str
+    http: HTTPClientPool  # each session borrows an HTTP client of its own
+    agent_cfg: AgentConfig
+    adapter: ModelAdapter | None = None  # the shared model; None when the model is the oracle
+    oracle_latency: float = 0.0
+    limiter: RateLimiter | None = None
+    extra_adapters: dict[str, ModelAdapter] = field(default_factory=dict)  # e.g. "kg": a step-1 model
+
+    @property
+    def is_oracle(self) -> bool:
+        return self.adapter is None
+
+    def model(self, task_id: str, oracle_steps: list[list[dict[str, Any]]], final_answer: str | None = None) -> ModelAdapter:
+        """The model for one episode: the shared adapter, or an oracle scripted with the gold steps."""
+        if self.adapter is not None:
+            return self.adapter
+        from client.adapters.oracle import OracleAdapter
+
+        return OracleAdapter(oracle_steps, final_answer, task_id=task_id, turn_latency_s=self.oracle_latency)
+
+    def url(self, benchmark: str, task_id: str | None = None) -> str:
+        return f"{self.base_url}/mcp/{benchmark}" + (f"/{task_id}" if task_id else "")
+
+    @contextlib.asynccontextmanager
+    async def session(self, benchmark: str, task_id: str | None = None) -> AsyncIterator[Client]:
+        """An MCP session at the task's endpoint (or the benchmark's playground).
+
+        The URL names the session (``?session=<random id>``) so that the server keeps this
+        episode's executor state (handles, replayed calls) apart from every other episode's.
+        """
+        import uuid
+
+        from client.mcp_session import connect
+
+        url = f"{self.url(benchmark, task_id)}?session={uuid.uuid4().hex}"
+        async with self.http.borrow() as http, connect(url, http_client=http, discovery_key=self.base_url) as session:
+            yield session

@@ -1,0 +1,285 @@
+"""``evals run``: serve a benchmark, drive a model through its tasks over MCP, record, then score.
+
+:class:`RunOptions` holds the core's settings (model, strategy, limits, model options) and the
+benchmark's own options (``benchmark_options``, declared by the benchmark). ``config.json`` records
+every setting that can change a result (under ``options``: the core's and the benchmark's), the
+checksums of the data files the tasks came from (``data``) and the versions of the project and of
+its engines (``versions``); a resumed run must match ``benchmark``, ``model``, ``strategy``,
+``options`` and ``data``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import platform
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from client.adapters import make_adapter
+from client.adapters.base import ModelAdapter
+from client.adapters.caching import CachingAdapter
+from client.agent import AgentConfig
+from client.breaker import CircuitBreaker, RepeatingError
+from client.cache import ResponseCache
+from client.mcp_session import HTTPClientPool
+from client.ratelimit import RateLimiter
+from client.retry import RetryPolicy
+from client.runner import Budget, RunResult, run_episodes
+from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir
+from server import ToolServer, create_app, serve_in_background
+
+from .judge import LLMJudge
+from .plugin import Benchmark, EpisodeEnv
+from .registry import load_benchmark, own_options
+from .run_options import RunOptions
+from .scoring import summarize
+
+__all__ = ["HASH_KEYS", "RunOptions", "build_run_config", "run_benchmark", "run_task_ids", "score_run_dir"]
+
+HASH_KEYS = ("benchmark", "model", "strategy", "options", "data")
+
+
+def default_run_dir(opts: RunOptions) -> Path:
+    """``runs/<benchmark>/<model>/<strategy>``: the same command resumes the same run."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", opts.model).strip("_") or "model"
+    return Path("runs") / opts.benchmark / slug / (opts.strategy or "default")
+
+
+_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def breaker_hint(opts: RunOptions) -> Callable[[RepeatingError], str | None]:
+    """Fix-it lines for the circuit breaker that name this run's flags and variables."""
+    provider = opts.model.partition(":")[0]
+
+    def hint(err: RepeatingError) -> str | None:
+        ours = err.provider is None or err.provider == provider  # not the --kg-model / --judge one
+        if err.kind == "tool_server_unreachable" and opts.server_url:
+            return f"check that the MCP server at {opts.server_url} is running (--server-url)"
+        if not ours:
+            return None
+        if err.kind == "auth":
+            env = opts.api_key_env or _KEY_ENV.get(provider)
+            if env is None:
+                return "check the API key (--api-key-env names the variable that holds it)"
+            unset = "" if os.environ.get(env) else " (it is not set)"
+            return f"check the API key in ${env}{unset}, or name another variable with --api-key-env"
+        if err.kind == "not_found":
+            where = f" at --base-url {opts.base_url}" if opts.base_url else ""
+            return f"check the model name {opts.model!r} (does the server{where} serve it?) and --base-url"
+        if err.kind == "model_unreachable":
+            where = f"--base-url {opts.base_url}" if opts.base_url else "the provider's API"
+            return f"check that {where} is reachable (each call was tried {opts.max_attempts} time(s))"
+        if err.kind == "context_window":
+            return (f"the system prompt, tools and first message do not fit {opts.model}'s context window: "
+                    "use a model (or server setting, e.g. vLLM's max model length) with a larger one")
+        return None
+
+    return hint
+
+
+def parse_oracle(model: str) -> float | None:
+    """``oracle`` -> 0.0; ``oracle:0.2`` -> 0.2 s of simulated thinking per turn; other models -> None."""
+    prefix, _, arg = model.partition(":")
+    if prefix != "oracle":
+        return None
+    try:
+        latency = float(arg) if arg else 0.0
+    except ValueError:
+        raise ValueError(f"oracle takes an optional per-turn latency in seconds (oracle:0.2), not {arg!r}") from None
+    if latency < 0:
+        raise ValueError(f"oracle latency must be >= 0, got {latency}")
+    return latency
+
+
+def _choice(value: str) -> Any:
+    return value if value in ("auto", "required", "none") else {"name": value}
+
+
+def run_task_ids(bench: Benchmark, config: Mapping[str, Any], traces: Mapping[str, Any]) -> list[str]:
+    """The tasks a run covers: the first ``limit`` of its first invocation plus every traced task."""
+    ids = bench.task_ids()
+    limit = (config.get("run") or {}).get("limit")
+    head = set(ids[:limit] if limit else ids)
+    return [t for t in ids if t in head or t in traces]
+
+
+_CHECKSUMS: dict[tuple[str, int, int], str] = {}
+
+
+def data_checksums(paths: Sequence[Path]) -> dict[str, str]:
+    """``{file name: sha256}`` of the data files a run's tasks come from (cached by size and mtime)."""
+    out: dict[str, str] = {}
+    for path in paths:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+        if key not in _CHECKSUMS:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    h.update(chunk)
+            _CHECKSUMS[key] = h.hexdigest()
+        out[path.name] = _CHECKSUMS[key]
+    return out
+
+
+def versions() -> dict[str, Any]:
+    """The versions of the project and of what can change its numbers (recorded, not matched on resume)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def v(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    from kg_store.engine import engine_name
+
+    return {"project": v("mcp-multihop-evals"), "python": platform.python_version(), "mcp": v("mcp"),
+            "kg_engine": engine_name(), "jsonschema": v("jsonschema")}
+
+
+def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
+    """``config.json``: the result config, the data checksums, versions, and every setting as given."""
+    run = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}
+    return {
+        **opts.result_config(bench.info.options, uses_judge=bench.info.uses_judge),
+        "data": data_checksums(bench.data_files()),
+        "versions": versions(),
+        "run": run,
+    }
+
+
+async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
+    """Run the episodes (resuming), then score every finished episode of the run directory."""
+    if opts.server_url and opts.server_process:
+        raise ValueError("--server-url uses a running server; --server-process starts one: give one of them")
+    bench = load_benchmark(opts.benchmark, opts.benchmark_options)
+    info = bench.info
+    opts.benchmark_options = dict(bench.options)
+    opts.strategy = opts.strategy or info.default_strategy
+    if opts.strategy not in info.strategies:
+        raise ValueError(f"{opts.benchmark} has no strategy {opts.strategy!r}; available: {', '.join(info.strategies)}")
+    bench.check(opts.strategy, own_server=not opts.server_url)
+    all_ids = bench.task_ids()
+    task_ids = all_ids[: opts.limit] if opts.limit else all_ids
+    run_path = opts.run_dir or default_run_dir(opts)
+    run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS)
+
+    oracle_latency = parse_oracle(opts.model)
+    kw = dict(opts.adapter_options)
+    if opts.base_url:
+        kw["base_url"] = opts.base_url
+    if opts.api_key_env:
+        kw["api_key_env"] = opts.api_key_env
+    limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
+    retry = RetryPolicy(max_attempts=opts.max_attempts, base_delay=opts.retry_base_delay)
+    agent_cfg = AgentConfig(
+        max_turns=opts.max_turns,
+        tool_choice=_choice(opts.tool_choice),
+        max_tokens=opts.max_tokens,
+        temperature=opts.temperature,
+        retry=retry,
+    )
+
+    async with contextlib.AsyncExitStack() as stack:
+
+        def open_adapter(spec: str, **options: Any) -> ModelAdapter:
+            adapter = make_adapter(spec, **options)
+            stack.push_async_callback(adapter.aclose)
+            return adapter
+
+        def open_cache(path: Path) -> ResponseCache:
+            cache = ResponseCache(path)
+            stack.callback(cache.close)
+            return cache
+
+        def second_model(spec: str | None) -> ModelAdapter | None:
+            if not spec or parse_oracle(spec) is not None:
+                return None
+            # --base-url / --api-key-env apply to a second model of the same provider as --model
+            same = spec.partition(":")[0] == opts.model.partition(":")[0]
+            return open_adapter(spec, **(kw if same else {}))
+
+        shared: ModelAdapter | None = None
+        if oracle_latency is None:
+            shared = open_adapter(opts.model, **kw)
+            if opts.cache:  # a rerun of the same requests is free and deterministic
+                shared = CachingAdapter(shared, open_cache(opts.cache), key_extra=opts.adapter_options or None)
+        extra: dict[str, ModelAdapter] = {}
+        for option in info.options:
+            if option.model and (adapter := second_model(opts.benchmark_options.get(option.name))) is not None:
+                extra[option.name] = adapter
+        judge = open_judge(opts, second_model(opts.judge_model if info.uses_judge else None), run_dir, open_cache)
+
+        if opts.server_url:
+            base = opts.server_url.rstrip("/")
+        elif opts.server_process:
+            from .server_process import serve_in_subprocess
+
+            base = await stack.enter_async_context(serve_in_subprocess(opts))
+        else:
+            ts = ToolServer(bench.mounts(stack, strategy=opts.strategy))
+            base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
+        http = await stack.enter_async_context(HTTPClientPool(token=opts.server_token))
+        env = EpisodeEnv(
+            opts=opts, base_url=base, http=http, agent_cfg=agent_cfg, adapter=shared,
+            oracle_latency=oracle_latency or 0.0, limiter=limiter, extra_adapters=extra,
+        )
+        await bench.prepare(env)
+
+        async def episode(task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+            return await bench.episode(env, task_id, recorder)
+
+        result = await run_episodes(
+            run_dir,
+            task_ids,
+            episode,
+            concurrency=opts.concurrency,
+            budget=Budget(opts.max_budget_tokens, opts.max_budget_usd) if (opts.max_budget_tokens or opts.max_budget_usd) else None,
+            progress=opts.progress,
+            score_fn=bench.progress_score,
+            retry_errored=opts.retry_errored,
+            handle_signals=True,
+            breaker=CircuitBreaker(opts.max_consecutive_errors, hint=breaker_hint(opts)),
+        )
+        summary = await summarize(run_dir, bench, task_ids, judge=judge)
+    return result, summary
+
+
+def open_judge(
+    opts: RunOptions, adapter: ModelAdapter | None, run_dir: RunDir, open_cache: Callable[[Path], ResponseCache]
+) -> LLMJudge | None:
+    """The LLM judge: retried like the model, its own rate limits, decisions cached in the run directory."""
+    if adapter is None:
+        return None
+    limiter = RateLimiter(opts.judge_rpm, opts.judge_tpm, name=f"judge {opts.judge_model}") if (opts.judge_rpm or opts.judge_tpm) else None
+    return LLMJudge(
+        adapter, open_cache(run_dir.path / "judge_cache.sqlite"),
+        retry=RetryPolicy(max_attempts=opts.max_attempts, base_delay=opts.retry_base_delay), limiter=limiter,
+    )
+
+
+async def score_run_dir(run_path: str | Path, *, judge_model: str | None = None, **adapter_kw: Any) -> dict[str, Any]:
+    """``evals score``: re-score a run from its traces and stored judge decisions (``judge_model``
+    asks a judge for decisions that are not stored)."""
+    run_dir = RunDir.open(run_path)
+    config = run_dir.config or {}
+    if "benchmark" not in config:
+        raise ValueError(f"{run_dir.path}: config.json names no benchmark; is this an evals run directory?")
+    bench = load_benchmark(config["benchmark"], own_options(config["benchmark"], config.get("options") or {}))
+    ids = run_task_ids(bench, config, run_dir.latest_traces())
+    async with contextlib.AsyncExitStack() as stack:
+        judge = None
+        if judge_model:
+            adapter = make_adapter(judge_model, **adapter_kw)
+            stack.push_async_callback(adapter.aclose)
+            cache = ResponseCache(run_dir.path / "judge_cache.sqlite")
+            stack.callback(cache.close)
+            judge = LLMJudge(adapter, cache)
+        return await summarize(run_dir, bench, ids, judge=judge)

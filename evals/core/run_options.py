@@ -1,0 +1,68 @@
+"""The settings of ``evals run``: the core's, plus the benchmark's own (``benchmark_options``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .options import Option
+
+__all__ = ["RunOptions"]
+
+
+@dataclass
+class RunOptions:
+    """Everything ``evals run`` takes. ``benchmark_options`` are the benchmark's own (validated)."""
+
+    benchmark: str
+    model: str
+    strategy: str | None = None  # None: the benchmark's default strategy
+    limit: int | None = None
+    concurrency: int = 4
+    run_dir: Path | None = None
+    server_url: str | None = None
+    server_token: str | None = None
+    server_process: bool = False  # serve from a child process (a core of its own) instead of this event loop
+    max_turns: int = 10
+    tool_choice: str = "auto"
+    max_tokens: int | None = 1024
+    temperature: float | None = 0.0
+    base_url: str | None = None
+    api_key_env: str | None = None
+    max_budget_tokens: int | None = None
+    max_budget_usd: float | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    retry_errored: bool = False
+    max_attempts: int = 6
+    retry_base_delay: float = 1.0
+    # stop after this many errors that will repeat on every task (bad key, unknown model, endpoint
+    # down, ...) with no completed episode in between; 0: never (client.breaker)
+    max_consecutive_errors: int = 3
+    progress: bool = True
+    adapter_options: dict[str, Any] = field(default_factory=dict)
+    judge_model: str | None = None  # the LLM matcher (benchmarks that use one)
+    judge_rpm: float | None = None
+    judge_tpm: float | None = None
+    cache: Path | None = None  # response cache (sqlite) keyed by the exact request
+    benchmark_options: dict[str, Any] = field(default_factory=dict)
+
+    def result_config(self, declared: Sequence[Option] = (), *, uses_judge: bool = False) -> dict[str, Any]:
+        """The part of the config that changes results (a resumed run must match it): the core's
+        settings and every ``declared`` benchmark option that affects results."""
+        options: dict[str, Any] = {
+            "max_turns": self.max_turns,
+            "tool_choice": self.tool_choice,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "base_url": self.base_url,
+            "model_args": dict(self.adapter_options),
+        }
+        if uses_judge:
+            options["judge_model"] = self.judge_model
+        for o in declared:
+            if o.affects_results:
+                options[o.name] = self.benchmark_options.get(o.name, o.default)
+        return {"benchmark": self.benchmark, "model": self.model, "strategy": self.strategy, "options": options}

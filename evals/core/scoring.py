@@ -1,0 +1,153 @@
+"""Scoring, a phase of its own: traces -> per-task scores (``scores.jsonl``) -> the run's summary.
+
+After the episodes (and again whenever ``evals score`` is run) each task's newest trace goes through
+the benchmark's ``score``; the :class:`TaskScore` and every judge decision it took (prompt, answer,
+tokens, cost) are written to ``scores.jsonl`` in the run directory. A decision already stored there
+(or, for runs recorded before scoring was a phase, in a trace's ``judge`` events) is reused, so
+re-scoring never asks the judge twice; a decision that is needed but neither stored nor askable (no
+``--judge``) is counted in ``judge_missing``. The summary's ``totals`` keep the model's tokens and
+cost apart from the judge's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .context import ScoreContext
+from .judge import LLMJudge
+from .metrics import TaskScore, summary_blocks
+
+if TYPE_CHECKING:
+    from client.runs import RunDir
+
+    from .plugin import Benchmark
+
+__all__ = ["SCORES_FILE", "ScoreContext", "score_run", "summarize"]
+
+SCORES_FILE = "scores.jsonl"
+_TOTAL_KEYS = ("input_tokens", "output_tokens", "cost_usd")
+
+
+def _stored_decisions(run_dir: RunDir, traces: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Judge decisions by prompt: from ``scores.jsonl``, and from older runs' ``judge`` trace events."""
+    out: dict[str, dict[str, Any]] = {}
+    for trace in traces.values():
+        for event in trace.get("events") or []:
+            if event.get("kind") == "judge" and isinstance(event.get("prompt"), str):
+                out[event["prompt"]] = {k: v for k, v in event.items() if k not in ("seq", "t", "kind")}
+    path = run_dir.path / SCORES_FILE
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            for decision in record.get("judge") or []:
+                if isinstance(decision.get("prompt"), str):
+                    out[decision["prompt"]] = decision
+    return out
+
+
+def _write_atomic(path: Path, lines: list[str]) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+    os.replace(tmp, path)
+
+
+async def score_run(
+    run_dir: RunDir,
+    bench: Benchmark,
+    task_ids: Sequence[str],
+    *,
+    judge: LLMJudge | None = None,
+    concurrency: int = 8,
+) -> tuple[list[TaskScore], dict[str, Any]]:
+    """Score every task of the run from its newest trace; write ``scores.jsonl``.
+
+    Returns the scores (in task order) and the judge's bookkeeping (decisions, missing ones, totals).
+    """
+    config = run_dir.config or {}
+    traces = run_dir.latest_traces()
+    stored = _stored_decisions(run_dir, traces)
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(task_id: str) -> tuple[TaskScore, ScoreContext]:
+        ctx = ScoreContext(config, judge, stored)
+        async with gate:
+            score = await bench.score(task_id, traces.get(task_id), ctx)
+        if ctx.decisions:
+            score.details["judge"] = [{k: v for k, v in d.items() if k != "prompt"} for d in ctx.decisions]
+        return score, ctx
+
+    results = await asyncio.gather(*(one(t) for t in task_ids))
+    lines = []
+    judge_totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"decisions": 0, "asked": 0, "missing": 0}
+    for task_id, (score, ctx) in zip(task_ids, results, strict=True):
+        trace = traces.get(task_id) or {}
+        lines.append(json.dumps({"task_id": task_id, "episode_id": trace.get("episode_id"), "score": score.to_dict(),
+                                 "judge": ctx.decisions}, ensure_ascii=False, sort_keys=True))
+        judge_totals["missing"] += ctx.missing
+        for d in ctx.decisions:
+            judge_totals["decisions"] += 1
+            judge_totals["asked"] += not d.get("reused") and not d.get("cached")
+            for key in _TOTAL_KEYS:
+                judge_totals[key] += float(d.get(key) or 0)
+    _write_atomic(run_dir.path / SCORES_FILE, lines)
+    return [s for s, _ in results], judge_totals
+
+
+def _model_totals(traces: Mapping[str, Mapping[str, Any]], task_ids: Sequence[str]) -> dict[str, Any]:
+    totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"turns": 0}
+    for tid in task_ids:
+        t = (traces.get(tid) or {}).get("totals") or {}
+        for key in (*_TOTAL_KEYS, "turns"):
+            totals[key] += t.get(key) or 0
+    return totals
+
+
+def _error_brief(trace: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The task, class, message and retryability of a trace's error (``None`` without one)."""
+    if trace is None:
+        return None
+    error = trace.get("error") or {}
+    message = " ".join(str(error.get("message") or "").split())
+    return {
+        "task_id": trace.get("task_id"),
+        "type": error.get("type") or "Error",
+        "message": message if len(message) <= 500 else message[:499] + "…",
+        "retryable": bool(error.get("retryable", False)),
+    }
+
+
+async def summarize(
+    run_dir: RunDir, bench: Benchmark, task_ids: Sequence[str], *, judge: LLMJudge | None = None
+) -> dict[str, Any]:
+    """Score the run (see :func:`score_run`) and summarise it: the ``--json`` object."""
+    config = run_dir.config or {}
+    traces = run_dir.latest_traces()
+    scores, judge_totals = await score_run(run_dir, bench, task_ids, judge=judge)
+    done = [traces[t] for t in task_ids if t in traces]
+    first_error = next((t for t in done if t.get("status") == "errored"), None)
+    summary: dict[str, Any] = {
+        "run_dir": str(run_dir.path),
+        "benchmark": config.get("benchmark"),
+        "model": config.get("model"),
+        "strategy": config.get("strategy"),
+        "tasks": len(task_ids),
+        "completed": sum(1 for t in done if t.get("status") == "completed"),
+        "errored": sum(1 for t in done if t.get("status") == "errored"),
+        "first_error": _error_brief(first_error),
+        **summary_blocks(bench.info.metrics, scores),
+        "options": dict(config.get("options") or {}),
+        "totals": {"model": _model_totals(traces, task_ids), "judge": judge_totals},
+    }
+    extras = getattr(bench, "summary_extras", None)
+    if callable(extras):
+        summary.update(extras(config))
+    return summary

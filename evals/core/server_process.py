@@ -1,0 +1,172 @@
+"""The benchmark's MCP server in a child process: ``evals run --server-process``.
+
+By default ``evals run`` serves the benchmark from its own event loop. At high concurrency with a
+fast model, that one process (one core) does the server's work and the client's; with the server
+in a child process each gets a core (see ``bench/bench_harness.py``). The child is the same server
+(the benchmark's ``mounts``), on 127.0.0.1 at an ephemeral port, reached over HTTP as before.
+
+Protocol: the parent starts ``python -m evals.core.server_process`` in a new session (so a Ctrl-C in the
+terminal reaches only the parent, which stops the child itself), writes the run's options as one
+JSON line to its stdin, and reads one JSON line from its stdout: ``{"ready": URL}`` or
+``{"error": MESSAGE}``. The child serves until its stdin closes (the parent is done, or died:
+even after a SIGKILL of the parent the child stops) or it gets SIGTERM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .run_options import RunOptions
+
+__all__ = ["ServerProcessError", "serve_in_subprocess"]
+
+START_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 15.0
+
+
+class ServerProcessError(RuntimeError):
+    """The server's child process could not start (the message says why)."""
+
+
+def _encode_options(opts: RunOptions) -> str:
+    data = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(opts).items()}
+    return json.dumps(data)
+
+
+def _decode_options(line: str) -> RunOptions:
+    from .run_options import RunOptions
+
+    data = json.loads(line)
+    names = {f.name for f in dataclasses.fields(RunOptions)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"unknown run options {unknown}: the parent and the child run different versions")
+    for key in ("run_dir", "cache"):
+        if data.get(key) is not None:
+            data[key] = Path(data[key])
+    return RunOptions(**data)
+
+
+@contextlib.asynccontextmanager
+async def serve_in_subprocess(opts: RunOptions, *, start_timeout: float = START_TIMEOUT_S) -> AsyncIterator[str]:
+    """Start the benchmark's server in a child process; yields its base URL; stops it on exit."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "evals.core.server_process",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,  # stderr: the parent's (its logs)
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(_encode_options(opts).encode() + b"\n")
+        await proc.stdin.drain()
+        try:
+            line = await asyncio.wait_for(proc.stdout.readline(), start_timeout)
+        except TimeoutError:
+            raise ServerProcessError(f"the MCP server process did not start within {start_timeout:.0f} s") from None
+        if not line:
+            rc = await proc.wait()
+            raise ServerProcessError(f"the MCP server process exited with status {rc} before it was ready (its output is above)")
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            raise ServerProcessError(f"the MCP server process said something unexpected: {line[:200]!r}") from None
+        if "error" in msg:
+            raise ServerProcessError(f"the MCP server process failed to start: {msg['error']}")
+        yield str(msg["ready"])
+    finally:
+        await _stop(proc)
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Close the child's stdin (it stops by itself); SIGTERM, then SIGKILL if it does not."""
+    if proc.stdin is not None:
+        with contextlib.suppress(Exception):
+            proc.stdin.close()
+    for action in (None, proc.terminate, proc.kill):
+        if proc.returncode is not None:
+            return
+        if action is not None:
+            with contextlib.suppress(ProcessLookupError):
+                action()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+
+
+# ---- the child --------------------------------------------------------------------------------
+
+
+async def _serve(opts: RunOptions, out: Any) -> None:
+    import uvicorn
+
+    from server import ToolServer, create_app
+    from server.http import bind_socket, uvicorn_config, wait_started
+
+    from .registry import load_benchmark
+
+    loop = asyncio.get_running_loop()
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            ts = ToolServer(load_benchmark(opts.benchmark, opts.benchmark_options).mounts(stack, strategy=opts.strategy))
+            sock, url = bind_socket("127.0.0.1", 0)
+            stack.callback(sock.close)
+            port = sock.getsockname()[1]
+            server = uvicorn.Server(uvicorn_config(create_app(ts, json_response=True), "127.0.0.1", port, "warning"))
+        except Exception as exc:
+            traceback.print_exc()
+            out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n")
+            out.flush()
+            return
+
+        def stop() -> None:
+            server.should_exit = True
+
+        def watch_stdin() -> None:  # EOF: the parent closed it, or died
+            with contextlib.suppress(Exception):
+                while sys.stdin.readline():
+                    pass
+            loop.call_soon_threadsafe(stop)
+
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        await wait_started(server, task)
+        out.write(json.dumps({"ready": url}) + "\n")
+        out.flush()
+        threading.Thread(target=watch_stdin, name="stdin-watch", daemon=True).start()
+        await task
+
+
+def main() -> int:
+    # uvicorn puts SIGTERM back to this handler after shutting down and re-raises it: a no-op here
+    # lets the exit stack close (sandbox workers, a private KG copy) instead of dying at once.
+    signal.signal(signal.SIGTERM, lambda *_: None)
+    out = sys.stdout
+    sys.stdout = sys.stderr  # the protocol owns stdout; anything printed goes to the log
+    line = sys.stdin.readline()
+    if not line:
+        return 2
+    try:
+        opts = _decode_options(line)
+    except Exception as exc:
+        out.write(json.dumps({"error": f"bad options: {exc}"}) + "\n")
+        out.flush()
+        return 2
+    from client import eventloop
+
+    eventloop.run(_serve(opts, out))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,47 @@
+"""Wire benchmarks and user tool specs into a :class:`server.ToolServer` (``evals serve``).
+
+Each benchmark hands over its endpoints through the same call ``evals run`` uses
+(:meth:`~evals.core.plugin.Benchmark.mounts`); spec files given with ``--tools-dir`` are served at
+``/mcp/custom``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from server import BenchmarkMount, EndpointRef, ToolServer
+from tool_specs import StaticCatalog, load_spec_dir
+
+from .registry import load_benchmark, own_options
+
+__all__ = ["CUSTOM", "build_tool_server"]
+
+CUSTOM = "custom"
+
+
+def build_tool_server(
+    benchmarks: Sequence[str],
+    *,
+    stack: contextlib.ExitStack | contextlib.AsyncExitStack,
+    tools_dirs: Sequence[Path] = (),
+    options: Mapping[str, Any] | None = None,
+    default: EndpointRef | None = None,
+    page_size: int | None = None,
+) -> ToolServer:
+    """A server with the given benchmarks mounted, plus a ``custom`` endpoint for spec-dir tools.
+
+    ``options`` are serve options (see :attr:`~evals.core.options.Option.serve`); each benchmark
+    takes those it declares and its defaults for the rest.
+    """
+    given = dict(options or {})
+    mounts: list[BenchmarkMount] = []
+    for name in benchmarks:
+        mounts.extend(load_benchmark(name, own_options(name, given)).mounts(stack))
+    if tools_dirs:
+        custom = [spec for d in tools_dirs for spec in load_spec_dir(d)]
+        mounts.append(BenchmarkMount(catalog=StaticCatalog(CUSTOM, {}, extra_playground=custom)))
+    kw = {} if page_size is None else {"page_size": page_size}
+    return ToolServer(mounts, default=default, **kw)

@@ -1,0 +1,315 @@
+"""Opening and building a KGStore: engine selection, the directory lock, idempotent (re)builds."""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Self
+
+from ._base import BATCH, SCHEMA, SCHEMA_VERSION, BuildAction, StoreBase
+from ._lock import DirLock
+from .engine import load_engine
+from .errors import KGError, KGLockedError
+from .triples import Triple, coerce_triples, parse_triple_file, triples_checksum
+
+
+class BuildingMixin(StoreBase):
+    """:meth:`open`, :meth:`build`, :meth:`ensure_built` and :meth:`from_triples` of :class:`~kg_store.KGStore`."""
+
+    @classmethod
+    def _open_dir(
+        cls,
+        db_dir: str | Path,
+        *,
+        read_only: bool,
+        create: bool,
+        lock_timeout: float,
+        engine: str | None,
+        cache: bool,
+    ) -> tuple[Self, bool]:
+        """Lock and open the database in ``db_dir``; return the store and whether its file existed."""
+        eng = load_engine(engine)
+        directory = Path(db_dir)
+        db_file = directory / eng.db_filename
+        if create:
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise KGError(f"cannot create KG directory {directory}: {exc}") from exc
+        elif not directory.is_dir():
+            raise KGError(f"KG directory {directory} does not exist; create it with KGStore.build(...)")
+        lock = DirLock(directory)
+        lock.acquire(exclusive=not read_only, timeout=lock_timeout)
+        existed = db_file.exists()
+        try:
+            if not existed and not create:
+                others = [p.name for p in directory.glob("graph.*") if p.name != eng.db_filename]
+                hint = f" (it holds {', '.join(others)}, made by another engine)" if others else ""
+                raise KGError(
+                    f"no {eng.name} KG database in {directory}{hint}; build it with KGStore.build(...)"
+                )
+            try:
+                database = eng.database(str(db_file), read_only=read_only)
+                conn = eng.connect(database)
+            except RuntimeError as exc:
+                if "lock" in str(exc).lower():
+                    raise KGLockedError(
+                        f"KG database {db_file} is locked by another process that did not go through "
+                        f"kg_store ({exc}); close it first"
+                    ) from exc
+                raise KGError(f"cannot open KG database {db_file} with {eng.name}: {exc}") from exc
+            store = cls(
+                engine=eng,
+                db_dir=directory,
+                lock=lock,
+                database=database,
+                connection=conn,
+                read_only=read_only,
+                cache=cache,
+            )
+        except BaseException:
+            lock.release()
+            raise
+        try:
+            if create:
+                for ddl in SCHEMA:
+                    store._execute(ddl)
+            else:
+                store._check_schema()
+        except BaseException:
+            store.close()
+            raise
+        return store, existed
+
+    @classmethod
+    def open(
+        cls,
+        db_dir: str | Path,
+        read_only: bool = False,
+        *,
+        lock_timeout: float = 0.0,
+        engine: str | None = None,
+        cache: bool = True,
+    ) -> Self:
+        """Open an existing store.
+
+        Args:
+            db_dir: the directory given to :meth:`build` / :meth:`from_triples`.
+            read_only: open read-only; several read-only stores (in any processes) may be open at once,
+                but not while a read-write one is.
+            lock_timeout: seconds to wait for a conflicting store to close (0: fail at once).
+            engine: ``"kuzu"`` or ``"ladybug"``; default ``$EVALS_KG_ENGINE`` or ``"kuzu"``.
+            cache: keep the adjacency in memory for fast queries (see the module docs).
+
+        Raises:
+            KGError: the directory or database does not exist or is not a kg_store database.
+            KGLockedError: another store holds a conflicting lock for longer than ``lock_timeout``.
+        """
+        store, _ = cls._open_dir(
+            db_dir, read_only=read_only, create=False, lock_timeout=lock_timeout, engine=engine, cache=cache
+        )
+        return store
+
+    @classmethod
+    def build(
+        cls,
+        db_dir: str | Path,
+        triples_file: str | Path,
+        *,
+        lock_timeout: float = 30.0,
+        engine: str | None = None,
+        cache: bool = True,
+        copy_threshold: int = 10_000,
+    ) -> Self:
+        """Build (or refresh) the store in ``db_dir`` from a triple file; return it open read-write.
+
+        Idempotent: the SHA-256 of the file's canonical content (distinct triples, sorted) is recorded
+        at build time. If it equals the recorded one the database is left as it is
+        (``last_build_action == "unchanged"``), which also keeps any facts added or removed since with
+        :meth:`add_fact` / :meth:`remove_fact`. If it differs (or the schema version changed) the graph
+        is replaced by the file's content (``"rebuilt"``), dropping such edits. A new database gives
+        ``"created"``. Concurrent builds of one directory (threads or processes) are serialised by the
+        directory lock: the later one waits up to ``lock_timeout`` seconds, then finds it unchanged.
+
+        Args:
+            db_dir: directory for the database (created if needed).
+            triples_file: a KG triple file, one ``['head', 'relation', 'tail']`` per line.
+            lock_timeout: seconds to wait for another store on this directory to close.
+            engine: ``"kuzu"`` or ``"ladybug"``; default ``$EVALS_KG_ENGINE`` or ``"kuzu"``.
+            cache: keep the adjacency in memory (see the module docs).
+            copy_threshold: load with the engine's bulk ``COPY FROM`` (via a temporary CSV) when there
+                are at least this many triples; below it, parameterised batched inserts.
+
+        Raises:
+            KGError: unreadable file; :class:`KGParseError` (a KGError) names the bad line;
+                :class:`KGLockedError` when the directory stays locked.
+        """
+        triples = parse_triple_file(triples_file)
+        return cls._build(
+            db_dir,
+            triples,
+            source=str(Path(triples_file).resolve()),
+            lock_timeout=lock_timeout,
+            engine=engine,
+            cache=cache,
+            copy_threshold=copy_threshold,
+        )
+
+    @classmethod
+    def ensure_built(
+        cls,
+        db_dir: str | Path,
+        triples_file: str | Path,
+        *,
+        lock_timeout: float = 30.0,
+        engine: str | None = None,
+    ) -> BuildAction:
+        """Make ``db_dir`` hold the KG of ``triples_file`` and leave it closed; return what was done.
+
+        Same result as ``KGStore.build(...).close()``, but when the database is already up to date it
+        only checks the recorded checksum under a shared (read-only) lock, so it succeeds while
+        read-only stores of the directory are open in other processes (a build would wait for them).
+
+        Raises:
+            KGError: as :meth:`build`; :class:`KGLockedError` if a needed lock stays taken.
+        """
+        triples = parse_triple_file(triples_file)
+        eng = load_engine(engine)
+        if (Path(db_dir) / eng.db_filename).is_file():
+            try:
+                with cls.open(
+                    db_dir, read_only=True, lock_timeout=lock_timeout, engine=engine, cache=False
+                ) as s:
+                    meta = s._read_meta()
+            except KGLockedError:
+                raise
+            except KGError:
+                meta = {}  # not a usable kg_store database: rebuild it below
+            if meta.get("source_sha256") == triples_checksum(triples):
+                return "unchanged"
+        with cls._build(
+            db_dir,
+            triples,
+            source=str(Path(triples_file).resolve()),
+            lock_timeout=lock_timeout,
+            engine=engine,
+            cache=False,
+            copy_threshold=10_000,
+        ) as store:
+            assert store.last_build_action is not None
+            return store.last_build_action
+
+    @classmethod
+    def from_triples(
+        cls,
+        db_dir: str | Path,
+        triples: Iterable[Sequence[str]],
+        *,
+        lock_timeout: float = 30.0,
+        engine: str | None = None,
+        cache: bool = True,
+        copy_threshold: int = 10_000,
+    ) -> Self:
+        """Like :meth:`build`, from an iterable of ``(head, relation, tail)`` sequences of strings."""
+        return cls._build(
+            db_dir,
+            coerce_triples(triples),
+            source="<triples>",
+            lock_timeout=lock_timeout,
+            engine=engine,
+            cache=cache,
+            copy_threshold=copy_threshold,
+        )
+
+    @classmethod
+    def _build(
+        cls,
+        db_dir: str | Path,
+        triples: list[Triple],
+        *,
+        source: str,
+        lock_timeout: float,
+        engine: str | None,
+        cache: bool,
+        copy_threshold: int,
+    ) -> Self:
+        distinct = sorted(set(triples))
+        checksum = triples_checksum(distinct)
+        store, existed = cls._open_dir(
+            db_dir, read_only=False, create=True, lock_timeout=lock_timeout, engine=engine, cache=cache
+        )
+        try:
+            with store._mutex:
+                meta = store._read_meta()
+                if meta.get("source_sha256") == checksum and meta.get("schema_version") == SCHEMA_VERSION:
+                    store.last_build_action = "unchanged"
+                else:
+                    store._load(distinct, checksum=checksum, source=source, copy_threshold=copy_threshold)
+                    store.last_build_action = "rebuilt" if existed else "created"
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def _load(self, triples: list[Triple], *, checksum: str, source: str, copy_threshold: int) -> None:
+        """Replace the whole graph by ``triples`` (distinct, sorted) and record the source checksum.
+
+        The checksum is removed first and written last, so an interrupted load is redone next build.
+        """
+        self._execute("MATCH (m:KGMeta) DELETE m")
+        self._execute("DROP TABLE IF EXISTS Rel")
+        self._execute("DROP TABLE IF EXISTS Entity")
+        self._prepared.clear()
+        for ddl in SCHEMA[:2]:
+            self._execute(ddl)
+        entities = sorted({t.head for t in triples} | {t.tail for t in triples})
+        if len(triples) >= copy_threshold:
+            self._copy_load(entities, triples)
+        else:
+            with self._transaction():
+                for i in range(0, len(entities), BATCH):
+                    self._execute(
+                        "UNWIND $names AS n CREATE (:Entity {name: n})",
+                        {"names": entities[i : i + BATCH]},
+                    )
+                for i in range(0, len(triples), BATCH):
+                    rows = [{"h": h, "r": r, "t": t} for h, r, t in triples[i : i + BATCH]]
+                    self._execute(
+                        "UNWIND $rows AS row MATCH (a:Entity {name: row.h}), (b:Entity {name: row.t}) "
+                        "CREATE (a)-[:Rel {relation: row.r}]->(b)",
+                        {"rows": rows},
+                    )
+        meta = {
+            "schema_version": SCHEMA_VERSION,
+            "source": source,
+            "built_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "engine": self._engine.name,
+            "engine_version": self._engine.version,
+            "triples_at_build": str(len(triples)),
+            "source_sha256": checksum,
+        }
+        for key, value in meta.items():
+            self._set_meta(key, value)
+        self._reset_caches()
+
+    def _copy_load(self, entities: list[str], triples: list[Triple]) -> None:
+        """Bulk-load through CSV files and ``COPY FROM`` (much faster than inserts for big graphs)."""
+        with tempfile.TemporaryDirectory(prefix="kg_store_load_") as tmp:
+            if "'" in tmp or "\\" in tmp:
+                raise KGError(f"temporary directory {tmp!r} has a quote or backslash; set TMPDIR elsewhere")
+            ent_csv, rel_csv = Path(tmp, "entities.csv"), Path(tmp, "rels.csv")
+            with ent_csv.open("w", encoding="utf-8", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["name"])
+                writer.writerows([e] for e in entities)
+            with rel_csv.open("w", encoding="utf-8", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(["from", "to", "relation"])
+                writer.writerows((h, t, r) for h, r, t in triples)
+            # COPY takes no parameter for the file; these paths are our own temporary files.
+            options = "(HEADER=true, PARALLEL=false, QUOTE='\"', ESCAPE='\"')"
+            self._execute(f"COPY Entity FROM '{ent_csv}' {options}")
+            self._execute(f"COPY Rel FROM '{rel_csv}' {options}")

@@ -1,0 +1,91 @@
+"""The client package's public names: every module declares ``__all__``, every package re-exports its
+modules' names (lazily where the imports are heavy), and ``import client.runs`` stays light."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLIENT = Path(__file__).resolve().parents[2] / "client"
+#: Each package or module that re-exports, with the folder whose modules' names it re-exports.
+REEXPORTS = {"client": "client", "client.adapters": "client/adapters", "client.runs": "client/_runs"}
+
+
+def declared_all(path: Path) -> list[str] | None:
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return [str(v) for v in ast.literal_eval(node.value)]
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "__all__" and node.value:
+            return [str(v) for v in ast.literal_eval(node.value)]
+    return None
+
+
+def public_modules(package_dir: Path) -> dict[str, Path]:
+    """The folder's public modules and subpackages: ``{name: file declaring its __all__}``."""
+    out = {p.stem: p for p in sorted(package_dir.glob("*.py")) if not p.name.startswith("_")}
+    out.update(
+        {p.parent.name: p for p in sorted(package_dir.glob("*/__init__.py")) if not p.parent.name.startswith("_")}
+    )
+    return out
+
+
+def test_every_public_module_declares_all() -> None:
+    missing = [
+        str(path.relative_to(CLIENT.parent))
+        for path in sorted(CLIENT.rglob("*.py"))
+        if (path.name == "__init__.py" or not path.name.startswith("_")) and declared_all(path) is None
+    ]
+    assert not missing, f"modules without __all__: {missing}"
+
+
+@pytest.mark.parametrize("package", sorted(REEXPORTS))
+def test_package_reexports_the_public_names_of_its_modules(package: str) -> None:
+    module = importlib.import_module(package)
+    exported = declared_all(Path(module.__file__ or ""))
+    assert exported is not None
+    assert len(exported) == len(set(exported)), f"{package}.__all__ lists a name twice"
+    folder = REEXPORTS[package]
+    for name, path in public_modules(CLIENT.parent / folder).items():
+        names = declared_all(path) or []
+        missing = sorted(set(names) - set(exported))
+        assert not missing, f"{package}.__all__ lacks {missing} from {folder}/{name}"
+        submodule = importlib.import_module(f"{folder.replace('/', '.')}.{name}")
+        for n in names:  # the package's name is the module's object, not a namesake
+            assert getattr(module, n) is getattr(submodule, n), f"{package}.{n} is not {submodule.__name__}.{n}"
+    absent = [n for n in exported if not hasattr(module, n)]
+    assert not absent, f"{package}.__all__ lists names it does not define: {absent}"
+
+
+def test_unknown_names_raise_attribute_error() -> None:
+    import client
+    import client.adapters
+
+    for module in (client, client.adapters):
+        with pytest.raises(AttributeError, match="no_such_name"):
+            _ = module.no_such_name
+
+
+def test_names_that_other_packages_import_from_client_runs() -> None:
+    import client.runs
+
+    for name in (
+        "DEFAULT_HASH_KEYS", "SCHEMA_VERSION", "EpisodeOutcome", "EpisodeRecorder", "EpisodeStatus",
+        "RunConfigMismatch", "RunDir", "RunDirClosed", "RunLocked", "RunSummary", "TraceScan", "Totals",
+        "canonical_json", "config_hash", "error_info", "package_version", "request_history", "to_jsonable",
+    ):  # fmt: skip
+        assert name in client.runs.__all__ and hasattr(client.runs, name), name
+
+
+def test_importing_client_runs_loads_no_sdk() -> None:
+    code = (
+        "import sys, client, client.runs, client.messages\n"
+        "heavy = sorted(m for m in ('mcp', 'openai', 'anthropic', 'httpx2', 'rich') if m in sys.modules)\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=CLIENT.parent)
+    assert out.stdout.strip() == ""

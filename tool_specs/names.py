@@ -1,0 +1,40 @@
+"""\"Did you mean\" hints for names (tools, tasks, parameters). A leaf module: it imports nothing of the package."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+
+__all__ = ["did_you_mean", "suggest_names"]
+
+
+def suggest_names(name: str, known: Iterable[str], n: int = 3, *, cutoff: float = 0.6) -> list[str]:
+    """Up to ``n`` names from ``known`` that look like ``name`` (best first), for "did you mean" hints.
+
+    A case-insensitive or separator-insensitive match (``date of journey`` vs ``date_of_journey``)
+    comes first; the rest comes from :func:`difflib.get_close_matches`.
+    """
+    known_list = [k for k in dict.fromkeys(known) if k != name]
+    if not known_list or n <= 0:
+        return []
+
+    def squash(text: str) -> str:
+        return "".join(ch for ch in text.lower() if ch.isalnum())
+
+    target = squash(name)
+    out = [k for k in known_list if squash(k) == target]
+    out += [k for k in difflib.get_close_matches(name, known_list, n=n, cutoff=cutoff) if k not in out]
+    if len(out) < n:
+        by_squash = {squash(k): k for k in known_list}
+        out += [
+            by_squash[s]
+            for s in difflib.get_close_matches(target, list(by_squash), n=n, cutoff=cutoff)
+            if by_squash[s] not in out
+        ]
+    return out[:n]
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """`` Did you mean 'a' or 'b'?`` for the names of ``known`` close to ``name``; ``""`` when none is."""
+    close = suggest_names(name, known)
+    return (" Did you mean " + " or ".join(f"'{c}'" for c in close) + "?") if close else ""
