@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from .context import ScoreContext
 from .judge import LLMJudge
-from .metrics import TaskScore, summary_blocks
+from .metrics import Metric, TaskScore, summary_blocks
 
 if TYPE_CHECKING:
     from client.runs import RunDir
 
     from .plugin import Benchmark
 
-__all__ = ["SCORES_FILE", "ScoreContext", "score_run", "summarize"]
+__all__ = ["SCORES_FILE", "ScoreContext", "build_summary", "score_run", "summarize"]
 
 SCORES_FILE = "scores.jsonl"
 _TOTAL_KEYS = ("input_tokens", "output_tokens", "cost_usd")
@@ -102,6 +102,33 @@ async def score_run(
     return [s for s, _ in results], judge_totals
 
 
+def build_summary(
+    run_dir: RunDir,
+    traces: Mapping[str, Mapping[str, Any]],
+    task_ids: Sequence[str],
+    metrics: Sequence[Metric],
+    scores: Sequence[TaskScore],
+    judge_totals: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The ``--json`` object: counts, the first error, the metric blocks, options and totals."""
+    config = run_dir.config or {}
+    done = [traces[t] for t in task_ids if t in traces]
+    first_error = next((t for t in done if t.get("status") == "errored"), None)
+    return {
+        "run_dir": str(run_dir.path),
+        "benchmark": config.get("benchmark"),
+        "model": config.get("model"),
+        "strategy": config.get("strategy"),
+        "tasks": len(task_ids),
+        "completed": sum(1 for t in done if t.get("status") == "completed"),
+        "errored": sum(1 for t in done if t.get("status") == "errored"),
+        "first_error": _error_brief(first_error),
+        **summary_blocks(metrics, scores),
+        "options": dict(config.get("options") or {}),
+        "totals": {"model": _model_totals(traces, task_ids), "judge": dict(judge_totals)},
+    }
+
+
 def _model_totals(traces: Mapping[str, Mapping[str, Any]], task_ids: Sequence[str]) -> dict[str, Any]:
     totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"turns": 0}
     for tid in task_ids:
@@ -129,25 +156,10 @@ async def summarize(
     run_dir: RunDir, bench: Benchmark, task_ids: Sequence[str], *, judge: LLMJudge | None = None
 ) -> dict[str, Any]:
     """Score the run (see :func:`score_run`) and summarise it: the ``--json`` object."""
-    config = run_dir.config or {}
     traces = run_dir.latest_traces()
     scores, judge_totals = await score_run(run_dir, bench, task_ids, judge=judge)
-    done = [traces[t] for t in task_ids if t in traces]
-    first_error = next((t for t in done if t.get("status") == "errored"), None)
-    summary: dict[str, Any] = {
-        "run_dir": str(run_dir.path),
-        "benchmark": config.get("benchmark"),
-        "model": config.get("model"),
-        "strategy": config.get("strategy"),
-        "tasks": len(task_ids),
-        "completed": sum(1 for t in done if t.get("status") == "completed"),
-        "errored": sum(1 for t in done if t.get("status") == "errored"),
-        "first_error": _error_brief(first_error),
-        **summary_blocks(bench.info.metrics, scores),
-        "options": dict(config.get("options") or {}),
-        "totals": {"model": _model_totals(traces, task_ids), "judge": judge_totals},
-    }
+    summary = build_summary(run_dir, traces, task_ids, bench.info.metrics, scores, judge_totals)
     extras = getattr(bench, "summary_extras", None)
     if callable(extras):
-        summary.update(extras(config))
+        summary.update(extras(run_dir.config or {}))
     return summary

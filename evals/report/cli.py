@@ -59,10 +59,9 @@ def unregistered_summary(run_dir: RunDir) -> dict[str, Any]:
     """A summary of a run whose benchmark is not registered: counts and tokens from the traces, each
     sample key of ``scores.jsonl`` aggregated (a percentage where every sample is a part of a whole,
     else a count), the judge's stored decisions counted apart."""
-    from ..core.metrics import Metric, TaskScore, summary_blocks
-    from ..core.scoring import SCORES_FILE
+    from ..core.metrics import Metric, TaskScore
+    from ..core.scoring import SCORES_FILE, build_summary
 
-    config = run_dir.config or {}
     traces = run_dir.latest_traces()
     scores: list[TaskScore] = []
     task_ids = list(traces)
@@ -89,25 +88,10 @@ def unregistered_summary(run_dir: RunDir) -> dict[str, Any]:
         block, _, name = key.rpartition(".")
         ratio = all(0 <= n <= d and d > 0 for n, d in pairs)
         metrics.append(Metric(name, name, kind="percent" if ratio else "count", block=block or MAIN_BLOCK))
-    model = {"turns": 0, "input_tokens": 0.0, "output_tokens": 0.0, "cost_usd": 0.0}
-    for trace in traces.values():
-        for key in model:
-            model[key] += (trace.get("totals") or {}).get(key) or 0
-    done = list(traces.values())
-    return {
-        "run_dir": str(run_dir.path),
-        "benchmark": config.get("benchmark"),
-        "model": config.get("model"),
-        "strategy": config.get("strategy"),
-        "tasks": len(task_ids),
-        "completed": sum(1 for t in done if t.get("status") == "completed"),
-        "errored": sum(1 for t in done if t.get("status") == "errored"),
-        "note": "benchmark not registered: metrics aggregated from the stored scores.jsonl, without labels"
-                if scores else "benchmark not registered and no stored scores.jsonl: no metrics",
-        **summary_blocks(metrics, scores),
-        "options": dict(config.get("options") or {}),
-        "totals": {"model": model, "judge": judge},
-    }
+    summary = build_summary(run_dir, traces, task_ids, metrics, scores, judge)
+    summary["note"] = ("benchmark not registered: metrics aggregated from the stored scores.jsonl, without labels"
+                       if scores else "benchmark not registered and no stored scores.jsonl: no metrics")
+    return summary
 
 
 def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path | None = None, *,

@@ -12,8 +12,9 @@ project can promise):
    ends (completed, or errored with its cause recorded); every turn has token counts and a latency; a
    turn cut off by the token limit is marked truncated with the server's finish reason; every tool
    call the model wrote (parsed by vLLM, or left in the text as ``<tool_call>...``) is recorded, an
-   unparsable one with its parse error and never sent; every parsed call reaches the server, which
-   answers it and rejects or warns about arguments that break the tool's schema; ``evals score``
+   unparsable one with its parse error and never sent; every parsed call to a tool the model was
+   shown reaches the server, which answers it and rejects or warns about arguments that break the
+   tool's schema (a call to any other tool is refused by the harness); ``evals score``
    gives the run's numbers; the sampling options are flags recorded in ``config.json``. Measured and
    reported, not asserted: the share of turns with a valid tool call, the share truncated, calls per
    turn, latencies, tokens, memory, scores;
@@ -176,13 +177,16 @@ def _last_json(stdout: str) -> dict[str, Any]:
 
 
 def _server_checked(call: dict[str, Any], event: dict[str, Any], tools: dict[str, dict[str, Any]]) -> bool:
-    """Asserts that the server answered a parsed call and caught a schema violation; whether it was valid."""
+    """Asserts that the server answered a parsed call to a shown tool and caught a schema violation
+    (a call to a tool the model was not shown is refused by the harness instead); whether it was valid."""
     where = f"{call['name']!r} {call['arguments']!r}"
     assert event["arguments"] == call["arguments"], where
     assert isinstance(event["result_text"], str) and event["result_text"], f"{where}: no answer from the server"
-    if call["name"] not in tools:
-        assert event["is_error"] and "Unknown tool" in event["result_text"], f"{where}: {event['result_text'][:300]}"
+    if call["name"] not in tools:  # a tool the model was not shown: the harness refuses it (never sent)
+        assert event["is_error"] and event.get("refused"), f"{where}: {event['result_text'][:300]}"
+        assert "unknown tool" in event["result_text"].lower(), f"{where}: {event['result_text'][:300]}"
         return False
+    assert "refused" not in event, where
     schema = tools[call["name"]].get("input_schema") or {"type": "object"}
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(call["arguments"]))
     if error is None:
