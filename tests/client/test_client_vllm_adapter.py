@@ -487,14 +487,15 @@ def test_tool_parser_from_local_config_and_overrides(tmp_path: Path, monkeypatch
     (model_dir / "config.json").write_text(json.dumps({"model_type": "llama"}))
     assert guess_tool_parser(str(model_dir)) == "llama3_json"
     exe = [sys.executable]
-    with pytest.raises(ValueError, match=r"SmolLM3-3B'.*tool_parser=.*EVALS_VLLM_TOOL_PARSER"):
+    with pytest.raises(ValueError, match=r"SmolLM3-3B'.*tool_parser=.*--model-arg tool_parser=NAME"):
         VLLMAdapter("HuggingFaceTB/SmolLM3-3B", executable=exe)
     assert VLLMAdapter("HuggingFaceTB/SmolLM3-3B", executable=exe, tool_parser="hermes").tool_parser == "hermes"
-    monkeypatch.setenv("EVALS_VLLM_TOOL_PARSER", "pythonic")
-    monkeypatch.setenv("EVALS_VLLM_ARGS", "--max-model-len 4096 --enforce-eager")
-    adapter = VLLMAdapter("HuggingFaceTB/SmolLM3-3B", executable=exe, extra_args=["--seed", "1"])
+    adapter = VLLMAdapter("HuggingFaceTB/SmolLM3-3B", executable=exe, tool_parser="pythonic",
+                          extra_args="--max-model-len 4096 --enforce-eager --seed 1")  # one string, as --model-arg gives it
     assert adapter.tool_parser == "pythonic"
     assert adapter.command[-5:] == ["--max-model-len", "4096", "--enforce-eager", "--seed", "1"]
+    assert VLLMAdapter("Qwen/Qwen3-8B", executable=exe, extra_args=["--max-model-len", 4096]).command[-2:] == [
+        "--max-model-len", "4096"]  # a JSON list may hold numbers
     assert VLLMAdapter("Qwen/Qwen3-8B", executable=exe, tool_parser="hermes").tool_parser == "hermes"
 
 
@@ -504,8 +505,19 @@ def test_bad_options_fail_before_anything_starts(tmp_path: Path, monkeypatch: py
         make_adapter("vllm:Qwen/Qwen3-8B", base_url="http://localhost:8000/v1", executable=exe)
     with pytest.raises(ValueError, match="must not contain --port"):
         VLLMAdapter("Qwen/Qwen3-8B", executable=exe, extra_args=["--port=9000"])
-    with pytest.raises(TypeError, match=r"unexpected option\(s\) \['temprature'\]"):
+    # an unknown key (a --model-arg typo) is a ValueError, which `evals run` shows without a traceback,
+    # naming the keys that are accepted: the adapter's own and those it passes to the OpenAI client
+    with pytest.raises(ValueError, match=r"unknown vllm adapter option\(s\) \['temprature'\].*accepted: .*"
+                       r"chat_template, .*device, .*extra_args, .*extra_body, .*seed, .*tool_parser"):
         VLLMAdapter("Qwen/Qwen3-8B", executable=exe, temprature=0.0)
+    with pytest.raises(ValueError, match="unknown vllm adapter option"):
+        make_adapter("vllm:Qwen/Qwen3-8B", executable=exe, tool_parsr="hermes")
+    with pytest.raises(ValueError, match="option tool_parser must be str, got 1"):
+        make_adapter("vllm:Qwen/Qwen3-8B", executable=exe, tool_parser=1)
+    with pytest.raises(ValueError, match="option strict_tools must be bool"):
+        make_adapter("vllm:Qwen/Qwen3-8B", executable=exe, strict_tools="no")
+    with pytest.raises(ValueError, match="extra_args must be a list"):
+        make_adapter("vllm:Qwen/Qwen3-8B", executable=exe, extra_args={"--dtype": "float32"})
     with pytest.raises(ValueError, match="needs a model name"):
         make_adapter("vllm:")
     with pytest.raises(ValueError, match="neither an existing file nor a bundled template"):
@@ -514,7 +526,7 @@ def test_bad_options_fail_before_anything_starts(tmp_path: Path, monkeypatch: py
     bundled = tmp_path / "templates"
     bundled.mkdir()
     (bundled / "llama3_json.jinja").write_text("{{ bos_token }}")
-    monkeypatch.setattr("client.adapters.vllm_adapter.CHAT_TEMPLATE_DIR", bundled)
+    monkeypatch.setattr("client.adapters._vllm_flags.CHAT_TEMPLATE_DIR", bundled)
     adapter = VLLMAdapter("meta-llama/Llama-3.1-8B-Instruct", executable=exe, chat_template="llama3_json")
     assert adapter.chat_template == str(bundled / "llama3_json.jinja")
 
@@ -545,7 +557,7 @@ def cpu_env(tmp_path: Path, fake: FakeVLLM) -> Path:
 async def test_cpu_build_smollm2_gets_template_parser_strict_and_eager(
     fake: FakeVLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("client.adapters.vllm_adapter._cpu_has_bf16", lambda: False)  # an AVX2-only machine
+    monkeypatch.setattr("client.adapters._vllm_flags.cpu_has_bf16", lambda: False)  # an AVX2-only machine
     model = smollm2_dir(tmp_path)
     exe = cpu_env(tmp_path, fake)
     assert is_cpu_build([str(exe)]) and not is_cpu_build([sys.executable])
@@ -607,10 +619,10 @@ def test_chat_template_and_flag_defaults(tmp_path: Path, monkeypatch: pytest.Mon
     assert hub.tool_parser == "hermes" and hub.chat_template == str(CHAT_TEMPLATE_DIR / "smollm2_tools.jinja")
     assert hub.device == "cuda" and "--enforce-eager" not in hub.command  # not the CPU build
     assert "--dtype" not in hub.command
-    monkeypatch.setattr("client.adapters.vllm_adapter._cpu_has_bf16", lambda: True)
+    monkeypatch.setattr("client.adapters._vllm_flags.cpu_has_bf16", lambda: True)
     cpu = VLLMAdapter("Qwen/Qwen3-8B", executable=exe, device="cpu").command
     assert "--enforce-eager" in cpu and "--dtype" not in cpu  # bf16 is native: vLLM's default dtype
-    monkeypatch.setattr("client.adapters.vllm_adapter._cpu_has_bf16", lambda: False)
+    monkeypatch.setattr("client.adapters._vllm_flags.cpu_has_bf16", lambda: False)
     cpu = VLLMAdapter("Qwen/Qwen3-8B", executable=exe, device="cpu", extra_args=["--dtype", "bfloat16"]).command
     assert cpu.count("--dtype") == 1 and cpu[cpu.index("--dtype") + 1] == "bfloat16"
     # explicit arguments win over the adapter's own, and are not doubled
@@ -625,31 +637,64 @@ def test_chat_template_and_flag_defaults(tmp_path: Path, monkeypatch: pytest.Mon
         VLLMAdapter("Qwen/Qwen3-8B", executable=exe, chat_template=" ")
 
 
-def test_environment_variables_fill_in_adapter_options(
+def test_machine_variables_fill_in_paths_and_waiting(
     fake: FakeVLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    template = tmp_path / "t.jinja"
-    template.write_text("{{ messages }}")
+    """Only the variables that do not change results are read: the executable, the log, the wait."""
     monkeypatch.setenv("EVALS_VLLM_EXECUTABLE", f"{sys.executable} {fake.script}")
-    monkeypatch.setenv("EVALS_VLLM_CHAT_TEMPLATE", str(template))
-    monkeypatch.setenv("EVALS_VLLM_DEVICE", "cpu")
     monkeypatch.setenv("EVALS_VLLM_LOG", str(tmp_path / "logs" / "vllm.log"))
     monkeypatch.setenv("EVALS_VLLM_STARTUP_TIMEOUT", "42")
     adapter = VLLMAdapter("Qwen/Qwen3-8B")
     assert adapter.command[:2] == [sys.executable, str(fake.script)]
-    assert adapter.chat_template == str(template) and adapter.device == "cpu"
     assert adapter.startup_timeout == 42.0 and adapter._log_path_arg == tmp_path / "logs" / "vllm.log"
-    monkeypatch.setenv("EVALS_VLLM_OPTIONS", json.dumps({"parallel_tool_calls": False, "startup_timeout": 7}))
     adapter = make_adapter("vllm:Qwen/Qwen3-8B", startup_timeout=9)
-    assert isinstance(adapter, VLLMAdapter)
-    assert adapter._openai_options["parallel_tool_calls"] is False and adapter.startup_timeout == 9.0
-    monkeypatch.setenv("EVALS_VLLM_OPTIONS", "[1]")
-    with pytest.raises(ValueError, match="EVALS_VLLM_OPTIONS must be a JSON object"):
-        make_adapter("vllm:Qwen/Qwen3-8B")
-    monkeypatch.delenv("EVALS_VLLM_OPTIONS")
+    assert isinstance(adapter, VLLMAdapter) and adapter.startup_timeout == 9.0  # the option wins
     monkeypatch.setenv("EVALS_VLLM_STARTUP_TIMEOUT", "soon")
     with pytest.raises(ValueError, match="EVALS_VLLM_STARTUP_TIMEOUT"):
         VLLMAdapter("Qwen/Qwen3-8B")
+
+
+REMOVED_VARIABLES = {
+    "EVALS_VLLM_TOOL_PARSER": "pythonic",
+    "EVALS_VLLM_CHAT_TEMPLATE": "tool_use",
+    "EVALS_VLLM_DEVICE": "cpu",
+    "EVALS_VLLM_ARGS": "--max-model-len 4096",
+    "EVALS_VLLM_OPTIONS": json.dumps({"parallel_tool_calls": False, "seed": 3, "tool_parser": "mistral"}),
+}
+
+
+def test_removed_variables_change_nothing_and_the_options_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Settings that change results are adapter options (``--model-arg``, recorded in config.json); the
+    variables that used to set them are ignored, with a warning that names the option to use."""
+    monkeypatch.setattr("client.adapters._vllm_flags.cpu_has_bf16", lambda: True)
+    monkeypatch.setattr("client.adapters.vllm_adapter._warned_env", set())
+    exe = [sys.executable]
+
+    def built(**options: Any) -> tuple[VLLMAdapter, list[str]]:
+        adapter = make_adapter("vllm:Qwen/Qwen3-8B", executable=exe, **options)
+        assert isinstance(adapter, VLLMAdapter)
+        return adapter, adapter.command
+
+    plain, plain_command = built()
+    for var, value in REMOVED_VARIABLES.items():
+        monkeypatch.setenv(var, value)
+    with caplog.at_level("WARNING", logger="client.adapters.vllm_adapter"):
+        ignored, ignored_command = built()
+    assert ignored_command == plain_command
+    assert (ignored.tool_parser, ignored.chat_template, ignored.device) == ("hermes", None, "cuda")
+    assert ignored._openai_options == plain._openai_options and "seed" not in ignored._openai_options
+    for var in REMOVED_VARIABLES:
+        assert any(var in r.getMessage() and "--model-arg" in r.getMessage() for r in caplog.records), var
+
+    # the same settings as options, the way `--model-arg KEY=VALUE` passes them (VALUE parsed as JSON)
+    given, command = built(tool_parser="pythonic", chat_template="tool_use", device="cpu",
+                           extra_args="--max-model-len 4096", parallel_tool_calls=False, seed=3)
+    assert (given.tool_parser, given.chat_template, given.device) == ("pythonic", "tool_use", "cpu")
+    assert flag(command, "--tool-call-parser") == "pythonic" and flag(command, "--chat-template") == "tool_use"
+    assert "--enforce-eager" in command and command[-2:] == ["--max-model-len", "4096"]
+    assert given._openai_options["parallel_tool_calls"] is False and given._openai_options["seed"] == 3
 
 
 async def test_vllm_without_the_strict_flag_is_started_again_without_it(fake: FakeVLLM) -> None:
@@ -745,3 +790,22 @@ def test_startup_timeout_in_evals_run_shows_the_server_log(fake: FakeVLLM) -> No
         assert "not ready within startup_timeout=1.5s" in message
         assert "loading safetensors shard" in message and "serve Qwen/Qwen2.5-7B-Instruct" in message
     assert len(fake.runs()) == 1  # the failed start is remembered: one server start for the run
+
+
+@pytest.mark.usefixtures("data_dir")
+def test_evals_run_takes_vllm_settings_from_model_args_not_the_environment(fake: FakeVLLM) -> None:
+    ignored = {var: value for var, value in REMOVED_VARIABLES.items() if var != "EVALS_VLLM_OPTIONS"}
+    cmd = [*evals_run(fake), "--model-arg", "tool_parser=pythonic", "--model-arg", "extra_args=--max-model-len 4096"]
+    out = subprocess.run(cmd, cwd=ROOT, env=evals_env(fake, **ignored), capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [run] = fake.runs()
+    assert flag(run["argv"], "--tool-call-parser") == "pythonic" and "--chat-template" not in run["argv"]
+    assert "--enforce-eager" not in run["argv"] and run["argv"][-2:] == ["--max-model-len", "4096"]
+    config = json.loads((fake.dir / "run" / "config.json").read_text())
+    assert config["options"]["model_args"] == {"tool_parser": "pythonic", "extra_args": "--max-model-len 4096"}
+    # a misspelt key stops the run before vLLM starts, with the accepted keys and no traceback
+    bad = [*evals_run(fake), "--model-arg", "tool_parsr=pythonic", "--run-dir", str(fake.dir / "bad")]
+    out = subprocess.run(bad, cwd=ROOT, env=evals_env(fake), capture_output=True, text=True, timeout=180)
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert "unknown vllm adapter option(s) ['tool_parsr']" in out.stderr and "tool_parser" in out.stderr
+    assert len(fake.runs()) == 1
