@@ -28,10 +28,18 @@ if TYPE_CHECKING:
 
     from .plugin import Benchmark
 
-__all__ = ["SCORES_FILE", "ScoreContext", "build_summary", "score_run", "summarize"]
+__all__ = ["SCORES_FILE", "ScoreContext", "build_summary", "read_scores", "score_run", "summarize"]
 
 SCORES_FILE = "scores.jsonl"
 _TOTAL_KEYS = ("input_tokens", "output_tokens", "cost_usd")
+
+
+def read_scores(run_dir: RunDir) -> list[dict[str, Any]]:
+    """The records of the run's ``scores.jsonl`` (none before it was scored)."""
+    path = run_dir.path / SCORES_FILE
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def _stored_decisions(run_dir: RunDir, traces: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -41,15 +49,10 @@ def _stored_decisions(run_dir: RunDir, traces: Mapping[str, Mapping[str, Any]]) 
         for event in trace.get("events") or []:
             if event.get("kind") == "judge" and isinstance(event.get("prompt"), str):
                 out[event["prompt"]] = {k: v for k, v in event.items() if k not in ("seq", "t", "kind")}
-    path = run_dir.path / SCORES_FILE
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            for decision in record.get("judge") or []:
-                if isinstance(decision.get("prompt"), str):
-                    out[decision["prompt"]] = decision
+    for record in read_scores(run_dir):
+        for decision in record.get("judge") or []:
+            if isinstance(decision.get("prompt"), str):
+                out[decision["prompt"]] = decision
     return out
 
 

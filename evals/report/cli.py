@@ -60,25 +60,20 @@ def unregistered_summary(run_dir: RunDir) -> dict[str, Any]:
     sample key of ``scores.jsonl`` aggregated (a percentage where every sample is a part of a whole,
     else a count), the judge's stored decisions counted apart."""
     from ..core.metrics import Metric, TaskScore
-    from ..core.scoring import SCORES_FILE, build_summary
+    from ..core.scoring import build_summary, read_scores
 
     traces = run_dir.latest_traces()
     scores: list[TaskScore] = []
     task_ids = list(traces)
     judge = {"decisions": 0, "asked": 0, "missing": 0, "input_tokens": 0.0, "output_tokens": 0.0, "cost_usd": 0.0}
-    path = run_dir.path / SCORES_FILE
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            scores.append(TaskScore.from_dict(record.get("score") or {}))
-            if record.get("task_id") not in task_ids:
-                task_ids.append(record.get("task_id"))
-            for d in record.get("judge") or []:
-                judge["decisions"] += 1
-                for key in ("input_tokens", "output_tokens", "cost_usd"):
-                    judge[key] += float(d.get(key) or 0)
+    for record in read_scores(run_dir):
+        scores.append(TaskScore.from_dict(record.get("score") or {}))
+        if str(record.get("task_id")) not in task_ids:
+            task_ids.append(str(record.get("task_id")))
+        for d in record.get("judge") or []:
+            judge["decisions"] += 1
+            for key in ("input_tokens", "output_tokens", "cost_usd"):
+                judge[key] += float(d.get(key) or 0)
     samples: dict[str, list[tuple[float, float]]] = {}
     for s in scores:
         for key, pair in s.samples.items():

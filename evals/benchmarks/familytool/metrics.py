@@ -24,7 +24,8 @@ Tool use
 ``strict_metrics`` use the rule matcher only. Each quantity has one name: the rule-only exact
 match is ``strict_metrics["tool_em"]`` (the summary no longer repeats it as ``exact_call_match``,
 nor ``tool_acc`` as ``tool_name_match``). A trace's ``outcome.exact_call_match`` is something else:
-the rule matcher's verdict on that one episode, next to ``response_match`` and ``judge``.
+the rule matcher's verdict on that one episode (the progress bar's score); the response matcher
+and the judge are asked in the scoring phase (``FamilyToolBenchmark.score``).
 """
 
 from __future__ import annotations
