@@ -135,15 +135,18 @@ def test_inductive_setting_extends_the_b_kg_over_mcp_at_run_time(data_dir, tmp_p
     assert bad.returncode == 2 and "familytool-e" in bad.stderr
 
 
-# ---- a scripted model through the real SDK and server, on every task --------------------------------
+# ---- a scripted model through the real SDK and server ------------------------------------------------
+# Every task of FamilyTool-b with kgetool; the first 120 tasks of the other three (the oracle tests above
+# cover every task of both datasets with every strategy; this keeps the suite's time down).
 @pytest.mark.parametrize("dataset", ["familytool-b", "familytool-e"])
 @pytest.mark.parametrize("strategy", ["kgetool", "agent"])
-def test_scripted_model_completes_every_task_and_score_reproduces_it(data_dir, tmp_path, provider, dataset, strategy):
+def test_scripted_model_completes_the_tasks_and_score_reproduces_it(data_dir, tmp_path, provider, dataset, strategy):
     run = tmp_path / "r"
+    every = dataset == "familytool-b" and strategy == "kgetool"
+    n = 483 if every else 120
     summary = _run(dataset, "--model", "openai:scripted", "--base-url", provider.openai_base_url,
                    "--api-key-env", "PATH", "--strategy", strategy, "--run-dir", str(run), "--concurrency", "16",
-                   "--max-turns", "4")
-    n = 483 if dataset.endswith("-b") else 455
+                   "--max-turns", "4", *([] if every else ["--limit", str(n)]))
     assert summary["tasks"] == summary["completed"] == n and summary["errored"] == 0
     m = summary["metrics"]
     # the guesser is weak: it finds some facts and some tools, never all
