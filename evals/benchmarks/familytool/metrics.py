@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tool_specs.matching import param_matches, rule_match
+from tool_specs.matching import param_matches
 
 from ...core.metrics import Metric, TaskScore
 
@@ -144,18 +144,18 @@ def kg_scores(task: FamilyToolTask, kg: Mapping[str, Any] | None) -> dict[str, f
 
 def tool_scores(
     task: FamilyToolTask, pred: Mapping[str, Any] | None, schema: Mapping[str, Any] | None,
-    *, response_ok: bool = False, judged_equivalent: bool = False,
+    *, rule_ok: bool, response_ok: bool = False, judged_equivalent: bool = False,
 ) -> dict[str, Any]:
     """Tool-use values of one task, strict and with the cascade, plus which matcher decided.
 
-    ``response_ok`` / ``judged_equivalent``: the response matcher's and the judge's verdicts (asked
-    only when the rule matcher rejects the call)."""
+    ``rule_ok``, ``response_ok``, ``judged_equivalent``: the verdicts of the rule matcher, the
+    response matcher and the judge (the last two asked only when the rule matcher rejects the call)."""
     gold = task.gold_calls[0]
     n_params = len(gold.arguments)
     if not pred:
         zero = {"tool_em": 0.0, "tool_acc": 0.0, "values_right": 0}
         return {"cascade": dict(zero), "strict": dict(zero), "params": n_params, "matcher": None}
-    rule = rule_match(pred["name"], pred.get("arguments"), gold.name, gold.arguments, schema)
+    rule = rule_ok
     matcher = "rule" if rule else ("response" if response_ok else None)
     if matcher is None and judged_equivalent:
         matcher = "llm"

@@ -299,8 +299,9 @@ class FamilyToolBenchmark:
         pred = outcome.get("prediction")
         gold = task.gold_calls[0]
         schema = self._schemas.get(gold.name)
+        rule_ok = rule_match(pred["name"], pred.get("arguments"), gold.name, gold.arguments, schema) if pred else False
         response_ok = judged = False
-        if pred and not rule_match(pred["name"], pred.get("arguments"), gold.name, gold.arguments, schema):
+        if pred and not rule_ok:
             spec = self._specs.get(gold.name)
             if pred["name"] == gold.name and spec is not None:
                 response_ok = await response_match(spec, pred.get("arguments"), gold.arguments)
@@ -308,7 +309,7 @@ class FamilyToolBenchmark:
                 tool = next((t for t in task.candidate_tools if t["name"] == gold.name), {"name": gold.name})
                 decision = await ctx.judge(ft.agent_prompt(task), tool, gold.to_dict(), pred)
                 judged = bool(decision and decision.equivalent)
-        tools = tool_scores(task, pred, schema, response_ok=response_ok, judged_equivalent=judged)
+        tools = tool_scores(task, pred, schema, rule_ok=rule_ok, response_ok=response_ok, judged_equivalent=judged)
         strategy = ctx.config.get("strategy") or self.info.default_strategy
         kg = kg_scores(task, outcome.get("kg")) if strategy in EXTRACTING else None
         return task_score(task, tools, kg)
