@@ -2,8 +2,9 @@
 
 The server (ToolHop catalog, sandbox pool) runs in this process on 127.0.0.1 with uvicorn; the
 client is the MCP SDK's streamable-HTTP client. Each call is the first gold call of a ToolHop
-task (real tool code run in a forked sandbox child). "cold" = the first call of a fresh pool
-(starts the worker: ``unshare`` + Python start-up + preloads); "warm" = later calls.
+task (real tool code run in a sandbox child: its own PID and mount namespace, private tmpfs, no
+capabilities, seccomp). "cold" = the first call of a fresh pool (starts the worker: Python start-up,
+preloads, its user/mount/network namespaces and read-only root); "warm" = later calls.
 
     EVALS_DATA_DIR=../shared/data python bench/bench_toolhop.py [--calls 200] [--cold 5]
 """
@@ -63,6 +64,14 @@ async def main() -> None:
             assert pool.run(hop.code.code, hop.function, call.arguments).ok
             direct_warm.append(time.perf_counter() - t0)
         containment = pool.describe()
+    # the same without the kernel boundary (unsafe; only to show what the boundary costs)
+    direct_unsafe: list[float] = []
+    with SandboxPool(1, isolation="none", allow_unsafe=True) as pool:
+        pool.warm()
+        for _ in range(args.calls):
+            t0 = time.perf_counter()
+            assert pool.run(hop.code.code, hop.function, call.arguments).ok
+            direct_unsafe.append(time.perf_counter() - t0)
 
     # through the MCP server over HTTP
     mcp_cold, mcp_warm = [], []
@@ -103,6 +112,7 @@ async def main() -> None:
     row(table, "MCP over HTTP, cold (worker start)", mcp_cold)
     row(table, "MCP over HTTP, no-op tool (baseline)", noop)
     row(table, "sandbox only, warm worker", direct_warm)
+    row(table, "sandbox only, warm, unsafe (no boundary)", direct_unsafe)
     row(table, "sandbox only, cold (worker start)", direct_cold)
     console = Console()
     console.print(table)

@@ -80,6 +80,7 @@ from tool_specs.results import (
     to_json_text,
 )
 from tool_specs.sandbox import (
+    NamespaceSupport,
     ResultHook,
     SandboxError,
     SandboxExecutor,
@@ -87,7 +88,7 @@ from tool_specs.sandbox import (
     SandboxPool,
     SandboxReply,
     default_pool,
-    network_namespace_command,
+    namespace_support,
     reply_to_result,
     value_to_result,
 )
@@ -190,7 +191,8 @@ __all__ = [
     "looks_like_schema",
     "map_type_name",
     "name_cost",
-    "network_namespace_command",
+    "NamespaceSupport",
+    "namespace_support",
     "normalize_arguments",
     "normalize_output_schema",
     "normalize_schema",

@@ -1,31 +1,34 @@
 """Run untrusted tool code (benchmark tools written in Python) in isolated worker processes.
 
-Containment model (Linux):
+Containment model (Linux; the details are in ``tool_specs/_sandbox_worker.py``):
 
 * **Never in the server process.** A :class:`SandboxPool` keeps a few worker processes
   (``tool_specs/_sandbox_worker.py``, started with ``python -I``); each call is sent to an idle
-  worker, which forks a fresh child for it (no state survives a call) and answers with JSON.
-* **No network.** Workers start in a new network namespace (``unshare --net``; without root
-  ``unshare --net --map-root-user``), which has no interface but a down loopback. When that is not
-  possible (``network="hook"``, or ``"auto"`` on a host without namespaces) only the audit hook
-  below refuses sockets. :meth:`SandboxPool.describe` says which applies.
+  worker, which clones a fresh child for it (no state survives a call) and answers with JSON.
+* **A kernel boundary per call** (isolation ``"namespaces"``, the default). Each worker lives in
+  its own user, mount, network, IPC and UTS namespaces (uid 0 inside maps to ``nobody`` when the
+  server is root, else to the server's uid), on a read-only root that shows only ``/usr``, the
+  interpreter and its ``sys.path`` directories and four ``/dev`` nodes (no ``/proc``, ``/sys``,
+  ``/home``, ``/dev/shm``, no checkout); the network namespace has only a down loopback. Each call
+  runs as process 1 of its own PID namespace (when it ends the kernel kills everything it
+  started) with its own mount namespace and a private, size-limited tmpfs as ``/tmp`` and cwd
+  (invisible to other calls, gone with the call: nothing is written to the host's disk), no
+  capabilities, ``no_new_privs`` and a libseccomp-generated filter (sockets, ``ptrace``, mounts,
+  namespaces, ``fork``/``exec``, ``bpf``, ``keyctl``, ``io_uring``... refused).
 * **Kernel limits per call** (soft = hard, so the code cannot raise them): ``RLIMIT_CPU``,
   ``RLIMIT_AS`` (memory), ``RLIMIT_NPROC`` = 0 (no fork, no threads), ``RLIMIT_FSIZE``,
-  ``RLIMIT_NOFILE``, no core dumps; plus a wall-clock deadline after which the child is SIGKILLed.
-  A worker that does not answer in time is killed with its whole process group and replaced.
-* **Nothing of the server's environment.** Workers get an empty environment (``PATH`` and
-  ``LANG`` only) and the child empties even that; when the server runs as root the child drops to
-  ``nobody`` (uid 65534), so the kernel also forbids it to read ``/proc/<server pid>/environ`` or
-  to write anywhere but its own scratch directory.
-* **Audit hook** (:func:`sys.addaudithook`, which Python code cannot remove) in the child: refuses
-  sockets, ``os.system``/``subprocess``/``fork``/``exec``/``posix_spawn``, threads, ``ctypes``,
-  ``os.kill``, rlimit changes, GC and trace introspection, ``chdir``, writes outside the per-call
-  scratch directory and reads under ``/proc`` other than its own entries.
+  ``RLIMIT_NOFILE``, no core dumps; the scratch tmpfs's size; plus a wall-clock deadline after
+  which the child is SIGKILLed. A worker that does not answer in time is killed and replaced.
+* **Nothing of the server's environment.** Workers get ``PATH`` and ``LANG`` only and the child
+  empties even that.
+* **Audit hook** (:func:`sys.addaudithook`) in the child: a tripwire that refuses sockets,
+  processes, ``ctypes``, writes outside the scratch directory and the like with a clear message.
+  It is not the boundary: native code and tricks on the interpreter get past it.
 
-What it does not cover: an audit hook is a tripwire, not a security boundary; native code
-(already-loaded C extensions) can make system calls without raising audit events. Without root
-(no uid drop) file-system protection beyond the scratch directory rests on that hook alone. There
-is no seccomp filter and no mount namespace: the child can still *read* world-readable files.
+Where the kernel does not allow the namespaces (:func:`namespace_support` says why), a pool
+refuses to start unless it is created with ``allow_unsafe=True`` (isolation ``"none"``: a plain
+forked child, ``nobody`` when the server is root, rlimits and the audit hook only, which is NOT a
+security boundary); it then logs a warning. :meth:`SandboxPool.describe` says what is in effect.
 
 The executor kind ``sandbox`` (registered here) runs a code string:
 ``{"kind": "sandbox", "function": "f", "code": "def f(x): ..."}`` (or ``"file": "tool.py"``).
@@ -43,13 +46,13 @@ import atexit
 import contextlib
 import itertools
 import json
+import logging
 import os
 import selectors
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -71,14 +74,16 @@ __all__ = [
     "SandboxLimits",
     "SandboxPool",
     "SandboxReply",
+    "NamespaceSupport",
     "default_pool",
-    "network_namespace_command",
+    "namespace_support",
     "reply_to_result",
     "value_to_result",
 ]
 
 WORKER_SCRIPT = Path(__file__).with_name("_sandbox_worker.py")
-NetworkMode = Literal["auto", "namespace", "hook"]
+Isolation = Literal["namespaces", "none"]
+log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 30.0
 _REPLY_GRACE_S = 5.0
 
@@ -96,11 +101,12 @@ class SandboxLimits:
     cpu_s: float = 5.0
     memory_mb: int = 512
     fsize_mb: int = 8
+    scratch_mb: int = 32  # the call's private tmpfs (/tmp, its cwd); isolation "namespaces" only
     nofile: int = 32
     max_result_bytes: int = 1 << 20
 
     def __post_init__(self) -> None:
-        for name in ("wall_s", "cpu_s", "memory_mb", "fsize_mb", "nofile", "max_result_bytes"):
+        for name in ("wall_s", "cpu_s", "memory_mb", "fsize_mb", "scratch_mb", "nofile", "max_result_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise ValueError(f"sandbox limit {name} must be a positive number, got {value!r}")
@@ -127,25 +133,43 @@ class SandboxReply:
         return self.status == "ok"
 
 
-_NETNS_CACHE: dict[bool, list[str] | None] = {}
+@dataclass(frozen=True)
+class NamespaceSupport:
+    """Whether this host lets a sandbox worker set up its namespaces (``ok``); else ``reason``.
+    ``isolation`` is what a worker reported (namespaces, uid map, read-only paths, seccomp)."""
+
+    ok: bool
+    reason: str = ""
+    isolation: dict[str, Any] = field(default_factory=dict)
 
 
-def network_namespace_command() -> list[str] | None:
-    """The ``unshare`` prefix that puts a process in a new, empty network namespace, or ``None``
-    when this host does not allow it (checked once per process)."""
-    root = os.geteuid() == 0
-    if root not in _NETNS_CACHE:
-        exe = shutil.which("unshare")
-        prefix = None
-        if exe and sys.platform.startswith("linux"):
-            cmd = [exe, "--net"] if root else [exe, "--net", "--map-root-user"]
-            try:
-                ok = subprocess.run([*cmd, "--", "true"], capture_output=True, timeout=10).returncode == 0
-            except (OSError, subprocess.SubprocessError):
-                ok = False
-            prefix = [*cmd, "--"] if ok else None
-        _NETNS_CACHE[root] = prefix
-    return _NETNS_CACHE[root]
+_SUPPORT: dict[str, NamespaceSupport] = {}
+_SUPPORT_LOCK = threading.Lock()
+
+
+def namespace_support(python: str | None = None) -> NamespaceSupport:
+    """Try the worker's namespace set-up once per interpreter and process (``--probe``: no
+    preloads, about 50 ms) and say whether it works on this host, and why not."""
+    exe = python or sys.executable
+    with _SUPPORT_LOCK:
+        if exe not in _SUPPORT:
+            if not sys.platform.startswith("linux"):
+                _SUPPORT[exe] = NamespaceSupport(False, f"kernel namespaces need Linux, not {sys.platform}")
+            else:
+                try:
+                    proc = subprocess.run(
+                        [exe, "-I", str(WORKER_SCRIPT), "--probe"], capture_output=True, timeout=_START_TIMEOUT_S,
+                        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}, cwd="/",
+                    )
+                    line = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+                    hello = json.loads(line[-1]) if line else {}
+                except (OSError, subprocess.SubprocessError, ValueError) as exc:
+                    hello = {"error": f"the probe did not run: {exc}"}
+                if hello.get("ready"):
+                    _SUPPORT[exe] = NamespaceSupport(True, isolation=dict(hello.get("isolation") or {}))
+                else:
+                    _SUPPORT[exe] = NamespaceSupport(False, str(hello.get("error") or "the probe gave no answer"))
+        return _SUPPORT[exe]
 
 
 class _Worker:
@@ -166,8 +190,12 @@ class _Worker:
             raise
         if not hello.get("ready"):
             self.kill()
+            if hello.get("error"):
+                raise SandboxError(f"the sandbox worker could not isolate itself: {hello['error']}")
             raise SandboxError(f"sandbox worker sent an unexpected greeting: {hello!r}")
         self.hello = hello
+        scratch = hello.get("scratch_root")  # isolation "none": the worker's own scratch directory
+        self.scratch_root = scratch if isinstance(scratch, str) and os.path.basename(scratch).startswith("tool-sandbox-") else None
 
     def _read_line(self, deadline: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
@@ -218,6 +246,8 @@ class _Worker:
             with contextlib.suppress(OSError):
                 if stream is not None:
                     stream.close()
+        if getattr(self, "scratch_root", None):  # a worker killed before it could remove it
+            shutil.rmtree(str(self.scratch_root), ignore_errors=True)
 
     def stop(self) -> None:
         """Close the request pipe (the worker leaves on EOF), then make sure the group is gone."""
@@ -242,23 +272,40 @@ class SandboxPool:
         size: int | None = None,
         *,
         limits: SandboxLimits | None = None,
-        network: NetworkMode = "auto",
+        allow_unsafe: bool = False,
+        isolation: Isolation | None = None,
         python: str | None = None,
     ) -> None:
-        if network not in ("auto", "namespace", "hook"):
-            raise ValueError(f"network must be 'auto', 'namespace' or 'hook', got {network!r}")
+        if isolation not in (None, "namespaces", "none"):
+            raise ValueError(f"isolation must be 'namespaces' or 'none', got {isolation!r}")
+        if isolation == "none" and not allow_unsafe:
+            raise ValueError("isolation='none' (no kernel boundary) needs allow_unsafe=True")
         self.size = int(size) if size is not None else max(1, min(4, os.cpu_count() or 1))
         if self.size < 1:
             raise ValueError(f"a sandbox pool needs at least one worker, got size={size!r}")
         self.limits = limits or SandboxLimits()
         self.python = python or sys.executable
-        prefix = None if network == "hook" else network_namespace_command()
-        if network == "namespace" and prefix is None:
-            raise SandboxError("network='namespace' but this host cannot create network namespaces (unshare --net failed)")
-        self._prefix = prefix or []
-        self._drop = os.geteuid() == 0
-        self._scratch = tempfile.mkdtemp(prefix="tool-sandbox-")
-        os.chmod(self._scratch, 0o711)  # the unprivileged child must reach its own sub-directory
+        support = namespace_support(self.python) if isolation != "none" else NamespaceSupport(False, "isolation='none' asked for")
+        if isolation == "namespaces" and not support.ok:
+            raise SandboxError(f"isolation='namespaces' but this host cannot set them up: {support.reason}")
+        self.isolation: Isolation = "namespaces" if support.ok else "none"
+        self.support = support
+        if not support.ok:
+            if not allow_unsafe:
+                raise SandboxError(
+                    "refusing to run untrusted tool code: this host cannot give it a kernel boundary "
+                    f"(namespaces unavailable: {support.reason}). Allow unprivileged user namespaces "
+                    "(sysctl kernel.unprivileged_userns_clone=1 / user.max_user_namespaces > 0), or accept "
+                    "running it with an audit hook only, which is NOT a security boundary, by passing the "
+                    "explicit unsafe flag (SandboxPool(allow_unsafe=True); a benchmark's option "
+                    "--unsafe-sandbox-without-namespaces)"
+                )
+            log.warning(
+                "UNSAFE: untrusted tool code runs WITHOUT a kernel boundary (namespaces unavailable: %s); "
+                "only rlimits%s and an audit hook contain it, and native code can get past the hook",
+                support.reason, ", the nobody uid" if os.geteuid() == 0 else "",
+            )
+        self._drop = self.isolation == "none" and os.geteuid() == 0
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()
         self._lock = threading.Lock()
@@ -284,7 +331,6 @@ class SandboxPool:
             self._idle.clear()
         for w in workers:
             w.stop()
-        shutil.rmtree(self._scratch, ignore_errors=True)
         atexit.unregister(self.close)
 
     @property
@@ -298,22 +344,33 @@ class SandboxPool:
 
     def describe(self) -> dict[str, Any]:
         """The containment actually in effect (for ``/health``, logs and the README's claims)."""
-        return {
-            "workers": self.size,
-            "network": "namespace (unshare --net)" if self._prefix else "audit hook only",
-            "uid": "nobody (65534)" if self._drop else "the server's uid (not root: no drop)",
-            "limits": asdict(self.limits),
-            "fresh_process_per_call": True,
-        }
+        if self.isolation == "namespaces":
+            info = self.support.isolation
+            out: dict[str, Any] = {
+                "isolation": "kernel namespaces",
+                "namespaces": info.get("namespaces"),
+                "network": "namespace (no interface but a down loopback)",
+                "uid": info.get("uid"),
+                "filesystem": "read-only root with " + ", ".join(info.get("read_only") or []) + "; a private tmpfs as /tmp",
+                "seccomp": info.get("seccomp"),
+                "capabilities": "none, no_new_privs",
+            }
+        else:
+            out = {
+                "isolation": f"NONE (unsafe, allowed explicitly): {self.support.reason}",
+                "network": "audit hook only",
+                "uid": "nobody (65534)" if self._drop else "the server's uid (not root: no drop)",
+            }
+        return {"workers": self.size, **out, "limits": asdict(self.limits), "fresh_process_per_call": True}
 
     def _argv(self) -> list[str]:
-        argv = [*self._prefix, self.python, "-I", str(WORKER_SCRIPT)]
+        argv = [self.python, "-I", str(WORKER_SCRIPT), "--isolation", self.isolation]
         return argv + (["--drop-to-nobody"] if self._drop else [])
 
     def _spawn(self) -> _Worker:
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         try:
-            worker = _Worker(self._argv(), self._scratch, env)
+            worker = _Worker(self._argv(), "/", env)
         except OSError as exc:
             raise SandboxError(f"cannot start a sandbox worker ({' '.join(self._argv())}): {exc}") from exc
         with self._lock:

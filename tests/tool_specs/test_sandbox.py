@@ -138,10 +138,12 @@ def test_hostile_code_is_contained_and_the_pool_keeps_serving(pool, case, tmp_pa
 def test_network_namespace_has_no_usable_interface(pool):
     if not pool.describe()["network"].startswith("namespace"):
         pytest.skip("this host cannot create network namespaces; only the audit hook blocks sockets")
-    reply = pool.run("def f():\n    return open('/proc/self/net/dev').read()\n", "f")
-    assert reply.ok
-    interfaces = {line.split(":")[0].strip() for line in reply.value.splitlines()[2:]}
-    assert interfaces <= {"lo"}
+    pool.warm()
+    for pid in pool.worker_pids():  # read from the host: the sandbox itself has no /proc
+        assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+        with open(f"/proc/{pid}/net/dev") as fh:
+            interfaces = {line.split(":")[0].strip() for line in fh.read().splitlines()[2:]}
+        assert interfaces <= {"lo"}
 
 
 def test_closing_the_pool_leaves_no_process_behind():

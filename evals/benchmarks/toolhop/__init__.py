@@ -39,6 +39,9 @@ OPTIONS: tuple[Option, ...] = (
            "tool code in the sandbox once; cached)"),
     Option("sandbox_workers", int, 4, "sandbox worker processes that run the tools' code", serve=True,
            affects_results=False, check=lambda v: None if 1 <= v <= 64 else "must be between 1 and 64"),
+    Option("unsafe_sandbox_without_namespaces", bool, False, "UNSAFE: where the kernel gives no user namespaces, "
+           "run the tools' code anyway, contained only by rlimits and an audit hook (not a security boundary); "
+           "without it such a host refuses to run them", serve=True, affects_results=False),
 )
 
 def needed_files(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, RemoteFile]]:

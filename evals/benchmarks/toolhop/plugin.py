@@ -114,14 +114,24 @@ class ToolHopBenchmark:
         the sandbox once and is cached under ``$EVALS_CACHE_DIR``)."""
         if self._chains is None:
             derive = bool(self.options.get("derive_chains", True))
-            self._chains = gold_chains(list(self.tasks.values()), self._pool, derive=derive)
+            if self._pool is not None or not derive:
+                self._chains = gold_chains(list(self.tasks.values()), self._pool, derive=derive)
+            else:  # no server in this process (e.g. --server-process): a pool of our own, same isolation
+                with self._new_pool(2) as pool:
+                    self._chains = gold_chains(list(self.tasks.values()), pool, derive=derive)
         return self._chains
+
+    def _new_pool(self, size: int) -> SandboxPool:
+        """A sandbox pool; without kernel namespaces it refuses to start unless the user passed
+        ``--unsafe-sandbox-without-namespaces`` (then it warns)."""
+        return SandboxPool(size, limits=SandboxLimits(),
+                           allow_unsafe=bool(self.options.get("unsafe_sandbox_without_namespaces", False)))
 
     def mounts(
         self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None
     ) -> list[BenchmarkMount]:
         _, feedback = split_strategy(strategy or self.info.default_strategy)
-        pool = SandboxPool(int(self.options.get("sandbox_workers", 4)), limits=SandboxLimits())
+        pool = self._new_pool(int(self.options.get("sandbox_workers", 4)))
         stack.callback(pool.close)
         self._pool = pool
         catalog = ToolHopCatalog(self.name, list(self.tasks.values()), feedback=feedback, pool=pool)
