@@ -266,8 +266,11 @@ async def wait_for_traces(run: RunDir, n: int, timeout: float = 10.0) -> None:
 
 
 async def test_interrupt_cancels_in_flight_without_traces_and_resume_completes(tmp_path: Path) -> None:
+    started: list[str] = []
+
     async def episode(task_id: str, rec: EpisodeRecorder) -> None:
         rec.note("started")
+        started.append(task_id)
         await asyncio.sleep(0.0 if index(task_id) < 3 else 30)
 
     run = RunDir(tmp_path / "run", CONFIG)
@@ -276,7 +279,10 @@ async def test_interrupt_cancels_in_flight_without_traces_and_resume_completes(t
         run_episodes(run, task_ids(10), episode, concurrency=4, control=control, progress=False)
     )
     await wait_for_traces(run, 3)
-    await asyncio.sleep(0.02)
+    deadline = time.monotonic() + 10
+    while len(started) < 7:  # the three quick ones and four in flight (however slow the machine)
+        assert time.monotonic() < deadline, f"only {started} started after 10 s"
+        await asyncio.sleep(0.005)
     control.interrupt("test says stop")
     result = await asyncio.wait_for(running, 5)
     assert (result.stopped_reason, result.message) == ("interrupted", "test says stop")
