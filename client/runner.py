@@ -379,11 +379,13 @@ class _Runner:
                         )
                     await cancel_all(remaining, grace_s)
                     return
-                for task in done:
-                    remaining.discard(task)
-                    if not task.cancelled() and task.exception() is not None:
-                        await cancel_all(remaining, grace_s)
-                        raise task.exception()  # type: ignore[misc]
+                remaining -= done
+                # every failed worker's exception is retrieved (two can fail at once, e.g. on a full
+                # disk); the first is raised
+                failures = [e for t in done if not t.cancelled() and (e := t.exception()) is not None]
+                if failures:
+                    await cancel_all(remaining, grace_s)
+                    raise failures[0]
         finally:
             interrupt.cancel()
             tripped.cancel()
@@ -412,7 +414,10 @@ async def cancel_all(tasks: Iterable[asyncio.Task[Any]], grace_s: float) -> None
     for task in tasks:
         task.cancel()
     if tasks:
-        _, stuck = await asyncio.wait(tasks, timeout=grace_s)
+        ended, stuck = await asyncio.wait(tasks, timeout=grace_s)
+        for task in ended:  # an error raised while stopping (the caller is already failing or stopping)
+            if not task.cancelled() and (exc := task.exception()) is not None:
+                log.debug("a cancelled episode ended with %s: %s", type(exc).__name__, exc)
         if stuck:
             log.warning(
                 "%d episode(s) did not stop within %.0fs of being cancelled; leaving them",

@@ -12,7 +12,7 @@ here, and this is where other code imports them from.
 """
 
 from client._runs.config import DEFAULT_HASH_KEYS, RunConfigMismatch, config_hash, package_version
-from client._runs.jsonl import TraceScan
+from client._runs.jsonl import RunDiskFull, TraceScan
 from client._runs.jsonutil import canonical_json, error_info, to_jsonable
 from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
@@ -28,6 +28,7 @@ __all__ = [
     "RunConfigMismatch",
     "RunDir",
     "RunDirClosed",
+    "RunDiskFull",
     "RunLocked",
     "RunSummary",
     "TraceScan",

@@ -11,7 +11,9 @@ The server imports no benchmark module: benchmarks hand it a :class:`tool_specs.
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -29,11 +31,13 @@ from .kg_tools import KGConfig, kg_tools
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_SESSION_STATES",
+    "MAX_TOOL_NAME_LENGTH",
     "SERVER_NAME",
     "BenchmarkMount",
     "EndpointNotFound",
     "EndpointRef",
     "NonObjectArgumentsMiddleware",
+    "SessionLimits",
     "ToolServer",
     "current_endpoint",
 ]
@@ -42,7 +46,100 @@ log = logging.getLogger(__name__)
 
 SERVER_NAME = "mcp-multihop-evals"
 DEFAULT_PAGE_SIZE = 200
-MAX_SESSION_STATES = 10_000  # per-session executor states kept over HTTP (the least recently used go)
+MAX_SESSION_STATES = 1024  # default cap on sessions kept over HTTP, in total (see SessionLimits)
+MAX_TOOL_NAME_LENGTH = 128  # longer names of unknown tools get no "did you mean" (its cost grows with length)
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """How many sessions the HTTP server keeps, and for how long (operational: results do not depend on them).
+
+    Applies to the named sessions of the current protocol (``?session=<id>``: executors' state) and
+    to handshake-protocol sessions (``Mcp-Session-Id``). At a cap the least recently used session
+    goes (within the endpoint when its per-endpoint cap is the one reached); a session unused for
+    ``idle_timeout`` seconds expires. A request to a named session that went this way is refused
+    with an error that says so, never answered from a fresh state.
+    """
+
+    max_sessions: int = MAX_SESSION_STATES
+    max_sessions_per_endpoint: int = 256
+    idle_timeout: float = 300.0
+
+    def __post_init__(self) -> None:
+        if self.max_sessions < 1 or self.max_sessions_per_endpoint < 1:
+            raise ValueError(
+                f"session caps must be at least 1, got max_sessions={self.max_sessions}, "
+                f"max_sessions_per_endpoint={self.max_sessions_per_endpoint}"
+            )
+        if not 0 < self.idle_timeout < float("inf"):
+            raise ValueError(f"idle_timeout must be a positive, finite number of seconds, got {self.idle_timeout!r}")
+
+
+class _SessionStates:
+    """Executors' states of named HTTP sessions: capped per endpoint and in total, expiring when idle.
+
+    Keys of sessions that went (expired, or closed to make room) are remembered, as many as the
+    total cap, so a client that comes back to one gets an error rather than a silently fresh state.
+    """
+
+    def __init__(self, limits: SessionLimits, clock: Any = time.monotonic):
+        self.limits = limits
+        self.clock = clock
+        self.states: OrderedDict[str, tuple[str, dict[str, Any], float]] = OrderedDict()  # key -> (path, state, used)
+        self.per_endpoint: dict[str, OrderedDict[str, None]] = {}
+        self.gone: OrderedDict[str, str] = OrderedDict()  # key -> why
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def get(self, key: str, path: str, *, named: bool = True) -> dict[str, Any]:
+        """The state of session ``key`` on endpoint ``path``; a new one for a new key.
+
+        Raises :class:`MCPError` for a named session that expired or was closed to make room (an
+        unnamed one, the state shared by requests that name no session, just starts again).
+        """
+        now = self.clock()
+        self._expire(now)
+        entry = self.states.get(key)
+        if entry is not None:
+            self.states[key] = (path, entry[1], now)
+            self.states.move_to_end(key)
+            self.per_endpoint[path].move_to_end(key)
+            return entry[1]
+        why = self.gone.pop(key, None) if not named else self.gone.get(key)
+        if why is not None and named:
+            raise MCPError(
+                code=types.INVALID_REQUEST,
+                message=f"session {key!r} is closed ({why}); its state is gone: start a new session (a new ?session= id)",
+            )
+        same = self.per_endpoint.setdefault(path, OrderedDict())
+        if len(same) >= self.limits.max_sessions_per_endpoint:
+            self._drop(next(iter(same)), f"closed to admit a new one: {len(same)} sessions on its endpoint is the cap")
+        if len(self.states) >= self.limits.max_sessions:
+            self._drop(next(iter(self.states)), f"closed to admit a new one: {len(self.states)} sessions is the cap")
+        state: dict[str, Any] = {}
+        self.states[key] = (path, state, now)
+        same[key] = None
+        return state
+
+    def _expire(self, now: float) -> None:
+        limit = self.limits.idle_timeout
+        while self.states:
+            key, (_, _, used) = next(iter(self.states.items()))
+            if now - used <= limit:
+                return
+            self._drop(key, f"idle for more than {limit:g} s")
+
+    def _drop(self, key: str, why: str) -> None:
+        path, _, _ = self.states.pop(key)
+        same = self.per_endpoint[path]
+        same.pop(key, None)
+        if not same:
+            del self.per_endpoint[path]
+        self.gone[key] = why
+        if len(self.gone) > self.limits.max_sessions:
+            self.gone.popitem(last=False)
+        log.info("session %s %s", key[:80], why)
 
 
 class EndpointNotFound(LookupError):
@@ -118,6 +215,7 @@ class ToolServer:
         default: EndpointRef | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         cache_endpoints: int = 256,
+        session_limits: SessionLimits | None = None,
     ):
         self.mounts: dict[str, BenchmarkMount] = {}
         for m in mounts:
@@ -129,8 +227,17 @@ class ToolServer:
         self._cache_size = cache_endpoints
         self._tools_by_spec: dict[int, tuple[ToolSpec, types.Tool]] = {}
         self.default = default
-        self._session_states: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._session_states = _SessionStates(session_limits or SessionLimits())
         self.server: Server[Any] = self.mcp_server(default)
+
+    @property
+    def session_limits(self) -> SessionLimits:
+        """Caps and idle timeout of HTTP sessions (settable before the HTTP app is created)."""
+        return self._session_states.limits
+
+    @session_limits.setter
+    def session_limits(self, limits: SessionLimits) -> None:
+        self._session_states.limits = limits
 
     def mcp_server(self, default: EndpointRef | None = None) -> Server[Any]:
         """A low-level MCP server over these mounts.
@@ -195,7 +302,8 @@ class ToolServer:
         session: its calls share ``connection_state``. Over HTTP the current MCP protocol
         keeps no session, so a client names its episode in the URL (``?session=<id>``, as
         ``evals run`` does; a legacy client's ``Mcp-Session-Id`` counts too); requests that name
-        none share one state per endpoint. The newest :data:`MAX_SESSION_STATES` states are kept.
+        none share one state per endpoint. How many are kept, and for how long, is
+        :attr:`session_limits`.
         """
         request = ctx.request
         if request is None:  # stdio, in-process: the low-level server serves one session
@@ -205,14 +313,7 @@ class ToolServer:
         query = getattr(request, "query_params", None)
         named = (query.get("session") if query is not None else None) or getattr(connection, "session_id", None)
         key = f"{ref.path}?session={named}" if named else ref.path
-        state = self._session_states.get(key)
-        if state is None:
-            state = self._session_states[key] = {}
-            if len(self._session_states) > MAX_SESSION_STATES:
-                self._session_states.popitem(last=False)
-        else:
-            self._session_states.move_to_end(key)
-        return (str(named) if named else None), state
+        return (str(named) if named else None), self._session_states.get(key, ref.path, named=bool(named))
 
     # ---- endpoints -------------------------------------------------------------------------
     def check_endpoint(self, ref: EndpointRef) -> None:
@@ -220,18 +321,18 @@ class ToolServer:
         mount = self.mounts.get(ref.benchmark)
         if mount is None:
             known = sorted(self.mounts)
-            hint = suggest_names(ref.benchmark, known)
+            hint = _suggest(ref.benchmark, known)
             raise EndpointNotFound(
-                f"unknown benchmark {ref.benchmark!r}; served benchmarks: {', '.join(known) or '(none)'}"
+                f"unknown benchmark {_shown(ref.benchmark)!r}; served benchmarks: {', '.join(known) or '(none)'}"
                 + (f" (did you mean {', '.join(hint)}?)" if hint else "")
             )
         if ref.task_id is not None:
             try:
                 mount.catalog.task_tools(ref.task_id)
             except TaskNotFound:
-                hint = suggest_names(ref.task_id, mount.catalog.task_ids())
+                hint = _suggest(ref.task_id, mount.catalog.task_ids())
                 raise EndpointNotFound(
-                    f"unknown task {ref.task_id!r} in benchmark {ref.benchmark!r}"
+                    f"unknown task {_shown(ref.task_id)!r} in benchmark {ref.benchmark!r}"
                     + (f"; did you mean {', '.join(hint)}?" if hint else "")
                 ) from None
 
@@ -308,13 +409,13 @@ class ToolServer:
             tools = self.endpoint_tools(ref)
         except EndpointNotFound as exc:
             return ToolResult(is_error=True, text=str(exc), structured=None, warnings=[])
-        spec = tools.get(name)
+        spec = tools.get(name) if isinstance(name, str) else None
         if spec is None:
-            shown = name if len(name) <= 80 else name[:77] + "..."
-            hint = suggest_names(name, list(tools))
+            name = str(name)
+            hint = _suggest(name, list(tools))
             return ToolResult(
                 is_error=True,
-                text=f"Unknown tool {shown!r}."
+                text=f"Unknown tool {_shown(name)!r}."
                 + (f" Did you mean: {', '.join(hint)}?" if hint else "")
                 + f" Available tools: {', '.join(tools)}.",
                 structured=None,
@@ -344,6 +445,20 @@ class ToolServer:
         return out
 
 
+def _shown(name: str) -> str:
+    return name if len(name) <= 80 else name[:77] + "..."
+
+
+def _suggest(name: str, known: Any) -> list[str]:
+    """"Did you mean" names, or none for a name longer than :data:`MAX_TOOL_NAME_LENGTH`.
+
+    Finding close names costs time that grows with the name's length times each candidate's; a
+    client could make the server spend seconds of CPU per request with a long enough name.
+    """
+    return suggest_names(name, known) if len(name) <= MAX_TOOL_NAME_LENGTH else []
+
+
+@functools.cache  # read once: a session's own server (``mcp_server``) is made per episode in-process
 def _version() -> str:
     try:
         from importlib.metadata import version

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .jsonl import disk_full
 from .jsonutil import canonical_json, dumps_line, json_default, now_iso, short_json, to_jsonable
 
 __all__ = ["DEFAULT_HASH_KEYS", "RunConfigMismatch", "config_hash", "package_version"]
@@ -105,9 +106,12 @@ def create_config(run_path: Path, record: Mapping[str, Any]) -> bool:
     """Write ``config.json`` only if it does not exist (atomic create via a hard link); whether it did."""
     path = run_path / CONFIG_FILE
     tmp = run_path / f".{CONFIG_FILE}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    tmp.write_text(
-        json.dumps(record, indent=2, ensure_ascii=False, default=json_default) + "\n", encoding="utf-8"
-    )
+    text = json.dumps(record, indent=2, ensure_ascii=False, default=json_default) + "\n"
+    try:
+        tmp.write_text(text, encoding="utf-8")
+    except OSError as exc:  # a full disk: no half-written temporary file is left behind
+        tmp.unlink(missing_ok=True)
+        raise disk_full(exc, path) from exc
     try:
         os.link(tmp, path)
         return True
@@ -115,7 +119,7 @@ def create_config(run_path: Path, record: Mapping[str, Any]) -> bool:
         return False
     except OSError as exc:  # file systems without hard links
         if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
-            raise
+            raise disk_full(exc, path) from exc
         if path.exists():
             return False
         os.replace(tmp, path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -21,9 +22,46 @@ from typing import Any
 
 from .jsonutil import dumps_line, now_iso
 
-__all__ = ["TraceScan"]
+__all__ = ["RunDiskFull", "TraceScan"]
 
 log = logging.getLogger(__name__)
+
+
+class RunDiskFull(OSError):
+    """A run directory's file could not be written: the disk (or the user's quota) is full.
+
+    Nothing half-written is left behind (a partly written line is cut off again, a temporary file
+    removed); once there is space, the same command resumes the run.
+    """
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def disk_full(exc: OSError, path: Path | str) -> OSError:
+    """``exc`` as a :class:`RunDiskFull` that names ``path`` and what to do, or ``exc`` itself for other errors."""
+    if isinstance(exc, RunDiskFull) or exc.errno not in _FULL:
+        return exc
+    return RunDiskFull(
+        exc.errno,
+        f"no space left on the device (or quota) while writing {str(path)!r}: nothing half-written was kept; "
+        "free some space, then run the same command again to resume the run (finished episodes are kept)",
+    )
+
+
+def append_line(fd: int, data: bytes, path: Path | str) -> None:
+    """:func:`write_all` at the end of an ``O_APPEND`` file; on a full disk the partial line is cut off
+    again and :class:`RunDiskFull` raised (the file is as it was before the call)."""
+    try:
+        size = os.fstat(fd).st_size
+    except OSError as exc:
+        raise disk_full(exc, path) from exc
+    try:
+        write_all(fd, data)
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # if this fails too, the next writer repairs the torn tail
+            os.ftruncate(fd, size)
+        raise disk_full(exc, path) from exc
 
 
 def write_all(fd: int, data: bytes) -> None:

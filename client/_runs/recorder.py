@@ -16,6 +16,25 @@ __all__ = ["EpisodeRecorder"]
 
 _RESERVED_EVENT_KEYS = frozenset({"seq", "t", "kind", "episode_id", "task_id", "ts"})
 
+SHARED_CONTENT_MIN = 4096
+"""A tool message at least this long that repeats its tool call's result text refers to it instead."""
+EVENT_LOG_MAX_STRING = 65536
+"""Longer strings are elided from ``events.jsonl`` (the trace record keeps them in full)."""
+
+
+def _elide_long_strings(value: Any) -> Any:
+    """``value`` with every string longer than :data:`EVENT_LOG_MAX_STRING` replaced by a short note."""
+    if isinstance(value, str):
+        if len(value) <= EVENT_LOG_MAX_STRING:
+            return value
+        digest = hashlib.sha256(value.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+        return {"elided_chars": len(value), "sha256_16": digest, "kept_in": "the trace record (traces.jsonl)"}
+    if isinstance(value, dict):
+        return {k: _elide_long_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_elide_long_strings(v) for v in value]
+    return value
+
 
 def _usage_numbers(usage: Any) -> dict[str, int]:
     """Token counts from a ``Usage``, its dict, or an OpenAI-style dict (prompt/completion tokens)."""
@@ -84,6 +103,7 @@ class EpisodeRecorder:
         self._event_lines: list[str] = []
         self._logged_messages: list[str] = []
         self._logged_tools_hash: str | None = None
+        self._tool_results: dict[str, tuple[int, str]] = {}  # call id -> (seq, result text) of long results
         self._prefix = (
             '{"episode_id":' + json.dumps(self.episode_id) + ',"task_id":' + json.dumps(task_id) + ","
         )
@@ -111,9 +131,34 @@ class EpisodeRecorder:
         if clash:
             raise ValueError(f"event data may not use the reserved key(s) {sorted(clash)} (kind {kind!r})")
         record = {"seq": len(self._event_lines), "t": round(self.elapsed_s, 6), "kind": kind, **data}
-        line = dumps_line(record)
+        self._append(dumps_line(record), record)
+
+    def adopt_event(self, line: str) -> None:
+        """Add an event that a recorder of this same episode recorded in another process (a worker
+        of ``evals run --workers``): its JSON line, as that recorder's :attr:`last_event_line` gave it.
+        The events must come in order, and this recorder must record none of its own."""
+        self._append(line, None)
+
+    def adopt_usage(self, tokens: int, cost_usd: float) -> None:
+        """Pass on a model response's usage reported by the other process (see :meth:`adopt_event`)."""
+        if self._on_usage is not None:
+            self._on_usage(tokens, cost_usd)
+
+    def adopt_totals(self, totals: Mapping[str, Any], answer: str | None) -> None:
+        """Take the totals and final answer of the other process's recorder (see :meth:`adopt_event`)."""
+        self.totals.add(totals)
+        self.answer = answer
+
+    @property
+    def last_event_line(self) -> str | None:
+        """The JSON line of the newest event (for :meth:`adopt_event` in another process)."""
+        return self._event_lines[-1] if self._event_lines else None
+
+    def _append(self, line: str, record: dict[str, Any] | None) -> None:
         self._event_lines.append(line)
         if self._sink is not None:
+            if len(line) > EVENT_LOG_MAX_STRING:
+                line = dumps_line(_elide_long_strings(json.loads(line) if record is None else record))
             self._sink(self._prefix + '"ts":' + json.dumps(now_iso()) + "," + line[1:])
 
     # ---- model -------------------------------------------------------------------------------
@@ -137,7 +182,7 @@ class EpisodeRecorder:
                 common += 1
             payload["messages_from"] = common
             payload["message_count"] = len(encoded)
-            payload["messages"] = [json.loads(m) for m in encoded[common:]]
+            payload["messages"] = [self._shared_content(json.loads(m)) for m in encoded[common:]]
             self._logged_messages = encoded
         if tools is not None:
             tools_json = [to_jsonable(t) for t in tools]
@@ -147,6 +192,16 @@ class EpisodeRecorder:
                 payload["tools"] = tools_json
                 self._logged_tools_hash = digest
         self.event("model_request", **payload, **data)
+
+    def _shared_content(self, message: Any) -> Any:
+        """A tool message repeating its call's long result text, as a reference to the tool_call event."""
+        if not isinstance(message, dict) or message.get("role") != "tool":
+            return message
+        content = message.get("content")
+        known = self._tool_results.get(str(message.get("tool_call_id")))
+        if not isinstance(content, str) or known is None or known[1] != content:
+            return message
+        return {**message, "content": None, "content_from": known[0]}
 
     def model_response(
         self,
@@ -219,6 +274,9 @@ class EpisodeRecorder:
         self.totals.tool_calls += 1
         if is_error:
             self.totals.tool_errors += 1
+        call_id = data.get("call_id")
+        if call_id is not None and isinstance(result_text, str) and len(result_text) >= SHARED_CONTENT_MIN:
+            self._tool_results[str(call_id)] = (len(self._event_lines), result_text)
         self.event(
             "tool_call",
             name=name,

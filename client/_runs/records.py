@@ -16,6 +16,8 @@ Event kinds written by :class:`~client.runs.EpisodeRecorder`: ``model_request``,
 ``model_response``, ``model_error``, ``attempt_failed``, ``tool_call``, ``note``, ``final_answer``,
 plus any custom kind. ``model_request`` events store only the messages that are new since the
 previous request (``messages_from`` says where they start) and the tool list only when it changed;
+a tool message whose (long) content is the ``result_text`` of the episode's ``tool_call`` event
+is stored once, there: the message has ``"content": null, "content_from": <that event's seq>``.
 :func:`request_history` rebuilds each request in full.
 """
 
@@ -118,18 +120,33 @@ def request_history(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
     messages: list[Any] = []
     tools: list[Any] | None = None
     out: list[dict[str, Any]] = []
-    for event in trace.get("events", []):
+    events = trace.get("events", [])
+    by_seq = {e.get("seq"): e for e in events if e.get("kind") == "tool_call"}
+    for event in events:
         if event.get("kind") != "model_request":
             continue
         request = {
             k: v for k, v in event.items() if k not in ("seq", "t", "kind", "messages_from", "tools_hash")
         }
         if "messages" in event:
-            messages = messages[: event.get("messages_from", 0)] + list(event["messages"])
+            new = [_resolve_content(m, by_seq) for m in event["messages"]]
+            messages = messages[: event.get("messages_from", 0)] + new
             request["messages"] = list(messages)
         if "tools" in event:
             tools = event["tools"]
         if "tools_hash" in event:
             request["tools"] = tools
         out.append(request)
+    return out
+
+
+def _resolve_content(message: Any, tool_calls: Mapping[Any, Mapping[str, Any]]) -> Any:
+    """A stored message with its ``content_from`` reference replaced by the tool call's result text."""
+    if not isinstance(message, Mapping) or "content_from" not in message:
+        return message
+    source = tool_calls.get(message["content_from"])
+    if source is None:
+        raise ValueError(f"a message refers to tool_call event {message['content_from']!r}, which the trace lacks")
+    out = {k: v for k, v in message.items() if k != "content_from"}
+    out["content"] = source.get("result_text")
     return out

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import CONFIG_FILE, read_config, settle_config
-from .jsonl import TraceScan, repair_torn_tail, scan_jsonl, write_all
+from .jsonl import RunDiskFull, TraceScan, append_line, disk_full, repair_torn_tail, scan_jsonl
 from .jsonutil import dumps_line, now_iso
 from .recorder import EpisodeRecorder
 from .resume import RunSummary, finished_task_ids, summarize_traces
@@ -46,7 +47,7 @@ try:  # POSIX only; without it a run dir is not protected against two writers
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]  # no flock on this platform: the run is not locked
 
-__all__ = ["RunDir", "RunDirClosed", "RunLocked"]
+__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked"]
 
 TRACES_FILE = "traces.jsonl"
 EVENTS_FILE = "events.jsonl"
@@ -54,9 +55,35 @@ TRACES_TORN_FILE = "traces.torn.jsonl"
 EVENTS_TORN_FILE = "events.torn.jsonl"
 LOCK_FILE = ".lock"
 
+log = logging.getLogger(__name__)
+
 
 class RunLocked(Exception):
-    """Another process (or another :class:`RunDir` object) is already writing to this run directory."""
+    """Another process (or another :class:`RunDir` object) is already writing to this run directory.
+
+    The message names the process that holds the lock (its pid, since when, and its command line
+    while it runs).
+    """
+
+
+def _lock_holder(note: str) -> str:
+    """Who holds the lock, from the note its holder wrote (``pid N since T``) and ``/proc``."""
+    note = note.strip()
+    if not note:
+        return "a process that left no note"
+    parts = note.split()
+    if len(parts) >= 2 and parts[0] == "pid" and parts[1].isdigit():
+        if int(parts[1]) == os.getpid():
+            return f"this process ({note}), through another RunDir object"
+        try:
+            with open(f"/proc/{parts[1]}/cmdline", "rb") as f:
+                argv = [a.decode("utf-8", errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            return note
+        if argv:
+            shown = " ".join(argv)
+            return f"{note}: {shown[:200]}{'...' if len(shown) > 200 else ''}"
+    return note
 
 
 class RunDirClosed(RuntimeError):
@@ -158,14 +185,15 @@ class RunDir:
             try:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                holder = os.read(lock_fd, 200).decode("utf-8", errors="replace").strip() or "unknown"
+                holder = _lock_holder(os.read(lock_fd, 200).decode("utf-8", errors="replace"))
                 os.close(lock_fd)
                 raise RunLocked(
                     f"run directory {str(self.path)!r} is being written by another process ({holder}); "
                     f"wait for it to finish or stop it first"
                 ) from None
-        os.ftruncate(lock_fd, 0)
-        os.write(lock_fd, f"pid {os.getpid()} since {now_iso()}\n".encode())
+        with contextlib.suppress(OSError):  # the note is for people; a full disk must not stop the lock
+            os.ftruncate(lock_fd, 0)
+            os.write(lock_fd, f"pid {os.getpid()} since {now_iso()}\n".encode())
         self._lock_fd = lock_fd
         try:
             repair_torn_tail(self.traces_path, self.path / TRACES_TORN_FILE)
@@ -174,6 +202,9 @@ class RunDir:
             if self.event_log:
                 repair_torn_tail(self.events_path, self.path / EVENTS_TORN_FILE)
                 self._events_fd = os.open(self.events_path, flags, 0o644)
+        except OSError as exc:
+            self.close()
+            raise disk_full(exc, self.path) from exc
         except BaseException:
             self.close()
             raise
@@ -189,10 +220,13 @@ class RunDir:
         line = record if isinstance(record, str) else dumps_line(record)
         if "\n" in line:
             raise ValueError("a trace record must be a single line of JSON")
-        write_all(self._traces_fd, (line + "\n").encode("utf-8"))
+        append_line(self._traces_fd, (line + "\n").encode("utf-8"), self.traces_path)
         self._traces_written += 1
         if fsync:
-            os.fsync(self._traces_fd)
+            try:
+                os.fsync(self._traces_fd)
+            except OSError as exc:
+                raise disk_full(exc, self.traces_path) from exc
             self._traces_synced = self._traces_written
 
     async def append_trace_async(self, record: Mapping[str, Any] | str) -> None:
@@ -228,7 +262,10 @@ class RunDir:
         with self._fd_lock:  # close() waits for an fsync in flight instead of closing its descriptor
             if self._traces_fd is None:
                 return False
-            os.fsync(self._traces_fd)
+            try:
+                os.fsync(self._traces_fd)
+            except OSError as exc:
+                raise disk_full(exc, self.traces_path) from exc
             return True
 
     def append_event(self, line: Mapping[str, Any] | str) -> None:
@@ -239,7 +276,13 @@ class RunDir:
         if self._events_fd is None:
             return
         text = line if isinstance(line, str) else dumps_line(line)
-        write_all(self._events_fd, (text + "\n").encode("utf-8"))
+        try:
+            append_line(self._events_fd, (text + "\n").encode("utf-8"), self.events_path)
+        except RunDiskFull as exc:
+            # the event log is a debugging aid: a full disk stops it, not the episode (whose trace
+            # line, the record that counts, raises RunDiskFull itself if it cannot be written)
+            log.warning("%s; no more events are logged in this call", exc.strerror)
+            self.event_log = False
 
     def mark(self, recorder: EpisodeRecorder, kind: str, **data: Any) -> None:
         """Append a lifecycle marker (``episode_started`` / ``episode_finished`` / ``episode_cancelled``)
