@@ -2,9 +2,17 @@
 
 The model is the oracle with a fixed think time per turn (``oracle:0.2`` = 200 ms, the issue's
 setting; ``--latency 1.0`` is closer to a hosted model's short tool-calling turn). Everything else is
-what ``evals run`` does: the MCP server on 127.0.0.1 reached over HTTP (on the run's own event loop,
-or with ``--server-process`` in a child process), one MCP session per episode, traces fsync'd per
-episode.
+what ``evals run`` does: one MCP session per episode, traces fsync'd per episode. Layouts
+(``--layouts``; each a set of rows):
+
+* ``memory``: ``evals run``'s default, one process; sessions over the MCP SDK's in-process
+  transport to the run's own server (``--transport memory``);
+* ``http``: one process; the server on the run's event loop, on 127.0.0.1, over HTTP
+  (``--transport http``);
+* ``server-process``: the server in a child process, over HTTP (``--server-process``);
+* ``workers-memory`` / ``workers-http``: ``--workers N`` (``--workers`` here, default: the CPU
+  count) worker processes, each with its own server, over that transport; the parent keeps the run
+  directory, progress, limits.
 
 "Model alone" is what a harness that costs nothing would reach with the same tasks, turns and
 concurrency: each episode takes ``turns x latency`` (turns read from its trace; FamilyTool: the KG
@@ -13,22 +21,28 @@ free, so a run of N episodes needs at least ``ceil(N / concurrency)`` rounds. Th
 measured/ideal (the issue's target: >= 0.90 at concurrency 64).
 
 CPU columns, per episode, while the episodes ran (no start-up, no summary): ``client`` is this
-process (with the in-process server, the server too); ``server`` is the server's child process and
-its descendants (``--server-process`` only, read from ``/proc``). Their sum is the harness's own
+process (with the in-process server, the server too); ``children`` is this process's child
+processes (the server of ``server-process``, the workers), read from ``/proc``. Their sum is the harness's own
 cost, which does not depend on the latency: with ``C`` cores, no harness layout can go faster than
 ``C / (cpu per episode)`` episodes/s, and a single event loop no faster than ``1 / (its cpu per
-episode)`` — the ``cpu bound/s`` column (the busier process's bound).
+episode)`` — the ``cpu bound/s`` column (the tighter of this process's bound and the children's,
+``processes / their cpu per episode``; not counting that the machine has only so many cores).
+
+With ``--json`` the last line is one JSON object: ``rows`` (every row: layout, concurrency, medians,
+the ratio of each repeat), ``default_layout`` and ``ratio``, the default layout's median ratio at the
+highest concurrency asked for (``null`` if that layout was not run).
 
 Each row is the median of ``--repeats`` runs (the machine may be shared and noisy).
 
     EVALS_DATA_DIR=../shared/data python bench/bench_harness.py [--latency 0.2] [--concurrency 1 8 64] \\
-        [--limit N] [--c1-limit 20] [--repeats 3] [--server-process]
+        [--limit N] [--c1-limit 20] [--repeats 3] [--layouts memory http server-process] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import heapq
+import json
 import os
 import statistics
 import sys
@@ -95,12 +109,24 @@ def model_alone_wall(turns: list[int], concurrency: int, latency: float) -> floa
     return max(free) if free else 0.0
 
 
-async def one(concurrency: int, limit: int | None, latency: float, root: Path, server_process: bool) -> dict:
-    run_path = root / f"c{concurrency}-{time.monotonic_ns()}"
+LAYOUTS: dict[str, dict] = {  # layout -> RunOptions settings
+    "memory": {"transport": "memory"},
+    "http": {"transport": "http"},
+    "server-process": {"server_process": True},
+    "workers-memory": {"transport": "memory", "workers": None},  # None: --workers
+    "workers-http": {"transport": "http", "workers": None},
+}
+DEFAULT_LAYOUT = "memory"  # what `evals run` does without layout flags
+
+
+async def one(concurrency: int, limit: int | None, latency: float, root: Path, layout: str, workers: int) -> dict:
+    run_path = root / f"{layout}-c{concurrency}-{time.monotonic_ns()}"
+    settings = {k: (workers if v is None else v) for k, v in LAYOUTS[layout].items()}
     opts = RunOptions(
         benchmark="familytool-b", model=f"oracle:{latency}", limit=limit, concurrency=concurrency,
-        run_dir=run_path, progress=False, server_process=server_process,
+        run_dir=run_path, progress=False, **settings,
     )
+    children = opts.workers if opts.workers > 1 else 1
     result, summary = await run_benchmark(opts)
     cpu, server_cpu = _episodes_cpu.pop()
     assert summary["completed"] == summary["tasks"], summary
@@ -110,12 +136,12 @@ async def one(concurrency: int, limit: int | None, latency: float, root: Path, s
     turns = [int(t["totals"]["turns"]) for t in order]
     episodes = result.completed
     ideal_wall = model_alone_wall(turns, concurrency, latency)
-    busiest = max(cpu, server_cpu) / episodes
+    bound = min(episodes / cpu if cpu else float("inf"), children * episodes / server_cpu if server_cpu else float("inf"))
     return {
         "episodes": episodes, "wall": result.wall_s, "rate": episodes / result.wall_s,
         "ideal": episodes / ideal_wall, "ratio": ideal_wall / result.wall_s,
         "cpu_ms": 1000 * cpu / episodes, "server_ms": 1000 * server_cpu / episodes,
-        "bound": 1 / busiest if busiest else float("inf"), "turns": statistics.mean(turns),
+        "bound": bound, "turns": statistics.mean(turns),
     }
 
 
@@ -163,37 +189,57 @@ async def main() -> None:
     ap.add_argument("--limit", type=int, help="tasks per run (default: all 483)")
     ap.add_argument("--c1-limit", type=int, default=20, help="tasks for concurrency 1 (0 = --limit)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per concurrency; the table shows medians")
-    ap.add_argument("--server-process", action="store_true", help="the server in a child process (evals run --server-process)")
+    ap.add_argument("--layouts", nargs="+", choices=list(LAYOUTS),
+                    default=["http", "memory", "workers-memory", "workers-http"],
+                    help="the layouts to measure (default: http memory workers-memory workers-http)")
+    ap.add_argument("--server-process", action="store_true", help="same as adding server-process to --layouts")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for the workers-* layouts (default: CPUs)")
+    ap.add_argument("--json", action="store_true", help="print every row as one JSON object on the last line")
     ap.add_argument("--sdk-floor", action="store_true",
                     help="also measure bare MCP sessions (the SDK's own client cost, no harness) at the largest concurrency")
     args = ap.parse_args()
-    rows = []
+    layouts = list(dict.fromkeys(args.layouts + (["server-process"] if args.server_process else [])))
+    rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
-        for c in args.concurrency:
-            limit = (args.c1_limit or args.limit) if c == 1 else args.limit
-            runs = [await one(c, limit, args.latency, Path(tmp), args.server_process) for _ in range(args.repeats)]
-            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-            rows.append((c, med, [r["ratio"] for r in runs]))
-    layout = "server in a child process" if args.server_process else "server on the run's event loop"
+        for layout in layouts:
+            for c in args.concurrency:
+                limit = (args.c1_limit or args.limit) if c == 1 else args.limit
+                runs = [await one(c, limit, args.latency, Path(tmp), layout, args.workers) for _ in range(args.repeats)]
+                med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+                name = layout.replace("workers-", f"{args.workers} workers, ")
+                rows.append({"layout": name, "concurrency": c, **med, "ratios": [r["ratio"] for r in runs]})
     table = Table(
-        title=f"harness throughput, scripted model {args.latency * 1000:.0f} ms/turn, {layout}, "
+        title=f"harness throughput, scripted model {args.latency * 1000:.0f} ms/turn, "
         f"{eventloop.loop_name()}, {os.cpu_count()} CPUs, median of {args.repeats}"
     )
-    for col in ("concurrency", "episodes", "turns/ep", "wall s", "episodes/s", "model alone/s", "ratio", "ratios",
-                "client cpu ms/ep", "server cpu ms/ep", "cpu bound/s"):
+    for col in ("layout", "concurrency", "episodes", "turns/ep", "wall s", "episodes/s", "model alone/s", "ratio",
+                "ratios", "client cpu ms/ep", "children cpu ms/ep", "cpu bound/s"):
         table.add_column(col, justify="right")
-    for c, r, ratios in rows:
+    for r in rows:
         table.add_row(
-            str(c), str(int(r["episodes"])), f"{r['turns']:.2f}", f"{r['wall']:.1f}", f"{r['rate']:.1f}",
-            f"{r['ideal']:.1f}", f"{r['ratio']:.2f}", " ".join(f"{x:.2f}" for x in ratios), f"{r['cpu_ms']:.1f}",
-            f"{r['server_ms']:.1f}" if args.server_process else "-", f"{r['bound']:.0f}",
+            r["layout"] + (" (default)" if r["layout"] == DEFAULT_LAYOUT else ""), str(r["concurrency"]),
+            str(int(r["episodes"])), f"{r['turns']:.2f}", f"{r['wall']:.1f}", f"{r['rate']:.1f}",
+            f"{r['ideal']:.1f}", f"{r['ratio']:.2f}", " ".join(f"{x:.2f}" for x in r["ratios"]), f"{r['cpu_ms']:.1f}",
+            f"{r['server_ms']:.1f}" if r["server_ms"] else "-", f"{r['bound']:.0f}",
         )
-    Console(width=200).print(table)
+    Console(width=200, stderr=args.json).print(table)
+    floor = None
     if args.sdk_floor:
         c = max(args.concurrency)
         ms, rate = await sdk_floor(c, args.limit or 483)
+        floor = {"concurrency": c, "client_cpu_ms": ms, "sessions_per_s": rate}
         print(f"bare MCP sessions (connect, list tools, 2 calls, close), concurrency {c}: "
-              f"client CPU {ms:.1f} ms/session, {rate:.0f} sessions/s (server in a child process)")
+              f"client CPU {ms:.1f} ms/session, {rate:.0f} sessions/s (server in a child process)",
+              file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        top = max(args.concurrency)
+        default = [r for r in rows if r["layout"] == DEFAULT_LAYOUT and r["concurrency"] == top]
+        print(json.dumps({
+            "ratio": default[0]["ratio"] if default else None, "default_layout": DEFAULT_LAYOUT,
+            "latency_s": args.latency, "workers": args.workers, "repeats": args.repeats, "cpus": os.cpu_count(), "loop": eventloop.loop_name(),
+            "rows": [{k: (None if v == float("inf") else v) for k, v in r.items()} for r in rows],
+            "sdk_floor": floor,
+        }))
 
 
 if __name__ == "__main__":

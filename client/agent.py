@@ -8,7 +8,7 @@ Every request, response, failed attempt and tool call goes to the episode's reco
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +108,7 @@ async def run_agent(
     *,
     limiter: RateLimiter | None = None,
     visible: Callable[[str], bool] | None = None,
+    on_turn: Callable[[int, list[ToolCall]], Awaitable[bool]] | None = None,
 ) -> EpisodeOutcome:
     """Run one episode over an open MCP session; returns the outcome with the calls made.
 
@@ -118,6 +119,10 @@ async def run_agent(
     errored, with every attempt). Tool errors are not failures: they go back to the model. A call
     to a tool the model was not shown is refused here: recorded with ``refused`` and answered as an
     unknown tool; it never reaches the server.
+
+    ``on_turn(turn, calls)`` is awaited with each turn's tool calls before any of them runs (for a
+    harness that decides a turn's calls together); when it returns True the episode ends after this
+    turn's calls (stop ``"on_turn"``).
     """
     listed = await list_all_tools(session) if session is not None else []
     tools = [ToolDef.from_mcp(t) for t in listed if visible is None or visible(t.name)]
@@ -165,6 +170,7 @@ async def run_agent(
             recorder.final_answer(response.text)
             stop = "final_answer"
             break
+        end_after = bool(await on_turn(turn, list(response.tool_calls))) if on_turn is not None else False
         for tc in response.tool_calls:  # executed and recorded in the order the model gave them
             t0 = time.perf_counter()
             unparsable: dict[str, Any] = {}
@@ -191,5 +197,8 @@ async def run_agent(
             messages.append(ToolResultMessage(tc.id, tc.name, text, is_error))
         if cfg.stop_after_tools and any(c["name"] in cfg.stop_after_tools for c in calls):
             stop = "stop_tool_called"
+            break
+        if end_after:
+            stop = "on_turn"
             break
     return EpisodeOutcome(final_answer=recorder.answer, data={"calls": calls, "stop": stop})

@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +22,9 @@ from client import eventloop
 
 from .core.options import OptionError, add_options, load_config_file
 from .core.registry import all_benchmarks, get_benchmark, serve_options
+
+if TYPE_CHECKING:
+    from server import EndpointRef, HTTPLimits, SessionLimits
 
 err = Console(stderr=True)
 
@@ -57,9 +60,8 @@ def ensure_benchmark_data(
 
 # ---- evals serve -------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
-    from server import EndpointRef, ServerConfigError, check_bind, create_app, serve, serve_stdio
-
-    from .core.serving import build_tool_server
+    from server import EndpointRef, HTTPLimits, ServerConfigError, SessionLimits, check_bind
+    from tool_specs import SandboxError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
     token = args.token or os.environ.get("EVALS_SERVER_TOKEN") or None
@@ -71,10 +73,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.task and not args.benchmark:
         err.print("[red]error:[/] --task needs --benchmark")
         return 2
+    sessions: SessionLimits | None = None
+    limits: HTTPLimits | None = None
     if not args.stdio:
         try:
             check_bind(args.host, token)
-        except ServerConfigError as exc:
+            sessions = SessionLimits(args.max_sessions, args.max_sessions_per_endpoint, args.session_idle_timeout)
+            limits = HTTPLimits(args.max_connections, args.header_timeout, args.body_timeout, args.keep_alive_timeout)
+        except (ServerConfigError, ValueError) as exc:
             err.print(f"[red]error:[/] {exc}")
             return 2
     default = None
@@ -86,6 +92,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # first use: download what is missing; `evals serve` alone serves the benchmarks it can have
     benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks),
                                        options=dict.fromkeys(benchmarks, given))
+    try:
+        _serve(args, benchmarks, given, default, token, sessions, limits)
+    except SandboxError as exc:  # e.g. no kernel namespaces for untrusted tool code: say why, no traceback
+        err.print(f"[red]error:[/] {exc}")
+        return 2
+    return 0
+
+
+def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any], default: EndpointRef | None,
+           token: str | None, sessions: SessionLimits | None, limits: HTTPLimits | None) -> None:
+    """Build the tool server and serve it on stdio, or over HTTP with ``sessions`` and ``limits``."""
+    from server import create_app, serve, serve_stdio
+
+    from .core.serving import build_tool_server
+
     with contextlib.ExitStack() as stack:
         ts = build_tool_server(
             benchmarks,
@@ -95,16 +116,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
             default=default,
             page_size=args.page_size,
         )
-        if args.stdio:
+        if args.stdio or sessions is None or limits is None:
             eventloop.run(serve_stdio(ts))
-            return 0
+            return
+        ts.session_limits = sessions
         app = create_app(ts, host=args.host, token=token, json_response=args.json_response)
         shown = f"http://{args.host}:{args.port}"
         err.print(f"[bold]MCP server[/] on {shown}  (health: {shown}/health)")
         for name, info in ts.describe().items():
             err.print(f"  {shown}/mcp/{name}  playground, {info['tasks']} task endpoints at {shown}/mcp/{name}/<task_id>")
-        serve(app, host=args.host, port=args.port, log_level="info" if args.verbose else "warning")
-    return 0
+        serve(app, host=args.host, port=args.port, log_level="info" if args.verbose else "warning", limits=limits)
 
 
 # ---- evals data stats ---------------------------------------------------------------------------
@@ -199,13 +220,49 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .core.run import score_run_dir
 
     try:
-        summary = eventloop.run(score_run_dir(args.run_dir, judge_model=args.judge))
+        run_dir = args.run_dir
+        if args.format:
+            run_dir = _import_predictions(args)
+            err.print(f"imported {escape(args.run_dir)} ({escape(args.format)}) into {escape(str(run_dir))}")
+        elif args.benchmark or args.strategy or args.out:
+            raise ValueError("--benchmark, --strategy and --out go with --format (scoring predictions made elsewhere)")
+        summary = eventloop.run(score_run_dir(run_dir, judge_model=args.judge))
     except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return 2
     Console(stderr=args.json).print(summary_table(summary))
     if args.json:
         _json_line(summary)
+    return 0
+
+
+def _import_predictions(args: argparse.Namespace) -> Path:
+    """``evals score PATH --format NAME --benchmark B``: PATH's predictions into a new run directory."""
+    import re
+
+    from .core.formats import import_predictions
+
+    if not args.benchmark:
+        raise ValueError("--format needs --benchmark (which benchmark the predictions are for)")
+    if args.benchmark not in all_benchmarks():
+        raise ValueError(f"unknown benchmark {args.benchmark!r}; available: {', '.join(all_benchmarks())}")
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(args.run_dir).name).strip("_") or "predictions"
+    out = Path(args.out) if args.out else Path("runs") / args.benchmark / f"imported-{args.format}" / slug
+    return import_predictions(args.run_dir, args.format, args.benchmark, out, strategy=args.strategy)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .core.formats import export_run
+
+    try:
+        files = export_run(args.run_dir, args.format, args.out)
+    except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return 2
+    for f in files:
+        err.print(f"wrote {escape(str(f))}")
+    if args.json:
+        _json_line({"format": args.format, "files": [str(f) for f in files]})
     return 0
 
 
@@ -266,7 +323,7 @@ def run_status_line(status: int, result: Any, summary: dict[str, Any], *, retry_
 
 # RunOptions fields that are flags of `evals run` under the same name (dest)
 _RUN_FIELDS = (
-    "model", "strategy", "limit", "concurrency", "server_url", "server_process", "max_turns", "tool_choice",
+    "model", "strategy", "limit", "concurrency", "server_url", "server_process", "transport", "workers", "max_turns", "tool_choice",
     "max_tokens", "temperature", "base_url", "api_key_env", "max_budget_tokens", "max_budget_usd", "rpm", "tpm",
     "retry_errored", "max_attempts", "max_consecutive_errors",
 )
@@ -274,10 +331,11 @@ _RUN_FIELDS = (
 
 def cmd_run(args: argparse.Namespace) -> int:
     from client.adapters.errors import ModelError
-    from client.runs import RunConfigMismatch
+    from client.runs import RunConfigMismatch, RunDiskFull, RunLocked
 
     from .core.run import RunOptions, run_benchmark
     from .core.server_process import ServerProcessError
+    from .core.workers import WorkerError
 
     info = get_benchmark(args.benchmark)
     given = {o.name: getattr(args, o.name) for o in info.options if hasattr(args, o.name)}
@@ -297,9 +355,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     try:
         result, summary = eventloop.run(run_benchmark(opts))
-    except (RunConfigMismatch, ValueError, ModelError, ServerProcessError) as exc:
+    except (RunConfigMismatch, RunLocked, ValueError, ModelError, ServerProcessError, WorkerError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return EXIT_USAGE
+    except RunDiskFull as exc:  # finished episodes are kept; the same command resumes the run
+        err.print(f"[red]error:[/] {escape(exc.strerror or str(exc))}")
+        return EXIT_INCOMPLETE
     table = summary_table(summary)
     table.add_row("tokens (this call)", str(result.tokens), "", "")
     table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}", "", "")
@@ -341,6 +402,18 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
         action="store_true",
         help="start the server in a child process (a core of its own: faster at high --concurrency with a fast "
         "model) instead of on this process's event loop",
+    )
+    r.add_argument(
+        "--transport",
+        choices=("memory", "http", "stdio"),
+        help="how episodes' MCP sessions reach the tool server: memory (the SDK's in-process transport; the "
+        "default for a server the run starts itself, and the fastest), http (127.0.0.1; always with --server-url "
+        "and --server-process), stdio (a server process per episode: slow). Results do not depend on it",
+    )
+    r.add_argument(
+        "--workers", type=int, default=1,
+        help="split the episodes over N worker processes (each its own event loop, MCP client and tool server; "
+        "--concurrency is the total). One run: traces, progress, rate limits and budget stay in this process",
     )
     r.add_argument("--max-turns", type=int, default=10)
     r.add_argument("--tool-choice", default="auto", help="first turn: auto | required | none | <tool name>")
@@ -423,6 +496,26 @@ def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str] | None) 
 _RUN_PARSERS: dict[str, argparse.ArgumentParser] = {}
 
 
+def _add_limit_arguments(g: argparse._ArgumentGroup) -> None:
+    from server import HTTPLimits, SessionLimits
+
+    h, k = HTTPLimits(), SessionLimits()
+    g.add_argument("--max-sessions", type=int, default=k.max_sessions, metavar="N",
+                   help=f"sessions kept in total; at the cap the least recently used idle one is closed (default {k.max_sessions})")
+    g.add_argument("--max-sessions-per-endpoint", type=int, default=k.max_sessions_per_endpoint, metavar="N",
+                   help=f"sessions kept per endpoint (default {k.max_sessions_per_endpoint})")
+    g.add_argument("--session-idle-timeout", type=float, default=k.idle_timeout, metavar="S",
+                   help=f"a session unused this long is closed (default {k.idle_timeout:g} s)")
+    g.add_argument("--max-connections", type=int, default=h.max_connections, metavar="N",
+                   help=f"open connections; at the cap the longest idle one is closed (default {h.max_connections})")
+    g.add_argument("--header-timeout", type=float, default=h.header_timeout, metavar="S",
+                   help=f"time a client has to send a request's headers (default {h.header_timeout:g} s)")
+    g.add_argument("--body-timeout", type=float, default=h.body_timeout, metavar="S",
+                   help=f"time a client has to send a request's body (default {h.body_timeout:g} s)")
+    g.add_argument("--keep-alive-timeout", type=float, default=h.keep_alive_timeout, metavar="S",
+                   help=f"an idle keep-alive connection is closed after this long (default {h.keep_alive_timeout:g} s)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="evals", description="MCP tool server and evaluation client for multi-hop tool use.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -440,6 +533,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory of YAML/JSON tool spec files, served at /mcp/custom (repeatable)")
     s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
     s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
+    _add_limit_arguments(s.add_argument_group(
+        "limits on what clients may hold (HTTP; they do not change results)"))
     s.add_argument("-v", "--verbose", action="store_true")
     add_options(s.add_argument_group("benchmark options (each benchmark takes the ones it declares)"), serve_options())
     s.set_defaults(func=cmd_serve)
@@ -456,12 +551,27 @@ def build_parser() -> argparse.ArgumentParser:
         rb.set_defaults(func=cmd_run)
         _RUN_PARSERS[name] = rb
 
-    sc = sub.add_parser("score", help="recompute a run's metrics from its traces (no model is called)")
-    sc.add_argument("run_dir")
+    sc = sub.add_parser("score", help="recompute a run's metrics from its traces (no model is called), or score "
+                        "predictions made elsewhere (--format)")
+    sc.add_argument("run_dir", metavar="RUN_DIR", help="a run directory; with --format, the predictions (file or folder)")
     sc.add_argument("--judge", metavar="MODEL", help="ask this judge for decisions the run has not stored (else "
                     "they are counted as missing)")
     sc.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
+    sc.add_argument("--format", metavar="NAME", help="RUN_DIR holds predictions in this format (see `evals export`): "
+                    "import them into a new run directory and score it")
+    sc.add_argument("--benchmark", metavar="NAME", help="with --format: the benchmark the predictions are for")
+    sc.add_argument("--strategy", help="with --format: the strategy they were made with (default: what the files "
+                    "say, else the benchmark's default)")
+    sc.add_argument("--out", metavar="DIR", help="with --format: the run directory to create (default "
+                    "runs/<benchmark>/imported-<format>/<name of RUN_DIR>)")
     sc.set_defaults(func=cmd_score)
+
+    ex = sub.add_parser("export", help="write a run's predictions in a benchmark's format (e.g. for its official scripts)")
+    ex.add_argument("run_dir", metavar="RUN_DIR")
+    ex.add_argument("--format", required=True, metavar="NAME", help="a prediction format the run's benchmark offers")
+    ex.add_argument("-o", "--out", metavar="PATH", help="where to write (default RUN_DIR/export-<format>)")
+    ex.add_argument("--json", action="store_true", help="print the files written as one JSON object")
+    ex.set_defaults(func=cmd_export)
 
     from .report import add_report_parser
 

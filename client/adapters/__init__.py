@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the SDKs take seconds to import: load them only when an ada
     from client.adapters.openai_adapter import OpenAIAdapter, unparsed_text_tool_calls
     from client.adapters.oracle import OracleAdapter
     from client.adapters.pricing import PRICES, PRICES_ENV, Price, load_price_overrides, price_for
+    from client.adapters.replay import ReplayAdapter
     from client.adapters.vllm_adapter import (
         CHAT_TEMPLATE_DIR,
         INSTALL_HINT,
@@ -65,6 +66,7 @@ _LAZY_NAMES: dict[str, tuple[str, ...]] = {
     "openai_adapter": ("OpenAIAdapter", "unparsed_text_tool_calls"),
     "oracle": ("OracleAdapter",),
     "pricing": ("PRICES", "PRICES_ENV", "Price", "load_price_overrides", "price_for"),
+    "replay": ("ReplayAdapter",),
     "vllm_adapter": (
         "CHAT_TEMPLATE_DIR",
         "INSTALL_HINT",
@@ -110,6 +112,7 @@ __all__ = [
     "OpenAIAdapter",
     "OracleAdapter",
     "Price",
+    "ReplayAdapter",
     "ToolNameMap",
     "VLLMAdapter",
     "VLLMError",
@@ -202,6 +205,9 @@ def _lazy_factory(prefix: str, class_name: str) -> AdapterFactory:
 
 register_adapter("openai", _lazy_factory("openai", "OpenAIAdapter"))
 register_adapter("anthropic", _lazy_factory("anthropic", "AnthropicAdapter"))
+register_adapter(  # replays recorded conversations: replay:PATH
+    "replay", lambda model, **options: importlib.import_module("client.adapters.replay").ReplayAdapter(model, **options)
+)
 register_adapter(
     "vllm",
     lambda model, **options: importlib.import_module("client.adapters.vllm_adapter").make_vllm_adapter(

@@ -8,11 +8,13 @@ ships benchmark files: ``evals serve`` and ``evals run`` download the missing on
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CACHE_ENV", "DATA_ENV", "DataNotFound", "RemoteFile", "cache_dir", "data_dir", "data_file"]
+__all__ = ["CACHE_ENV", "DATA_ENV", "DataNotFound", "RemoteFile", "cache_dir", "data_dir", "data_file", "read_jsonl"]
 
 DATA_ENV = "EVALS_DATA_DIR"
 CACHE_ENV = "EVALS_CACHE_DIR"
@@ -64,3 +66,16 @@ class RemoteFile:
     def mirror_url(self, prefix: str) -> str:
         tail = self.pinned_path if self.pinned_path is not None else self.url.split("/", 6)[6]
         return prefix.rstrip("/") + "/" + tail
+
+
+def read_jsonl(path: Path) -> list[Any]:
+    """The JSON values of ``path``'s non-blank lines; a line that is not JSON is a :class:`ValueError`
+    naming the file and the line."""
+    out: list[Any] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: line {n} is not JSON: {exc}") from None
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -127,32 +127,48 @@ class LLMJudge:
     async def decide(
         self, request: str, tool: Mapping[str, Any], gold: Mapping[str, Any], pred: Mapping[str, Any]
     ) -> JudgeDecision:
+        return await self.ask(JUDGE_SYSTEM, judge_prompt(request, tool, gold, pred))
+
+    async def ask(
+        self,
+        system: str,
+        prompt: str,
+        *,
+        verdict: Callable[[str], bool | None] = parse_judgement,
+        max_tokens: int | None = None,
+    ) -> JudgeDecision:
+        """Ask the judge ``prompt`` under ``system`` (a benchmark's own judge prompt). ``verdict(answer)``
+        reads the answer: True/False, or ``None`` when it cannot be read (then it is not cached).
+        ``max_tokens`` overrides the judge's answer budget for prompts that want long answers (a rubric
+        with reasons); it is part of the cache key when given."""
         from client.adapters.pricing import price_for
         from client.messages import Message, SystemMessage, UserMessage
         from client.ratelimit import estimate_request_tokens
         from client.retry import call_with_retries
 
-        prompt = judge_prompt(request, tool, gold, pred)
         model = self.model
-        key = {"judge": model, "system": JUDGE_SYSTEM, "prompt": prompt}
+        limit = self.max_tokens if max_tokens is None else max_tokens
+        key: dict[str, Any] = {"judge": model, "system": system, "prompt": prompt}
+        if max_tokens is not None:
+            key["max_tokens"] = max_tokens
         if self.cache is not None:
             hit = await self.cache.get(key)
             if hit is not None:
                 return JudgeDecision(**{**hit, "cached": True, "cost_usd": 0.0})
-        messages: list[Message] = [SystemMessage(JUDGE_SYSTEM), UserMessage(prompt)]
+        messages: list[Message] = [SystemMessage(system), UserMessage(prompt)]
 
         async def ask() -> Any:
             if self.limiter is None:
-                return await self.adapter.complete(messages, [], "auto", max_tokens=self.max_tokens, temperature=0.0)
-            async with self.limiter.reserve(estimate_request_tokens(messages, [], self.max_tokens)) as slot:
-                response = await self.adapter.complete(messages, [], "auto", max_tokens=self.max_tokens, temperature=0.0)
+                return await self.adapter.complete(messages, [], "auto", max_tokens=limit, temperature=0.0)
+            async with self.limiter.reserve(estimate_request_tokens(messages, [], limit)) as slot:
+                response = await self.adapter.complete(messages, [], "auto", max_tokens=limit, temperature=0.0)
                 slot.record(response.usage.input_tokens + response.usage.output_tokens)
                 return response
 
         response = await call_with_retries(ask, self.retry)
-        verdict = parse_judgement(response.text or "")
+        read = verdict(response.text or "")
         decision = JudgeDecision(
-            equivalent=bool(verdict),
+            equivalent=bool(read),
             answer=response.text or "",
             prompt=prompt,
             model=model,
@@ -161,7 +177,7 @@ class LLMJudge:
             cost_usd=response.usage.cost_usd(price_for(self.adapter.model)),
             response=response,
         )
-        if self.cache is not None and verdict is not None:
+        if self.cache is not None and read is not None:
             await self.cache.put(key, decision.to_dict())
         return decision
 

@@ -7,15 +7,22 @@ for each metric a ``(numerator, denominator)`` sample (a task-level accuracy is 
 the task out (the exclusion rule); plus the groups the task belongs to for breakdowns.
 
 :func:`aggregate` gives each metric's value (``percent``: ``100 * sum(num) / sum(den)`` rounded to
-``digits``, 0 when nothing was counted; ``count``: ``sum(num)``), its standard error and the number
+``digits``, 0 when nothing was counted; ``mean``: ``sum(num) / sum(den)`` rounded, for scores on a
+scale of their own such as a judge's 0 to 2; ``count``: ``sum(num)``), its standard error and the number
 of tasks and samples it was computed over. The standard error of a ratio of sums is the delta
 method's (the usual ``s / sqrt(n)`` when every denominator is 1); it is ``None`` below two tasks.
+
+A *derived* metric (``derived_from`` and ``derive``) has no samples of its own: its value is
+``derive`` of the unrounded fractions (``sum(num) / sum(den)``, 0 when nothing was counted) of the
+metrics it names, earlier ones in the declaration, derived or not; e.g. an F1 of the run's
+precision and recall, or an average of F1s, as an official script computes them. It has no
+standard error.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,11 +38,13 @@ class Metric:
     label: str
     higher_is_better: bool = True
     over: str = "tasks"  # what one sample counts: tasks, calls, parameters, ...
-    kind: Literal["percent", "count"] = "percent"
+    kind: Literal["percent", "mean", "count"] = "percent"
     block: str = "metrics"
     digits: int = 2
     description: str = ""
     in_breakdowns: bool = True
+    derived_from: tuple[str, ...] = ()  # keys of the metrics whose fractions ``derive`` takes, in order
+    derive: Callable[..., float] | None = None  # fractions (0..1) -> this metric's fraction
 
     @property
     def key(self) -> str:
@@ -102,19 +111,35 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
     if metric.kind == "count":
         value: float | int = int(num) if float(num).is_integer() else num
         return MetricValue(value, None, len(pairs), den, metric.over)
-    value = round(100.0 * num / den, metric.digits) if den else 0.0
+    scale = 1.0 if metric.kind == "mean" else 100.0
+    value = round(scale * num / den, metric.digits) if den else 0.0
     se = _ratio_stderr(pairs)
-    return MetricValue(value, None if se is None else round(100.0 * se, metric.digits + 2), len(pairs), den, metric.over)
+    return MetricValue(value, None if se is None else round(scale * se, metric.digits + 2), len(pairs), den, metric.over)
 
 
 def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[str, MetricValue]:
-    """Every metric with at least one sample, by :attr:`Metric.key` (tasks without a sample are left out)."""
+    """Every metric with at least one sample, by :attr:`Metric.key` (tasks without a sample are left
+    out); a derived metric when every metric it is derived from has a value."""
     scores = list(scores)
     out: dict[str, MetricValue] = {}
+    fractions: dict[str, float] = {}
     for metric in metrics:
+        if metric.derive is not None:
+            if metric.derived_from and all(k in fractions for k in metric.derived_from):
+                frac = metric.derive(*(fractions[k] for k in metric.derived_from))
+                fractions[metric.key] = frac
+                tasks = max(out[k].tasks for k in metric.derived_from)
+                scale = 1.0 if metric.kind == "mean" else 100.0
+                out[metric.key] = MetricValue(round(scale * frac, metric.digits), None, tasks, 0, metric.over)
+            continue
         pairs = [s.samples[metric.key] for s in scores if metric.key in s.samples]
         if pairs:
             out[metric.key] = _value(metric, pairs)
+            num = den = 0.0
+            for x, d in pairs:
+                num += x
+                den += d
+            fractions[metric.key] = num / den if den else 0.0
     return out
 
 
@@ -127,8 +152,8 @@ def _order(key: str) -> tuple[int, float, str]:
 
 def breakdowns(metrics: Sequence[Metric], scores: Sequence[TaskScore]) -> dict[str, dict[str, dict[str, Any]]]:
     """Per breakdown dimension and group: ``{"tasks": n, metric: value, ...}`` for the ``metrics``
-    block's percentages (groups in numeric order where they are numbers, then by name)."""
-    shown = [m for m in metrics if m.block == "metrics" and m.kind == "percent" and m.in_breakdowns]
+    block's percentages and means (groups in numeric order where they are numbers, then by name)."""
+    shown = [m for m in metrics if m.block == "metrics" and m.kind in ("percent", "mean") and m.in_breakdowns]
     dims: dict[str, dict[str, list[TaskScore]]] = {}
     for s in scores:
         for dim, group in s.groups.items():

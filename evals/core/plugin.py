@@ -13,6 +13,13 @@ one folder under ``evals/benchmarks/`` whose ``__init__`` lists :class:`Benchmar
   samples; it may ask the judge, whose decisions are stored with the scores), re-runnable offline.
 
 Its metrics are declared (:class:`~evals.core.metrics.Metric`) and aggregated by the core.
+
+Optional methods (looked up with ``getattr``; a benchmark without them loses only that feature):
+
+* ``formats() -> Sequence[PredictionFormat]``: the prediction formats it can write (``evals export
+  RUN_DIR --format NAME``) and read (``evals score PATH --format NAME --benchmark B``), e.g. its
+  official scripts' input files (see :mod:`evals.core.formats`);
+* ``summary_extras(config) -> dict``: extra keys for the run's summary.
 """
 
 from __future__ import annotations
@@ -31,7 +38,6 @@ if TYPE_CHECKING:
 
     from client.adapters.base import ModelAdapter
     from client.agent import AgentConfig
-    from client.mcp_session import HTTPClientPool
     from client.ratelimit import RateLimiter
     from client.runs import EpisodeOutcome, EpisodeRecorder
     from server import BenchmarkMount
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
     from .context import ScoreContext
     from .data import RemoteFile
     from .run_options import RunOptions
+    from .transport import Sessions
 
 __all__ = ["Benchmark", "BenchmarkInfo", "EpisodeEnv", "PaperNumbers"]
 
@@ -50,8 +57,8 @@ class PaperNumbers:
 
     ``evals report`` (:mod:`evals.report.paper`) shows a run beside the rows of its *setting*: rows
     whose ``dataset`` is the run's, that state a ``strategy`` equal to the run's, and none of whose
-    other setting keys disagrees with what the run states (a key the run does not state takes its
-    value in ``defaults``; one with no default is not compared, e.g. a table's ``step``). Values
+    other setting keys disagrees with what the run states (a key the run or the row does not state
+    takes its value in ``defaults``; one with no default is not compared, e.g. a table's ``step``). Values
     are compared case-insensitively after ``synonyms`` (e.g. ``{"mandatory": "forced"}``).
 
     ``model_keys`` name setting keys whose values are model names (e.g. another model for a first
@@ -136,8 +143,7 @@ class EpisodeEnv:
     """Everything an episode needs that the core owns (one per run)."""
 
     opts: RunOptions
-    base_url: str
-    http: HTTPClientPool  # each session borrows an HTTP client of its own
+    sessions: Sessions  # how sessions reach the tool server (--transport; evals.core.transport)
     agent_cfg: AgentConfig
     adapter: ModelAdapter | None = None  # the shared model; None when the model is the oracle
     oracle_latency: float = 0.0
@@ -156,20 +162,12 @@ class EpisodeEnv:
 
         return OracleAdapter(oracle_steps, final_answer, task_id=task_id, turn_latency_s=self.oracle_latency)
 
-    def url(self, benchmark: str, task_id: str | None = None) -> str:
-        return f"{self.base_url}/mcp/{benchmark}" + (f"/{task_id}" if task_id else "")
-
     @contextlib.asynccontextmanager
     async def session(self, benchmark: str, task_id: str | None = None) -> AsyncIterator[Client]:
-        """An MCP session at the task's endpoint (or the benchmark's playground).
+        """An MCP session of its own at the task's endpoint (or the benchmark's playground).
 
-        The URL names the session (``?session=<random id>``) so that the server keeps this
-        episode's executor state (handles, replayed calls) apart from every other episode's.
+        Each session has its own executor state (handles, replayed calls) on the server, apart from
+        every other episode's, whatever the transport (see :mod:`evals.core.transport`).
         """
-        import uuid
-
-        from client.mcp_session import connect
-
-        url = f"{self.url(benchmark, task_id)}?session={uuid.uuid4().hex}"
-        async with self.http.borrow() as http, connect(url, http_client=http, discovery_key=self.base_url) as session:
+        async with self.sessions.session(benchmark, task_id) as session:
             yield session

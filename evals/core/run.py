@@ -15,29 +15,27 @@ import hashlib
 import os
 import platform
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from client.adapters import make_adapter
 from client.adapters.base import ModelAdapter
-from client.adapters.caching import CachingAdapter
-from client.agent import AgentConfig
 from client.breaker import CircuitBreaker, RepeatingError
 from client.cache import ResponseCache
-from client.mcp_session import HTTPClientPool
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
-from client.runner import Budget, RunResult, run_episodes
+from client.runner import Budget, RunControl, RunResult, run_episodes
 from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir
-from server import ToolServer, create_app, serve_in_background
 
+from .episodes import open_episode_env, parse_oracle, second_model
 from .judge import LLMJudge
-from .plugin import Benchmark, EpisodeEnv
+from .plugin import Benchmark
 from .registry import load_benchmark, own_options
 from .run_options import RunOptions
 from .scoring import summarize
+from .transport import resolve_transport
 
 __all__ = ["HASH_KEYS", "RunOptions", "build_run_config", "run_benchmark", "run_task_ids", "score_run_dir"]
 
@@ -83,27 +81,12 @@ def breaker_hint(opts: RunOptions) -> Callable[[RepeatingError], str | None]:
     return hint
 
 
-def parse_oracle(model: str) -> float | None:
-    """``oracle`` -> 0.0; ``oracle:0.2`` -> 0.2 s of simulated thinking per turn; other models -> None."""
-    prefix, _, arg = model.partition(":")
-    if prefix != "oracle":
-        return None
-    try:
-        latency = float(arg) if arg else 0.0
-    except ValueError:
-        raise ValueError(f"oracle takes an optional per-turn latency in seconds (oracle:0.2), not {arg!r}") from None
-    if latency < 0:
-        raise ValueError(f"oracle latency must be >= 0, got {latency}")
-    return latency
-
-
-def _choice(value: str) -> Any:
-    return value if value in ("auto", "required", "none") else {"name": value}
-
-
 def run_task_ids(bench: Benchmark, config: Mapping[str, Any], traces: Mapping[str, Any]) -> list[str]:
-    """The tasks a run covers: the first ``limit`` of its first invocation plus every traced task."""
+    """The tasks a run covers: the first ``limit`` of its first invocation plus every traced task
+    (only the traced ones for a run whose ``run.only_traced`` is set: imported predictions)."""
     ids = bench.task_ids()
+    if (config.get("run") or {}).get("only_traced"):
+        return [t for t in ids if t in traces]
     limit = (config.get("run") or {}).get("limit")
     head = set(ids[:limit] if limit else ids)
     return [t for t in ids if t in head or t in traces]
@@ -155,10 +138,17 @@ def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
     }
 
 
-async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
-    """Run the episodes (resuming), then score every finished episode of the run directory."""
+def prepare_options(opts: RunOptions) -> Benchmark:
+    """Check ``opts`` and fill in what they leave to defaults (strategy, transport, the benchmark's
+    options); the loaded benchmark."""
     if opts.server_url and opts.server_process:
         raise ValueError("--server-url uses a running server; --server-process starts one: give one of them")
+    opts.transport = resolve_transport(opts)  # the config records the transport used
+    if opts.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {opts.workers}")
+    if opts.workers > 1 and (opts.server_url or opts.server_process):
+        raise ValueError("--workers N > 1: each worker serves the benchmark's tools itself; "
+                         "--server-url and --server-process go with one worker only")
     bench = load_benchmark(opts.benchmark, opts.benchmark_options)
     info = bench.info
     opts.benchmark_options = dict(bench.options)
@@ -166,75 +156,40 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     if opts.strategy not in info.strategies:
         raise ValueError(f"{opts.benchmark} has no strategy {opts.strategy!r}; available: {', '.join(info.strategies)}")
     bench.check(opts.strategy, own_server=not opts.server_url)
+    return bench
+
+
+async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
+    """Run the episodes (resuming), then score every finished episode of the run directory."""
+    bench = prepare_options(opts)
     all_ids = bench.task_ids()
     task_ids = all_ids[: opts.limit] if opts.limit else all_ids
     run_path = opts.run_dir or default_run_dir(opts)
     run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS)
-
-    oracle_latency = parse_oracle(opts.model)
-    kw = dict(opts.adapter_options)
-    if opts.base_url:
-        kw["base_url"] = opts.base_url
-    if opts.api_key_env:
-        kw["api_key_env"] = opts.api_key_env
+    parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
-    retry = RetryPolicy(max_attempts=opts.max_attempts, base_delay=opts.retry_base_delay)
-    agent_cfg = AgentConfig(
-        max_turns=opts.max_turns,
-        tool_choice=_choice(opts.tool_choice),
-        max_tokens=opts.max_tokens,
-        temperature=opts.temperature,
-        retry=retry,
-    )
+    control = RunControl()
 
     async with contextlib.AsyncExitStack() as stack:
-
-        def open_adapter(spec: str, **options: Any) -> ModelAdapter:
-            adapter = make_adapter(spec, **options)
-            stack.push_async_callback(adapter.aclose)
-            return adapter
 
         def open_cache(path: Path) -> ResponseCache:
             cache = ResponseCache(path)
             stack.callback(cache.close)
             return cache
 
-        def second_model(spec: str | None) -> ModelAdapter | None:
-            if not spec or parse_oracle(spec) is not None:
-                return None
-            # --base-url / --api-key-env apply to a second model of the same provider as --model
-            same = spec.partition(":")[0] == opts.model.partition(":")[0]
-            return open_adapter(spec, **(kw if same else {}))
+        judge = open_judge(opts, second_model(opts, opts.judge_model if bench.info.uses_judge else None, stack),
+                           run_dir, open_cache)
+        episode: Callable[[str, EpisodeRecorder], Awaitable[EpisodeOutcome]]
+        if opts.workers > 1:
+            from .workers import WorkerPool
 
-        shared: ModelAdapter | None = None
-        if oracle_latency is None:
-            shared = open_adapter(opts.model, **kw)
-            if opts.cache:  # a rerun of the same requests is free and deterministic
-                shared = CachingAdapter(shared, open_cache(opts.cache), key_extra=opts.adapter_options or None)
-        extra: dict[str, ModelAdapter] = {}
-        for option in info.options:
-            if option.model and (adapter := second_model(opts.benchmark_options.get(option.name))) is not None:
-                extra[option.name] = adapter
-        judge = open_judge(opts, second_model(opts.judge_model if info.uses_judge else None), run_dir, open_cache)
-
-        if opts.server_url:
-            base = opts.server_url.rstrip("/")
-        elif opts.server_process:
-            from .server_process import serve_in_subprocess
-
-            base = await stack.enter_async_context(serve_in_subprocess(opts))
+            pool = await stack.enter_async_context(WorkerPool(opts, limiter=limiter, control=control))
+            episode = pool.episode
         else:
-            ts = ToolServer(bench.mounts(stack, strategy=opts.strategy))
-            base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
-        http = await stack.enter_async_context(HTTPClientPool(token=opts.server_token))
-        env = EpisodeEnv(
-            opts=opts, base_url=base, http=http, agent_cfg=agent_cfg, adapter=shared,
-            oracle_latency=oracle_latency or 0.0, limiter=limiter, extra_adapters=extra,
-        )
-        await bench.prepare(env)
+            env = await open_episode_env(opts, bench, stack, limiter)
 
-        async def episode(task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
-            return await bench.episode(env, task_id, recorder)
+            async def episode(task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+                return await bench.episode(env, task_id, recorder)
 
         result = await run_episodes(
             run_dir,
@@ -245,6 +200,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             progress=opts.progress,
             score_fn=bench.progress_score,
             retry_errored=opts.retry_errored,
+            control=control,
             handle_signals=True,
             breaker=CircuitBreaker(opts.max_consecutive_errors, hint=breaker_hint(opts)),
         )

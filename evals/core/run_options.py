@@ -25,6 +25,13 @@ class RunOptions:
     server_url: str | None = None
     server_token: str | None = None
     server_process: bool = False  # serve from a child process (a core of its own) instead of this event loop
+    # how sessions reach the server: memory | http | stdio (evals.core.transport); None: the fastest
+    # for the run's server (memory for one the run starts itself, http otherwise). Results do not
+    # depend on it; the run's config records the one used (run.transport)
+    transport: str | None = None
+    # worker processes the episodes are split over (each with its own event loop, MCP client and
+    # tool server); the parent keeps the run directory, progress, rate limits, budget and breaker
+    workers: int = 1
     max_turns: int = 10
     tool_choice: str = "auto"
     max_tokens: int | None = 1024

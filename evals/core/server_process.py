@@ -10,6 +10,9 @@ terminal reaches only the parent, which stops the child itself), writes the run'
 JSON line to its stdin, and reads one JSON line from its stdout: ``{"ready": URL}`` or
 ``{"error": MESSAGE}``. The child serves until its stdin closes (the parent is done, or died:
 even after a SIGKILL of the parent the child stops) or it gets SIGTERM.
+
+``python -m evals.core.server_process --stdio BENCHMARK TASK_ID`` is the other child: one MCP
+session over its stdin/stdout, for ``evals run --transport stdio`` (:mod:`evals.core.transport`).
 """
 
 from __future__ import annotations
@@ -114,11 +117,13 @@ async def _serve(opts: RunOptions, out: Any) -> None:
     from server.http import bind_socket, uvicorn_config, wait_started
 
     from .registry import load_benchmark
+    from .serving import run_session_limits
 
     loop = asyncio.get_running_loop()
     async with contextlib.AsyncExitStack() as stack:
         try:
-            ts = ToolServer(load_benchmark(opts.benchmark, opts.benchmark_options).mounts(stack, strategy=opts.strategy))
+            mounts = load_benchmark(opts.benchmark, opts.benchmark_options).mounts(stack, strategy=opts.strategy)
+            ts = ToolServer(mounts, session_limits=run_session_limits(opts.concurrency))
             sock, url = bind_socket("127.0.0.1", 0)
             stack.callback(sock.close)
             port = sock.getsockname()[1]
@@ -146,7 +151,29 @@ async def _serve(opts: RunOptions, out: Any) -> None:
         await task
 
 
+def stdio_main(benchmark: str, task_id: str | None) -> int:
+    """``--transport stdio``: serve one session on stdin/stdout, bound to ``benchmark``'s endpoint of
+    ``task_id`` (its playground for None), for the run whose options are in ``$EVALS_STDIO_SERVER_OPTIONS``."""
+    from client import eventloop
+    from server import EndpointRef, ToolServer, serve_stdio
+
+    from .registry import load_benchmark
+    from .transport import OPTIONS_ENV
+
+    opts = _decode_options(os.environ[OPTIONS_ENV])
+
+    async def serve() -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            mounts = load_benchmark(opts.benchmark, opts.benchmark_options).mounts(stack, strategy=opts.strategy)
+            await serve_stdio(ToolServer(mounts, default=EndpointRef(benchmark, task_id)))
+
+    eventloop.run(serve())
+    return 0
+
+
 def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--stdio":
+        return stdio_main(sys.argv[2], sys.argv[3] or None)
     # uvicorn puts SIGTERM back to this handler after shutting down and re-raises it: a no-op here
     # lets the exit stack close (sandbox workers, a private KG copy) instead of dying at once.
     signal.signal(signal.SIGTERM, lambda *_: None)

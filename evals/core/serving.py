@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from server import BenchmarkMount, EndpointRef, ToolServer
+from server import BenchmarkMount, EndpointRef, SessionLimits, ToolServer
 from tool_specs import StaticCatalog, load_spec_dir
 
 from .registry import load_benchmark, own_options
 
-__all__ = ["CUSTOM", "build_tool_server"]
+__all__ = ["CUSTOM", "build_tool_server", "run_session_limits"]
 
 CUSTOM = "custom"
 
@@ -43,5 +43,20 @@ def build_tool_server(
     if tools_dirs:
         custom = [spec for d in tools_dirs for spec in load_spec_dir(d)]
         mounts.append(BenchmarkMount(catalog=StaticCatalog(CUSTOM, {}, extra_playground=custom)))
-    kw = {} if page_size is None else {"page_size": page_size}
+    kw: dict[str, Any] = {} if page_size is None else {"page_size": page_size}
     return ToolServer(mounts, default=default, **kw)
+
+
+def run_session_limits(concurrency: int) -> SessionLimits:
+    """Session limits of the private server ``evals run`` starts for itself.
+
+    Its only client is the run, so the caps only need to stay above the episodes in flight (a
+    session closed under a running episode would fail it), and an episode may wait minutes for its
+    model (retries, rate limits) between two tool calls.
+    """
+    base = SessionLimits()
+    return SessionLimits(
+        max_sessions=max(base.max_sessions, 4 * concurrency),
+        max_sessions_per_endpoint=max(base.max_sessions_per_endpoint, 2 * concurrency),
+        idle_timeout=max(base.idle_timeout, 3600.0),
+    )

@@ -226,7 +226,8 @@ def _settings_agree(row: PaperRow, summary: Mapping[str, Any], pn: PaperNumbers)
     setting = run_setting(summary)
     if row.setting.get(STRATEGY) is None or setting.get(STRATEGY) is None:
         return False
-    for key, value in row.setting.items():
+    stated = {**{k: v for k, v in pn.defaults.items() if k not in pn.model_keys}, **row.setting}
+    for key, value in stated.items():  # a key the row does not state was run with its default too
         if key == DATASET or key in pn.model_keys:
             continue
         ran = setting.get(key)

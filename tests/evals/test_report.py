@@ -40,7 +40,7 @@ TOOLHOP_KEYS = {"answer_accuracy", "tool_hallucination", "param_hallucination", 
                 "query_error_rate", "instance_error_rate"}
 KNOWN_KEYS = {"familytool": FAMILYTOOL_KEYS, "toolhop": TOOLHOP_KEYS}
 SETTING_VALUES = {
-    "strategy": {"kgetool", "golden-kg", "full-kg", "direct", "forced", "free"},
+    "strategy": {"kgetool", "golden-kg", "full-kg", "direct", "forced", "free", "agent", "paper", "oneshot"},
     "step": {"kg_extraction", "tool_use"},
     "kg_values": {"true_values"},
     "path_extraction": {"greedy", "retrieval"},
@@ -86,7 +86,8 @@ def test_every_paper_row_names_its_table_model_setting_and_known_metrics(path):
                 if key in SETTING_VALUES:
                     assert value in SETTING_VALUES[key], (key, value)
             metrics = row["metrics"]
-            assert metrics and set(metrics) <= KNOWN_KEYS[family], (table["table"], row)
+            known = KNOWN_KEYS.get(family) or {m.name for m in get_benchmark(family).metrics}  # else: its declared metrics
+            assert metrics and set(metrics) <= known, (table["table"], row)
             for value in [*metrics.values(), *(row.get("extra") or {}).values()]:
                 assert isinstance(value, int | float) and not isinstance(value, bool)
                 assert 0 <= value <= 100, row
@@ -165,6 +166,8 @@ def test_paper_rows_are_found_by_model_dataset_and_setting():
     # Relation Retrieval is another setting; a run that states it gets Table 7's RR row instead
     rr = [r for r, s in paper_rows_for(_run("openai:gpt-4o", "kgetool", kg_search="retrieval"), rows) if s]
     assert {r.tables for r in rr} == {(6,), (7,)} and all(r.setting["path_extraction"] == "retrieval" for r in rr)
+    # our own step-2 input is not the paper's: a run with it matches no row
+    assert not [r for r, s in paper_rows_for(_run("openai:gpt-4o", "kgetool", tool_step="project"), rows) if s]
     # a cross-LLM row matches a run whose step-1 model is that LLM
     cross = [r for r, s in paper_rows_for(_run("openai:gpt-4o", "kgetool", kg_model="openai:o3-mini"), rows) if s]
     assert [(r.tables, r.metrics) for r in cross if "kg_model" in r.setting] == [((10,), {"tool_em": 19.88})]
@@ -191,7 +194,7 @@ def _summaries() -> list[dict]:
         "run_dir": "runs/a", "benchmark": "familytool-b", "model": "openai:gpt-4o", "strategy": "kgetool",
         "tasks": 483, "completed": 480, "errored": 3,
         "metrics": {"tool_em": 61.2, "tool_acc": 90.1, "value_acc": 70.3, "kg_em": 40.0, "kg_format_error": 1.2},
-        "strict_metrics": {"tool_em": 55.5, "tool_acc": 90.1, "value_acc": 65.0},
+        "project_strict_metrics": {"tool_em": 55.5, "tool_acc": 90.1, "value_acc": 65.0},
         "breakdowns": {"hops": {"1": {"tasks": 106, "tool_em": 70.0}, "2": {"tasks": 361, "tool_em": 60.0},
                                 "10": {"tasks": 3, "tool_em": 33.33}},
                        "speaker": {"Bob": {"tasks": 300, "tool_em": 50.0}, "Alice": {"tasks": 183, "tool_em": 44.4}}},
@@ -233,9 +236,10 @@ def test_markdown_sets_runs_side_by_side_per_benchmark_with_breakdowns_and_paper
     assert rows["Tool EM ↑ (tool_em)"] == ["**61.20**", "30.25"]  # best of the row in bold
     assert rows["KG Format Error ↓ (kg_format_error)"] == ["1.20", "**0.50**"]  # lower is better
     assert rows["KG extraction EM ↑ (kg_em)"] == ["40.00", "–"]
-    assert [r[0] for r in _table(md, "Strict metrics")[1:]] == ["Tool EM (rule matcher only) ↑ (tool_em)", "Tool Acc (rule matcher only) ↑ (tool_acc)",
-                                                             "Value Acc (rule matcher only) ↑ (value_acc)"]
-    assert _table(md, "Matchers")[1] == ["calls matched by the rule matcher (rule)", "400", "–"]
+    assert [r[0] for r in _table(md, "Project strict metrics")[1:]] == [
+        "Tool EM (project: rule matcher only) ↑ (tool_em)", "Tool Acc (project) ↑ (tool_acc)",
+        "Value Acc (project: rule matcher only) ↑ (value_acc)"]
+    assert _table(md, "Matchers")[1] == ["calls matched by the rule matcher (project) (rule)", "400", "–"]
     hops = _table(md, "By hops")
     assert [r[0] for r in hops[1:]] == ["1", "2", "10"]  # numeric order
     assert hops[0][:2] == ["hops", "tasks"] and hops[3][1] == "3"

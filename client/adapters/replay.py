@@ -1,0 +1,112 @@
+"""The ``replay`` adapter (``--model replay:FILE``): plays the assistant turns of recorded
+conversations again, so that a run made elsewhere goes through this project's server and scorer
+and can be compared with it sample by sample.
+
+``FILE`` is JSON Lines; each record holds one conversation under ``gen_convs``, ``conversations``
+or ``messages``: a list of turns ``{"role": "user", "content": ...}``, ``{"role": "assistant",
+"function_call": [{"name", "arguments"}, ...]}`` (one turn of parallel calls), ``{"role":
+"assistant", "tool_calls": [{"function": {"name", "arguments"}}]}`` (the OpenAI form) or
+``{"role": "assistant", "content": text}``; other roles are skipped. An episode replays the
+conversation whose first user message is its own; its n-th request gets the n-th assistant turn.
+A recorded tool name the episode does not offer is sent as the offered name it becomes with every
+character outside ``[A-Za-z0-9_-]`` replaced by ``-`` (what tool-calling APIs accept), if there is
+one. A request beyond the recorded turns, or for a conversation the file does not hold, is a
+``bad_request`` error (the episode fails, and says why).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from client.messages import (
+    AssistantMessage,
+    Message,
+    ModelResponse,
+    ToolCall,
+    ToolChoice,
+    ToolDef,
+    Usage,
+    UserMessage,
+)
+
+from .errors import ModelError
+
+__all__ = ["ReplayAdapter"]
+
+_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _load_conversations(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The assistant turns of every conversation in ``path``, by its first user message."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"replay file {path}: line {n} is not JSON: {exc}") from None
+        convs = next((record[k] for k in ("gen_convs", "conversations", "messages") if isinstance(record, dict)
+                      and isinstance(record.get(k), list)), None)
+        if convs is None:
+            raise ValueError(f"replay file {path}: line {n} has no 'gen_convs', 'conversations' or 'messages' list")
+        user = next((t.get("content") for t in convs if isinstance(t, dict) and t.get("role") == "user"), None)
+        if not isinstance(user, str):
+            raise ValueError(f"replay file {path}: line {n}: the conversation has no user message")
+        out[user] = [t for t in convs if isinstance(t, dict) and t.get("role") == "assistant"]
+    return out
+
+
+class ReplayAdapter:
+    """Replays recorded assistant turns (see the module docstring)."""
+
+    provider = "replay"
+
+    def __init__(self, path: str, **_options: Any):
+        self.path = Path(path).expanduser()
+        if not self.path.is_file():
+            raise ValueError(f"replay: no such file {str(self.path)!r} (use replay:PATH)")
+        self.model = f"replay:{self.path.name}"
+        self.name = self.model
+        self.turns = _load_conversations(self.path)
+
+    def _call(self, raw: dict[str, Any], offered: set[str], turn: int, i: int) -> ToolCall:
+        inner = raw.get("function")
+        fn: dict[str, Any] = inner if isinstance(inner, dict) else raw
+        name = str(fn.get("name") or "")
+        if name not in offered and _INVALID.sub("-", name)[:64] in offered:
+            name = _INVALID.sub("-", name)[:64]
+        args = fn.get("arguments")
+        call_id = str(raw.get("id") or f"replay_{turn}_{i}")
+        if isinstance(args, str):
+            return ToolCall.from_raw(call_id, name, args)
+        return ToolCall.from_arguments(call_id, name, dict(args or {}))
+
+    async def complete(
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto", *,
+        max_tokens: int | None = None, temperature: float | None = None,
+    ) -> ModelResponse:
+        user = next((m.text for m in messages if isinstance(m, UserMessage)), None)
+        turns = self.turns.get(user or "")
+        if turns is None:
+            raise ModelError("bad_request", f"{self.path.name} holds no conversation for this user message",
+                             retryable=False, provider=self.provider, model=self.model)
+        done = sum(1 for m in messages if isinstance(m, AssistantMessage))
+        if done >= len(turns):
+            raise ModelError("bad_request", f"the recorded conversation has only {len(turns)} assistant turn(s)",
+                             retryable=False, provider=self.provider, model=self.model)
+        turn = turns[done]
+        offered = {t.name for t in tools}
+        raw_calls = turn.get("function_call") or turn.get("tool_calls") or []
+        calls = [self._call(c, offered, done, i) for i, c in enumerate(raw_calls) if isinstance(c, dict)]
+        text = None if calls else (turn.get("content") if isinstance(turn.get("content"), str) else "")
+        raw = {"replayed_turn": done, "turn": turn}
+        return ModelResponse(text=text, tool_calls=calls, reasoning=None, usage=Usage(),
+                             stop_reason="tool_calls" if calls else "end_turn", latency_s=0.0, model=self.model,
+                             raw=json.loads(json.dumps(raw, default=str)))
+
+    async def aclose(self) -> None:
+        return None

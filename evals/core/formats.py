@@ -1,0 +1,172 @@
+"""Predictions in other harnesses' formats: ``evals export`` writes a run's, ``evals score --format``
+scores predictions made elsewhere.
+
+A benchmark may offer :class:`PredictionFormat` s (its optional ``formats()`` method, see
+:mod:`evals.core.plugin`); the core never knows what is in them. A format has
+
+* ``export(run_dir, out)``: write the run's predictions under ``out`` (a file or a folder, the
+  format's choice) so that the benchmark's official scripts can read them; returns the files written;
+* ``read(path)`` (optional): turn predictions in that format into one trace per task, in the shape
+  the benchmark's ``score`` reads (:func:`imported_trace` builds one), plus the strategy and options
+  they were made with when the files say so.
+
+``evals score PATH --format NAME --benchmark B`` writes the imported traces into a new run
+directory (``config.json`` names the format and the source) and scores it like any run, so the
+report, ``evals score`` and ``evals export`` then work on it as well. The run covers exactly the
+tasks the predictions are for (``run.only_traced`` in its config), as the official scripts score
+the predictions they are given.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from client.runs import RunDir
+
+    from .plugin import Benchmark
+
+__all__ = [
+    "ImportedPredictions",
+    "PredictionFormat",
+    "export_run",
+    "find_format",
+    "formats_of",
+    "import_predictions",
+    "imported_trace",
+]
+
+
+@dataclass(frozen=True)
+class ImportedPredictions:
+    """What :attr:`PredictionFormat.read` made of external predictions."""
+
+    traces: dict[str, dict[str, Any]]  # task id -> trace record (see imported_trace)
+    strategy: str | None = None  # the strategy the predictions were made with, when known
+    options: Mapping[str, Any] = field(default_factory=dict)  # benchmark options they were made with
+    model: str | None = None  # who made them, when the files say
+
+
+@dataclass(frozen=True)
+class PredictionFormat:
+    """One way to write a run's predictions for (or read them from) another harness."""
+
+    name: str  # e.g. "<benchmark>-official"; unique within a benchmark
+    description: str  # one line: which scripts read it, what files it writes
+    export: Callable[[RunDir, Path], list[Path]]  # (the run, where to write) -> the files written
+    read: Callable[[Path], ImportedPredictions] | None = None  # external predictions -> traces
+
+
+def formats_of(bench: Benchmark) -> dict[str, PredictionFormat]:
+    """The formats a loaded benchmark offers (none when it has no ``formats()``)."""
+    method = getattr(bench, "formats", None)
+    found = list(method()) if callable(method) else []
+    return {f.name: f for f in found}
+
+
+def find_format(bench: Benchmark, name: str, *, reading: bool = False) -> PredictionFormat:
+    """The format ``name`` of ``bench``; a ``ValueError`` naming the ones it has otherwise."""
+    formats = formats_of(bench)
+    fmt = formats.get(name)
+    if fmt is None:
+        have = ", ".join(sorted(formats)) or "none"
+        raise ValueError(f"{bench.info.name} has no prediction format {name!r} (it has: {have})")
+    if reading and fmt.read is None:
+        raise ValueError(f"prediction format {name!r} of {bench.info.name} can only be exported, not read")
+    return fmt
+
+
+def imported_trace(
+    task_id: str, outcome: Mapping[str, Any] | None, *, final_answer: str | None = None, source: str | None = None
+) -> dict[str, Any]:
+    """A trace record for one imported prediction: ``completed`` with ``outcome``, or ``errored``
+    when ``outcome`` is None (the external run has no prediction for the task)."""
+    from client.runs import SCHEMA_VERSION
+
+    done = outcome is not None
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "task_id": task_id,
+        "episode_id": uuid.uuid4().hex,
+        "run_attempt": 1,
+        "status": "completed" if done else "errored",
+        "final_answer": final_answer,
+        "error": None if done else {"type": "NoPrediction", "message": "no prediction for this task", "retryable": False},
+        "totals": {},
+        "outcome": dict(outcome) if outcome is not None else None,
+        "events": [],
+        "imported_from": source,
+    }
+
+
+def export_run(run_path: str | Path, format_name: str, out: str | Path | None = None) -> list[Path]:
+    """``evals export``: write run ``run_path``'s predictions in ``format_name`` (default: a folder
+    ``export-<format>`` inside the run directory); returns the files written."""
+    from client.runs import RunDir
+
+    from .registry import load_benchmark, own_options
+
+    run_dir = RunDir.open(run_path)
+    config = run_dir.config or {}
+    if "benchmark" not in config:
+        raise ValueError(f"{run_dir.path}: config.json names no benchmark; is this an evals run directory?")
+    bench = load_benchmark(config["benchmark"], own_options(config["benchmark"], config.get("options") or {}))
+    fmt = find_format(bench, format_name)
+    target = Path(out) if out is not None else run_dir.path / f"export-{format_name}"
+    return fmt.export(run_dir, target)
+
+
+def import_predictions(
+    path: str | Path,
+    format_name: str,
+    benchmark: str,
+    run_path: str | Path,
+    *,
+    strategy: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Path:
+    """Read predictions in ``format_name`` into a new run directory ``run_path`` (its traces and
+    ``config.json``), ready for scoring. ``strategy``/``options`` override what the files say."""
+    from client.runs import RunDir
+
+    from .registry import load_benchmark
+
+    src = Path(path)
+    if not src.exists():
+        raise FileNotFoundError(f"{str(src)!r} does not exist")
+    bench = load_benchmark(benchmark, options or {})
+    fmt = find_format(bench, format_name, reading=True)
+    assert fmt.read is not None
+    got = fmt.read(src)
+    chosen = strategy or got.strategy or bench.info.default_strategy
+    if chosen not in bench.info.strategies:
+        raise ValueError(f"{benchmark} has no strategy {chosen!r}; available: {', '.join(bench.info.strategies)}")
+    merged = load_benchmark(benchmark, {**got.options, **(options or {})}).options
+    ids = bench.task_ids()
+    known = set(ids)
+    unknown = [t for t in got.traces if t not in known]
+    if unknown:
+        raise ValueError(f"{len(unknown)} predictions name tasks {benchmark} does not have, e.g. {unknown[0]!r}")
+    out = Path(run_path)
+    if (out / "traces.jsonl").exists():
+        raise ValueError(f"{str(out)!r} already holds a run; give another --out")
+    config = {
+        "benchmark": benchmark,
+        "model": got.model or f"imported:{format_name}",
+        "strategy": chosen,
+        "options": dict(merged),
+        "imported": {"format": format_name, "source": str(src.resolve())},
+        "run": {"only_traced": True},  # the run covers the tasks the predictions are for
+    }
+    run_dir = RunDir(out, config)
+    try:
+        for task_id in ids:
+            if task_id in got.traces:
+                run_dir.append_trace(got.traces[task_id], fsync=False)
+    finally:
+        run_dir.close()
+    return out

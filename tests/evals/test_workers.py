@@ -1,0 +1,148 @@
+"""``evals run --workers N``: one run over N processes: the same traces and numbers, exactly-once
+traces after a SIGKILL of the parent or of one worker, rate limits and budget held across workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fake_providers import FakeProviderServer, openai_chat
+
+from client.runs import RunDir
+from evals.benchmarks.familytool.data import load_tasks
+from evals.core.run import RunOptions, run_benchmark
+
+TIMING = {"episode_id", "started_at", "finished_at", "duration_s", "t", "latency_s"}
+
+
+def _stable(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _stable(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_stable(v) for v in value]
+    return value
+
+
+async def _oracle(run: Path, workers: int, limit: int) -> tuple[dict, dict]:
+    opts = RunOptions(benchmark="familytool-b", model="oracle", limit=limit, concurrency=6, run_dir=run,
+                      progress=False, workers=workers)
+    result, summary = await run_benchmark(opts)
+    assert result.completed == limit and result.errored == 0 and result.stopped_reason == "done"
+    traces = {r["task_id"]: _stable(r) for r in RunDir.open(run).iter_traces(dedupe=False)}
+    assert len(traces) == limit
+    return traces, summary["metrics"]
+
+
+async def test_two_workers_give_the_same_traces_and_numbers_as_one(data_dir, tmp_path):
+    one, numbers = await _oracle(tmp_path / "one", 1, 16)
+    two, two_numbers = await _oracle(tmp_path / "two", 2, 16)
+    assert two == one and two_numbers == numbers and numbers["tool_em"] == 100.0
+    config = json.loads((tmp_path / "two" / "config.json").read_text())
+    assert config["run"]["workers"] == 2 and config["run"]["transport"] == "memory"
+    events = [json.loads(line) for line in open(tmp_path / "two" / "events.jsonl")]
+    # the workers' events reached the parent's event log as they happened
+    assert {e["task_id"] for e in events if e.get("kind") == "tool_call"} == set(one)
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+def _wait_for_traces(traces: Path, n: int, proc: subprocess.Popen) -> None:
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if traces.exists() and traces.read_bytes().count(b"\n") >= n:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {n} traces before the deadline (exit status {proc.poll()})")
+
+
+def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_task_exactly_once(data_dir, tmp_path):
+    run = tmp_path / "run"
+    traces = run / "traces.jsonl"
+    args = [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "oracle:0.05", "--limit", "60",
+            "--concurrency", "4", "--workers", "2", "--run-dir", str(run), "--no-progress", "--json"]
+    seen = 0
+    for kill in ("worker", "parent"):
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_for_traces(traces, seen + 8, proc)
+        workers = _children(proc.pid)
+        assert len(workers) == 2, workers
+        os.kill(workers[0] if kill == "worker" else proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode != 0
+        if kill == "worker":  # the run stopped like an interrupt, saying why
+            assert f"worker 0 (pid {workers[0]}) exited with signal SIGKILL" in err, err[-2000:]
+        else:  # the workers saw their stdin close and stopped
+            deadline = time.time() + 30
+            while time.time() < deadline and any(_alive(w) for w in workers):
+                time.sleep(0.05)
+            assert not any(_alive(w) for w in workers), "a worker outlived its parent"
+        now = traces.read_bytes().count(b"\n")
+        assert seen + 8 <= now < 60, (kill, seen, now)
+        ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
+        assert len(ids) == len(set(ids)) == now  # no task twice, and no torn line
+        seen = now
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["completed"] == 60 and summary["metrics"]["tool_em"] == 100.0
+    ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
+    assert len(ids) == len(set(ids)) == 60
+    assert set(ids) == {t.id for t in load_tasks("b")[:60]}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _scripted(tasks):  # noqa: ANN001, ANN202
+    def model(body: dict) -> dict:
+        user = body["messages"][-1]["content"]
+        gold = next(t for t in tasks if t.query in user).gold_calls[0]
+        return openai_chat(tool_calls=[(gold.name, gold.arguments)], usage=(400, 20))
+
+    return model
+
+
+async def test_the_rate_limit_holds_across_workers(data_dir, tmp_path):
+    tasks = load_tasks("b")[:14]
+    with FakeProviderServer() as server:
+        server.openai.respond_with(_scripted(tasks))
+        # 60 requests a minute: a burst of 10 (10 s of budget), then one a second, for the run as a whole
+        opts = RunOptions(benchmark="familytool-b", model="openai:m", base_url=server.openai_base_url,
+                          api_key_env="PATH", strategy="golden-kg", limit=14, concurrency=14, workers=2, rpm=60,
+                          run_dir=tmp_path / "r", progress=False)
+        result, summary = await run_benchmark(opts)
+        times = sorted(r.time for r in server.openai.requests)
+    assert result.completed == 14 and summary["metrics"]["tool_em"] == 100.0
+    assert len(times) == 14
+    # two limiters of their own would have let all 14 through at once; one shared one makes the
+    # last four wait a second each
+    assert times[-1] - times[0] >= 3.0, [round(t - times[0], 2) for t in times]
+    for i, t in enumerate(times):
+        assert i + 1 <= 10 + (t - times[0]) * 1.0 + 1, [round(t - times[0], 2) for t in times]
+
+
+async def test_the_budget_stops_the_whole_run(data_dir, tmp_path):
+    tasks = load_tasks("b")[:12]
+    with FakeProviderServer() as server:
+        server.openai.respond_with(_scripted(tasks))
+        opts = RunOptions(benchmark="familytool-b", model="openai:m", base_url=server.openai_base_url,
+                          api_key_env="PATH", strategy="golden-kg", limit=12, concurrency=2, workers=2,
+                          max_budget_tokens=1000, run_dir=tmp_path / "r", progress=False)
+        result, _ = await run_benchmark(opts)
+        asked = len(server.openai.requests)
+    # 420 tokens a response: the third reaches the budget; at most the two in flight then finish
+    assert result.stopped_reason == "budget" and 3 <= result.completed <= 4 and asked == result.completed
+    assert result.tokens == 420 * result.completed
+    assert len(list(RunDir.open(tmp_path / "r").iter_traces(dedupe=False))) == result.completed
