@@ -2,13 +2,17 @@
 
 The benchmark's folder: ``data`` (tasks, gold, candidate tools), ``kg`` (its KG in Kuzu),
 ``plugin`` (strategies: the paper's KGETool pipeline and ablations, an agent over the live KG, the
-inductive setting), ``metrics`` (the paper's KG-extraction and tool-use metrics) and
+inductive setting), ``official`` (the metrics as the official code computes them), ``metrics`` (the
+summary's metric blocks, and the project's stricter reading), ``export`` (the official scripts'
+input files, both ways) and
 ``paper_numbers.yaml`` (Tables 3-10). This module only declares it (cheap to import).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,13 @@ from .metrics import METRICS
 
 STRATEGIES = ("agent", "kgetool", "golden-kg", "full-kg")
 
+def _is_date(value: str) -> bool:
+    try:
+        return bool(re.fullmatch(r"\d{4}-\d{2}-\d{2}", value)) and bool(datetime.date.fromisoformat(value))
+    except ValueError:
+        return False
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("kg_search", str, "greedy", "path extraction when a relation does not exist in the KG: exact (no "
            "fallback), greedy (the paper's greedy search) or retrieval (the --top-k most similar relations)",
@@ -28,8 +39,24 @@ OPTIONS: tuple[Option, ...] = (
            check=lambda v: None if v >= 1 else "must be at least 1"),
     Option("kg_model", str, None, "kgetool: another model for step 1 (KG path generation), as in the paper's "
            "cross-LLM table; 'oracle' writes the gold paths", model=True, metavar="MODEL"),
+    Option("tool_step", str, "official", "kgetool, golden-kg, full-kg: the tool-use step's input. official: as "
+           "FamilyTool's code sends it to an API model: the system message 'You are a helpful assistant.' with "
+           "--current-date, and the query as in the data with its '(...)' replaced by the extra information (kgetool: "
+           "the official post-processing of the step-1 text, first link per entity and relation, greedy fallback, "
+           "<bad_extract> marks; golden-kg: the gold sub-KG as written; full-kg: the whole KG), and the candidate tools "
+           "as its API requester rewrites them (type and description per parameter); project: the project's "
+           "instruction (use the KG's entity ids), [h, r, t] triples (kgetool: every link the server's "
+           "kg_search_path found with --kg-search) and the served tool schemas", choices=("official", "project")),
+    Option("current_date", str, "2025-05-26", "tool_step official: the date of the system message's 'Current "
+           "Date:' line (the official code puts the day it runs; the default is the date of the pinned commit)",
+           check=lambda v: None if _is_date(v) else "must be a date written YYYY-MM-DD",
+           metavar="YYYY-MM-DD"),
     Option("inductive", bool, False, "FamilyTool-e over FamilyTool-b's KG, extended with -e's facts over MCP at "
            "run time (the paper's inductive setting)"),
+    Option("scoring", str, "official", "official: the metrics exactly as the official FamilyTool code computes them "
+           "(strict, plus its non-strict mode); project: also the project's stricter reading (typed values, extra "
+           "parameters penalised, every link extracted, the response matcher and --judge) in project_metrics and "
+           "project_strict_metrics", choices=("official", "project")),
     Option("allow_writes", bool, False, "serve kg_add_fact / kg_remove_fact, on a private copy of the KG",
            serve=True, run=False, affects_results=False),
 )
@@ -80,6 +107,8 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
     setting: dict[str, Any] = {"dataset": summary.get("benchmark"), "strategy": strategy}
     if strategy in ("kgetool", "agent"):
         setting["path_extraction"] = options.get("kg_search", "greedy")
+    if strategy == "kgetool":  # our own step-2 input is not the paper's setting
+        setting["tool_step"] = options.get("tool_step", "official")
     if options.get("kg_model"):
         setting["kg_model"] = options["kg_model"]
     return setting
@@ -90,7 +119,7 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
 PAPER_NUMBERS = PaperNumbers(
     Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "tool_em",
     model_keys=("kg_model",),
-    defaults={"path_extraction": "greedy", "kg_values": "placeholders"},
+    defaults={"path_extraction": "greedy", "kg_values": "placeholders", "tool_step": "official"},
     synonyms={"gs": "greedy", "rr": "retrieval"},
 )
 

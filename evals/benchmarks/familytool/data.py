@@ -66,6 +66,17 @@ class FamilyToolTask:
     gold_kg: tuple[Triple, ...]
     gold_calls: tuple[GoldCall, ...]
     candidate_tools: tuple[dict[str, Any], ...] = field(repr=False)
+    gold_text: str = field(default="", repr=False)  # str() of the file's tool_call content (official coverage)
+
+    @property
+    def official_gold(self) -> list[dict[str, Any]]:
+        """The gold calls as the official scripts read them (``{"name", "parameters"}``)."""
+        return [{"name": c.name, "parameters": dict(c.arguments)} for c in self.gold_calls]
+
+    @property
+    def official_query(self) -> str:
+        """The step-1 query of the official pipeline: the file's query up to the extra information."""
+        return self.raw_query.split(EXTRA_MARKER)[0].strip()
 
     @property
     def hops(self) -> int:
@@ -118,6 +129,7 @@ def _parse_record(line: str, *, dataset: str, where: str) -> FamilyToolTask:
         gold_kg=gold_kg,
         gold_calls=calls,
         candidate_tools=tuple(msgs[1]["content"]),
+        gold_text=str(msgs[3]["content"]),
     )
 
 
@@ -202,6 +214,20 @@ class FamilyToolCatalog:
             "candidate_tools": len(self._raw),
             "hops": {str(k): hops[k] for k in sorted(hops)},
         }
+
+
+_CATALOGS: dict[tuple[str, str, int], FamilyToolCatalog] = {}
+
+
+def shared_catalog(dataset: str) -> FamilyToolCatalog:
+    """The dataset's catalog, read once per process for as long as its file does not change
+    (loading a benchmark again, e.g. to re-score or import, costs nothing)."""
+    short = dataset.removeprefix("familytool-")
+    path = data_file("familytool", f"familytool-{short}.jsonl")
+    key = (short, str(path.resolve()), path.stat().st_mtime_ns)
+    if key not in _CATALOGS:
+        _CATALOGS[key] = FamilyToolCatalog(short, load_tasks(short, path))
+    return _CATALOGS[key]
 
 
 # ---- the agent strategy: prompts, oracle, scoring ---------------------------------------------------

@@ -1,31 +1,27 @@
-"""FamilyTool metrics, as the paper defines them (Section 5 and Appendix C.2), from traces alone.
+"""FamilyTool metrics per task, from traces alone.
 
-Per task, then averaged over the run's tasks as percentages (a task that did not complete scores 0
-on every accuracy metric and counts as a format error):
+The summary's ``metrics`` block is what the official FamilyTool code computes (strict mode, as the
+paper reports it), to the last digit: see :mod:`.official` for every rule. ``nonstrict_metrics`` is
+the official non-strict mode (string values stripped before comparing).
 
-KG extraction (strategies that extract: ``kgetool``, ``agent``)
-    ``kg_em``      the extracted triple set equals the gold sub-KG;
-    ``kg_f1``      F1 of the extracted triple set against the gold sub-KG (0 when either is empty);
-    ``kg_no_hallucination``  every generated relation path starts at an entity of the KG and uses
-                   only relations of the KG (a task that generated no valid path scores 0);
-    ``kg_coverage`` every gold sub-KG entity that the gold call uses (appears in the gold call's
-                   JSON) is an entity of the extracted triples (1 when the gold call uses none);
-    ``kg_format_error`` no valid ``KG.search(Start=..., Path=[...])`` could be parsed (``kgetool``),
-                   or no KG tool call succeeded (``agent``).
-Tool use
-    ``tool_em``    the predicted call is the gold call (name and every parameter);
-    ``tool_acc``   the predicted tool name is the gold one;
-    ``value_acc``  each gold parameter is one sample (micro-average over all gold parameters of the
-                   run): the prediction calls the gold tool and gives the parameter the gold value
-                   (an omitted parameter is right when the gold value is the schema's default).
+``--scoring project`` adds the project's own, stricter reading under other names (never under the
+official ones):
 
-``metrics`` use the whole matcher cascade (rule, response, llm: see :mod:`tool_specs.matching`) for
-``tool_em`` and ``value_acc`` (a call matched as a whole counts all its parameters as right);
-``strict_metrics`` use the rule matcher only. Each quantity has one name: the rule-only exact
-match is ``strict_metrics["tool_em"]`` (the summary no longer repeats it as ``exact_call_match``,
-nor ``tool_acc`` as ``tool_name_match``). A trace's ``outcome.exact_call_match`` is something else:
-the rule matcher's verdict on that one episode (the progress bar's score); the response matcher
-and the judge are asked in the scoring phase (``FamilyToolBenchmark.score``).
+``project_metrics``
+    tool use with the whole matcher cascade (rule, response, llm: see :mod:`tool_specs.matching`):
+    values compared by the schema's types, extra parameters penalised, an omitted parameter right
+    when the gold value is the schema's default, a call matched as a whole counting all its
+    parameters; ``value_acc`` over all gold parameters of the run (micro-average). KG extraction
+    from what the server's ``kg_search_path`` returned (every link of each hop, not the first):
+    ``kg_em`` / ``kg_f1`` of that triple set against the gold sub-KG; ``kg_no_hallucination`` every
+    search started at a KG entity and used only KG relations (over all tasks); ``kg_coverage`` the
+    gold entities the gold call uses are entities of the extracted triples; ``kg_format_error`` no
+    valid search could be parsed (``kgetool``) or no KG tool call succeeded (``agent``).
+``project_strict_metrics``
+    the same with the rule matcher only; ``matchers`` counts which matcher decided.
+
+A trace's ``outcome.exact_call_match`` is the rule matcher's verdict on that one episode (the
+progress bar's score).
 """
 
 from __future__ import annotations
@@ -39,14 +35,16 @@ from typing import TYPE_CHECKING, Any
 from tool_specs.matching import param_matches
 
 from ...core.metrics import Metric, TaskScore
+from .data import KG_TOOL_PREFIX
 
 if TYPE_CHECKING:
     from .data import FamilyToolTask
 
+EXTRACTING = ("agent", "kgetool")  # the strategies whose KG extraction is scored
 KG_METRICS = ("kg_em", "kg_f1", "kg_no_hallucination", "kg_coverage", "kg_format_error")
 TOOL_METRICS = ("tool_em", "tool_acc", "value_acc")
 
-_SEARCH_RE = re.compile(r"KG\s*\.\s*search\s*\((.*?)\)", re.S | re.I)
+_SEARCH_RE = re.compile(r"KG\s*.\s*search\s*\((.*?)\)", re.S | re.I)  # any one character, as the official regex
 _START_RE = re.compile(r"\bstart\s*=\s*(\"[^\"]*\"|'[^']*'|[^,\]\)]+)", re.I)
 _PATH_RE = re.compile(r"\bpath\s*=\s*\[(.*?)\]", re.S | re.I)
 _QUOTES = "\"'`‘’“”"
@@ -67,10 +65,12 @@ def _clean(token: str) -> str:
 
 
 def parse_kg_searches(text: str | None) -> list[KGSearch]:
-    """Every valid ``KG.search(Start=<entity>, Path=[r1, r2, ...])`` in a model's text, in order.
+    """Every valid ``KG.search(start=<entity>, path=[r1, r2, ...])`` in a model's text, in order (the
+    project's reading, for the server's extraction; the official one is :func:`.official.parse_search`).
 
-    Keys are case-insensitive; entity and relations may be quoted with any quote character. A
-    search without a start or with an empty path is not valid and is skipped.
+    It accepts what the official parser accepts and more: keys in any case, quotes of any kind,
+    ``<relationship>`` tags, spaces inside names kept. A search without a start or with an empty
+    path is not valid and is skipped.
     """
     found: list[KGSearch] = []
     for body in _SEARCH_RE.findall(text or ""):
@@ -86,7 +86,39 @@ def parse_kg_searches(text: str | None) -> list[KGSearch]:
 
 
 def format_kg_search(start: str, path: Iterable[str]) -> str:
-    return f"KG.search(Start={start}, Path=[{', '.join(path)}])"
+    """One search in the paper's syntax (its prompt's examples)."""
+    rels = ",".join(f'"<relationship>{r}"' for r in path)
+    return f'KG.search(start="{start}", path=[{rels}])'
+
+
+def official_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The predicted calls the official scorer sees: those to candidate (non-KG) tools made in the
+    last turn that made one (the official tool-use step is a single model response), as
+    ``{"name", "parameters"}``."""
+    tool_calls = [c for c in calls if not str(c.get("name", "")).startswith(KG_TOOL_PREFIX)]
+    if not tool_calls:
+        return []
+    last = tool_calls[-1].get("turn")
+    return [{"name": c["name"], "parameters": c.get("arguments")} for c in tool_calls if c.get("turn") == last]
+
+
+def step1_text(kg: Mapping[str, Any] | None, strategy: str) -> str:
+    """The step-1 text the official KG post-processing reads: ``kgetool``'s generation; for
+    ``agent``, its ``kg_search_path`` calls written as ``KG.search`` lines (``kg_neighbors``
+    lookups are no searches and are left out)."""
+    if not kg:
+        return ""
+    if "generation" in kg or strategy != "agent":
+        return str(kg.get("generation") or "")
+    lines = []
+    for p in kg.get("paths", []):
+        if p.get("tool") != "kg_search_path":
+            continue
+        args = p.get("arguments") or {}
+        start, path = p.get("start") or args.get("start"), p.get("path") or args.get("path")
+        if isinstance(start, str) and isinstance(path, list):
+            lines.append(format_kg_search(start, [str(r) for r in path]))
+    return "\n".join(lines)
 
 
 def gold_paths(gold: Iterable[tuple[str, str, str]]) -> list[list[tuple[str, ...]]]:
@@ -176,39 +208,66 @@ def _pct(name: str, label: str, *, over: str = "tasks", block: str = "metrics", 
     return Metric(name, label, higher_is_better=better, over=over, block=block, in_breakdowns=breakdown)
 
 
+_KG_LABELS = (("kg_em", "KG extraction EM"), ("kg_f1", "KG extraction F1"),
+              ("kg_no_hallucination", "KG No-Hallucination"), ("kg_coverage", "KG Coverage"),
+              ("kg_format_error", "KG Format Error"))
+
+
+def _kg_metrics(block: str, suffix: str = "") -> tuple[Metric, ...]:
+    return tuple(_pct(k, label + suffix, block=block, better=k != "kg_format_error",
+                      over="tasks without a format error" if k == "kg_no_hallucination" and block == "metrics" else "tasks")
+                 for k, label in _KG_LABELS)
+
+
 METRICS: tuple[Metric, ...] = (
+    # the official code's numbers (see .official): strict mode, as the paper reports
     _pct("tool_em", "Tool EM"),
     _pct("tool_acc", "Tool Acc"),
-    _pct("value_acc", "Value Acc", over="gold parameters"),
-    _pct("kg_em", "KG extraction EM"),
-    _pct("kg_f1", "KG extraction F1"),
-    _pct("kg_no_hallucination", "KG No-Hallucination"),
-    _pct("kg_coverage", "KG Coverage"),
-    _pct("kg_format_error", "KG Format Error", better=False),
-    _pct("tool_em", "Tool EM (rule matcher only)", block="strict_metrics"),
-    _pct("tool_acc", "Tool Acc (rule matcher only)", block="strict_metrics"),
-    _pct("value_acc", "Value Acc (rule matcher only)", over="gold parameters", block="strict_metrics"),
-    *(_pct(k, label, block="strict_metrics", better=k != "kg_format_error") for k, label in (
-        ("kg_em", "KG extraction EM"), ("kg_f1", "KG extraction F1"), ("kg_no_hallucination", "KG No-Hallucination"),
-        ("kg_coverage", "KG Coverage"), ("kg_format_error", "KG Format Error"))),
-    *(Metric(m, f"calls matched by the {m} matcher", kind="count", block="matchers") for m in ("rule", "response", "llm")),
+    _pct("value_acc", "Value Acc"),
+    *_kg_metrics("metrics"),
+    # the official code's non-strict mode (is_strict=False: string values stripped)
+    _pct("tool_em", "Tool EM (official non-strict)", block="nonstrict_metrics"),
+    _pct("tool_acc", "Tool Acc (official non-strict)", block="nonstrict_metrics"),
+    _pct("value_acc", "Value Acc (official non-strict)", block="nonstrict_metrics"),
+    # --scoring project: the project's reading (matcher cascade / rule matcher; all links extracted)
+    _pct("tool_em", "Tool EM (project: matcher cascade)", block="project_metrics"),
+    _pct("tool_acc", "Tool Acc (project)", block="project_metrics"),
+    _pct("value_acc", "Value Acc (project: matcher cascade)", over="gold parameters", block="project_metrics"),
+    *_kg_metrics("project_metrics", " (project)"),
+    _pct("tool_em", "Tool EM (project: rule matcher only)", block="project_strict_metrics"),
+    _pct("tool_acc", "Tool Acc (project)", block="project_strict_metrics"),
+    _pct("value_acc", "Value Acc (project: rule matcher only)", over="gold parameters", block="project_strict_metrics"),
+    *_kg_metrics("project_strict_metrics", " (project)"),
+    *(Metric(m, f"calls matched by the {m} matcher (project)", kind="count", block="matchers") for m in ("rule", "response", "llm")),
 )
 
 
-def task_score(task: FamilyToolTask, tool: Mapping[str, Any], kg: Mapping[str, float] | None) -> TaskScore:
-    """One task's metric samples (every task counts once; ``value_acc`` counts its gold parameters)."""
-    score = TaskScore(groups={"hops": str(task.hops), "speaker": task.speaker or "(none)",
-                              "tool": task.gold_calls[0].name, "dataset": task.dataset})
-    for prefix, mode in (("", "cascade"), ("strict_metrics.", "strict")):
+def task_groups(task: FamilyToolTask) -> dict[str, str]:
+    return {"hops": str(task.hops), "speaker": task.speaker or "(none)", "tool": task.gold_calls[0].name,
+            "dataset": task.dataset}
+
+
+def add_official(score: TaskScore, strict: Mapping[str, float], nonstrict: Mapping[str, float],
+                 kg: Mapping[str, float] | None) -> None:
+    """The official values of one task (``.official.tool_values`` strict and non-strict,
+    ``.official.kg_values``): each a per-task sample, averaged over the tasks as the official code does."""
+    for key in TOOL_METRICS:
+        score.add(key, strict[key])
+        score.add(f"nonstrict_metrics.{key}", nonstrict[key])
+    for key, value in (kg or {}).items():
+        score.add(key, value)
+
+
+def add_project(score: TaskScore, tool: Mapping[str, Any], kg: Mapping[str, float] | None) -> None:
+    """The project's reading of one task (``--scoring project``): ``value_acc`` counts its gold parameters."""
+    for block, mode in (("project_metrics", "cascade"), ("project_strict_metrics", "strict")):
         values = tool[mode]
-        score.add(prefix + "tool_em", values["tool_em"])
-        score.add(prefix + "tool_acc", values["tool_acc"])
-        score.add(prefix + "value_acc", values["values_right"], tool["params"])
+        score.add(f"{block}.tool_em", values["tool_em"])
+        score.add(f"{block}.tool_acc", values["tool_acc"])
+        score.add(f"{block}.value_acc", values["values_right"], tool["params"])
+        if kg is not None:  # the KG part has no matcher: the same values in both blocks
+            for key in KG_METRICS:
+                score.add(f"{block}.{key}", kg[key])
     for m in ("rule", "response", "llm"):
         score.add(f"matchers.{m}", float(tool["matcher"] == m), 0.0)
-    if kg is not None:  # the KG part has no matcher: the same values in both blocks
-        for key in KG_METRICS:
-            score.add(key, kg[key])
-            score.add(f"strict_metrics.{key}", kg[key])
     score.details["matcher"] = tool["matcher"]
-    return score

@@ -4,16 +4,33 @@ agent that queries the live KG over MCP itself.
 Strategies (``--strategy``):
 
 ``kgetool``
-    The paper's two steps. Step 1 gives the model the KG's relation names (from ``kg_list_relations``
-    over MCP) and asks for ``KG.search(Start=..., Path=[...])``; each parsed search is extracted by
-    the server's ``kg_search_path`` with ``--kg-search exact|greedy|retrieval`` (``--top-k``). Step 2
-    appends "The extra information for the query is (...)" with the extracted triples to the query
-    and asks for the tool call, offering only the task's candidate tools. ``--kg-model`` makes
-    another model do step 1 (the paper's cross-LLM table; ``oracle`` writes the gold paths).
+    The paper's two steps. Step 1 sends the official pipeline's prompt (``kg_step_prompt.txt``) with
+    the KG's relation names (from ``kg_list_relations`` over MCP) and the query, and the model writes
+    ``KG.search(start=..., path=[...])`` lines; each search our parser accepts is extracted by the
+    server's ``kg_search_path`` with ``--kg-search exact|greedy|retrieval`` (``--top-k``), for the
+    record and the project's reading. Scoring re-reads the step-1 text with the official
+    post-processing (``official``). Step 2 asks for the tool call, offering only the task's candidate
+    tools; what it gets is ``--tool-step`` (below). ``--kg-model`` makes another model do step 1 (the
+    paper's cross-LLM table; ``oracle`` writes the gold paths).
 ``golden-kg``
     Step 2 only, with the gold sub-KG (the paper's upper bound).
 ``full-kg``
     Step 2 with the whole KG as the extra information (the paper's ablation, Table 8).
+
+Step 2's input (``--tool-step``). ``official`` (the default) is what the official pipeline feeds it
+(``KG_extraction_post`` writes the query, ``Tooluse_generation`` runs UnifiedToolHub's
+``APIRequester``): the system message of ``tool_step_system.txt`` with ``--current-date``, and as the
+user message the query exactly as in the data, speaker tag included, with its ``(...)`` replaced by
+the extra information: for ``kgetool`` the official post-processing of the step-1 text
+(``official.extraction_text``: first link per entity and relation, greedy fallback,
+``<bad_extract>`` marks; empty for a format error), for ``golden-kg`` nothing replaced, for
+``full-kg`` the KG file's links written like the gold sub-KG (the official code for this ablation is
+not published); the candidate tools as ``convert_to_openai_tools`` rewrites them (``official.api_tools``,
+shown through :class:`OfficialToolView`; the calls still reach the live tools). ``project`` is the project's earlier step 2: its own instruction (use the KG's
+entity ids) and the query followed by "The extra information for the query is ([h, r, t], ...)."
+with, for ``kgetool``, every link the server's ``kg_search_path`` found (``--kg-search`` decides
+the fallback; ``official`` needs the official greedy search, ``--kg-search greedy``) and the tools'
+schemas as served.
 ``agent``
     No extra information: the model gets the KG tools and the candidate tools over MCP and finds the
     path itself. Its KG lookups are scored as KG extraction too (the triples the tools returned).
@@ -28,52 +45,77 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import mcp.types as mcp_types
 
 from client.agent import result_text, run_agent
+from client.mcp_session import list_all_tools
 from client.runs import EpisodeOutcome
 from kg_store.triples import parse_triple_file
 from server import BenchmarkMount, KGConfig
 from tool_specs.matching import response_match, rule_match
 
 from ...core.data import data_file
+from ...core.metrics import TaskScore
 from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from . import data as ft
+from . import official as off
 from .kg import open_family_kg
 from .metrics import (
+    EXTRACTING,
+    add_official,
+    add_project,
     format_kg_search,
     gold_paths,
     kg_scores,
+    official_calls,
     parse_kg_searches,
-    task_score,
+    step1_text,
+    task_groups,
     tool_scores,
 )
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from mcp import Client
 
     from client.runs import EpisodeRecorder
 
-    from ...core.metrics import TaskScore
+    from ...core.formats import PredictionFormat
     from ...core.scoring import ScoreContext
 
 STRATEGIES = ("agent", "kgetool", "golden-kg", "full-kg")
-EXTRACTING = ("agent", "kgetool")
 KG_LOOKUP_TOOLS = ("kg_neighbors", "kg_search_path")
 KG_WRITE_TOOLS = ("kg_add_fact", "kg_remove_fact")  # the harness's, never the model's
 
-KG_STEP_SYSTEM = (
-    "You find facts in a family knowledge graph (KG). Given the speaker and a request, write the KG "
-    "searches that retrieve the facts the request needs, one per line, exactly in the form\n"
-    "KG.search(Start=<entity>, Path=[<relation>, <relation>, ...])\n"
-    "Start is usually the speaker. Path lists the relations to follow from Start, in order, using "
-    "only relation names from the list given. Write only the searches."
-)
+# The step-1 instruction of the official pipeline (``pipeline/KG_extraction.py``,
+# ``get_rewrite_prompt``, at the pinned commit; the paper's Figure 5), verbatim in
+# ``kg_step_prompt.txt``: the valid relations fill ``{relations}`` as ``- <relationship>NAME`` items
+# joined by three spaces. It is the system message; the user message is the query up to the extra
+# information (speaker tag included), as the official code sends them to API models.
+KG_STEP_TEMPLATE = Path(__file__).with_name("kg_step_prompt.txt").read_text(encoding="utf-8")
 
+
+def kg_step_system(relations: list[str]) -> str:
+    """The paper's step-1 instruction with the KG's relations."""
+    return KG_STEP_TEMPLATE.replace("{relations}", "   ".join(f"- <relationship>{r}" for r in relations))
+
+
+# The step-2 system message of the official pipeline for API models (UnifiedToolHub's
+# ``models/api_requester.py``, ``APIRequester.get_prompt``, at the pinned commit), verbatim in
+# ``tool_step_system.txt`` (its final newline is not part of it); ``{date}`` is ``--current-date``.
+TOOL_STEP_OFFICIAL = Path(__file__).with_name("tool_step_system.txt").read_text(encoding="utf-8").removesuffix("\n")
+
+
+def tool_step_system(date: str) -> str:
+    """The official step-2 system message for the date ``date`` (YYYY-MM-DD)."""
+    return TOOL_STEP_OFFICIAL.replace("{date}", date)
+
+
+# --tool-step project: the project's step-2 instruction
 TOOL_STEP_SYSTEM = (
     "You are the assistant of a family. The user's name is given in <speak> tags. Requests refer to "
     "people and their preferences indirectly; the extra information after the request gives the "
@@ -92,11 +134,15 @@ def with_extra_information(task: ft.FamilyToolTask, triples: list[Any]) -> str:
     return f"{ft.agent_prompt(task)}  {ft.EXTRA_MARKER} ({triples_text(triples)})."
 
 
-def kg_step_prompt(task: ft.FamilyToolTask, relations: list[str]) -> str:
-    return (
-        f"Relations in the KG: {', '.join(relations)}\n\n"
-        f"Speaker: {task.speaker or 'unknown'}\nRequest: {task.query}"
-    )
+def official_tool_query(task: ft.FamilyToolTask, extra: str | None) -> str:
+    """The official step-2 user message: the query as in the data, its ``(...)`` replaced by ``extra``
+    (``None``: the gold sub-KG, unchanged)."""
+    return task.raw_query if extra is None else off.tool_step_query(task.raw_query, extra)
+
+
+def kg_step_prompt(task: ft.FamilyToolTask) -> str:
+    """The step-1 user message: the query up to the extra information, as the official pipeline sends it."""
+    return task.official_query
 
 
 def oracle_kg_search(task: ft.FamilyToolTask) -> str:
@@ -134,6 +180,39 @@ def agent_kg_record(events: list[dict[str, Any]]) -> dict[str, Any]:
     return {"format_error": not ok, "paths": paths, "extracted": [list(t) for t in extracted]}
 
 
+class OfficialToolView:
+    """An MCP session whose tool list is the task's candidate tools as the official step 2 shows them
+    (``official.api_tools``: the data's tools rewritten, in the data's order) in place of the served
+    schemas; everything else, calls included, goes to the session unchanged.
+
+    A listed tool keeps its served name (the calls must reach it; the official rewrite changes no
+    FamilyTool name) and gets the official description and parameters. A tool the data lists twice
+    (identical copies, in 27 tasks of -b and 26 of -e) is shown once, where it first occurs: the
+    official request repeats it, which strict providers (Anthropic, DeepSeek) refuse. Tools the data
+    does not list (the KG tools) follow, as served."""
+
+    def __init__(self, session: Client, candidate_tools: Iterable[Mapping[str, Any]]):
+        self._session = session
+        self._official: dict[str, dict[str, Any]] = {}
+        for tool in candidate_tools:
+            fn = off.api_tool(tool)["function"]
+            self._official.setdefault(str(tool["name"]).strip(), fn)
+
+    async def list_tools(self, cursor: str | None = None) -> mcp_types.ListToolsResult:
+        tools = list(await list_all_tools(self._session)) if cursor is None else []
+        served = {t.name: t for t in tools}
+        missing = [name for name in self._official if name not in served]
+        if missing:
+            raise RuntimeError(f"--tool-step official: the server does not serve the candidate tools {missing}")
+        shown = [served[name].model_copy(update={"description": fn["description"], "input_schema": fn["parameters"]})
+                 for name, fn in self._official.items()]
+        shown += [t for t in tools if t.name not in self._official]
+        return mcp_types.ListToolsResult(tools=shown)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
 class FamilyToolBenchmark:
     """FamilyTool-b or -e (see the module docstring)."""
 
@@ -141,7 +220,7 @@ class FamilyToolBenchmark:
         self.info = info
         self.options = options
         self.name = info.name
-        self.catalog = ft.FamilyToolCatalog(self.name)
+        self.catalog = ft.shared_catalog(self.name)
         self._specs = {s.name: s for s in self.catalog.playground_tools()}
         self._schemas = {name: spec.input_schema for name, spec in self._specs.items()}
 
@@ -157,6 +236,10 @@ class FamilyToolBenchmark:
             raise ValueError("--inductive needs the in-process server (it extends a private copy of the KG); drop --server-url")
         if options.get("kg_model") and strategy != "kgetool":
             raise ValueError("--kg-model is the step-1 model of --strategy kgetool")
+        search = options.get("kg_search", "greedy")
+        if strategy == "kgetool" and options.get("tool_step", "official") == "official" and search != "greedy":
+            raise ValueError(f"--tool-step official feeds step 2 the official pipeline's own greedy search; "
+                             f"--kg-search {search} (the server's extraction) needs --tool-step project")
 
     def mounts(
         self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None
@@ -218,17 +301,25 @@ class FamilyToolBenchmark:
             else:
                 if strategy == "kgetool":
                     kg = await self._extract(env, task, session, recorder)
-                    extra = kg["extracted"]
-                elif strategy == "golden-kg":
-                    extra = [list(t) for t in task.gold_kg]
+                if self.options.get("tool_step", "official") == "official":
+                    system = tool_step_system(self.options.get("current_date", "2025-05-26"))
+                    if strategy == "kgetool":
+                        text = off.extraction_text(step1_text(kg, strategy), off.load_official_kg(ft.kg_file(self.name)))
+                        prompt = official_tool_query(task, text)
+                    else:
+                        prompt = official_tool_query(task, None if strategy == "golden-kg" else off.links_text(self._full_kg))
                 else:
-                    extra = self._full_kg
+                    system = TOOL_STEP_SYSTEM
+                    extra = (kg or {}).get("extracted", []) if strategy == "kgetool" else (
+                        [list(t) for t in task.gold_kg] if strategy == "golden-kg" else self._full_kg)
+                    prompt = with_extra_information(task, extra)
                 model = env.model(task_id, ft.oracle_steps(task))
-                cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or TOOL_STEP_SYSTEM)
-                outcome = await run_agent(
-                    model, session, with_extra_information(task, extra), recorder, cfg, limiter=env.limiter,
-                    visible=candidates.__contains__,
-                )
+                cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or system)
+                shown = session
+                if self.options.get("tool_step", "official") == "official":
+                    shown = cast("Client", OfficialToolView(session, task.candidate_tools))
+                outcome = await run_agent(model, shown, prompt, recorder, cfg, limiter=env.limiter,
+                                          visible=candidates.__contains__)
         pred = ft.predicted_call(outcome.data["calls"])
         gold = task.gold_calls[0]
         outcome.data.update(
@@ -259,10 +350,10 @@ class FamilyToolBenchmark:
             from client.adapters.oracle import OracleAdapter
 
             kg_model = OracleAdapter([], oracle_kg_search(task), task_id=task.id, turn_latency_s=env.oracle_latency)
-        step1 = dataclasses.replace(env.agent_cfg, system_prompt=KG_STEP_SYSTEM, tool_choice="auto",
+        step1 = dataclasses.replace(env.agent_cfg, system_prompt=kg_step_system(relations), tool_choice="auto",
                                     later_tool_choice="auto", max_turns=1, stop_after_tools=frozenset())
         recorder.note("kgetool step 1: relation path generation", model=getattr(kg_model, "name", None))
-        gen = await run_agent(kg_model, None, kg_step_prompt(task, relations), recorder, step1, limiter=env.limiter)
+        gen = await run_agent(kg_model, None, kg_step_prompt(task), recorder, step1, limiter=env.limiter)
         text = gen.final_answer or ""
         searches = parse_kg_searches(text)
         paths: list[dict[str, Any]] = []
@@ -290,12 +381,29 @@ class FamilyToolBenchmark:
         return float(out["exact_call_match"]) if "exact_call_match" in out else None
 
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
-        """The paper's metrics of one task: tool use with the matcher cascade (rule, then response,
-        then the judge when there is one) and strict (rule only); KG extraction for the strategies
-        that extract."""
+        """One task's official metrics (strict and non-strict; KG extraction for the strategies that
+        extract), plus the project's reading with ``--scoring project``: tool use with the matcher
+        cascade (rule, then response, then the judge when there is one) and rule-only."""
         task = self.catalog.task(task_id)
         trace = trace or {}
         outcome = (trace.get("outcome") or {}) if trace.get("status") == "completed" else {}
+        strategy = ctx.config.get("strategy") or self.info.default_strategy
+        score = TaskScore(groups=task_groups(task))
+        calls = official_calls(outcome.get("calls") or [])
+        kg_official = None
+        if strategy in EXTRACTING:
+            text = step1_text(outcome.get("kg"), strategy)
+            extracted = off.extraction_text(text, off.load_official_kg(ft.kg_file(self.name)))
+            kg_official = off.kg_values(extracted, off.gold_links(task.raw_query), task.gold_text)
+            score.details["official_extraction"] = extracted
+        add_official(score, off.tool_values(task.official_gold, calls, strict=True),
+                     off.tool_values(task.official_gold, calls, strict=False), kg_official)
+        if self.options.get("scoring", "official") == "project":
+            await self._score_project(task, outcome, ctx, strategy, score)
+        return score
+
+    async def _score_project(self, task: ft.FamilyToolTask, outcome: Mapping[str, Any], ctx: ScoreContext,
+                             strategy: str, score: TaskScore) -> None:
         pred = outcome.get("prediction")
         gold = task.gold_calls[0]
         schema = self._schemas.get(gold.name)
@@ -310,6 +418,11 @@ class FamilyToolBenchmark:
                 decision = await ctx.judge(ft.agent_prompt(task), tool, gold.to_dict(), pred)
                 judged = bool(decision and decision.equivalent)
         tools = tool_scores(task, pred, schema, rule_ok=rule_ok, response_ok=response_ok, judged_equivalent=judged)
-        strategy = ctx.config.get("strategy") or self.info.default_strategy
         kg = kg_scores(task, outcome.get("kg")) if strategy in EXTRACTING else None
-        return task_score(task, tools, kg)
+        add_project(score, tools, kg)
+
+    # ---- other harnesses' formats ----------------------------------------------------------------
+    def formats(self) -> list[PredictionFormat]:
+        from .export import official_format
+
+        return [official_format(self)]

@@ -216,7 +216,8 @@ def familytool_model(tasks: list[FTask], error_index: int | None = None):
             kind = FT_KG[task.index % len(FT_KG)]
             if kind == "none":
                 return openai_chat("I would look up the speaker's family first.", usage=(180, 12))
-            lines = [f"KG.search(Start={s}, Path=[{', '.join(p)}])" for s, p in ft_searches(task)]
+            lines = [f'KG.search(start="{s}", path=[{",".join(chr(34) + r + chr(34) for r in p)}])'
+                     for s, p in ft_searches(task)]  # the paper's prompt's syntax
             return openai_chat("\n".join(lines), usage=(180, 24))
         turn = _turn(body)
         if "kg_search_path" in tools:  # agent
@@ -357,7 +358,8 @@ def runs() -> list[Run]:
                                    "--limit", "15", "--concurrency", "4", "--max-turns", "4", *ft], 1,
             "one task (index 5) answered HTTP 400: errored"),
         Run("familytool-b_kgetool_judge", ["familytool-b", "--model", "openai:ft-b", "--strategy", "kgetool",
-                                           "--judge", "openai:judge", "--limit", "15", "--concurrency", "4", *ft],
+                                           "--judge", "openai:judge", "--scoring", "project", "--limit", "15",
+                                           "--concurrency", "4", *ft],
             0, "the LLM judge's decisions are in the traces"),
         Run("familytool-b_golden-kg_wide", ["familytool-b", "--model", "openai:ft-b", "--strategy", "golden-kg",
                                             "--limit", "341", "--concurrency", "8", *ft],
@@ -442,11 +444,19 @@ def main() -> None:
                 data = (raw / "traces.jsonl").read_bytes()
                 with gzip.GzipFile(dest / "traces.jsonl.gz", "wb", mtime=0) as f:
                     f.write(data)
+                # the judge's decisions are stored with the scores (scoring is a phase of its own):
+                # keep them, so that re-scoring reuses them instead of counting them as missing
+                scores = raw / "scores.jsonl"
+                if scores.is_file() and any(json.loads(line).get("judge") for line in scores.read_text().splitlines() if line):
+                    with gzip.GzipFile(dest / "scores.jsonl.gz", "wb", mtime=0) as f:
+                        f.write(scores.read_bytes())
                 # score exactly what is stored, unpacked, with an empty cache (as the test does)
                 check = work / "check" / run.name
                 check.mkdir(parents=True)
                 shutil.copy(dest / "config.json", check / "config.json")
                 (check / "traces.jsonl").write_bytes(gzip.decompress((dest / "traces.jsonl.gz").read_bytes()))
+                if (dest / "scores.jsonl.gz").is_file():
+                    (check / "scores.jsonl").write_bytes(gzip.decompress((dest / "scores.jsonl.gz").read_bytes()))
                 summary = score(check, score_env)
                 summary["run_dir"] = f"runs/{run.name}"
                 (dest / "expected.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")

@@ -28,7 +28,8 @@ REPO = HERE.parents[2]
 RUNS = sorted(p for p in (HERE / "runs").iterdir() if (p / "expected.json").is_file()) if (HERE / "runs").is_dir() else []
 
 # top-level keys of the summary that are compared; everything inside them is walked
-COMPARED = ("tasks", "completed", "errored", "metrics", "strict_metrics", "breakdowns", "matchers")
+COMPARED = ("tasks", "completed", "errored", "metrics", "strict_metrics", "nonstrict_metrics", "project_metrics",
+            "project_strict_metrics", "breakdowns", "matchers")
 FIRST_ERROR_KEYS = ("task_id", "type", "retryable")
 
 
@@ -93,6 +94,8 @@ def _rescore(run: Path, tmp_path: Path, env: dict[str, str]) -> dict[str, Any]:
     work.mkdir()
     shutil.copy(run / "config.json", work / "config.json")
     (work / "traces.jsonl").write_bytes(gzip.decompress((run / "traces.jsonl.gz").read_bytes()))
+    if (run / "scores.jsonl.gz").is_file():  # stored judge decisions, reused by evals score
+        (work / "scores.jsonl").write_bytes(gzip.decompress((run / "scores.jsonl.gz").read_bytes()))
     proc = subprocess.run([sys.executable, "-m", "evals.cli", "score", str(work), "--json"], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"evals score {run.name} exited {proc.returncode}:\n{proc.stderr[-3000:]}"
