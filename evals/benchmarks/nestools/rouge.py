@@ -1,0 +1,74 @@
+"""ROUGE-L F as NesTools' official scorer gets it: ``rouge`` 1.0.1's summary-level ROUGE-L.
+
+The official code (``evaluation/utils.py``, ``check_score``) scores a predicted string argument
+against the gold one with ``Rouge().get_scores(pred.lower(), gold.lower())[0]["rouge-l"]["f"]``
+from the PyPI package ``rouge==1.0.1``. That measure is not the textbook one, and the numbers
+depend on its details, so this module computes the same quantity (our own code, written from the
+package's documented behaviour and checked against it, see ``tests/evals/benchmarks/nestools``):
+
+* a text is split into sentences at every ``"."``; empty pieces are dropped and each piece's
+  whitespace is collapsed to single spaces (a piece of blanks becomes the empty sentence ``""``);
+  a sentence's words are ``sentence.split(" ")``;
+* ``m`` and ``n`` are the numbers of *distinct* words of the reference and of the candidate;
+* for every (reference sentence, candidate sentence) pair, one longest common subsequence is
+  reconstructed from the standard dynamic-programming table, walking back from the end: on equal
+  words take both, else step back in the reference when that cell is strictly larger, else in the
+  candidate. The union of the words of all these subsequences is a *set*; its size is ``llcs``;
+* ``r = llcs / m``, ``p = llcs / n``, ``f = 2 * ((p * r) / (p + r + 1e-8))``.
+
+A text with no sentence (``""``, ``"..."``) raises :class:`ValueError`, as the package does (the
+official scorer then scores the argument 0). One difference is deliberate: the package recurses
+once per step of the walk back and so raises ``RecursionError`` on texts of about a thousand
+words; this walk is iterative.
+"""
+
+from __future__ import annotations
+
+__all__ = ["rouge_l_f"]
+
+
+def _sentences(text: str) -> list[str]:
+    return [" ".join(piece.split()) for piece in text.split(".") if len(piece) > 0]
+
+
+def _words(sentences: list[str]) -> list[str]:
+    return [w for s in sentences for w in s.split(" ")]
+
+
+def _lcs_words(ref: list[str], cand: list[str]) -> set[str]:
+    """The reference words of one LCS of ``ref`` and ``cand`` (the walk described above)."""
+    rows, cols = len(ref), len(cand)
+    table = [[0] * (cols + 1) for _ in range(rows + 1)]
+    for i in range(1, rows + 1):
+        row, prev = table[i], table[i - 1]
+        for j in range(1, cols + 1):
+            row[j] = prev[j - 1] + 1 if ref[i - 1] == cand[j - 1] else max(prev[j], row[j - 1])
+    out: set[str] = set()
+    i, j = rows, cols
+    while i > 0 and j > 0:
+        if ref[i - 1] == cand[j - 1]:
+            out.add(ref[i - 1])
+            i, j = i - 1, j - 1
+        elif table[i - 1][j] > table[i][j - 1]:
+            i -= 1
+        else:
+            j -= 1
+    return out
+
+
+def rouge_l_f(candidate: str, reference: str) -> float:
+    """The ROUGE-L F of ``candidate`` (the prediction) against ``reference`` (the gold value)."""
+    cand_s, ref_s = _sentences(candidate), _sentences(reference)
+    if not cand_s or not ref_s:
+        raise ValueError("Collections must contain at least 1 sentence.")
+    m = len(set(_words(ref_s)))
+    n = len(set(_words(cand_s)))
+    union: set[str] = set()
+    for r in ref_s:
+        ref_words = r.split(" ")
+        for c in cand_s:
+            union |= _lcs_words(ref_words, c.split(" "))
+    llcs = len(union)
+    r_lcs = llcs / m
+    p_lcs = llcs / n
+    return 2.0 * ((p_lcs * r_lcs) / (p_lcs + r_lcs + 1e-8))
