@@ -1,0 +1,78 @@
+"""UltraTool: planning, tool creation and tool usage (Huang et al., 2024), English test set.
+
+The benchmark's folder, low to high (each module imports only those before it):
+
+* ``files``: its name, tasks, data files and their pinned sources;
+* ``prompts``: the published runs' prompts, system message and the judge's rubrics, read (as data,
+  with :mod:`ast`) from the official code files fetched with the data;
+* ``parsing``: the official parser of a model's answer, our implementation, quirks included;
+* ``metrics``: key-value accuracy and Levenshtein, the judge's dimensions, the declared metrics;
+* ``tasks``: the task files (and the two approximations built from ``test.json``), the prompts;
+* ``tools``: tool usage's toolsets as live MCP tools (simulated results);
+* ``plugin``: the ``evals run`` plugin (strategies ``paper`` and ``agent``), scoring, the
+  ``ultratool-official`` prediction format;
+* ``paper_numbers.yaml``: the paper's main table (English rows).
+
+This module only declares it (no data is read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...core.data import RemoteFile
+from ...core.options import Option
+from ...core.plugin import Benchmark, BenchmarkInfo, PaperNumbers
+from .files import APPROXIMATED, NAME, SOURCES, TASKS
+from .metrics import METRICS
+
+OPTIONS: tuple[Option, ...] = (
+    Option("task", str, "tool_usage", "which task file to run: planning, tool_creation, tool_usage_awareness, "
+           "tool_usage (the released test files), or one of the approximations built from test.json "
+           "(tool_selection_approx, tool_creation_awareness_approx; not comparable with the paper)", choices=TASKS),
+    Option("parser", str, "gpt", "how answers are read: the official parser as it reads the GPT runs (gpt), or as "
+           "it reads open models' outputs (open: of several lists in an answer, the last [{...}] is kept)",
+           choices=("gpt", "open")),
+    Option("distractors", int, 3, "approximations only: tools of other samples added to each toolset (seeded)",
+           check=lambda v: None if 0 <= v <= 20 else "must be between 0 and 20"),
+)
+
+
+def needed_files(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, RemoteFile]]:
+    """The test files, examples and official code files (the prompts' source) that ``data_dir``
+    lacks; the published predictions only on request."""
+    return [("ultratool", f) for f in SOURCES["ultratool"] if not (data_dir / f.dest).is_file()]
+
+
+def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's setting in the paper's terms: the task (approximations keep their own names, so they
+    never meet the paper's rows), the strategy, the language."""
+    options = summary.get("options") or {}
+    return {"dataset": NAME, "task": str(options.get("task") or summary.get("task") or "tool_usage"),
+            "strategy": str(summary.get("strategy") or "paper"), "language": "en"}
+
+
+def _load(options: Mapping[str, Any]) -> Benchmark:
+    from .plugin import UltraToolBenchmark
+
+    return UltraToolBenchmark(INFO, options)
+
+
+INFO = BenchmarkInfo(
+    name=NAME,
+    description="UltraTool: planning, tool creation, tool-usage awareness and tool usage (English test set; "
+    "--task picks one; tool usage also live over MCP with --strategy agent)",
+    strategies=("paper", "agent"),
+    default_strategy="paper",
+    load=_load,
+    options=OPTIONS,
+    metrics=METRICS,
+    uses_judge=True,
+    data_sources=SOURCES,
+    needed_files=needed_files,
+    paper_numbers=PaperNumbers(Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "overall_score"),
+)
+BENCHMARKS = (INFO,)
+__all__ = ["APPROXIMATED", "BENCHMARKS", "INFO"]

@@ -1,0 +1,198 @@
+"""UltraTool's metrics, computed as its official evaluation computes them (``evaluation/*.py`` at the
+pinned commit; our own implementation of the same arithmetic).
+
+* **Key-value accuracy** (awareness, selection): the gold list's steps are the keys; a prediction
+  is looked up by *step number* (the step's text up to its first space), the first predicted step
+  with that number wins. For a 0/1 judgement a step the model left out counts as the wrong label;
+  for selection it counts as the name ``"no_good"``. *Global*: a task is right when every value
+  is; *local*: the share of right values over all steps of all tasks.
+* **Key-value Levenshtein** (tool usage, local level only): per gold tool step, the first
+  predicted step with the same number; per gold argument, the first predicted argument of the same
+  name (``\\_`` read as ``_``), scored ``1 - normalised Levenshtein distance`` of the two values as
+  text (distance / length of the longer; rapidfuzz, the same numbers as the official textdistance);
+  an empty gold value scores 1 only against an empty value; a missing argument scores 0. A step's
+  score is the mean over its gold arguments (0 when it has none, or when the predicted ``param`` is
+  not a dict); a missing step scores 0. The metric is the mean over every gold step of every task.
+* **Judge scores** (planning, tool creation): the mean of each dimension's 1-10 score, divided by
+  10 (so a percentage here).
+
+The official numbers are fractions rounded to 4 places (``round(np.mean(...), 4)``), printed in the
+paper as percentages with 2 decimals; :func:`official_value` computes them the same way (numpy's
+mean, then ``round``). A task's metric samples are ``(sum, count)`` pairs, so the core's
+aggregate is the same mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from rapidfuzz.distance import Levenshtein
+
+from ...core.metrics import Metric
+from .parsing import step_number
+
+__all__ = [
+    "CREATION_DIMENSIONS",
+    "METRICS",
+    "PLANNING_DIMENSIONS",
+    "awareness_values",
+    "levenshtein_scores",
+    "official_value",
+    "selection_values",
+    "similarity",
+]
+
+# (metric name, the judge's key) per dimension, in the order the rubric asks for them; the last is
+# the overall score
+PLANNING_DIMENSIONS: tuple[tuple[str, str], ...] = (
+    ("accuracy_score", "Accuracy Score"),
+    ("completeness_score", "Completeness Score"),
+    ("executability_score", "Executability Score"),
+    ("syntactic_soundness_score", "Syntactic Soundness Score"),
+    ("structural_rationality_score", "Structural Rationality Score"),
+    ("efficiency_score", "Efficiency Score"),
+    ("overall_score", "Overall Score"),
+)
+CREATION_DIMENSIONS: tuple[tuple[str, str], ...] = (
+    ("format_compliance_score", "Format Compliance Score"),
+    ("accuracy_score", "Accuracy Score"),
+    ("content_reasonableness_score", "Content Reasonableness Score"),
+    ("executability_score", "Executability Score"),
+    ("richness_score", "Richness Score"),
+    ("overall_score", "Total Score"),
+)
+
+_JUDGE_LABELS = {name: key for name, key in (*PLANNING_DIMENSIONS, *CREATION_DIMENSIONS)}
+
+METRICS: tuple[Metric, ...] = (
+    Metric("global_accuracy", "Key-value accuracy, global (every step right)",
+           description="awareness and selection: tasks whose every step's value is right"),
+    Metric("local_accuracy", "Key-value accuracy, local (per step)", over="steps",
+           description="awareness and selection: right values over all gold steps"),
+    Metric("local_levenshtein", "Key-value Levenshtein similarity, local (per tool step)", over="tool steps",
+           description="tool usage: 1 - normalised Levenshtein distance of the arguments, per gold tool step"),
+    *(Metric(name, f"Judge: {_JUDGE_LABELS[name].replace(' Score', '')} (1-10, /10)", over="judged items",
+             description="planning: one judgment per task; tool creation: one per created tool")
+      for name in dict.fromkeys(n for n, _ in (*PLANNING_DIMENSIONS, *CREATION_DIMENSIONS))),
+    Metric("judge_unreadable", "Judge answers not in the rubric's format", higher_is_better=False, kind="count",
+           over="judgments", in_breakdowns=False),
+    Metric("unparsable_answers", "Answers the official parser cannot read", higher_is_better=False, kind="count",
+           in_breakdowns=False),
+)
+
+
+def similarity(gold: str, pred: str) -> float:
+    """``1 - normalised Levenshtein distance`` (distance / length of the longer string)."""
+    return 1 - Levenshtein.normalized_distance(gold, pred)
+
+
+def _fix_underscore(value: Any) -> Any:
+    return value.replace("\\_", "_") if isinstance(value, str) and "\\_" in value else value
+
+
+def _has_length(value: Any) -> bool:
+    return hasattr(value, "__len__")
+
+
+def levenshtein_scores(pred: Any, gold: Sequence[Mapping[str, Any]]) -> list[float]:
+    """One score per gold tool step (``[0.0]`` when there is none), as the official ``cal_param_res``."""
+    if isinstance(pred, list) and pred and isinstance(pred[0], list):
+        pred = pred[0]
+    try:
+        items = list(pred) if pred is not None else []
+    except TypeError:  # a number: the official code stops with an error here; we score it as empty
+        items = []
+    out: list[float] = []
+    for g in gold:
+        key = step_number(g["step"])
+        found = None
+        for p in items:
+            if not isinstance(p, dict) or not p or "step" not in p or "param" not in p:
+                continue
+            if isinstance(p["step"], str) and step_number(p["step"]) == key:
+                found = p
+                break
+        if found is None:
+            out.append(0.0)
+            continue
+        params = found["param"]
+        scores: list[float] = []
+        for g_key, g_value in (g.get("param") or {}).items():
+            if not isinstance(params, dict):
+                continue
+            score = 0.0
+            for p_key, p_value in params.items():
+                if _fix_underscore(p_key) != g_key:
+                    continue
+                p_value = _fix_underscore(p_value)
+                if _has_length(g_value) and len(g_value) == 0:
+                    score = 1.0 if _has_length(p_value) and len(p_value) == 0 else 0.0
+                else:
+                    score = similarity(str(g_value), str(p_value))
+                break
+            scores.append(score)
+        out.append(float(np.mean(scores)) if scores else 0.0)
+    return out or [0.0]
+
+
+def awareness_values(pred: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int]]:
+    """(predicted, gold) 0/1 values per gold step, as the official ``cal_acc_for_aware``: a step
+    the model left out (or whose label is not a number) gets the wrong label."""
+    predicted: list[int] = []
+    golden: list[int] = []
+    for g in gold:
+        g_value = int(g["tool"])
+        golden.append(g_value)
+        key = step_number(g["step"])
+        value: int | None = None
+        if type(pred) is list:  # a tuple or a dict is not read at all
+            for p in pred:
+                try:
+                    if step_number_strict(p["step"]) == key:
+                        value = int(p["tool"])
+                        break
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                    continue
+        predicted.append(value if value is not None else (0 if g_value == 1 else 1))
+    return predicted, golden
+
+
+def step_number_strict(step: Any) -> str:
+    """``step.split(' ')[0]``, raising for a non-string as the official code does."""
+    if not isinstance(step, str):
+        raise TypeError("step is not a string")
+    return step.split(" ")[0]
+
+
+def selection_values(pred: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """(predicted, gold) tool names per gold step, as the official ``cal_acc_for_select``."""
+    if isinstance(pred, tuple) and pred:
+        pred = pred[0]
+    if isinstance(pred, list) and len(pred) == 1 and isinstance(pred[0], list):
+        pred = pred[0]
+    try:
+        items = list(pred) if pred is not None else []
+    except TypeError:
+        items = []
+    predicted: list[Any] = []
+    golden: list[Any] = []
+    for g in gold:
+        golden.append(g["tool"])
+        key = step_number(g["step"])
+        value: Any = "no_good"
+        for p in items:
+            try:
+                if step_number_strict(p["step"]) == key:
+                    value = _fix_underscore(p["tool"]) if "\\_" in str(p["tool"]) else p["tool"]
+                    break
+            except (KeyError, TypeError, IndexError, AttributeError):
+                continue
+        predicted.append(value)
+    return predicted, golden
+
+
+def official_value(values: Sequence[float], *, scale: float = 1.0) -> float:
+    """The official printout of a mean: ``round(np.mean(values) / scale, 4)``."""
+    return round(float(np.mean(np.asarray(values, dtype=float))) / scale, 4)

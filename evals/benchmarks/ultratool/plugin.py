@@ -1,0 +1,402 @@
+"""UltraTool as an ``evals run`` plugin: one of its task files per run (``--task``), two strategies.
+
+Strategies (``--strategy``):
+
+* ``paper``: the published runs' pipeline. One request per record, no tools: the task's few-shot
+  prompt (:func:`.tasks.build_prompt`) under the official system message; the answer is read by
+  the official parser (:mod:`.parsing`) and scored with the official metric (:mod:`.metrics`), or,
+  for planning and tool creation, by the judge with the paper's rubric.
+* ``agent`` (tool usage only): the sample's tools are live MCP tools at ``/mcp/ultratool/<id>``;
+  the model is shown the question and the plan and calls the tools of the plan's tool steps. Its
+  calls are mapped back to steps (the k-th call of a tool fills the k-th step that names that
+  tool, in plan order) and scored with the same key-value Levenshtein metric, argument values
+  written as text (strings as they are, anything else as JSON).
+
+The oracle answers with the gold: ``paper``: the reference written so that the official parser
+reads it back unchanged (:func:`.parsing.surviving_literal`); ``agent``: one gold call per turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from client.agent import run_agent
+from client.runs import EpisodeOutcome
+from server import BenchmarkMount
+
+from ...core.data import data_file
+from ...core.metrics import TaskScore
+from ...core.plugin import BenchmarkInfo, EpisodeEnv
+from .files import APPROXIMATED, JUDGED, test_set_path
+from .metrics import (
+    CREATION_DIMENSIONS,
+    PLANNING_DIMENSIONS,
+    awareness_values,
+    levenshtein_scores,
+    selection_values,
+)
+from .parsing import ParseKind, clean_plan, parse_judge_scores, parse_steps, step_number, surviving_literal
+from .prompts import creation_rubric, planning_rubric, run_prompts, system_message
+from .tasks import Record, build_prompt, load_records
+from .tools import UltraToolCatalog
+
+__all__ = ["AGENT_PROMPT", "UltraToolBenchmark", "calls_to_steps", "read_official", "value_text"]
+
+if TYPE_CHECKING:
+    from client.runs import EpisodeRecorder, RunDir
+
+    from ...core.context import ScoreContext
+    from ...core.formats import ImportedPredictions, PredictionFormat
+
+# The judge's answer budget: the official requests' ``max_tokens`` (``inference/openai_api.py`` gives
+# 4096 to a model without "16k" in its name, as the published judge GPT-4 runs); a rubric answer
+# with a reasoning per dimension does not fit the judge's short default.
+JUDGE_MAX_TOKENS = 4096
+
+AGENT_PROMPT = (
+    "Carry out the plan below for the user's question. Some steps name a tool: call that tool once for "
+    "each such step, in plan order, with the arguments the step needs (take values from the question, "
+    "the plan and earlier tool results). Steps without a tool need no call. When every tool step is "
+    "done, reply with a short summary and no tool call.\n\nQuestion: {question}\n\nPlan:\n{plan}"
+)
+
+
+def value_text(value: Any) -> Any:
+    """An argument value of a live call as the paper's answers write it: text (JSON for non-strings)."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def calls_to_steps(calls: Sequence[Mapping[str, Any]], gold: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """Live calls mapped to the plan's tool steps: the k-th call of a tool fills the k-th gold step
+    that names it. Returns the predicted steps (the paper's answer format) and the indices of calls
+    that filled no step."""
+    open_steps: dict[str, list[Mapping[str, Any]]] = {}
+    for g in gold:
+        open_steps.setdefault(str(g["tool"]), []).append(g)
+    out: list[dict[str, Any]] = []
+    extra: list[int] = []
+    for i, call in enumerate(calls):
+        queue = open_steps.get(str(call.get("name")))
+        args = call.get("arguments")
+        if not queue or not isinstance(args, Mapping):
+            extra.append(i)
+            continue
+        step = queue.pop(0)
+        out.append({"step": step["step"], "tool": call["name"], "param": {k: value_text(v) for k, v in args.items()}})
+    return out, extra
+
+
+def _readable(keys: tuple[str, ...]) -> Any:
+    def verdict(text: str) -> bool | None:
+        return True if parse_judge_scores(text, keys) is not None else None
+    return verdict
+
+
+class UltraToolBenchmark:
+    """UltraTool (see the module docstring)."""
+
+    def __init__(self, info: BenchmarkInfo, options: Mapping[str, Any]) -> None:
+        self.info = info
+        self.name = info.name
+        self.options = options
+        self.task: str = str(options.get("task", "tool_usage"))
+        self._records: dict[str, Record] | None = None
+
+    @property
+    def records(self) -> dict[str, Record]:
+        if self._records is None:
+            distractors = int(self.options.get("distractors", 3))
+            self._records = {r.id: r for r in load_records(self.task, distractors=distractors)}
+        return self._records
+
+    def task_ids(self) -> list[str]:
+        return list(self.records)
+
+    def check(self, strategy: str, *, own_server: bool) -> None:
+        if strategy not in self.info.strategies:
+            raise ValueError(f"ultratool has no strategy {strategy!r}; available: {', '.join(self.info.strategies)}")
+        if strategy == "agent" and self.task != "tool_usage":
+            raise ValueError(f"--strategy agent calls tools, so it goes with --task tool_usage only (not {self.task})")
+        if strategy == "paper":  # its prompts come from the official files: a missing one is named before any episode
+            run_prompts()
+            system_message()
+
+    def mounts(
+        self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None
+    ) -> list[BenchmarkMount]:
+        records = list(self.records.values()) if self.task == "tool_usage" else load_records("tool_usage")
+        return [BenchmarkMount(catalog=UltraToolCatalog(self.name, records))]
+
+    def data_files(self) -> list[Path]:
+        return [data_file(*test_set_path(self.task).split("/"))]
+
+    def summary_extras(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        extra: dict[str, Any] = {"task": self.task}
+        if self.task in APPROXIMATED:
+            extra["approximation"] = ("built from test.json (the official test file is not public): "
+                                      "not comparable with the paper's numbers")
+        return extra
+
+    async def prepare(self, env: EpisodeEnv) -> None:
+        pass
+
+    # ---- episodes ---------------------------------------------------------------------------------
+    def gold_answer(self, record: Record) -> str:
+        """The oracle's answer in the paper's format."""
+        if record.task == "planning":
+            return str(record.reference)
+        return surviving_literal(record.reference)
+
+    async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        record = self.records[task_id]
+        strategy = env.opts.strategy or self.info.default_strategy
+        if strategy == "agent":
+            return await self._agent(env, record, recorder)
+        model = env.model(task_id, [], final_answer=self.gold_answer(record))
+        cfg = dataclasses.replace(env.agent_cfg, system_prompt=env.agent_cfg.system_prompt or system_message(), tool_choice="none")
+        outcome = await run_agent(model, None, build_prompt(record), recorder, cfg, limiter=env.limiter)
+        outcome.data["task"] = record.task
+        return outcome
+
+    async def _agent(self, env: EpisodeEnv, record: Record, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        gold = record.reference
+        model = env.model(record.id, [[{"name": g["tool"], "arguments": dict(g["param"])}] for g in gold],
+                          final_answer="Done.")
+        plan = "\n".join(s["step"] + (f"  [tool: {s['tool']}]" if s.get("tool") else "") for s in record.data["input"])
+        prompt = AGENT_PROMPT.format(question=str(record.data.get("question", "")).strip(), plan=plan)
+        cfg = dataclasses.replace(env.agent_cfg, max_turns=max(env.agent_cfg.max_turns, len(gold) + 2))
+        async with env.session(self.name, record.id) as session:
+            outcome = await run_agent(model, session, prompt, recorder, cfg, limiter=env.limiter)
+        outcome.data.update(task=record.task, live=True)
+        return outcome
+
+    def progress_score(self, trace: Mapping[str, Any]) -> float | None:
+        if self.task in JUDGED or trace.get("status") != "completed":
+            return None
+        record = self.records.get(str(trace.get("task_id")))
+        if record is None:
+            return None
+        samples = self._rule_scores(record, trace).samples
+        num, den = samples.get("local_levenshtein") or samples.get("local_accuracy") or (0.0, 1.0)
+        return num / den if den else None
+
+    # ---- scoring ----------------------------------------------------------------------------------
+    def prediction(self, record: Record, trace: Mapping[str, Any] | None) -> Any:
+        """The model's answer as the official code reads it (``None``: not readable, or no answer)."""
+        if trace is None or trace.get("status") != "completed":
+            return None
+        outcome = trace.get("outcome") or {}
+        if record.task == "tool_usage" and outcome.get("live"):  # the agent strategy: its calls
+            return calls_to_steps(outcome.get("calls") or [], record.reference)[0]
+        kind: ParseKind = "param" if record.task == "tool_usage" else "label"
+        return parse_steps(trace.get("final_answer"), kind, multiple_lists=self.options.get("parser") == "open")
+
+    def _rule_scores(self, record: Record, trace: Mapping[str, Any] | None) -> TaskScore:
+        score = TaskScore()
+        pred = self.prediction(record, trace)
+        answered = trace is not None and trace.get("status") == "completed"
+        score.add("unparsable_answers", float(answered and pred is None), 1.0)
+        if record.task == "tool_usage":
+            values = levenshtein_scores(pred if pred is not None else [], record.reference)
+            score.add("local_levenshtein", sum(values), len(values))
+            score.details["step_scores"] = values
+            score.groups["tool_steps"] = str(len(record.reference))
+        else:
+            reader = selection_values if record.task == "tool_selection_approx" else awareness_values
+            got, want = reader(pred if pred is not None else [], record.reference)
+            score.add("global_accuracy", float(got == want), 1.0)
+            score.add("local_accuracy", float(sum(a == b for a, b in zip(got, want, strict=True))), len(want))
+            score.details["predicted"], score.details["gold"] = got, want
+        return score
+
+    async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
+        record = self.records.get(task_id)
+        if record is None:
+            raise ValueError(f"the run has a task id that is not in UltraTool {self.task}: {task_id!r}")
+        if record.task == "planning":
+            return await self._score_plan(record, trace, ctx)
+        if record.task == "tool_creation":
+            return await self._score_creation(record, trace, ctx)
+        return self._rule_scores(record, trace)
+
+    async def _judged(self, ctx: ScoreContext, prompt: str, keys: tuple[str, ...]) -> list[float] | None | str:
+        decision = await ctx.ask(system_message(), prompt, verdict=_readable(keys), max_tokens=JUDGE_MAX_TOKENS)
+        if decision is None:
+            return "missing"
+        return parse_judge_scores(decision.answer, keys)
+
+    async def _score_plan(self, record: Record, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
+        score = TaskScore()
+        names = [n for n, _ in PLANNING_DIMENSIONS]
+        keys = tuple(k for _, k in PLANNING_DIMENSIONS)
+        done = trace is not None and trace.get("status") == "completed"
+        stored = ((trace or {}).get("outcome") or {}).get("judgement") if done else None
+        values: list[float] | None | str
+        if stored is not None:  # imported with the published judge's outputs
+            values = parse_judge_scores(json.dumps(stored), keys)
+        elif not done:
+            values = [0.0] * len(names)
+        else:
+            answer = clean_plan((trace or {}).get("final_answer") or "")
+            prompt = planning_rubric().format(question=record.data["input"], reference=record.reference, answer=answer)
+            values = await self._judged(ctx, prompt, keys)
+        if values == "missing":
+            return score  # no judge and nothing stored: counted in judge_missing, left out of the metrics
+        score.add("judge_unreadable", float(values is None), 1.0)
+        for name, value in zip(names, values if isinstance(values, list) else [0.0] * len(names), strict=True):
+            score.add(name, value, 10.0)
+        return score
+
+    async def _score_creation(self, record: Record, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
+        """Per gold step, the created tool of the predicted step with its number (the first one) is
+        judged against the gold tool; the judge's "user instruction" is the step's second word, as in
+        the official script. A task's samples are the judged tools; when none was judged, every gold
+        step counts 0 (the official aggregation)."""
+        score = TaskScore()
+        names = [n for n, _ in CREATION_DIMENSIONS]
+        keys = tuple(k for _, k in CREATION_DIMENSIONS)
+        pred = self.prediction(record, trace)
+        items = pred if isinstance(pred, list) else []
+        answered = trace is not None and trace.get("status") == "completed"
+        score.add("unparsable_answers", float(answered and pred is None), 1.0)
+        sums = [0.0] * len(names)
+        judged = unreadable = 0
+        for gold in record.reference:
+            found = next((p for p in items if isinstance(p, dict) and isinstance(p.get("step"), str)
+                          and step_number(p["step"]) == step_number(gold["step"])), None)
+            tool = found.get("tool") if found else None
+            if not isinstance(tool, dict) or not tool:
+                continue
+            words = str(gold["step"]).split(" ")
+            prompt = creation_rubric().format(question=words[1] if len(words) > 1 else "", reference=gold["tool"], answer=tool)
+            values = await self._judged(ctx, prompt, keys)
+            if values == "missing":
+                return TaskScore()
+            judged += 1
+            if not isinstance(values, list):
+                unreadable += 1
+                values = [0.0] * len(names)
+            sums = [a + b for a, b in zip(sums, values, strict=True)]
+        count = judged or len(record.reference)
+        score.add("judge_unreadable", float(unreadable), float(max(judged, 1)))
+        for name, total in zip(names, sums, strict=True):
+            score.add(name, total, 10.0 * count)
+        score.details["judged_tools"] = judged
+        return score
+
+    # ---- the official scripts' format -------------------------------------------------------------
+    def formats(self) -> list[PredictionFormat]:
+        from ...core.formats import PredictionFormat
+
+        return [PredictionFormat(
+            name="ultratool-official",
+            description="the published runs' files: one JSON line {data, 'init output'} per record, as "
+                        "predictions/English-dataset/<model>/<task>.json (and eval/planning_eval.json with "
+                        "the judge's outputs); read by evaluation/*.py",
+            export=self._export,
+            read=read_official,
+        )]
+
+    def _export(self, run_dir: RunDir, out: Path) -> list[Path]:
+        if self.task in APPROXIMATED:
+            raise ValueError(f"{self.task} is our approximation; the official scripts have no file for it")
+        traces = run_dir.latest_traces()
+        out.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for task_id, record in self.records.items():  # the tasks the run has (a --limit run: its first N)
+            trace = traces.get(task_id)
+            if trace is None:
+                continue
+            answer: Any = trace.get("final_answer") or ""
+            outcome = trace.get("outcome") or {}
+            if self.task == "tool_usage" and outcome.get("live"):  # the agent's calls, as the paper's answer
+                answer = json.dumps(calls_to_steps(outcome.get("calls") or [], record.reference)[0], ensure_ascii=False)
+            lines.append(json.dumps({"data": record.data, "init output": answer}, ensure_ascii=False))
+        path = out / f"{self.task}.json"
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        written = [path]
+        if self.task == "planning":
+            judged = self._export_judgments(run_dir, traces, out / "eval" / "planning_eval.json")
+            written += [judged] if judged else []
+        return written
+
+    def _export_judgments(self, run_dir: RunDir, traces: Mapping[str, Any], path: Path) -> Path | None:
+        """Planning: the stored judgments as the official ``eval/planning_eval.json`` (what
+        ``evaluation/planning.py`` averages); tasks whose judgment is missing or unreadable are left out."""
+        from ...core.scoring import read_scores
+
+        keys = tuple(k for _, k in PLANNING_DIMENSIONS)
+        answers = {r["task_id"]: (r.get("judge") or [{}])[0].get("answer") for r in read_scores(run_dir)}
+        lines = []
+        for task_id, record in self.records.items():
+            trace, answer = traces.get(task_id), answers.get(task_id)
+            if trace is None or not isinstance(answer, str) or parse_judge_scores(answer, keys) is None:
+                continue
+            row = {"data": record.data, "init output": trace.get("final_answer") or ""}
+            lines.append(json.dumps({"data": row, "eval": json.loads(answer.replace("json", "").strip("`"))},
+                                    ensure_ascii=False))
+        if not lines:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return path
+
+
+_OFFICIAL_FILES = {"planning.json": "planning", "planning_eval.json": "planning", "tool_usage.json": "tool_usage",
+                   "tool_usage_awareness.json": "tool_usage_awareness", "tool_creation.json": "tool_creation"}
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, sort_keys=True)
+
+
+def read_official(path: Path) -> ImportedPredictions:
+    """A published (or official-format) prediction file as traces: ``<model>/<task>.json`` (records
+    ``{data, 'init output'}``, or an open model's ``{question, 'total output'}``), or
+    ``<model>/eval/planning_eval.json`` (planning with the judge's outputs, scored from those). Each
+    record is matched to its test record by content; the strategy is ``paper``."""
+    from ...core.formats import ImportedPredictions, imported_trace
+
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder: give one prediction file (e.g. .../gpt-4/tool_usage.json)")
+    task = _OFFICIAL_FILES.get(path.name)
+    if task is None:
+        raise ValueError(f"{path.name}: not an UltraTool prediction file (expected one of {', '.join(_OFFICIAL_FILES)})")
+    evaluated = path.name == "planning_eval.json"
+    model_dir = path.parent.parent if evaluated else path.parent
+    ids = {_canonical(r.data): r.id for r in load_records(task)}
+    traces: dict[str, dict[str, Any]] = {}
+    open_model = False
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        judgement = row.get("eval") if evaluated else None
+        if evaluated:
+            row = row["data"]
+        if "data" in row:
+            data, answer = row["data"], row.get("init output")
+        elif "question" in row and "total output" in row:
+            open_model = True
+            data, answer = row["question"], (row["total output"] or {}).get("init output")
+        else:
+            raise ValueError(f"{path}:{n}: neither {{data, 'init output'}} nor {{question, 'total output'}}")
+        task_id = ids.get(_canonical(data))
+        if task_id is None:
+            raise ValueError(f"{path}:{n}: this record is not in UltraTool's {task} test file")
+        if isinstance(answer, list) and answer and isinstance(answer[0], str):
+            answer = answer[0]
+        outcome: dict[str, Any] = {"task": task, "strategy": "paper"}
+        if judgement is not None:
+            outcome["judgement"] = judgement
+        final = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
+        traces[task_id] = imported_trace(task_id, outcome, final_answer=final, source=str(path))
+    options = {"task": task, "parser": "open" if open_model else "gpt"}
+    return ImportedPredictions(traces=traces, strategy="paper", options=options, model=model_dir.name)
+
+
