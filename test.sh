@@ -15,8 +15,10 @@ run_pytest() {
   if [ "$rc" -eq 5 ]; then echo "pytest: no tests collected for: $*"; rc=0; fi
   return "$rc"
 }
-run_pytest -q "$@"
+# one pytest worker per core (pytest-xdist): the suite is mostly subprocesses, servers and waits,
+# so two workers on two cores take about 2/3 of the time of one
+run_pytest -q -n auto "$@"
 if [ $# -eq 0 ]; then
   echo "== KG store and server tests on the LadybugDB engine =="
-  EVALS_KG_ENGINE=ladybug run_pytest -q tests/kg_store tests/server
+  EVALS_KG_ENGINE=ladybug run_pytest -q -n auto tests/kg_store tests/server
 fi
