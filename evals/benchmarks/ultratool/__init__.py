@@ -25,7 +25,7 @@ from typing import Any
 from ...core.data import RemoteFile
 from ...core.options import Option
 from ...core.plugin import Benchmark, BenchmarkInfo, PaperNumbers
-from .files import APPROXIMATED, NAME, SOURCES, TASKS
+from .files import APPROXIMATED, NAME, PROTOCOL, SOURCES, TASKS
 from .metrics import METRICS
 
 OPTIONS: tuple[Option, ...] = (
@@ -41,9 +41,15 @@ OPTIONS: tuple[Option, ...] = (
 
 
 def needed_files(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, RemoteFile]]:
-    """The test files, examples and official code files (the prompts' source) that ``data_dir``
-    lacks; the published predictions only on request."""
-    return [("ultratool", f) for f in SOURCES["ultratool"] if not (data_dir / f.dest).is_file()]
+    """The test files and examples that ``data_dir`` lacks, with the official code files (the prompts'
+    source) when anything else is missing too; the published predictions only on request.
+
+    A data directory that already holds the test set (a copy made without the prompt files) serves
+    and scores without them; only a ``paper`` run needs them, and its check names the fetch command."""
+    missing = [("ultratool", f) for f in SOURCES["ultratool"] if not (data_dir / f.dest).is_file()]
+    if all(f in PROTOCOL for _, f in missing):
+        return []
+    return missing
 
 
 def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
