@@ -26,13 +26,12 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx2
 from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_kg import pct  # noqa: E402  (bench/ is on sys.path when run as a script)
-from bench_mcp import CALL, free_port  # noqa: E402
+from bench_mcp import CALL, free_port, wait_for_health  # noqa: E402
 
 from client.mcp_session import HTTPClientPool, connect  # noqa: E402
 
@@ -98,16 +97,7 @@ async def main() -> None:
                              "--benchmarks", "familytool-b"], env=dict(os.environ))
     base = f"http://127.0.0.1:{port}"
     try:
-        async with httpx2.AsyncClient() as http:
-            for _ in range(600):
-                try:
-                    if (await http.get(base + "/health")).status_code == 200:
-                        break
-                except httpx2.HTTPError:
-                    pass
-                await asyncio.sleep(0.1)
-            else:
-                raise SystemExit("HTTP server did not start")
+        await wait_for_health(base, tries=600)
         await asyncio.sleep(0.5)  # the health check's connection is closed
         fds_before = open_fds(proc.pid)
         async with HTTPClientPool() as pool:  # warm-up: the KG opened, first calls served

@@ -69,6 +69,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+async def wait_for_health(base: str, tries: int) -> None:
+    """Poll ``base``/health every 0.1 s until it answers 200; exit after ``tries`` polls."""
+    async with httpx2.AsyncClient() as http:
+        for _ in range(tries):
+            try:
+                if (await http.get(base + "/health")).status_code == 200:
+                    return
+            except httpx2.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    raise SystemExit("HTTP server did not start")
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=300, help="calls per sequential run")
@@ -82,16 +95,7 @@ async def main() -> None:
                              "--benchmarks", "familytool-b"], env=env)
     base = f"http://127.0.0.1:{port}"
     try:
-        async with httpx2.AsyncClient() as http:
-            for _ in range(300):
-                try:
-                    if (await http.get(base + "/health")).status_code == 200:
-                        break
-                except httpx2.HTTPError:
-                    pass
-                await asyncio.sleep(0.1)
-            else:
-                raise SystemExit("HTTP server did not start")
+        await wait_for_health(base, tries=300)
         url = f"{base}/mcp/familytool-b/{TASK}"
         stdio = StdioServerParameters(
             command=sys.executable,
