@@ -133,26 +133,29 @@ class EpisodeRecorder:
         record = {"seq": len(self._event_lines), "t": round(self.elapsed_s, 6), "kind": kind, **data}
         self._append(dumps_line(record), record)
 
-    def adopt_event(self, line: str) -> None:
-        """Add an event that a recorder of this same episode recorded in another process (a worker
-        of ``evals run --workers``): its JSON line, as that recorder's :attr:`last_event_line` gave it.
-        The events must come in order, and this recorder must record none of its own."""
-        self._append(line, None)
+    def adopt_events(self, lines: Sequence[str], *, log: bool = True) -> None:
+        """Add the event lines of a finished recorder of this same episode in another process (its
+        :attr:`event_lines`); ``log=False`` when that process wrote them to the event log itself."""
+        if log:
+            for line in lines:
+                self._append(line, None)
+        else:
+            self._event_lines.extend(lines)
+
+    @property
+    def event_lines(self) -> list[str]:
+        """The JSON lines of the events recorded so far (a copy; for :meth:`adopt_events` elsewhere)."""
+        return list(self._event_lines)
 
     def adopt_usage(self, tokens: int, cost_usd: float) -> None:
-        """Pass on a model response's usage reported by the other process (see :meth:`adopt_event`)."""
+        """Pass on a model response's usage reported by the other process (see :meth:`adopt_events`)."""
         if self._on_usage is not None:
             self._on_usage(tokens, cost_usd)
 
     def adopt_totals(self, totals: Mapping[str, Any], answer: str | None) -> None:
-        """Take the totals and final answer of the other process's recorder (see :meth:`adopt_event`)."""
+        """Take the totals and final answer of the other process's recorder (see :meth:`adopt_events`)."""
         self.totals.add(totals)
         self.answer = answer
-
-    @property
-    def last_event_line(self) -> str | None:
-        """The JSON line of the newest event (for :meth:`adopt_event` in another process)."""
-        return self._event_lines[-1] if self._event_lines else None
 
     def _append(self, line: str, record: dict[str, Any] | None) -> None:
         self._event_lines.append(line)

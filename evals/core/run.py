@@ -183,7 +183,11 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         if opts.workers > 1:
             from .workers import WorkerPool
 
-            pool = await stack.enter_async_context(WorkerPool(opts, limiter=limiter, control=control))
+            run_dir.open_for_writing()  # the lock, and a repaired events.jsonl, before workers append to it
+            events = run_dir.events_path if run_dir.event_log else None
+            pool = await stack.enter_async_context(
+                WorkerPool(opts, limiter=limiter, control=control, events_path=events.resolve() if events else None)
+            )
             episode = pool.episode
         else:
             env = await open_episode_env(opts, bench, stack, limiter)

@@ -4,24 +4,30 @@ One process (one event loop, one core) drives at most a few hundred MCP sessions
 model at high concurrency needs more. With ``--workers N`` the parent keeps everything that makes a
 run *one* run, and the workers only run episodes:
 
-* the parent holds the run directory (its lock, ``traces.jsonl``, ``events.jsonl``), the one progress
-  display, the budget, the circuit breaker, and the rate limiter (:class:`RemoteLimiter`: a worker
-  asks the parent before each model request, so ``--rpm``/``--tpm`` hold across all workers);
-* each worker (``python -m evals.core.workers``) loads the benchmark, serves its tools itself (its own
-  tool server, over the run's ``--transport``), opens its own models, and runs the episodes the
-  parent hands it, recording with an :class:`~client.runs.EpisodeRecorder` of the same episode id
-  whose events it forwards as they happen; the parent writes the trace line, as with one process.
+* the parent holds the run directory (its lock, ``traces.jsonl``), the one progress display, the
+  budget, the circuit breaker, and the rate limiter (:class:`RemoteLimiter`: a worker asks the parent
+  before each model request, so ``--rpm``/``--tpm`` hold across all workers);
+* each worker (:class:`WorkerCore`; here a ``python -m evals.core.workers`` child process, on Ray an
+  actor) loads the benchmark, serves its tools itself (its own tool server, over the run's
+  ``--transport``), opens its own models, and runs the episodes the parent hands it, recording with
+  an :class:`~client.runs.EpisodeRecorder` of the same episode id. A local worker appends its events
+  to the run's ``events.jsonl`` itself as they happen (whole lines, one ``O_APPEND`` write per
+  event-loop turn); when an episode ends it sends its totals and event lines, and the parent writes
+  the trace line, as with one process.
 
 So every task still gets exactly one trace line, written by one process. A worker that dies (even by
 SIGKILL) stops the run like an interrupt: the episodes in flight get no trace and run again on resume.
 A parent that dies closes the workers' stdin: they stop. The same oracle numbers come out of any N.
 
-Protocol: JSON lines. The parent writes the run's options as the first line of a worker's stdin; the
-worker answers ``{"ready": true}`` or ``{"error": MESSAGE}`` on its stdout. Then the parent sends
-``{"op": "run", "task", "episode_id", "attempt", "config_hash"}``, ``{"op": "cancel", "task"}`` and
-``{"op": "granted", "rid"}``; the worker sends ``{"ev": task, "line"}`` (an event),
-``{"usage": task, "tokens", "cost"}``, ``{"acquire": rid, "tokens"}`` / ``{"record": rid, "tokens"}``
-(the rate limiter) and ``{"done": task, ...}`` (the episode's totals, outcome and error).
+Protocol (messages are dicts; :class:`Channel` carries them). Parent to worker: ``{"op": "run",
+"task", "episode_id", "attempt", "config_hash"}``, ``{"op": "cancel", "task"}``, ``{"op": "granted",
+"rid"}``. Worker to parent: ``{"usage": task, "tokens", "cost"}``, ``{"acquire": rid, "tokens"}`` /
+``{"record": rid, "tokens"}`` (the rate limiter) and ``{"done": task, "totals", "answer",
+"final_answer", "data", "error", "lines"}`` (the episode's totals, outcome, error and event lines).
+Over a child's pipes each message is a JSON line; a ``done`` message's event lines follow it raw
+(already JSON, one per line; its ``"n"`` says how many), so they are not encoded twice. Start-up: the
+parent writes the run's options and then ``{"events_path"}`` as the first two lines; the worker
+answers ``{"ready": true}`` or ``{"error": MESSAGE}``.
 """
 
 from __future__ import annotations
@@ -34,20 +40,23 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from client.ratelimit import RateLimiter, Reservation
-from client.runs import EpisodeOutcome, EpisodeRecorder
+from client.runs import EpisodeOutcome, EpisodeRecorder, RunDiskFull, append_line
 
 from .server_process import _encode_options, _stop
 
 if TYPE_CHECKING:
     from client.runner import RunControl
 
+    from .plugin import Benchmark, EpisodeEnv
     from .run_options import RunOptions
 
-__all__ = ["RemoteLimiter", "WorkerError", "WorkerPool"]
+__all__ = ["Channel", "ProcessChannel", "RemoteLimiter", "WorkerCore", "WorkerError", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 
@@ -63,37 +72,145 @@ def _line(msg: dict[str, Any]) -> bytes:
     return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
 
 
+def _encode(msg: dict[str, Any]) -> bytes:
+    """A message as pipe bytes: a JSON line; a ``done`` message's event lines follow it raw."""
+    lines = msg.get("lines")
+    if lines is None:
+        return _line(msg)
+    head = {k: v for k, v in msg.items() if k != "lines"}
+    head["n"] = len(lines)
+    return b"".join([_line(head), *((line + "\n").encode("utf-8") for line in lines)])
+
+
+class Channel(Protocol):
+    """The parent's end of one worker: messages to it, messages from it, and stopping it."""
+
+    name: str
+    writes_events: bool  # the worker appends its own events to events.jsonl (a local worker)
+
+    def send(self, msg: dict[str, Any]) -> None: ...
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The worker's next message; ``None`` once it is gone."""
+        ...
+
+    async def gone(self) -> str:
+        """Why the worker is gone (``"exited with status 1"``), once :meth:`receive` said so."""
+        ...
+
+    async def close(self) -> None: ...
+
+
 # ---- the parent -------------------------------------------------------------------------------
 
 
-@dataclass
-class _Worker:
-    index: int
-    proc: asyncio.subprocess.Process
-    pending: dict[str, tuple[asyncio.Future[dict[str, Any]], EpisodeRecorder]] = field(default_factory=dict)
-    reservations: dict[int, Reservation] = field(default_factory=dict)
-    reader: asyncio.Task[None] | None = None
+class ProcessChannel:
+    """A worker as a child process (``python -m evals.core.workers``) on this machine, over its pipes."""
+
+    writes_events = True
+
+    def __init__(self, index: int, proc: asyncio.subprocess.Process):
+        self.proc = proc
+        self.name = f"worker {index} (pid {proc.pid})"
+
+    @classmethod
+    async def start(cls, index: int, opts: RunOptions, events_path: Path | None) -> ProcessChannel:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "evals.core.workers",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,  # stderr: the parent's (logs)
+            start_new_session=True,  # a Ctrl-C reaches the parent only; it stops the workers
+            limit=LINE_LIMIT,
+        )
+        channel = cls(index, proc)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(_encode_options(opts).encode() + b"\n")
+        proc.stdin.write(_line({"events_path": None if events_path is None else str(events_path)}))
+        try:
+            try:
+                line = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT_S)
+            except TimeoutError:
+                raise WorkerError(f"worker {index} did not start within {START_TIMEOUT_S:.0f} s") from None
+            if not line:
+                rc = await proc.wait()
+                raise WorkerError(f"worker {index} exited with status {rc} before it was ready (its output is above)")
+            msg = json.loads(line)
+            if "error" in msg:
+                raise WorkerError(f"worker {index} failed to start: {msg['error']}")
+        except BaseException:
+            await channel.close()
+            raise
+        return channel
 
     def send(self, msg: dict[str, Any]) -> None:
         stdin = self.proc.stdin
         if stdin is not None and not stdin.is_closing():
             stdin.write(_line(msg))
 
+    async def receive(self) -> dict[str, Any] | None:
+        stdout = self.proc.stdout
+        assert stdout is not None
+        line = await stdout.readline()
+        if not line:
+            return None
+        msg: dict[str, Any] = json.loads(line)
+        n = msg.pop("n", None)
+        if n is not None:
+            lines = []
+            for _ in range(n):
+                raw = await stdout.readline()
+                if not raw.endswith(b"\n"):
+                    return None  # cut off: the worker died while sending it
+                lines.append(raw[:-1].decode("utf-8"))
+            msg["lines"] = lines
+        return msg
+
+    async def gone(self) -> str:
+        rc = await self.proc.wait()
+        return f"signal {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"status {rc}"
+
+    async def close(self) -> None:
+        await _stop(self.proc)
+
+
+@dataclass
+class _Worker:
+    channel: Channel
+    pending: dict[str, tuple[asyncio.Future[dict[str, Any]], EpisodeRecorder]] = field(default_factory=dict)
+    reservations: dict[int, Reservation] = field(default_factory=dict)
+    reader: asyncio.Task[None] | None = None
+
+
+StartChannel = Callable[[int], Awaitable[Channel]]
+
 
 class WorkerPool:
-    """The parent's side: starts the workers, hands them episodes (:meth:`episode`), stops them."""
+    """The parent's side: starts the workers, hands them episodes (:meth:`episode`), stops them.
 
-    def __init__(self, opts: RunOptions, *, limiter: RateLimiter | None, control: RunControl):
+    ``start(i)`` starts worker ``i`` and returns its :class:`Channel` (default: a local child
+    process, :class:`ProcessChannel`; :mod:`evals.core.ray_executor` starts Ray actors)."""
+
+    def __init__(
+        self,
+        opts: RunOptions,
+        *,
+        limiter: RateLimiter | None,
+        control: RunControl,
+        events_path: Path | None = None,
+        start: StartChannel | None = None,
+        count: int | None = None,
+    ):
         self.opts = opts
         self.limiter = limiter
         self.control = control
         self.workers: list[_Worker] = []
+        self._count = opts.workers if count is None else count
+        self._start_channel = start or (lambda i: ProcessChannel.start(i, opts, events_path))
         self._closing = False
         self._grants: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> WorkerPool:
         try:
-            await asyncio.gather(*(self._start(i) for i in range(self.opts.workers)))
+            await asyncio.gather(*(self._start(i) for i in range(self._count)))
         except BaseException:
             await self.aclose()
             raise
@@ -103,41 +220,19 @@ class WorkerPool:
         await self.aclose()
 
     async def _start(self, index: int) -> None:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "evals.core.workers",
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,  # stderr: the parent's (logs)
-            start_new_session=True,  # a Ctrl-C reaches the parent only; it stops the workers
-            limit=LINE_LIMIT,
-        )
-        worker = _Worker(index, proc)
+        worker = _Worker(await self._start_channel(index))
         self.workers.append(worker)
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(_encode_options(self.opts).encode() + b"\n")
-        try:
-            line = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT_S)
-        except TimeoutError:
-            raise WorkerError(f"worker {index} did not start within {START_TIMEOUT_S:.0f} s") from None
-        if not line:
-            rc = await proc.wait()
-            raise WorkerError(f"worker {index} exited with status {rc} before it was ready (its output is above)")
-        msg = json.loads(line)
-        if "error" in msg:
-            raise WorkerError(f"worker {index} failed to start: {msg['error']}")
         worker.reader = asyncio.create_task(self._read(worker))
 
     async def _read(self, worker: _Worker) -> None:
-        assert worker.proc.stdout is not None
-        while line := await worker.proc.stdout.readline():
-            msg = json.loads(line)
-            if "ev" in msg:
-                if (entry := worker.pending.get(msg["ev"])) is not None:
-                    entry[1].adopt_event(msg["line"])
+        channel = worker.channel
+        while (msg := await channel.receive()) is not None:
+            if "done" in msg:
+                if (entry := worker.pending.get(msg["done"])) is not None and not entry[0].done():
+                    entry[0].set_result(msg)
             elif "usage" in msg:
                 if (entry := worker.pending.get(msg["usage"])) is not None:
                     entry[1].adopt_usage(int(msg["tokens"]), float(msg["cost"]))
-            elif "done" in msg:
-                if (entry := worker.pending.get(msg["done"])) is not None and not entry[0].done():
-                    entry[0].set_result(msg)
             elif "acquire" in msg:
                 task = asyncio.create_task(self._grant(worker, int(msg["acquire"]), int(msg["tokens"])))
                 self._grants.add(task)
@@ -145,32 +240,32 @@ class WorkerPool:
             elif "record" in msg:
                 if (slot := worker.reservations.pop(int(msg["record"]), None)) is not None:
                     slot.record(int(msg["tokens"]))
-        rc = await worker.proc.wait()
         if not self._closing:
-            how = f"signal {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"status {rc}"
-            log.error("worker %d (pid %d) exited with %s", worker.index, worker.proc.pid, how)
-            self.control.interrupt(f"worker {worker.index} (pid {worker.proc.pid}) exited with {how}")
+            how = await channel.gone()
+            log.error("%s exited with %s", channel.name, how)
+            self.control.interrupt(f"{channel.name} exited with {how}")
 
     async def _grant(self, worker: _Worker, rid: int, tokens: int) -> None:
         assert self.limiter is not None
         slot = await self.limiter.acquire(tokens)
         worker.reservations[rid] = slot
-        worker.send({"op": "granted", "rid": rid})
+        worker.channel.send({"op": "granted", "rid": rid})
 
     async def episode(self, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
-        """Run one episode on the least busy worker; its events land in ``recorder`` as they happen."""
+        """Run one episode on the least busy worker; its events, totals and outcome land in ``recorder``."""
         worker = min(self.workers, key=lambda w: len(w.pending))
         done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         worker.pending[task_id] = (done, recorder)
-        worker.send({"op": "run", "task": task_id, "episode_id": recorder.episode_id,
-                     "attempt": recorder.run_attempt, "config_hash": recorder.config_hash})
+        worker.channel.send({"op": "run", "task": task_id, "episode_id": recorder.episode_id,
+                             "attempt": recorder.run_attempt, "config_hash": recorder.config_hash})
         try:
             msg = await done
         except asyncio.CancelledError:
-            worker.send({"op": "cancel", "task": task_id})
+            worker.channel.send({"op": "cancel", "task": task_id})
             raise
         finally:
             worker.pending.pop(task_id, None)
+        recorder.adopt_events(msg["lines"], log=not worker.channel.writes_events)
         recorder.adopt_totals(msg["totals"], msg["answer"])
         return EpisodeOutcome(final_answer=msg["final_answer"], error=msg["error"], data=msg["data"])
 
@@ -178,7 +273,7 @@ class WorkerPool:
         self._closing = True
         for task in list(self._grants):
             task.cancel()
-        await asyncio.gather(*(_stop(w.proc) for w in self.workers), return_exceptions=True)
+        await asyncio.gather(*(w.channel.close() for w in self.workers), return_exceptions=True)
         for w in self.workers:
             if w.reader is not None:
                 w.reader.cancel()
@@ -192,7 +287,7 @@ class WorkerPool:
 class RemoteLimiter(RateLimiter):
     """A worker's rate limiter: each request waits for the parent's (shared) limiter."""
 
-    def __init__(self, opts: RunOptions, send: Any):
+    def __init__(self, opts: RunOptions, send: Callable[[dict[str, Any]], None]):
         super().__init__(opts.rpm, opts.tpm, name=opts.model)
         self._send = send
         self._next = 0
@@ -234,28 +329,120 @@ class _RemoteReservation(Reservation):
         self.limiter._send({"record": self.rid, "tokens": self.recorded_tokens})
 
 
-class _ForwardingRecorder(EpisodeRecorder):
-    """Records as usual and forwards each event line to the parent as it happens."""
+class EventLog:
+    """A worker's end of ``events.jsonl``: lines gathered during one event-loop turn, then appended in
+    one ``O_APPEND`` write of whole lines (so they never interleave with another process's lines)."""
 
-    def __init__(self, task_id: str, send: Any, **kw: Any):
-        super().__init__(task_id, on_usage=self._usage, **kw)
-        self._send = send
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lines: list[str] = []
 
-    def _usage(self, tokens: int, cost_usd: float) -> None:
-        self._send({"usage": self.task_id, "tokens": tokens, "cost": cost_usd})
+    def add(self, line: str) -> None:
+        if self._fd is None:
+            return
+        if not self._lines:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._lines.append(line)
 
-    def event(self, kind: str, **data: Any) -> None:
-        super().event(kind, **data)
-        self._send({"ev": self.task_id, "line": self.last_event_line})
+    def flush(self) -> None:
+        lines, self._lines = self._lines, []
+        if self._fd is None or not lines:
+            return
+        try:
+            append_line(self._fd, "".join(line + "\n" for line in lines).encode("utf-8"), self.path)
+        except RunDiskFull as exc:  # the event log is a debugging aid: a full disk stops it, not the run
+            log.warning("%s; this worker logs no more events", exc.strerror)
+            self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
 
-async def _work(opts: RunOptions, out: Any) -> None:
-    from client.runner import sole_exception
-    from client.runs import error_info, to_jsonable
+class WorkerCore:
+    """A worker's side, whatever carries its messages: runs the episodes it is handed.
 
-    from .episodes import open_episode_env
-    from .registry import load_benchmark
+    :meth:`open` loads the benchmark and opens the episode environment (models, tool server,
+    sessions); :meth:`handle` takes each message from the parent; ``send`` carries the worker's
+    messages back (see the module docstring)."""
 
+    def __init__(self, opts: RunOptions, send: Callable[[dict[str, Any]], None], events: EventLog | None = None):
+        self.opts = opts
+        self.send = send
+        self.events = events
+        self.limiter = RemoteLimiter(opts, send) if (opts.rpm or opts.tpm) else None
+        self.running: dict[str, asyncio.Task[None]] = {}
+        self._bench: Benchmark | None = None
+        self._env: EpisodeEnv | None = None
+
+    async def open(self, stack: contextlib.AsyncExitStack) -> None:
+        from .episodes import open_episode_env
+        from .registry import load_benchmark
+
+        self._bench = load_benchmark(self.opts.benchmark, self.opts.benchmark_options)
+        self._env = await open_episode_env(self.opts, self._bench, stack, self.limiter)
+
+    def handle(self, msg: dict[str, Any]) -> None:
+        op = msg["op"]
+        if op == "run":
+            task_id = msg["task"]
+            task = self.running[task_id] = asyncio.create_task(self._run(msg))
+            task.add_done_callback(lambda _: self.running.pop(task_id, None))
+        elif op == "cancel":
+            if (target := self.running.get(msg["task"])) is not None:
+                target.cancel()
+        elif op == "granted" and self.limiter is not None:
+            self.limiter.granted(int(msg["rid"]))
+
+    async def _run(self, msg: dict[str, Any]) -> None:
+        from client.runner import sole_exception
+        from client.runs import error_info, to_jsonable
+
+        assert self._bench is not None and self._env is not None
+        task_id = msg["task"]
+        send = self.send
+
+        def usage(tokens: int, cost: float) -> None:
+            if tokens or cost:
+                send({"usage": task_id, "tokens": tokens, "cost": cost})
+
+        recorder = EpisodeRecorder(
+            task_id, episode_id=msg["episode_id"], run_attempt=msg["attempt"], config_hash=msg["config_hash"],
+            sink=None if self.events is None else self.events.add, on_usage=usage,
+        )
+        error: Any = None
+        final: str | None = None
+        data: Any = {}
+        try:
+            result: object = await self._bench.episode(self._env, task_id, recorder)
+        except asyncio.CancelledError as exc:
+            if (me := asyncio.current_task()) is not None and me.cancelling():
+                raise  # the parent cancelled it: no answer
+            error = exc
+        except Exception as exc:
+            error = sole_exception(exc)
+        else:
+            if isinstance(result, EpisodeOutcome):
+                final, error, data = result.final_answer, result.error, result.data
+            elif result is not None:
+                error = TypeError(f"the episode function returned {type(result).__name__}; expected EpisodeOutcome or None")
+        send({"done": task_id, "totals": recorder.totals.to_dict(), "answer": recorder.answer,
+              "final_answer": final, "data": to_jsonable(data),
+              "error": error_info(error) if isinstance(error, BaseException) else to_jsonable(error),
+              "lines": recorder.event_lines})
+
+    async def aclose(self) -> None:
+        for task in list(self.running.values()):
+            task.cancel()
+        await asyncio.gather(*self.running.values(), return_exceptions=True)
+        if self.events is not None:
+            self.events.flush()
+            self.events.close()
+
+
+async def _work(opts: RunOptions, events_path: str | None, out: Any) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -269,67 +456,24 @@ async def _work(opts: RunOptions, out: Any) -> None:
 
     def send(msg: dict[str, Any]) -> None:
         nonlocal flush_due
-        out.write(_line(msg))
+        out.write(_encode(msg))
         if not flush_due:  # one write per turn of the event loop, however many messages
             flush_due = True
             loop.call_soon(flush)
 
-    limiter = RemoteLimiter(opts, send) if (opts.rpm or opts.tpm) else None
     async with contextlib.AsyncExitStack() as stack:
         try:
-            bench = load_benchmark(opts.benchmark, opts.benchmark_options)
-            env = await open_episode_env(opts, bench, stack, limiter)
+            core = WorkerCore(opts, send, EventLog(Path(events_path)) if events_path else None)
+            stack.push_async_callback(core.aclose)
+            await core.open(stack)
         except Exception as exc:
             traceback.print_exc()
             send({"error": f"{type(exc).__name__}: {exc}"})
             out.flush()
             return
         send({"ready": True})
-        running: dict[str, asyncio.Task[None]] = {}
-
-        async def run(msg: dict[str, Any]) -> None:
-            task_id = msg["task"]
-            recorder = _ForwardingRecorder(task_id, send, episode_id=msg["episode_id"], run_attempt=msg["attempt"],
-                                           config_hash=msg["config_hash"])
-            error: Any = None
-            final: str | None = None
-            data: Any = {}
-            try:
-                result: object = await bench.episode(env, task_id, recorder)
-            except asyncio.CancelledError as exc:
-                if (me := asyncio.current_task()) is not None and me.cancelling():
-                    raise  # the parent cancelled it: no answer
-                error = exc
-            except Exception as exc:
-                error = sole_exception(exc)
-            else:
-                if isinstance(result, EpisodeOutcome):
-                    final, error, data = result.final_answer, result.error, result.data
-                elif result is not None:
-                    error = TypeError(f"the episode function returned {type(result).__name__}; expected EpisodeOutcome or None")
-            send({"done": task_id, "totals": recorder.totals.to_dict(), "answer": recorder.answer,
-                  "final_answer": final, "data": to_jsonable(data),
-                  "error": error_info(error) if isinstance(error, BaseException) else to_jsonable(error)})
-
-        def forget(task_id: str) -> Any:
-            return lambda _: running.pop(task_id, None)
-
-        try:
-            while line := await reader.readline():  # EOF: the parent is done, or died
-                msg = json.loads(line)
-                op = msg["op"]
-                if op == "run":
-                    task = running[msg["task"]] = asyncio.create_task(run(msg))
-                    task.add_done_callback(forget(msg["task"]))
-                elif op == "cancel":
-                    if (target := running.get(msg["task"])) is not None:
-                        target.cancel()
-                elif op == "granted" and limiter is not None:
-                    limiter.granted(int(msg["rid"]))
-        finally:
-            for task in list(running.values()):
-                task.cancel()
-            await asyncio.gather(*running.values(), return_exceptions=True)
+        while line := await reader.readline():  # EOF: the parent is done, or died
+            core.handle(json.loads(line))
 
 
 def main() -> int:
@@ -345,7 +489,8 @@ def main() -> int:
         return 2
     opts = _decode_options(line)
     opts.workers, opts.progress = 1, False
-    eventloop.run(_work(opts, out))
+    events_path = json.loads(sys.stdin.readline() or "{}").get("events_path")
+    eventloop.run(_work(opts, events_path, out))
     return 0
 
 
