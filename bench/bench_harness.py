@@ -5,8 +5,10 @@ setting; ``--latency 1.0`` is closer to a hosted model's short tool-calling turn
 what ``evals run`` does: one MCP session per episode, traces fsync'd per episode. Layouts
 (``--layouts``; each a set of rows):
 
-* ``memory``: ``evals run``'s default, one process; sessions over the MCP SDK's in-process
-  transport to the run's own server (``--transport memory``);
+* ``default``: what ``evals run`` does without layout flags: sessions over the MCP SDK's in-process
+  transport (``--transport memory``) and ``--workers auto`` (one worker process per 32 concurrent
+  episodes, at most one per CPU; one process up to concurrency 32);
+* ``memory``: one process, the in-process transport to the run's own server;
 * ``http``: one process; the server on the run's event loop, on 127.0.0.1, over HTTP
   (``--transport http``);
 * ``server-process``: the server in a child process, over HTTP (``--server-process``);
@@ -110,13 +112,14 @@ def model_alone_wall(turns: list[int], concurrency: int, latency: float) -> floa
 
 
 LAYOUTS: dict[str, dict] = {  # layout -> RunOptions settings
-    "memory": {"transport": "memory"},
-    "http": {"transport": "http"},
+    "default": {},  # what `evals run` does without layout flags: memory, --workers auto
+    "memory": {"transport": "memory", "workers": 1},
+    "http": {"transport": "http", "workers": 1},
     "server-process": {"server_process": True},
     "workers-memory": {"transport": "memory", "workers": None},  # None: --workers
     "workers-http": {"transport": "http", "workers": None},
 }
-DEFAULT_LAYOUT = "memory"  # what `evals run` does without layout flags
+DEFAULT_LAYOUT = "default"
 
 
 async def one(concurrency: int, limit: int | None, latency: float, root: Path, layout: str, workers: int) -> dict:
@@ -126,8 +129,8 @@ async def one(concurrency: int, limit: int | None, latency: float, root: Path, l
         benchmark="familytool-b", model=f"oracle:{latency}", limit=limit, concurrency=concurrency,
         run_dir=run_path, progress=False, **settings,
     )
-    children = opts.workers if opts.workers > 1 else 1
     result, summary = await run_benchmark(opts)
+    children = opts.workers or 1  # resolved by the run (--workers auto)
     cpu, server_cpu = _episodes_cpu.pop()
     assert summary["completed"] == summary["tasks"], summary
     assert summary["metrics"]["tool_em"] == 100.0, summary["metrics"]
@@ -141,7 +144,7 @@ async def one(concurrency: int, limit: int | None, latency: float, root: Path, l
         "episodes": episodes, "wall": result.wall_s, "rate": episodes / result.wall_s,
         "ideal": episodes / ideal_wall, "ratio": ideal_wall / result.wall_s,
         "cpu_ms": 1000 * cpu / episodes, "server_ms": 1000 * server_cpu / episodes,
-        "bound": bound, "turns": statistics.mean(turns),
+        "bound": bound, "turns": statistics.mean(turns), "workers": children,
     }
 
 
@@ -190,8 +193,8 @@ async def main() -> None:
     ap.add_argument("--c1-limit", type=int, default=20, help="tasks for concurrency 1 (0 = --limit)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per concurrency; the table shows medians")
     ap.add_argument("--layouts", nargs="+", choices=list(LAYOUTS),
-                    default=["http", "memory", "workers-memory", "workers-http"],
-                    help="the layouts to measure (default: http memory workers-memory workers-http)")
+                    default=["default", "http", "memory", "workers-memory", "workers-http"],
+                    help="the layouts to measure (default: default http memory workers-memory workers-http)")
     ap.add_argument("--server-process", action="store_true", help="same as adding server-process to --layouts")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for the workers-* layouts (default: CPUs)")
     ap.add_argument("--json", action="store_true", help="print every row as one JSON object on the last line")
@@ -207,6 +210,9 @@ async def main() -> None:
                 runs = [await one(c, limit, args.latency, Path(tmp), layout, args.workers) for _ in range(args.repeats)]
                 med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
                 name = layout.replace("workers-", f"{args.workers} workers, ")
+                if layout == DEFAULT_LAYOUT:
+                    n = int(med["workers"])
+                    name = f"default: memory, {n} worker{'s' if n > 1 else ''}" if n > 1 else "default: memory, 1 process"
                 rows.append({"layout": name, "concurrency": c, **med, "ratios": [r["ratio"] for r in runs]})
     table = Table(
         title=f"harness throughput, scripted model {args.latency * 1000:.0f} ms/turn, "
@@ -217,7 +223,7 @@ async def main() -> None:
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(
-            r["layout"] + (" (default)" if r["layout"] == DEFAULT_LAYOUT else ""), str(r["concurrency"]),
+            r["layout"], str(r["concurrency"]),
             str(int(r["episodes"])), f"{r['turns']:.2f}", f"{r['wall']:.1f}", f"{r['rate']:.1f}",
             f"{r['ideal']:.1f}", f"{r['ratio']:.2f}", " ".join(f"{x:.2f}" for x in r["ratios"]), f"{r['cpu_ms']:.1f}",
             f"{r['server_ms']:.1f}" if r["server_ms"] else "-", f"{r['bound']:.0f}",
@@ -233,7 +239,7 @@ async def main() -> None:
               file=sys.stderr if args.json else sys.stdout)
     if args.json:
         top = max(args.concurrency)
-        default = [r for r in rows if r["layout"] == DEFAULT_LAYOUT and r["concurrency"] == top]
+        default = [r for r in rows if r["layout"].startswith(DEFAULT_LAYOUT) and r["concurrency"] == top]
         print(json.dumps({
             "ratio": default[0]["ratio"] if default else None, "default_layout": DEFAULT_LAYOUT,
             "latency_s": args.latency, "workers": args.workers, "repeats": args.repeats, "cpus": os.cpu_count(), "loop": eventloop.loop_name(),

@@ -321,6 +321,15 @@ def run_status_line(status: int, result: Any, summary: dict[str, Any], *, retry_
     return "; ".join(parts)
 
 
+def _workers_arg(value: str) -> int | None:
+    if value == "auto":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}") from None
+
+
 # RunOptions fields that are flags of `evals run` under the same name (dest)
 _RUN_FIELDS = (
     "model", "strategy", "limit", "concurrency", "server_url", "server_process", "transport", "workers", "max_turns", "tool_choice",
@@ -411,9 +420,11 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
         "and --server-process), stdio (a server process per episode: slow). Results do not depend on it",
     )
     r.add_argument(
-        "--workers", type=int, default=1,
+        "--workers", type=_workers_arg, default=None, metavar="N|auto",
         help="split the episodes over N worker processes (each its own event loop, MCP client and tool server; "
-        "--concurrency is the total). One run: traces, progress, rate limits and budget stay in this process",
+        "--concurrency is the total). One run: traces, progress, rate limits and budget stay in this process. "
+        "Default auto: one worker per 32 concurrent episodes, at most one per CPU (so 1, in this process, up to "
+        "--concurrency 32); 1 with --server-url / --server-process",
     )
     r.add_argument("--max-turns", type=int, default=10)
     r.add_argument("--tool-choice", default="auto", help="first turn: auto | required | none | <tool name>")

@@ -31,3 +31,27 @@ def data_dir() -> Path:
     if not (d / "familytool" / "familytool-b.jsonl").is_file():
         pytest.skip(f"benchmark data not found under {d}; set EVALS_DATA_DIR (e.g. to ../shared/data)")
     return d
+
+
+TIMING_KEYS = frozenset({"episode_id", "started_at", "finished_at", "duration_s", "t", "latency_s"})
+
+
+def _without_timing(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [_without_timing(v) for v in value]
+    return value
+
+
+@pytest.fixture
+def run_traces():  # noqa: ANN201
+    """``run_traces(run_dir)``: every trace of a run by task id, without what differs between any two
+    runs of the same tasks (episode ids, clock times, durations, latencies): what must be equal
+    whatever the layout (transport, workers, executor)."""
+    from client.runs import RunDir
+
+    def read(run: Path) -> dict[str, object]:
+        return {r["task_id"]: _without_timing(r) for r in RunDir.open(run).iter_traces(dedupe=False)}
+
+    return read

@@ -37,7 +37,9 @@ from .run_options import RunOptions
 from .scoring import summarize
 from .transport import resolve_transport
 
-__all__ = ["HASH_KEYS", "RunOptions", "build_run_config", "run_benchmark", "run_task_ids", "score_run_dir"]
+__all__ = [
+    "HASH_KEYS", "RunOptions", "build_run_config", "resolve_workers", "run_benchmark", "run_task_ids", "score_run_dir",
+]
 
 HASH_KEYS = ("benchmark", "model", "strategy", "options", "data")
 
@@ -138,17 +140,44 @@ def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
     }
 
 
+EPISODES_PER_WORKER = 32
+"""``--workers auto`` gives each worker process (one event loop) this many of the run's concurrent
+episodes: ``bench/bench_harness.py`` measures one loop near 0.9 of a 200 ms/turn model's throughput
+up to about this concurrency, and a worker costs a second or two to start and its own copy of the
+benchmark's data in memory."""
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the platform has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def resolve_workers(opts: RunOptions) -> int:
+    """The worker processes a run uses: ``opts.workers``, checked, or, when it is None (``--workers
+    auto``), one per :data:`EPISODES_PER_WORKER` concurrent episodes, at most one per usable CPU;
+    1 (episodes in this process) with ``--server-url`` / ``--server-process``."""
+    shared_server = opts.server_url or opts.server_process
+    if opts.workers is None:
+        if shared_server:
+            return 1
+        return max(1, min(usable_cpus(), -(-opts.concurrency // EPISODES_PER_WORKER)))
+    if opts.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {opts.workers}")
+    if opts.workers > 1 and shared_server:
+        raise ValueError("--workers N > 1: each worker serves the benchmark's tools itself; "
+                         "--server-url and --server-process go with one worker only")
+    return opts.workers
+
+
 def prepare_options(opts: RunOptions) -> Benchmark:
     """Check ``opts`` and fill in what they leave to defaults (strategy, transport, the benchmark's
     options); the loaded benchmark."""
     if opts.server_url and opts.server_process:
         raise ValueError("--server-url uses a running server; --server-process starts one: give one of them")
     opts.transport = resolve_transport(opts)  # the config records the transport used
-    if opts.workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {opts.workers}")
-    if opts.workers > 1 and (opts.server_url or opts.server_process):
-        raise ValueError("--workers N > 1: each worker serves the benchmark's tools itself; "
-                         "--server-url and --server-process go with one worker only")
+    opts.workers = resolve_workers(opts)
     bench = load_benchmark(opts.benchmark, opts.benchmark_options)
     info = bench.info
     opts.benchmark_options = dict(bench.options)
@@ -180,7 +209,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         judge = open_judge(opts, second_model(opts, opts.judge_model if bench.info.uses_judge else None, stack),
                            run_dir, open_cache)
         episode: Callable[[str, EpisodeRecorder], Awaitable[EpisodeOutcome]]
-        if opts.workers > 1:
+        if (opts.workers or 1) > 1:  # resolved by prepare_options
             from .workers import WorkerPool
 
             run_dir.open_for_writing()  # the lock, and a repaired events.jsonl, before workers append to it

@@ -30,8 +30,9 @@ class RunOptions:
     # depend on it; the run's config records the one used (run.transport)
     transport: str | None = None
     # worker processes the episodes are split over (each with its own event loop, MCP client and
-    # tool server); the parent keeps the run directory, progress, rate limits, budget and breaker
-    workers: int = 1
+    # tool server); the parent keeps the run directory, progress, rate limits, budget and breaker.
+    # None: what the machine can use (evals.core.run.resolve_workers); the config records the number
+    workers: int | None = None
     max_turns: int = 10
     tool_choice: str = "auto"
     max_tokens: int | None = 1024

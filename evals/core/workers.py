@@ -203,7 +203,7 @@ class WorkerPool:
         self.limiter = limiter
         self.control = control
         self.workers: list[_Worker] = []
-        self._count = opts.workers if count is None else count
+        self._count = (opts.workers or 1) if count is None else count
         self._start_channel = start or (lambda i: ProcessChannel.start(i, opts, events_path))
         self._closing = False
         self._grants: set[asyncio.Task[None]] = set()

@@ -7,44 +7,32 @@ import json
 import pytest
 
 from client.agent import result_text
-from client.runs import RunDir
 from evals.core.run import RunOptions, run_benchmark
 from evals.core.transport import MemorySessions, resolve_transport
 from server import BenchmarkMount, ToolServer
 from tool_specs import StaticCatalog, ToolSpec
 
-TIMING = {"episode_id", "started_at", "finished_at", "duration_s", "t", "latency_s"}
 
-
-def _stable(value: object) -> object:
-    """A trace without what differs between any two runs (ids, clock times, durations)."""
-    if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items() if k not in TIMING}
-    if isinstance(value, list):
-        return [_stable(v) for v in value]
-    return value
-
-
-async def _run(tmp_path, benchmark: str, transport: str | None, limit: int, **kw: object) -> tuple[dict, dict, dict]:
+async def _run(run_traces, tmp_path, benchmark: str, transport: str | None, limit: int, **kw: object) -> tuple[dict, dict, dict]:
     run = tmp_path / f"{benchmark}-{transport}"
     opts = RunOptions(benchmark=benchmark, model="oracle", limit=limit, concurrency=3, run_dir=run,
                       progress=False, transport=transport, **kw)  # type: ignore[arg-type]
     result, summary = await run_benchmark(opts)
     assert result.completed == limit and result.errored == 0
-    traces = {r["task_id"]: _stable(r) for r in RunDir.open(run).iter_traces(dedupe=False)}
+    traces = run_traces(run)
     assert len(traces) == limit
     return traces, summary["metrics"], json.loads((run / "config.json").read_text())
 
 
 @pytest.mark.parametrize("benchmark,limit,stdio_limit", [("familytool-b", 8, 2), ("nestools", 8, 0)])
-async def test_every_transport_gives_the_same_traces_and_numbers(data_dir, tmp_path, benchmark, limit, stdio_limit):
-    memory, numbers, config = await _run(tmp_path, benchmark, None, limit)
+async def test_every_transport_gives_the_same_traces_and_numbers(data_dir, run_traces, tmp_path, benchmark, limit, stdio_limit):
+    memory, numbers, config = await _run(run_traces, tmp_path, benchmark, None, limit)
     assert config["run"]["transport"] == "memory"  # the default for a server the run starts itself
-    http, http_numbers, http_config = await _run(tmp_path, benchmark, "http", limit)
+    http, http_numbers, http_config = await _run(run_traces, tmp_path, benchmark, "http", limit)
     assert http_config["run"]["transport"] == "http"
     assert http == memory and http_numbers == numbers
     if stdio_limit:  # a server process per session: slow, so fewer tasks
-        stdio, _, stdio_config = await _run(tmp_path, benchmark, "stdio", stdio_limit)
+        stdio, _, stdio_config = await _run(run_traces, tmp_path, benchmark, "stdio", stdio_limit)
         assert stdio_config["run"]["transport"] == "stdio"
         assert stdio == {k: v for k, v in memory.items() if k in stdio} and len(stdio) == stdio_limit
     assert all(t["status"] == "completed" for t in memory.values())

@@ -17,30 +17,20 @@ from client.runs import RunDir
 from evals.benchmarks.familytool.data import load_tasks
 from evals.core.run import RunOptions, run_benchmark
 
-TIMING = {"episode_id", "started_at", "finished_at", "duration_s", "t", "latency_s"}
 
-
-def _stable(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items() if k not in TIMING}
-    if isinstance(value, list):
-        return [_stable(v) for v in value]
-    return value
-
-
-async def _oracle(run: Path, workers: int, limit: int) -> tuple[dict, dict]:
+async def _oracle(run_traces, run: Path, workers: int, limit: int) -> tuple[dict, dict]:
     opts = RunOptions(benchmark="familytool-b", model="oracle", limit=limit, concurrency=6, run_dir=run,
                       progress=False, workers=workers)
     result, summary = await run_benchmark(opts)
     assert result.completed == limit and result.errored == 0 and result.stopped_reason == "done"
-    traces = {r["task_id"]: _stable(r) for r in RunDir.open(run).iter_traces(dedupe=False)}
+    traces = run_traces(run)
     assert len(traces) == limit
     return traces, summary["metrics"]
 
 
-async def test_two_workers_give_the_same_traces_and_numbers_as_one(data_dir, tmp_path):
-    one, numbers = await _oracle(tmp_path / "one", 1, 16)
-    two, two_numbers = await _oracle(tmp_path / "two", 2, 16)
+async def test_two_workers_give_the_same_traces_and_numbers_as_one(data_dir, run_traces, tmp_path):
+    one, numbers = await _oracle(run_traces, tmp_path / "one", 1, 16)
+    two, two_numbers = await _oracle(run_traces, tmp_path / "two", 2, 16)
     assert two == one and two_numbers == numbers and numbers["tool_em"] == 100.0
     config = json.loads((tmp_path / "two" / "config.json").read_text())
     assert config["run"]["workers"] == 2 and config["run"]["transport"] == "memory"
@@ -146,3 +136,30 @@ async def test_the_budget_stops_the_whole_run(data_dir, tmp_path):
     assert result.stopped_reason == "budget" and 3 <= result.completed <= 4 and asked == result.completed
     assert result.tokens == 420 * result.completed
     assert len(list(RunDir.open(tmp_path / "r").iter_traces(dedupe=False))) == result.completed
+
+
+def test_workers_auto_is_one_per_32_concurrent_episodes_at_most_one_per_cpu(monkeypatch):
+    from evals.cli import build_parser
+    from evals.core import run as run_module
+    from evals.core.run import resolve_workers
+
+    monkeypatch.setattr(run_module, "usable_cpus", lambda: 4)
+
+    def auto(**kw: object) -> int:
+        return resolve_workers(RunOptions(benchmark="familytool-b", model="oracle", **kw))  # type: ignore[arg-type]
+
+    assert [auto(concurrency=c) for c in (1, 8, 32, 33, 64, 96, 512)] == [1, 1, 1, 2, 2, 3, 4]
+    assert auto(concurrency=64, server_process=True) == 1  # a shared server: episodes stay in this process
+    assert auto(concurrency=64, server_url="http://127.0.0.1:1") == 1
+    assert auto(concurrency=64, workers=3) == 3  # given: taken as it is
+    for bad, words in (({"workers": 0}, "at least 1"), ({"workers": 2, "server_process": True}, "--server-process")):
+        try:
+            auto(concurrency=8, **bad)
+        except ValueError as exc:
+            assert words in str(exc)
+        else:
+            raise AssertionError(f"{bad} was accepted")
+    parser = build_parser()
+    assert parser.parse_args(["run", "familytool-b", "--model", "oracle"]).workers is None
+    assert parser.parse_args(["run", "familytool-b", "--model", "oracle", "--workers", "auto"]).workers is None
+    assert parser.parse_args(["run", "familytool-b", "--model", "oracle", "--workers", "3"]).workers == 3
