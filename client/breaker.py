@@ -25,7 +25,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CircuitBreaker", "RepeatingError", "repeating_error"]
+__all__ = ["CircuitBreaker", "RemoteError", "RepeatingError", "repeating_error"]
+
+
+class RemoteError(dict[str, Any]):
+    """The error payload (``client.runs.error_info``) of an exception raised in another process (a
+    worker of ``evals run --workers``), with the class names of that exception's MRO, which the
+    payload does not hold: the breaker matches a subclass of ``ModelError`` there as here. Written to
+    a trace it is the plain payload."""
+
+    def __init__(self, payload: Mapping[str, Any], mro: list[str] | None = None):
+        super().__init__(payload)
+        self.mro = list(mro or [])
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,7 @@ def _fields(error: Any) -> tuple[str, str | None, int | None, bool | None, str, 
             error.get("retryable"),
             str(error.get("message") or ""),
             details.get("provider"),
-            [name],
+            (error.mro if isinstance(error, RemoteError) else None) or [name],
         )
     return type(error).__name__, None, None, None, str(error), None, [type(error).__name__]
 

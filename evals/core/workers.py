@@ -23,7 +23,8 @@ Protocol (messages are dicts; :class:`Channel` carries them). Parent to worker: 
 "task", "episode_id", "attempt", "config_hash"}``, ``{"op": "cancel", "task"}``, ``{"op": "granted",
 "rid"}``. Worker to parent: ``{"usage": task, "tokens", "cost"}``, ``{"acquire": rid, "tokens"}`` /
 ``{"record": rid, "tokens"}`` (the rate limiter) and ``{"done": task, "totals", "answer",
-"final_answer", "data", "error", "lines"}`` (the episode's totals, outcome, error and event lines).
+"final_answer", "data", "error", "error_mro", "lines"}`` (the episode's totals, outcome, error, the
+class names of its exception's MRO, and event lines).
 Over a child's pipes each message is a JSON line; a ``done`` message's event lines follow it raw
 (already JSON, one per line; its ``"n"`` says how many), so they are not encoded twice. Start-up: the
 parent writes the run's options and then ``{"events_path"}`` as the first two lines; the worker
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from client.breaker import RemoteError
 from client.ratelimit import RateLimiter, Reservation
 from client.runs import EpisodeOutcome, EpisodeRecorder, RunDiskFull, append_line
 
@@ -267,7 +269,10 @@ class WorkerPool:
             worker.pending.pop(task_id, None)
         recorder.adopt_events(msg["lines"], log=not worker.channel.writes_events)
         recorder.adopt_totals(msg["totals"], msg["answer"])
-        return EpisodeOutcome(final_answer=msg["final_answer"], error=msg["error"], data=msg["data"])
+        error = msg["error"]
+        if isinstance(error, dict) and msg.get("error_mro"):
+            error = RemoteError(error, msg["error_mro"])  # the breaker matches the exception's classes
+        return EpisodeOutcome(final_answer=msg["final_answer"], error=error, data=msg["data"])
 
     async def aclose(self) -> None:
         self._closing = True
@@ -431,6 +436,7 @@ class WorkerCore:
         send({"done": task_id, "totals": recorder.totals.to_dict(), "answer": recorder.answer,
               "final_answer": final, "data": to_jsonable(data),
               "error": error_info(error) if isinstance(error, BaseException) else to_jsonable(error),
+              "error_mro": [c.__name__ for c in type(error).__mro__] if isinstance(error, BaseException) else None,
               "lines": recorder.event_lines})
 
     async def aclose(self) -> None:

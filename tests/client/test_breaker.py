@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 
 import pytest
 
 from client.adapters.errors import ModelError
-from client.breaker import CircuitBreaker, repeating_error
+from client.breaker import CircuitBreaker, RemoteError, repeating_error
 from client.runner import run_episodes
 from client.runs import EpisodeRecorder, RunDir, error_info
 
@@ -44,6 +45,17 @@ def test_errors_that_repeat_on_every_task(error, turns, kind):
     assert found is not None and found.kind == kind
     # the same from the error as a trace records it
     assert repeating_error(error_info(error), turns=turns).kind == kind
+
+
+def test_an_error_from_another_process_is_matched_on_its_exception_classes():
+    class ServerDown(ModelError):  # a subclass: its payload's type name alone says nothing
+        pass
+
+    error = ServerDown("connection", "the model server did not start")
+    assert repeating_error(error_info(error), turns=0) is None  # the plain payload: the class is lost
+    remote = RemoteError(error_info(error), [c.__name__ for c in type(error).__mro__])
+    assert repeating_error(remote, turns=0).kind == "model_unreachable"  # a worker's error, as the parent sees it
+    assert json.loads(json.dumps(remote)) == error_info(error)  # traced as the plain payload
 
 
 @pytest.mark.parametrize(
