@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
-setup_venv "dev,ladybug"
+setup_venv "dev,ladybug,ray"
 .venv/bin/ruff check .
 .venv/bin/mypy   # every package, strict (pyproject.toml [tool.mypy])
 run_pytest() {
@@ -16,8 +16,9 @@ run_pytest() {
   return "$rc"
 }
 # one pytest worker per core (pytest-xdist): the suite is mostly subprocesses, servers and waits,
-# so two workers on two cores take about 2/3 of the time of one
-run_pytest -q -n auto "$@"
+# so two workers on two cores take about 2/3 of the time of one; loadgroup keeps the tests of one
+# xdist_group on one worker (the Ray tests share one local Ray head)
+run_pytest -q -n auto --dist loadgroup "$@"
 if [ $# -eq 0 ]; then
   echo "== KG store and server tests on the LadybugDB engine =="
   EVALS_KG_ENGINE=ladybug run_pytest -q -n auto tests/kg_store tests/server

@@ -14,7 +14,10 @@ what ``evals run`` does: one MCP session per episode, traces fsync'd per episode
 * ``server-process``: the server in a child process, over HTTP (``--server-process``);
 * ``workers-memory`` / ``workers-http``: ``--workers N`` (``--workers`` here, default: the CPU
   count) worker processes, each with its own server, over that transport; the parent keeps the run
-  directory, progress, limits.
+  directory, progress, limits;
+* ``ray``: the same N workers as Ray actors (``--executor ray``) on a local Ray head that each run
+  starts (not timed: only the episodes are), over the memory transport; the actors are descendants
+  of this process, so their CPU counts under ``children``, with Ray's own processes.
 
 "Model alone" is what a harness that costs nothing would reach with the same tasks, turns and
 concurrency: each episode takes ``turns x latency`` (turns read from its trace; FamilyTool: the KG
@@ -118,6 +121,7 @@ LAYOUTS: dict[str, dict] = {  # layout -> RunOptions settings
     "server-process": {"server_process": True},
     "workers-memory": {"transport": "memory", "workers": None},  # None: --workers
     "workers-http": {"transport": "http", "workers": None},
+    "ray": {"transport": "memory", "workers": None, "executor": "ray"},  # the workers as Ray actors, local head
 }
 DEFAULT_LAYOUT = "default"
 
@@ -210,6 +214,8 @@ async def main() -> None:
                 runs = [await one(c, limit, args.latency, Path(tmp), layout, args.workers) for _ in range(args.repeats)]
                 med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
                 name = layout.replace("workers-", f"{args.workers} workers, ")
+                if layout == "ray":
+                    name = f"ray: {args.workers} actors, memory"
                 if layout == DEFAULT_LAYOUT:
                     n = int(med["workers"])
                     name = f"default: memory, {n} worker{'s' if n > 1 else ''}" if n > 1 else "default: memory, 1 process"

@@ -332,7 +332,7 @@ def _workers_arg(value: str) -> int | None:
 
 # RunOptions fields that are flags of `evals run` under the same name (dest)
 _RUN_FIELDS = (
-    "model", "strategy", "limit", "concurrency", "server_url", "server_process", "transport", "workers", "max_turns", "tool_choice",
+    "model", "strategy", "limit", "concurrency", "server_url", "server_process", "transport", "workers", "executor", "ray_address", "max_turns", "tool_choice",
     "max_tokens", "temperature", "base_url", "api_key_env", "max_budget_tokens", "max_budget_usd", "rpm", "tpm",
     "retry_errored", "max_attempts", "max_consecutive_errors",
 )
@@ -425,6 +425,16 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
         "--concurrency is the total). One run: traces, progress, rate limits and budget stay in this process. "
         "Default auto: one worker per 32 concurrent episodes, at most one per CPU (so 1, in this process, up to "
         "--concurrency 32); 1 with --server-url / --server-process",
+    )
+    r.add_argument(
+        "--executor", choices=("local", "ray"), default="local",
+        help="where the workers run: local (processes on this machine) or ray (Ray actors, --workers of them, "
+        "each serving the tools itself; needs the ray extra). Results do not depend on it",
+    )
+    r.add_argument(
+        "--ray-address", metavar="ADDR",
+        help="with --executor ray: an existing Ray cluster (auto, ray://HOST:10001, HOST:6379); default: start a "
+        "local Ray head on 127.0.0.1 for this run. --workers auto: one actor per CPU of the cluster",
     )
     r.add_argument("--max-turns", type=int, default=10)
     r.add_argument("--tool-choice", default="auto", help="first turn: auto | required | none | <tool name>")

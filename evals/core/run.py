@@ -171,13 +171,32 @@ def resolve_workers(opts: RunOptions) -> int:
     return opts.workers
 
 
+def check_executor(opts: RunOptions) -> None:
+    """``--executor`` and ``--ray-address``, checked (Ray itself is imported only when a run uses it)."""
+    if opts.executor not in ("local", "ray"):
+        raise ValueError(f"unknown --executor {opts.executor!r}; choose local or ray")
+    if opts.executor != "ray":
+        if opts.ray_address:
+            raise ValueError("--ray-address goes with --executor ray")
+        return
+    if opts.server_url or opts.server_process:
+        raise ValueError("--executor ray: each Ray actor serves the benchmark's tools itself; "
+                         "--server-url and --server-process go with --executor local")
+    from .ray_executor import RAY_MISSING, ray_installed
+
+    if not ray_installed():
+        raise ValueError(RAY_MISSING)
+
+
 def prepare_options(opts: RunOptions) -> Benchmark:
     """Check ``opts`` and fill in what they leave to defaults (strategy, transport, the benchmark's
     options); the loaded benchmark."""
     if opts.server_url and opts.server_process:
         raise ValueError("--server-url uses a running server; --server-process starts one: give one of them")
     opts.transport = resolve_transport(opts)  # the config records the transport used
-    opts.workers = resolve_workers(opts)
+    check_executor(opts)
+    if not (opts.executor == "ray" and opts.ray_address and opts.workers is None):  # else: the cluster's CPUs
+        opts.workers = resolve_workers(opts)
     bench = load_benchmark(opts.benchmark, opts.benchmark_options)
     info = bench.info
     opts.benchmark_options = dict(bench.options)
@@ -194,12 +213,17 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     all_ids = bench.task_ids()
     task_ids = all_ids[: opts.limit] if opts.limit else all_ids
     run_path = opts.run_dir or default_run_dir(opts)
-    run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS)
     parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
     control = RunControl()
 
     async with contextlib.AsyncExitStack() as stack:
+        start_worker = None
+        if opts.executor == "ray":  # connected first: the config records the number of actors
+            from .ray_executor import open_cluster
+
+            start_worker = open_cluster(opts, stack)
+        run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS)
 
         def open_cache(path: Path) -> ResponseCache:
             cache = ResponseCache(path)
@@ -209,13 +233,14 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         judge = open_judge(opts, second_model(opts, opts.judge_model if bench.info.uses_judge else None, stack),
                            run_dir, open_cache)
         episode: Callable[[str, EpisodeRecorder], Awaitable[EpisodeOutcome]]
-        if (opts.workers or 1) > 1:  # resolved by prepare_options
+        if start_worker is not None or (opts.workers or 1) > 1:  # resolved by prepare_options
             from .workers import WorkerPool
 
             run_dir.open_for_writing()  # the lock, and a repaired events.jsonl, before workers append to it
             events = run_dir.events_path if run_dir.event_log else None
             pool = await stack.enter_async_context(
-                WorkerPool(opts, limiter=limiter, control=control, events_path=events.resolve() if events else None)
+                WorkerPool(opts, limiter=limiter, control=control, events_path=events.resolve() if events else None,
+                           start=start_worker)
             )
             episode = pool.episode
         else:

@@ -33,6 +33,11 @@ class RunOptions:
     # tool server); the parent keeps the run directory, progress, rate limits, budget and breaker.
     # None: what the machine can use (evals.core.run.resolve_workers); the config records the number
     workers: int | None = None
+    # where the workers run: local (child processes of this one; 1 worker: this process) | ray (Ray
+    # actors, one per worker, on a local head or the cluster at ray_address; evals.core.ray_executor).
+    # Results do not depend on it
+    executor: str = "local"
+    ray_address: str | None = None  # an existing Ray cluster (auto, ray://host:10001); None: a local head
     max_turns: int = 10
     tool_choice: str = "auto"
     max_tokens: int | None = 1024
