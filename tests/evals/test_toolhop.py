@@ -288,3 +288,20 @@ def test_fetch_toolhop_pins_the_revision_and_checks_the_checksum(tmp_path, monke
     assert dataset_in_use("auto") == "full"
     subset_ids = [str(json.loads(line)["source_id"]) for line in SUBSET.read_text().splitlines()[:3]]
     assert [t.id for t in load_tasks()] == subset_ids
+
+
+def test_derived_chains_from_the_cache_keep_the_argument_order_of_a_fresh_derivation(tasks):
+    from evals.benchmarks.toolhop.chains import derive_chains
+
+    some = [t for t in tasks if not t.gold_calls][:3]
+    assert some, "the subset has tasks whose chains are derived"
+
+    def calls(chains: dict[str, Chain]) -> str:  # order-sensitive, as a trace's bytes are
+        return json.dumps({tid: [c.to_dict() for c in ch.calls] for tid, ch in chains.items()})
+
+    with SandboxPool() as pool:
+        fresh = derive_chains(some, pool, use_cache=False)
+        assert fresh, "no chain derived"
+        first = derive_chains(some, pool)  # derives and writes the cache
+    cached = derive_chains(some)  # read back from the cache
+    assert calls(first) == calls(fresh) and calls(cached) == calls(fresh)

@@ -165,7 +165,7 @@ def derive_chain(task: ToolHopTask, pool: SandboxPool) -> Chain | None:
     return Chain(task.id, calls, "derived")
 
 
-DERIVATION_VERSION = 2
+DERIVATION_VERSION = 3  # 3: the cache keeps each call's argument order (2 sorted it, so cached runs traced other bytes)
 
 
 def chains_cache_path(tasks: Sequence[ToolHopTask]) -> Path:
@@ -206,7 +206,8 @@ def derive_chains(tasks: Sequence[ToolHopTask], pool: SandboxPool | None = None,
     if use_cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({tid: [c.to_dict() for c in ch.calls] for tid, ch in found.items()}, sort_keys=True))
+        # the calls' arguments keep their order: a run from the cache traces what a first run does
+        tmp.write_text(json.dumps({tid: [c.to_dict() for c in ch.calls] for tid, ch in found.items()}))
         os.replace(tmp, path)
     return found
 
