@@ -34,6 +34,7 @@ async def connect(
     max_sse_event_size: int | None = None,
     http_client: httpx2.AsyncClient | None = None,
     discovery_key: str | None = None,
+    discoveries: dict[str, tuple[str, types.DiscoverResult]] | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server.
 
@@ -49,6 +50,11 @@ async def connect(
     later sessions through the same HTTP client adopt that result (the MCP SDK's ``prior_discover``)
     instead of sending one more request each. Use it only for URLs served by one server, such as
     the endpoints of this project's tool server. A session that fails to open forgets the result.
+
+    For an in-process ``Server`` (or another transport), ``discoveries`` is where the result is kept
+    under ``discovery_key``: sessions given the same dict and key adopt the first one's result, so
+    give it only to sessions whose servers answer ``server/discover`` alike (the low-level servers
+    of one :class:`server.ToolServer`, which differ only in their endpoint).
     """
     if isinstance(target, str):
         async with contextlib.AsyncExitStack() as stack:
@@ -72,7 +78,18 @@ async def connect(
             share_output_validators(client)
             yield client
     else:
-        async with Client(target, read_timeout_seconds=timeout) as client:
+        known = discoveries if discovery_key is not None else None
+        prior = known.get(discovery_key) if known is not None and discovery_key is not None else None
+        pin = {"mode": prior[0], "prior_discover": prior[1]} if prior is not None else {}
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(Client(target, read_timeout_seconds=timeout, **pin))
+            except BaseException:
+                if known is not None and discovery_key is not None:
+                    known.pop(discovery_key, None)
+                raise
+            if known is not None and discovery_key is not None and prior is None:
+                _remember_discovery(known, discovery_key, client)
             share_output_validators(client)
             yield client
 

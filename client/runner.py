@@ -34,6 +34,9 @@ Semantics:
   (no trace; they run again on resume). The result says ``stopped_reason="circuit_breaker"`` and
   ``message`` says what failed and what to fix. The failed episodes keep their ``errored`` traces;
   deterministic ones (401, 404, …) are re-run on resume only with ``retry_errored``.
+* **Garbage collector.** While the call runs, :func:`client.eventloop.episode_gc` keeps the objects
+  made before it (benchmark data, catalogs, schemas) out of the collector's passes and collects the
+  youngest generation less often: about a tenth of the harness's CPU per episode (``bench/bench_harness.py``).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from typing import Any, Literal
 from rich.markup import escape
 
 from client.breaker import CircuitBreaker
+from client.eventloop import episode_gc
 from client.progress import RunProgress, format_tokens
 from client.runs import EpisodeOutcome, EpisodeRecorder, EpisodeStatus, RunDir
 
@@ -472,6 +476,8 @@ async def run_episodes(
     run_dir.open_for_writing()  # lock + torn-tail repair before reading what is finished
     restore_signals: Callable[[], None] | None = None
     reporter: RunProgress | None = None
+    collector = episode_gc()  # what exists now (the benchmark, the server) is kept out of collections
+    collector.__enter__()
     try:
         scan = run_dir.scan_traces()
         attempts: Counter[str] = Counter(r["task_id"] for r in scan.records)
@@ -525,6 +531,7 @@ async def run_episodes(
             max_in_flight=runner.max_in_flight,
         )
     finally:
+        collector.__exit__(None, None, None)
         if restore_signals is not None:
             restore_signals()
         if reporter is not None:

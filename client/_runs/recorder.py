@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..messages import ToolDef
 from .jsonutil import canonical_json, dumps_line, now_iso, to_jsonable
 from .records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, error_payload
 
@@ -20,6 +21,35 @@ SHARED_CONTENT_MIN = 4096
 """A tool message at least this long that repeats its tool call's result text refers to it instead."""
 EVENT_LOG_MAX_STRING = 65536
 """Longer strings are elided from ``events.jsonl`` (the trace record keeps them in full)."""
+
+
+_TOOLS_DIGESTS: dict[str, str] = {}
+"""``tools_hash`` of a tool list by its JSON text, shared by the recorders of a process (the same
+endpoint's tool list comes back in every episode): saves its canonical JSON and sha256 each time."""
+_TOOLS_DIGESTS_MAX_CHARS = 8_000_000  # the texts kept, in all (then the cache starts again)
+_tools_digests_chars = 0
+
+
+def _tools_digest(tools_text: str, tools: list[Any]) -> str:
+    """The ``tools_hash`` of ``tools``, whose :func:`dumps_line` text is ``tools_text``."""
+    global _tools_digests_chars
+    digest = _TOOLS_DIGESTS.get(tools_text)
+    if digest is None:
+        digest = hashlib.sha256(canonical_json(tools).encode("utf-8")).hexdigest()[:16]
+        if _tools_digests_chars + len(tools_text) > _TOOLS_DIGESTS_MAX_CHARS:
+            _TOOLS_DIGESTS.clear()
+            _tools_digests_chars = 0
+        if len(tools_text) <= _TOOLS_DIGESTS_MAX_CHARS:
+            _TOOLS_DIGESTS[tools_text] = digest
+            _tools_digests_chars += len(tools_text)
+    return digest
+
+
+def _splice(head: Mapping[str, Any], key: str, raw_json: str, tail: Mapping[str, Any]) -> str:
+    """``dumps_line({**head, key: value, **tail})`` where ``raw_json`` is ``dumps_line(value)``,
+    without serialising ``value`` again (``head`` is never empty)."""
+    line = dumps_line(head)[:-1] + ", " + json.dumps(key) + ": " + raw_json
+    return line + (", " + dumps_line(tail)[1:] if tail else "}")
 
 
 def _elide_long_strings(value: Any) -> Any:
@@ -101,8 +131,10 @@ class EpisodeRecorder:
         self._sink = sink
         self._on_usage = on_usage
         self._event_lines: list[str] = []
+        self._event_kinds: list[str | None] = []  # each line's kind (None: adopted, read from the line)
         self._logged_messages: list[str] = []
         self._logged_tools_hash: str | None = None
+        self._logged_tools: tuple[Any, ...] | None = None  # the ToolDef objects the hash is of
         self._tool_results: dict[str, tuple[int, str]] = {}  # call id -> (seq, result text) of long results
         self._prefix = (
             '{"episode_id":' + json.dumps(self.episode_id) + ',"task_id":' + json.dumps(task_id) + ","
@@ -125,22 +157,58 @@ class EpisodeRecorder:
         """A copy of the events recorded so far."""
         return [json.loads(line) for line in self._event_lines]
 
+    def events_of(self, *kinds: str) -> list[dict[str, Any]]:
+        """A copy of the events of these kinds recorded so far, in order (:attr:`events` filtered on
+        ``kind``, without reading the others: a ``model_request`` with its tool list is long)."""
+        wanted = set(kinds)
+        out: list[dict[str, Any]] = []
+        known = self._event_kinds
+        if len(known) != len(self._event_lines):  # lines added around _append: read every kind
+            known = [None] * len(self._event_lines)
+        for line, kind in zip(self._event_lines, known, strict=True):
+            if kind is None:  # adopted: its kind is in the line
+                event = json.loads(line)
+                if event.get("kind") in wanted:
+                    out.append(event)
+            elif kind in wanted:
+                out.append(json.loads(line))
+        return out
+
     def event(self, kind: str, **data: Any) -> None:
         """Record an event of any ``kind`` with JSON-able ``data`` (``seq``/``t``/``ts`` are reserved)."""
         clash = _RESERVED_EVENT_KEYS.intersection(data)
         if clash:
             raise ValueError(f"event data may not use the reserved key(s) {sorted(clash)} (kind {kind!r})")
         record = {"seq": len(self._event_lines), "t": round(self.elapsed_s, 6), "kind": kind, **data}
-        self._append(dumps_line(record), record)
+        self._append(dumps_line(record), record, kind)
+
+    def _event_raw(
+        self, kind: str, head: dict[str, Any], key: str, raw_json: str | None, tail: dict[str, Any]
+    ) -> None:
+        """:meth:`event` with data ``{**head, key: value, **tail}`` where ``raw_json`` is the JSON
+        text of ``value`` (already serialised: not encoded twice); ``None`` leaves ``key`` out."""
+        if raw_json is None:
+            self.event(kind, **head, **tail)
+            return
+        taken = head.keys() | {key}
+        twice = taken.intersection(tail)
+        if twice:
+            raise TypeError(f"event {kind!r} got multiple values for the key(s) {sorted(twice)}")
+        clash = _RESERVED_EVENT_KEYS.intersection(taken | tail.keys())
+        if clash:
+            raise ValueError(f"event data may not use the reserved key(s) {sorted(clash)} (kind {kind!r})")
+        first = {"seq": len(self._event_lines), "t": round(self.elapsed_s, 6), "kind": kind, **head}
+        self._append(_splice(first, key, raw_json, tail), None, kind)
 
     def adopt_events(self, lines: Sequence[str], *, log: bool = True) -> None:
         """Add the event lines of a finished recorder of this same episode in another process (its
         :attr:`event_lines`); ``log=False`` when that process wrote them to the event log itself."""
         if log:
             for line in lines:
-                self._append(line, None)
+                self._append(line, None, None)
         else:
             self._event_lines.extend(lines)
+            self._event_kinds.extend([None] * len(lines))
 
     @property
     def event_lines(self) -> list[str]:
@@ -157,12 +225,13 @@ class EpisodeRecorder:
         self.totals.add(totals)
         self.answer = answer
 
-    def _append(self, line: str, record: dict[str, Any] | None) -> None:
+    def _append(self, line: str, record: dict[str, Any] | None, kind: str | None) -> None:
         self._event_lines.append(line)
+        self._event_kinds.append(kind)
         if self._sink is not None:
             if len(line) > EVENT_LOG_MAX_STRING:
                 line = dumps_line(_elide_long_strings(json.loads(line) if record is None else record))
-            self._sink(self._prefix + '"ts":' + json.dumps(now_iso()) + "," + line[1:])
+            self._sink(self._prefix + '"ts":"' + now_iso() + '",' + line[1:])  # an ISO time needs no escapes
 
     # ---- model -------------------------------------------------------------------------------
 
@@ -174,6 +243,11 @@ class EpisodeRecorder:
         Only messages that differ from the previous request's are stored (``messages`` starting at
         index ``messages_from``; ``message_count`` is the full length); ``tools`` is stored when it
         changed (``tools_hash`` always). :func:`request_history` rebuilds the full requests.
+
+        A :class:`~client.messages.ToolDef` is taken as unchanged while it is the same object: when
+        ``tools`` holds the very same ``ToolDef`` objects as the previous request (as an agent loop
+        passes its tool list every turn), it is not serialised again. Offer a changed tool as a new
+        ``ToolDef``, not by editing one in place. Other tool values (dicts …) are read every time.
         """
         payload: dict[str, Any] = {}
         if messages is not None:
@@ -187,14 +261,25 @@ class EpisodeRecorder:
             payload["message_count"] = len(encoded)
             payload["messages"] = [self._shared_content(json.loads(m)) for m in encoded[common:]]
             self._logged_messages = encoded
+        tools_text: str | None = None
         if tools is not None:
-            tools_json = [to_jsonable(t) for t in tools]
-            digest = hashlib.sha256(canonical_json(tools_json).encode("utf-8")).hexdigest()[:16]
-            payload["tools_hash"] = digest
-            if digest != self._logged_tools_hash:
-                payload["tools"] = tools_json
+            same = self._logged_tools
+            if (
+                same is not None
+                and len(same) == len(tools)
+                and all(a is b and type(a) is ToolDef for a, b in zip(same, tools, strict=True))
+            ):
+                digest = self._logged_tools_hash  # the same ToolDef objects: the same tools
+            else:
+                listed = list(tools)
+                tools_text = dumps_line(listed)
+                digest = _tools_digest(tools_text, listed)
+                if digest == self._logged_tools_hash:
+                    tools_text = None
                 self._logged_tools_hash = digest
-        self.event("model_request", **payload, **data)
+                self._logged_tools = tuple(listed)
+            payload["tools_hash"] = digest
+        self._event_raw("model_request", payload, "tools", tools_text, data)
 
     def _shared_content(self, message: Any) -> Any:
         """A tool message repeating its call's long result text, as a reference to the tool_call event."""
@@ -219,8 +304,11 @@ class EpisodeRecorder:
         ``latency_s`` and ``usage`` default to the response's own ``latency_s`` / ``usage``;
         ``cost_usd`` ``None`` means the price is unknown (``totals.cost_known`` becomes false).
         """
-        body = to_jsonable(response)
-        if isinstance(body, dict):
+        to_dict = getattr(response, "to_dict", None)
+        body = response if isinstance(response, Mapping) else to_dict() if callable(to_dict) else None
+        if body is None:  # a dataclass, a pydantic model …: its JSON form
+            body = to_jsonable(response)
+        if isinstance(body, Mapping):
             if latency_s is None and isinstance(body.get("latency_s"), int | float):
                 latency_s = float(body["latency_s"])
             if usage is None:
@@ -234,13 +322,12 @@ class EpisodeRecorder:
             totals.cost_known = False
         else:
             totals.cost_usd += float(cost_usd)
-        self.event(
+        self._event_raw(  # serialised once, now: later changes to the response change nothing recorded
             "model_response",
-            response=body,
-            latency_s=latency_s,
-            usage=numbers or None,
-            cost_usd=cost_usd,
-            **data,
+            {},
+            "response",
+            dumps_line(body),
+            {"latency_s": latency_s, "usage": numbers or None, "cost_usd": cost_usd, **data},
         )
         if self._on_usage is not None:
             self._on_usage(

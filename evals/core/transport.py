@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from mcp import Client
+    from mcp.types import DiscoverResult
 
     from client.mcp_session import HTTPClientPool
     from server import ToolServer
@@ -89,9 +90,16 @@ class HTTPSessions:
 
 @dataclasses.dataclass
 class MemorySessions:
-    """The SDK's in-process transport to a low-level server made for each session (its own state)."""
+    """The SDK's in-process transport to a low-level server made for each session (its own state).
+
+    Only the first session asks for ``server/discover``; later ones adopt its result (the servers of
+    one :class:`~server.ToolServer` differ only in their endpoint, which discovery does not name).
+    """
 
     tool_server: ToolServer
+    _discoveries: dict[str, tuple[str, DiscoverResult]] = dataclasses.field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @contextlib.asynccontextmanager
     async def session(self, benchmark: str, task_id: str | None = None) -> AsyncIterator[Client]:
@@ -99,7 +107,7 @@ class MemorySessions:
         from server import EndpointRef
 
         server = self.tool_server.mcp_server(EndpointRef(benchmark, task_id))
-        async with connect(server) as session:
+        async with connect(server, discovery_key="tool_server", discoveries=self._discoveries) as session:
             yield session
 
 

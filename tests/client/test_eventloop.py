@@ -27,3 +27,20 @@ def test_a_wrong_setting_is_named(monkeypatch):
     monkeypatch.setenv(eventloop.ENV, "trio")
     with pytest.raises(ValueError, match="EVALS_EVENT_LOOP must be auto, uvloop or asyncio, not 'trio'"):
         eventloop.loop_name()
+
+
+def test_episode_gc_freezes_and_restores_the_collector():
+    import gc
+
+    before = gc.get_threshold()
+    frozen = gc.get_freeze_count()
+    with eventloop.episode_gc(young=12345):
+        assert gc.get_threshold() == (max(12345, before[0]), before[1], before[2])
+        assert gc.get_freeze_count() > frozen  # what existed is kept out of collections
+        with eventloop.episode_gc(young=5):  # nested: acts once, at the outermost
+            assert gc.get_threshold()[0] == max(12345, before[0])
+        assert gc.get_threshold()[0] == max(12345, before[0]) and gc.get_freeze_count() > frozen
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+    with pytest.raises(RuntimeError), eventloop.episode_gc():
+        raise RuntimeError("restored on errors too")
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen

@@ -291,6 +291,88 @@ def test_recorder_changed_history_and_tools_are_logged_in_full() -> None:
     assert history[1]["messages"][0]["text"] == "EDITED" and history[1]["tools"] == [{"name": "y"}]
 
 
+def _old_tools_hash(tools: list) -> str:
+    """``tools_hash`` as the recorder has always defined it: sha256 of the canonical JSON, 16 hex digits."""
+    import hashlib
+
+    from client.runs import canonical_json, to_jsonable
+
+    return hashlib.sha256(canonical_json([to_jsonable(t) for t in tools]).encode("utf-8")).hexdigest()[:16]
+
+
+def test_recorder_stores_a_tool_list_when_it_changes_and_not_again() -> None:
+    """The same ToolDef objects turn after turn are not serialised again; a changed tool (a new object),
+    a different list, or a dict edited in place is recorded in full; lines read as dumps_line writes them."""
+    from client._runs.jsonutil import dumps_line
+
+    book = ToolDef("BookRestaurant", "book", {"type": "object", "properties": {"n": {"type": "integer", "default": 1}}})
+    find = ToolDef("FindRestaurant", "find", {"type": "object"})
+    tools = [book, find]
+    rec = EpisodeRecorder("t1", sink=lambda _: None)
+    rec.model_request([UserMessage("hi")], tools, tool_choice="auto", turn=0)
+    rec.model_request([UserMessage("hi")], tools, tool_choice="auto", turn=1)  # the agent loop's case
+    rec.model_request([UserMessage("hi")], list(tools), turn=2)  # another list, the same objects
+    changed = [book, ToolDef("FindRestaurant", "find a restaurant", {"type": "object"})]
+    rec.model_request([UserMessage("hi")], changed, turn=3)
+    rec.model_request([UserMessage("hi")], tools, turn=4)  # back to the first list
+    as_dicts = [{"name": "x", "input_schema": {"type": "object"}}]
+    rec.model_request([UserMessage("hi")], as_dicts, turn=5)
+    as_dicts[0]["input_schema"]["required"] = ["y"]  # dicts are read every time
+    rec.model_request([UserMessage("hi")], as_dicts, turn=6)
+    events = rec.events
+    assert ["tools" in e for e in events] == [True, False, False, True, True, True, True]
+    assert [e["tools_hash"] for e in events] == [_old_tools_hash(tools)] * 3 + [_old_tools_hash(changed)] + [
+        _old_tools_hash(tools), _old_tools_hash([{"name": "x", "input_schema": {"type": "object"}}]), _old_tools_hash(as_dicts)
+    ]
+    assert events[0]["tools"] == [t.to_dict() for t in tools] and events[3]["tools"][1]["description"] == "find a restaurant"
+    assert events[6]["tools"][0]["input_schema"]["required"] == ["y"]
+    assert (events[0]["tool_choice"], events[1]["turn"]) == ("auto", 1)
+    history = request_history({"events": events})
+    assert [h["tools"][1]["description"] for h in history[:5]] == ["find", "find", "find", "find a restaurant", "find"]
+    for line in rec.event_lines:  # spliced lines are exactly what serialising the whole event gives
+        assert line == dumps_line(json.loads(line))
+    # another episode (new objects, same content) gets the same hash and its own copy of the list
+    other = EpisodeRecorder("t2")
+    other.model_request([UserMessage("hi")], [ToolDef(t.name, t.description, dict(t.input_schema)) for t in tools])
+    assert other.events[0]["tools_hash"] == events[0]["tools_hash"] and other.events[0]["tools"] == events[0]["tools"]
+    with pytest.raises(TypeError, match="multiple values"):
+        rec.model_request([UserMessage("hi")], changed, tools_hash="x")
+
+
+def test_recorder_response_is_recorded_as_it_was() -> None:
+    from client._runs.jsonutil import dumps_line
+
+    rec = EpisodeRecorder("t1")
+    response = ModelResponse(
+        text="hi", tool_calls=[], reasoning=None, usage=Usage(input_tokens=3, output_tokens=2),
+        stop_reason="stop", latency_s=0.25, model="m", raw={"id": "x", "choices": [{"finish_reason": "stop"}]},
+    )
+    rec.model_response(response, cost_usd=0.5, cached=False)
+    response.raw["id"] = "changed later"
+    response.usage.input_tokens = 100
+    event = rec.events[0]
+    assert event["response"] == {**response.to_dict(), "raw": {"id": "x", "choices": [{"finish_reason": "stop"}]},
+                                 "usage": Usage(input_tokens=3, output_tokens=2).to_dict()}
+    assert event["latency_s"] == 0.25 and event["usage"]["input_tokens"] == 3 and event["cached"] is False
+    assert rec.event_lines[0] == dumps_line(event) and rec.totals.input_tokens == 3
+    rec.model_response({"text": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "latency_s": 2})
+    assert rec.events[1]["latency_s"] == 2.0 and rec.totals.output_tokens == 3
+
+
+def test_recorder_events_of_reads_only_the_kinds_asked_for() -> None:
+    rec = EpisodeRecorder("t1")
+    rec.model_request([UserMessage("hi")], [ToolDef("x", "", {"type": "object"})])
+    rec.tool_call("x", {"a": 1}, "r", {"ok": True}, call_id="c1")
+    rec.note("n")
+    rec.tool_call("x", {"a": 2}, "s", None, True)
+    assert rec.events_of("tool_call") == [e for e in rec.events if e["kind"] == "tool_call"]
+    assert [e["kind"] for e in rec.events_of("note", "model_request")] == ["model_request", "note"]
+    parent = EpisodeRecorder("t1", episode_id=rec.episode_id)
+    parent.adopt_events(rec.event_lines[:2], log=False)  # lines from a worker: their kinds are in the lines
+    parent.adopt_events(rec.event_lines[2:])
+    assert parent.events_of("tool_call") == rec.events_of("tool_call")
+
+
 def test_error_info_keeps_attempts_and_retryable() -> None:
     err = ModelError("server_error", "bad gateway", status=502)
     err.attempts.append(AttemptRecord(1, "server_error", 502, "bad gateway", True, None, 0.5, 0.1))

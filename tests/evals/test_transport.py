@@ -75,3 +75,36 @@ async def test_memory_sessions_of_one_endpoint_keep_their_own_executor_state():
         assert bad.is_error and "hotel" in result_text(bad)
     async with sessions.session("nested", "t1") as c:  # a new session starts from scratch
         assert (await c.call_tool("book_hotel", {"hotel": "Ritz"})).structured_content["book_details"] == "API_call_0"
+
+
+async def test_memory_sessions_ask_for_server_discover_once():
+    """Later sessions adopt the first one's ``server/discover`` result (one per MemorySessions, i.e. per run)."""
+    from client.mcp_session import list_all_tools
+
+    methods: list[str] = []
+
+    class Count:
+        async def __call__(self, ctx, call_next):  # noqa: ANN001, ANN204
+            methods.append(ctx.method)
+            return await call_next(ctx)
+
+    class Counting(ToolServer):
+        def mcp_server(self, default=None):  # noqa: ANN001, ANN201
+            server = super().mcp_server(default)
+            server.middleware.append(Count())
+            return server
+
+    tool_server = Counting([BenchmarkMount(StaticCatalog("nested", {"t1": [BOOK], "t2": [BOOK]}))])
+    sessions = MemorySessions(tool_server)
+    versions = []
+    for task_id in ("t1", "t2", "t1"):
+        async with sessions.session("nested", task_id) as session:
+            assert [t.name for t in await list_all_tools(session)] == ["book_hotel"]
+            result = await session.call_tool("book_hotel", {"hotel": "Ritz"})
+            assert result.structured_content == {"book_details": "API_call_0", "availability": "API_call_1"}
+            versions.append(session.session.protocol_version)
+    assert methods.count("server/discover") == 1 and methods.count("tools/list") == 3 and methods.count("tools/call") == 3
+    assert versions[0] is not None and len(set(versions)) == 1
+    async with MemorySessions(tool_server).session("nested", "t1") as session:  # another run discovers again
+        await list_all_tools(session)
+    assert methods.count("server/discover") == 2

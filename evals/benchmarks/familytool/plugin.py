@@ -297,7 +297,7 @@ class FamilyToolBenchmark:
                 cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or ft.AGENT_SYSTEM_PROMPT)
                 outcome = await run_agent(model, session, ft.agent_prompt(task), recorder, cfg, limiter=env.limiter,
                                           visible=lambda n: n not in KG_WRITE_TOOLS)
-                kg = agent_kg_record(recorder.events)
+                kg = agent_kg_record(recorder.events_of("tool_call"))
             else:
                 if strategy == "kgetool":
                     kg = await self._extract(env, task, session, recorder)
