@@ -197,14 +197,19 @@ async def main() -> None:
     ap.add_argument("--c1-limit", type=int, default=20, help="tasks for concurrency 1 (0 = --limit)")
     ap.add_argument("--repeats", type=int, default=3, help="runs per concurrency; the table shows medians")
     ap.add_argument("--layouts", nargs="+", choices=list(LAYOUTS),
-                    default=["default", "http", "memory", "workers-memory", "workers-http"],
-                    help="the layouts to measure (default: default http memory workers-memory workers-http)")
+                    default=None,
+                    help="the layouts to measure (default: default http memory workers-memory workers-http, "
+                    "and ray where Ray is installed)")
     ap.add_argument("--server-process", action="store_true", help="same as adding server-process to --layouts")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for the workers-* layouts (default: CPUs)")
     ap.add_argument("--json", action="store_true", help="print every row as one JSON object on the last line")
     ap.add_argument("--sdk-floor", action="store_true",
                     help="also measure bare MCP sessions (the SDK's own client cost, no harness) at the largest concurrency")
     args = ap.parse_args()
+    if args.layouts is None:
+        from evals.core.ray_executor import ray_installed
+
+        args.layouts = ["default", "http", "memory", "workers-memory", "workers-http"] + (["ray"] if ray_installed() else [])
     layouts = list(dict.fromkeys(args.layouts + (["server-process"] if args.server_process else [])))
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -478,8 +478,11 @@ async def _work(opts: RunOptions, events_path: str | None, out: Any) -> None:
             out.flush()
             return
         send({"ready": True})
-        while line := await reader.readline():  # EOF: the parent is done, or died
-            core.handle(json.loads(line))
+        from client.eventloop import episode_gc
+
+        with episode_gc():  # as run_episodes does in one process: the loaded benchmark out of collections
+            while line := await reader.readline():  # EOF: the parent is done, or died
+                core.handle(json.loads(line))
 
 
 def main() -> int:
