@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import tempfile
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Self
@@ -14,6 +15,10 @@ from ._lock import DirLock
 from .engine import load_engine
 from .errors import KGError, KGLockedError
 from .triples import Triple, coerce_triples, parse_triple_file, triples_checksum
+
+BUILD_LOCK_TURN_S = 1.0
+"""``ensure_built`` waits for the build lock this long at a time, looking between turns whether another
+process has built the database meanwhile."""
 
 
 class BuildingMixin(StoreBase):
@@ -177,30 +182,42 @@ class BuildingMixin(StoreBase):
             KGError: as :meth:`build`; :class:`KGLockedError` if a needed lock stays taken.
         """
         triples = parse_triple_file(triples_file)
-        eng = load_engine(engine)
-        if (Path(db_dir) / eng.db_filename).is_file():
-            try:
-                with cls.open(
-                    db_dir, read_only=True, lock_timeout=lock_timeout, engine=engine, cache=False
-                ) as s:
-                    meta = s._read_meta()
-            except KGLockedError:
-                raise
-            except KGError:
-                meta = {}  # not a usable kg_store database: rebuild it below
-            if meta.get("source_sha256") == triples_checksum(triples):
+        deadline = time.monotonic() + lock_timeout
+        while True:
+            if cls._up_to_date(db_dir, triples, lock_timeout=lock_timeout, engine=engine):
                 return "unchanged"
-        with cls._build(
-            db_dir,
-            triples,
-            source=str(Path(triples_file).resolve()),
-            lock_timeout=lock_timeout,
-            engine=engine,
-            cache=False,
-            copy_threshold=10_000,
-        ) as store:
-            assert store.last_build_action is not None
-            return store.last_build_action
+            # Another process may be building it right now (two workers of one run on a fresh cache),
+            # and then keep it open read-only: wait for the build lock in short turns and look again
+            # in between, instead of waiting for a lock that such a reader holds for its whole run.
+            try:
+                with cls._build(
+                    db_dir,
+                    triples,
+                    source=str(Path(triples_file).resolve()),
+                    lock_timeout=max(0.0, min(BUILD_LOCK_TURN_S, deadline - time.monotonic())),
+                    engine=engine,
+                    cache=False,
+                    copy_threshold=10_000,
+                ) as store:
+                    assert store.last_build_action is not None
+                    return store.last_build_action
+            except KGLockedError:
+                if time.monotonic() >= deadline:
+                    raise
+
+    @classmethod
+    def _up_to_date(cls, db_dir: str | Path, triples: list[Triple], *, lock_timeout: float, engine: str | None) -> bool:
+        """Whether ``db_dir`` holds a kg_store database of ``triples`` (checked under a shared lock)."""
+        if not (Path(db_dir) / load_engine(engine).db_filename).is_file():
+            return False
+        try:
+            with cls.open(db_dir, read_only=True, lock_timeout=lock_timeout, engine=engine, cache=False) as s:
+                meta = s._read_meta()
+        except KGLockedError:
+            raise
+        except KGError:
+            return False  # not a usable kg_store database: rebuild it
+        return bool(meta.get("source_sha256") == triples_checksum(triples))
 
     @classmethod
     def from_triples(

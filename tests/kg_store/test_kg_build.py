@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,25 @@ def test_connections_rerun_parameterised_multi_hop_queries_correctly(tmp_path: P
         ):
             rows = store._execute(query, {"s": start, "p1": first, "p2": "prefer_dinnertime"})
             assert rows == [[expected]], (start, first)
+
+
+def test_ensure_built_that_lost_the_race_to_build_opens_what_the_winner_built(
+    tmp_path: Path, kg_b_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two processes on a fresh cache (two workers of one run): B looks before A has built the
+    # database, A builds it and keeps it open read-only for its run. B must not wait for a build
+    # lock that A's reader holds for its whole run: it looks again and finds the database built.
+    db = tmp_path / "db"
+    assert KGStore.ensure_built(db, kg_b_file) == "created"  # A's build
+    looks = []
+    real = KGStore._up_to_date.__func__  # type: ignore[attr-defined]
+
+    def up_to_date(cls: type[KGStore], *args: object, **kw: object) -> bool:
+        looks.append(1)
+        return False if len(looks) == 1 else real(cls, *args, **kw)  # B's first look came too early
+
+    monkeypatch.setattr(KGStore, "_up_to_date", classmethod(up_to_date))
+    with KGStore.open(db, read_only=True):  # A's reader, open for its run
+        started = time.monotonic()
+        assert KGStore.ensure_built(db, kg_b_file, lock_timeout=30) == "unchanged"
+        assert time.monotonic() - started < 10 and len(looks) == 2
