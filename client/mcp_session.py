@@ -61,37 +61,36 @@ async def connect(
             if http_client is None:
                 http_client = await stack.enter_async_context(make_http_client(token=token, headers=headers, timeout=timeout))
                 discovery_key = None  # nothing to share it with
-            known = _discovery_cache(http_client, discovery_key)
-            prior = known.get(discovery_key) if known is not None and discovery_key is not None else None
-            pin: dict[str, Any] = {}
-            if prior is not None:
-                pin = {"mode": prior[0], "prior_discover": prior[1]}
             transport = streamable_http_client(target, http_client=http_client, max_sse_event_size=max_sse_event_size)
-            try:
-                client = await stack.enter_async_context(Client(transport, read_timeout_seconds=timeout, **pin))
-            except BaseException:
-                if known is not None and discovery_key is not None:
-                    known.pop(discovery_key, None)
-                raise
-            if known is not None and discovery_key is not None and prior is None:
-                _remember_discovery(known, discovery_key, client)
-            share_output_validators(client)
-            yield client
+            yield await _enter_client(stack, transport, timeout, _discovery_cache(http_client, discovery_key), discovery_key)
     else:
-        known = discoveries if discovery_key is not None else None
-        prior = known.get(discovery_key) if known is not None and discovery_key is not None else None
-        pin = {"mode": prior[0], "prior_discover": prior[1]} if prior is not None else {}
         async with contextlib.AsyncExitStack() as stack:
-            try:
-                client = await stack.enter_async_context(Client(target, read_timeout_seconds=timeout, **pin))
-            except BaseException:
-                if known is not None and discovery_key is not None:
-                    known.pop(discovery_key, None)
-                raise
-            if known is not None and discovery_key is not None and prior is None:
-                _remember_discovery(known, discovery_key, client)
-            share_output_validators(client)
-            yield client
+            yield await _enter_client(stack, target, timeout, discoveries, discovery_key)
+
+
+async def _enter_client(
+    stack: contextlib.AsyncExitStack,
+    target: Any,
+    timeout: float | None,
+    known: dict[str, tuple[str, types.DiscoverResult]] | None,
+    key: str | None,
+) -> Client:
+    """A connected client on ``stack``; it adopts ``known[key]`` (a ``server/discover`` result) when
+    there is one, and stores its own there when there is none."""
+    if key is None:
+        known = None
+    prior = known.get(key) if known is not None and key is not None else None
+    pin: dict[str, Any] = {"mode": prior[0], "prior_discover": prior[1]} if prior is not None else {}
+    try:
+        client = await stack.enter_async_context(Client(target, read_timeout_seconds=timeout, **pin))
+    except BaseException:
+        if known is not None and key is not None:
+            known.pop(key, None)
+        raise
+    if known is not None and key is not None and prior is None:
+        _remember_discovery(known, key, client)
+    share_output_validators(client)
+    return client
 
 
 # ---- server/discover results shared across sessions of one HTTP client ---------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,21 @@ def run_traces():  # noqa: ANN201
         return {r["task_id"]: _without_timing(r) for r in RunDir.open(run).iter_traces(dedupe=False)}
 
     return read
+
+
+@pytest.fixture
+def wait_for_traces():  # noqa: ANN201
+    """``wait_for_traces(traces_path, n, proc)``: wait (up to 120 s) until a run's ``traces.jsonl``
+    has ``n`` lines, while the ``evals run`` process ``proc`` runs; fail if it exits first."""
+    import time
+
+    def wait(traces: Path, n: int, proc: Any) -> None:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            if traces.exists() and traces.read_bytes().count(b"\n") >= n:
+                return
+            time.sleep(0.02)
+        err = proc.stderr.read()[-3000:] if proc.poll() is not None and proc.stderr is not None else ""
+        raise AssertionError(f"fewer than {n} traces before the deadline (exit status {proc.poll()}) {err}")
+
+    return wait

@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -63,15 +62,6 @@ async def test_ray_actors_give_the_same_traces_and_numbers_as_one_local_worker(
     assert len(keys) == len(set(keys)) and {e["task_id"] for e in events if "seq" in e} == set(local)
 
 
-def _wait_for_traces(traces: Path, n: int, proc: subprocess.Popen) -> None:
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if traces.exists() and traces.read_bytes().count(b"\n") >= n:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"fewer than {n} traces before the deadline (exit status {proc.poll()})")
-
-
 def _actor_pids() -> dict[str, int]:
     """The pids of the run's worker actors, by actor name."""
     out = {}
@@ -82,7 +72,7 @@ def _actor_pids() -> dict[str, int]:
     return out
 
 
-def test_an_actor_killed_mid_run_stops_the_run_and_a_resume_leaves_every_task_exactly_once(ray_head, data_dir, tmp_path):
+def test_an_actor_killed_mid_run_stops_the_run_and_a_resume_leaves_every_task_exactly_once(wait_for_traces, ray_head, data_dir, tmp_path):
     run = tmp_path / "run"
     traces = run / "traces.jsonl"
     # a second driver on the module's cluster, as `evals run` on a machine of a cluster would be (it
@@ -92,7 +82,7 @@ def test_an_actor_killed_mid_run_stops_the_run_and_a_resume_leaves_every_task_ex
             "--run-dir", str(run), "--no-progress", "--json"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for_traces(traces, 6, proc)
+        wait_for_traces(traces, 6, proc)
         pids = _actor_pids()
         assert len(pids) == 2, pids
         victim = pids[min(pids)]  # worker 0 (names end in the worker's index)

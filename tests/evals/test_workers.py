@@ -44,16 +44,7 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
-def _wait_for_traces(traces: Path, n: int, proc: subprocess.Popen) -> None:
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if traces.exists() and traces.read_bytes().count(b"\n") >= n:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"fewer than {n} traces before the deadline (exit status {proc.poll()})")
-
-
-def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_task_exactly_once(data_dir, tmp_path):
+def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_task_exactly_once(wait_for_traces, data_dir, tmp_path):
     run = tmp_path / "run"
     traces = run / "traces.jsonl"
     args = [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "oracle:0.05", "--limit", "60",
@@ -61,7 +52,7 @@ def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_t
     seen = 0
     for kill in ("worker", "parent"):
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _wait_for_traces(traces, seen + 8, proc)
+        wait_for_traces(traces, seen + 8, proc)
         workers = _children(proc.pid)
         assert len(workers) == 2, workers
         os.kill(workers[0] if kill == "worker" else proc.pid, signal.SIGKILL)
