@@ -162,10 +162,7 @@ class EpisodeRecorder:
         ``kind``, without reading the others: a ``model_request`` with its tool list is long)."""
         wanted = set(kinds)
         out: list[dict[str, Any]] = []
-        known = self._event_kinds
-        if len(known) != len(self._event_lines):  # lines added around _append: read every kind
-            known = [None] * len(self._event_lines)
-        for line, kind in zip(self._event_lines, known, strict=True):
+        for line, kind in zip(self._event_lines, self._event_kinds, strict=True):
             if kind is None:  # adopted: its kind is in the line
                 event = json.loads(line)
                 if event.get("kind") in wanted:

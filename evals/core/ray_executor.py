@@ -295,7 +295,7 @@ def start_local_head(num_cpus: int) -> None:
 
 def open_cluster(opts: RunOptions, stack: contextlib.ExitStack | contextlib.AsyncExitStack) -> Callable[[int], Awaitable[Channel]]:
     """Connect to Ray (see the module docstring; a head started here is shut down by ``stack``);
-    ``opts.workers`` 0 becomes the cluster's CPU count. Returns the pool's worker starter."""
+    ``opts.workers`` None (``--workers auto``) becomes the cluster's CPU count. Returns the pool's worker starter."""
     if not ray_installed():
         raise ValueError(RAY_MISSING)
     import ray

@@ -47,8 +47,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from client.breaker import RemoteError
+from client.eventloop import episode_gc
 from client.ratelimit import RateLimiter, Reservation
-from client.runs import EpisodeOutcome, EpisodeRecorder, RunDiskFull, append_line
+from client.runner import sole_exception
+from client.runs import EpisodeOutcome, EpisodeRecorder, RunDiskFull, append_line, error_info, to_jsonable
 
 from .server_process import _encode_options, _stop
 
@@ -402,9 +404,6 @@ class WorkerCore:
             self.limiter.granted(int(msg["rid"]))
 
     async def _run(self, msg: dict[str, Any]) -> None:
-        from client.runner import sole_exception
-        from client.runs import error_info, to_jsonable
-
         assert self._bench is not None and self._env is not None
         task_id = msg["task"]
         send = self.send
@@ -478,8 +477,6 @@ async def _work(opts: RunOptions, events_path: str | None, out: Any) -> None:
             out.flush()
             return
         send({"ready": True})
-        from client.eventloop import episode_gc
-
         with episode_gc():  # as run_episodes does in one process: the loaded benchmark out of collections
             while line := await reader.readline():  # EOF: the parent is done, or died
                 core.handle(json.loads(line))
