@@ -125,6 +125,7 @@ _NAMES: dict[str, tuple[str, ...]] = {
         "config_hash",
         "error_info",
         "finished_task_ids",
+        "iter_jsonl",
         "package_version",
         "request_history",
         "summarize_traces",

@@ -12,7 +12,7 @@ here, and this is where other code imports them from.
 """
 
 from client._runs.config import DEFAULT_HASH_KEYS, RunConfigMismatch, config_hash, package_version
-from client._runs.jsonl import RunDiskFull, TraceScan, append_line
+from client._runs.jsonl import RunDiskFull, TraceScan, append_line, iter_jsonl
 from client._runs.jsonutil import canonical_json, error_info, to_jsonable
 from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
@@ -38,6 +38,7 @@ __all__ = [
     "config_hash",
     "error_info",
     "finished_task_ids",
+    "iter_jsonl",
     "package_version",
     "request_history",
     "summarize_traces",

@@ -16,13 +16,14 @@ import errno
 import json
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .jsonutil import dumps_line, now_iso
 
-__all__ = ["RunDiskFull", "TraceScan"]
+__all__ = ["RunDiskFull", "TraceScan", "iter_jsonl"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,18 @@ class RunDiskFull(OSError):
 
 
 _FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+def iter_jsonl(path: Path, *, label: str = "") -> Iterator[tuple[int, Any]]:
+    """``(line number, JSON value)`` of each non-blank line of ``path``; a line that is not JSON is a
+    :class:`ValueError` naming the file (after ``label``, e.g. ``"replay file "``) and the line."""
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{label}{path}: line {n} is not JSON: {exc}") from None
+            yield n, value
 
 
 def disk_full(exc: OSError, path: Path | str) -> OSError:

@@ -31,6 +31,7 @@ from client.messages import (
     Usage,
     UserMessage,
 )
+from client.runs import iter_jsonl
 
 from .errors import ModelError
 
@@ -42,13 +43,7 @@ _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 def _load_conversations(path: Path) -> dict[str, list[dict[str, Any]]]:
     """The assistant turns of every conversation in ``path``, by its first user message."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"replay file {path}: line {n} is not JSON: {exc}") from None
+    for n, record in iter_jsonl(path, label="replay file "):
         convs = next((record[k] for k in ("gen_convs", "conversations", "messages") if isinstance(record, dict)
                       and isinstance(record.get(k), list)), None)
         if convs is None:

@@ -8,11 +8,12 @@ ships benchmark files: ``evals serve`` and ``evals run`` download the missing on
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from client.runs import iter_jsonl
 
 __all__ = ["CACHE_ENV", "DATA_ENV", "DataNotFound", "RemoteFile", "cache_dir", "data_dir", "data_file", "read_jsonl"]
 
@@ -71,11 +72,4 @@ class RemoteFile:
 def read_jsonl(path: Path) -> list[Any]:
     """The JSON values of ``path``'s non-blank lines; a line that is not JSON is a :class:`ValueError`
     naming the file and the line."""
-    out: list[Any] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: line {n} is not JSON: {exc}") from None
-    return out
+    return [value for _, value in iter_jsonl(path)]

@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from client.runs import iter_jsonl
+
 from ...core.formats import ImportedPredictions, PredictionFormat, imported_trace
 from ...core.scoring import read_scores
 
@@ -63,13 +65,7 @@ def read_official(path: Path) -> ImportedPredictions:
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     traces: dict[str, dict[str, Any]] = {}
     for f in files:
-        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{f}: line {n} is not JSON: {exc}") from None
+        for n, rec in iter_jsonl(f):
             if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not isinstance(rec.get("count_dict"), dict):
                 raise ValueError(f"{f}: line {n} is not an official result record (needs 'id' and 'count_dict')")
             convs = rec.get("gen_convs") or []
