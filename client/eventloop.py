@@ -40,12 +40,27 @@ def loop_name() -> str:
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coro)``, on uvloop unless :func:`loop_name` says otherwise."""
+    """``asyncio.run(coro)``, on uvloop unless :func:`loop_name` says otherwise.
+
+    The coroutine runs with sniffio's ``current_async_library_cvar`` set to ``"asyncio"``, as
+    ``anyio.run`` sets it: anyio (under the MCP SDK) asks sniffio which library is running on every
+    cancel scope and task group, and without the variable sniffio looks up the current task each
+    time (about 3% of a worker's CPU per episode, ``bench/bench_harness.py``).
+    """
     if loop_name() == "uvloop":
         import uvloop
 
-        return uvloop.run(coro)
-    return asyncio.run(coro)
+        return uvloop.run(_as_asyncio(coro))
+    return asyncio.run(_as_asyncio(coro))
+
+
+async def _as_asyncio(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        import sniffio
+    except ImportError:  # anyio then checks for a running loop itself
+        return await coro
+    sniffio.current_async_library_cvar.set("asyncio")  # this task's context; tasks it starts copy it
+    return await coro
 
 
 EPISODE_GC_YOUNG = 10_000

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from mcp import types
 from mcp.server import Server, ServerRequestContext
@@ -41,6 +41,13 @@ __all__ = [
     "ToolServer",
     "current_endpoint",
 ]
+
+# What a types.ListToolsResult without tools dumps to (the protocol's default fields), for listings
+# sent in wire form (ToolServer._list_tools).
+_LIST_TOOLS_ENVELOPE: dict[str, Any] = {
+    k: v for k, v in types.ListToolsResult(tools=[]).model_dump(by_alias=True, mode="json", exclude_none=True).items()
+    if k != "tools"
+}
 
 log = logging.getLogger(__name__)
 
@@ -223,9 +230,9 @@ class ToolServer:
                 raise ValueError(f"benchmark {m.name!r} is mounted twice")
             self.mounts[m.name] = m
         self.page_size = page_size
-        self._cache: OrderedDict[EndpointRef, tuple[dict[str, ToolSpec], list[types.Tool]]] = OrderedDict()
+        self._cache: OrderedDict[EndpointRef, tuple[dict[str, ToolSpec], list[dict[str, Any]]]] = OrderedDict()
         self._cache_size = cache_endpoints
-        self._tools_by_spec: dict[int, tuple[ToolSpec, types.Tool]] = {}
+        self._tools_by_spec: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}
         self.default = default
         self._session_states = _SessionStates(session_limits or SessionLimits())
         self.server: Server[Any] = self.mcp_server(default)
@@ -340,7 +347,7 @@ class ToolServer:
         """The tools of an endpoint, by name (candidate tools first, then KG tools)."""
         return self._endpoint(ref)[0]
 
-    def _endpoint(self, ref: EndpointRef) -> tuple[dict[str, ToolSpec], list[types.Tool]]:
+    def _endpoint(self, ref: EndpointRef) -> tuple[dict[str, ToolSpec], list[dict[str, Any]]]:
         hit = self._cache.get(ref)
         if hit is not None:
             self._cache.move_to_end(ref)
@@ -359,11 +366,12 @@ class ToolServer:
             self._cache.popitem(last=False)
         return entry
 
-    def _mcp_tool(self, spec: ToolSpec) -> types.Tool:
-        """The listing entry of a spec, built once per spec (tasks share most of their tools)."""
+    def _mcp_tool(self, spec: ToolSpec) -> dict[str, Any]:
+        """The listing entry of a spec in its wire form (what the SDK dumps a ``types.Tool`` to), built
+        once per spec (tasks share most of their tools); never changed after, so listings share it."""
         hit = self._tools_by_spec.get(id(spec))
         if hit is None or hit[0] is not spec:
-            hit = (spec, spec.to_mcp_tool())
+            hit = (spec, spec.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True))
             self._tools_by_spec[id(spec)] = hit
         return hit[1]
 
@@ -396,10 +404,16 @@ class ToolServer:
                     raise ValueError
             except ValueError:
                 raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {cursor!r}") from None
-        if self.page_size <= 0:
-            return types.ListToolsResult(tools=tools)
-        end = start + self.page_size
-        return types.ListToolsResult(tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None)
+        # The wire form (a dict is a handler result the SDK takes as it is; it still checks the
+        # result against the protocol's ListToolsResult before sending it): the entries are dumped
+        # once per spec, not once per listing.
+        page: dict[str, Any] = {**_LIST_TOOLS_ENVELOPE, "tools": list(tools)}
+        if self.page_size > 0:
+            end = start + self.page_size
+            page["tools"] = tools[start:end]
+            if end < len(tools):
+                page["nextCursor"] = str(end)
+        return cast("types.ListToolsResult", page)
 
     async def call(
         self, ref: EndpointRef, name: str, arguments: Any, ctx: CallContext | None = None

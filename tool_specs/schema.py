@@ -604,6 +604,14 @@ def _canonical_keep_order(value: object) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def is_normalized_json(schema_json: str) -> bool:
+    """Whether ``schema_json`` is, as is, the JSON text of an input schema that
+    :func:`normalize_schema` returned in this process (so known to pass the meta-schema check; it
+    is looked up among the remembered normalisation results, and forgotten ones answer False)."""
+    hit = _INPUT_CACHE.get((schema_json, "[]"))
+    return hit is not None and hit[0] == schema_json
+
+
 def normalize_schema(
     raw: object, *, required: Iterable[str] | None = None
 ) -> tuple[dict[str, Any], list[str]]:

@@ -28,7 +28,7 @@ from jsonschema.exceptions import SchemaError, ValidationError, best_match
 
 from tool_specs.names import suggest_names
 from tool_specs.protocols import Policy, ToolLike
-from tool_specs.schema import _META_VALIDATOR, describe_schema
+from tool_specs.schema import _META_VALIDATOR, describe_schema, is_normalized_json
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -311,7 +311,8 @@ _DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 @lru_cache(maxsize=4096)
 def _compiled(schema_json: str) -> Draft202012Validator:
     schema = json.loads(schema_json)
-    check_schema(schema)
+    if not is_normalized_json(schema_json):  # normalisation checked it already
+        check_schema(schema)
     return Draft202012Validator(_close_objects(schema))
 
 

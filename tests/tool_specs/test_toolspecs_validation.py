@@ -222,3 +222,28 @@ def test_format_problems_text() -> None:
 def test_problem_to_dict_is_json_ready() -> None:
     problem = only(validate_arguments(SCHEMA, {}))
     assert json.loads(json.dumps(problem.to_dict()))["problem"] == "missing_required"
+
+
+def test_a_normalised_schema_is_not_checked_against_the_meta_schema_twice(monkeypatch) -> None:  # noqa: ANN001
+    """Normalisation already checks a schema against the meta-schema; compiling the validator of its
+    result does not check again, while any other schema is still checked (and an invalid one refused)."""
+    from jsonschema import SchemaError
+
+    from tool_specs import compiled_validator, normalize_schema, validation
+
+    checked: list[Any] = []
+    real_check = validation.check_schema
+
+    def counting(schema: Any) -> None:
+        checked.append(schema)
+        real_check(schema)
+
+    monkeypatch.setattr(validation, "check_schema", counting)
+    normalised, _ = normalize_schema({"type": "object", "properties": {"q": {"type": "string", "maxLength": 7}}})
+    assert not compiled_validator(normalised).is_valid({"q": "far too long"})
+    assert checked == []  # the normalised schema was compiled without a second check
+    raw = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 8}}, "x-not-normalised": 1}
+    assert compiled_validator(raw).is_valid({"q": "short"})
+    assert checked == [raw]
+    with pytest.raises(SchemaError):
+        compiled_validator({"type": "object", "properties": {"q": {"type": "string", "maxLength": -1}}})
