@@ -42,7 +42,6 @@ Semantics:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import signal
 import time
@@ -64,7 +63,7 @@ log = logging.getLogger(__name__)
 
 EpisodeFn = Callable[[str, EpisodeRecorder], Awaitable[EpisodeOutcome | None]]
 """``async def episode_fn(task_id, recorder) -> EpisodeOutcome | None``."""
-ScoreFn = Callable[[dict[str, Any]], float | None]
+ScoreFn = Callable[[Mapping[str, Any]], float | None]
 """Scores one trace record for the progress bar's running mean; ``None`` = not scorable."""
 StopReason = Literal["done", "budget", "interrupted", "circuit_breaker"]
 
@@ -261,7 +260,7 @@ class _Runner:
                 log.info("%s; starting no new episodes, %d in flight will finish", message, self.in_flight)
                 self.progress.set_status("budget reached, finishing in-flight")
 
-    def score(self, trace: dict[str, Any]) -> float | None:
+    def score(self, trace: Mapping[str, Any]) -> float | None:
         if self.score_fn is None:
             return None
         try:
@@ -341,7 +340,7 @@ class _Runner:
                 self.errored += 1
             score = None
             if self.score_fn is not None:
-                score = self.score(json.loads(line))
+                score = self.score(recorder.record_view())  # the line's fields; events parsed if read
                 self.scores[task_id] = score
             self.progress.episode_finished(errored=status == "errored", score=score)
             if self.breaker is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import time
 import traceback
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
@@ -77,8 +78,16 @@ def short_json(value: Any, limit: int = 80) -> str:
 
 
 def now_iso() -> str:
-    """The current UTC time, ISO-8601 with milliseconds."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """The current UTC time, ISO-8601 with milliseconds (``datetime.now(UTC).isoformat(timespec=
+    "milliseconds")``; the date and time of day are formatted once per second)."""
+    seconds, micros = divmod(round(time.time() * 1_000_000), 1_000_000)
+    global _iso_second
+    if _iso_second[0] != seconds:
+        _iso_second = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_iso_second[1]}.{micros // 1000:03d}+00:00"
+
+
+_iso_second: tuple[int, str] = (-1, "")
 
 
 def error_info(exc: BaseException, *, with_traceback: bool = True) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..messages import ToolDef
@@ -14,6 +14,29 @@ from .jsonutil import canonical_json, dumps_line, now_iso, to_jsonable
 from .records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, error_payload
 
 __all__ = ["EpisodeRecorder"]
+
+
+class _RecordView(Mapping[str, Any]):
+    """A trace record's fields, with ``events`` parsed from its JSON lines on first access."""
+
+    def __init__(self, head: dict[str, Any], event_lines: Sequence[str]):
+        self._head = head
+        self._event_lines = list(event_lines)
+        self._events: list[Any] | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key != "events":
+            return self._head[key]
+        if self._events is None:
+            self._events = [json.loads(line) for line in self._event_lines]
+        return self._events
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._head
+        yield "events"
+
+    def __len__(self) -> int:
+        return len(self._head) + 1
 
 _RESERVED_EVENT_KEYS = frozenset({"seq", "t", "kind", "episode_id", "task_id", "ts"})
 
@@ -131,6 +154,7 @@ class EpisodeRecorder:
         self._sink = sink
         self._on_usage = on_usage
         self._event_lines: list[str] = []
+        self._record_head: str | None = None  # the JSON of the last built record without its events
         self._event_kinds: list[str | None] = []  # each line's kind (None: adopted, read from the line)
         self._logged_messages: list[str] = []
         self._logged_tools_hash: str | None = None
@@ -413,4 +437,13 @@ class EpisodeRecorder:
             "outcome": outcome.data if outcome is not None else {},
         }
         head = dumps_line(header)
+        self._record_head = head
         return head[:-1] + ',"events":[' + ",".join(self._event_lines) + "]}"
+
+    def record_view(self) -> Mapping[str, Any]:
+        """The record :meth:`build_record` built last, as ``json.loads`` of its line would give it,
+        except that ``events`` is parsed only when asked for (a reader of the outcome alone, such
+        as a progress score, does not parse the whole episode)."""
+        if self._record_head is None:
+            raise RuntimeError("build_record has not been called")
+        return _RecordView(json.loads(self._record_head), self._event_lines)

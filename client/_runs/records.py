@@ -75,7 +75,7 @@ class Totals:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (with ``total_tokens``)."""
-        data = dataclasses.asdict(self)
+        data = dict(vars(self))  # every field is a number or a bool: no deep copy needed
         data["total_tokens"] = self.total_tokens
         data["cost_usd"] = round(self.cost_usd, 10)
         return data

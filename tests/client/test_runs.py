@@ -225,6 +225,14 @@ def test_recorder_totals_events_and_record(tmp_path: Path) -> None:
     assert (totals["model_errors"], totals["retries"]) == (1, 1)
     assert usage == [(120, 0.0012), (10, 0.0)]
 
+    with pytest.raises(RuntimeError, match="build_record"):
+        rec.record_view()
+    line = rec.build_record("completed", outcome=EpisodeOutcome(data={"calls": [{"name": ("x", 1)}]}))
+    trace = json.loads(line)
+    view = rec.record_view()  # what a progress score reads: the line's fields, events parsed on demand
+    assert view["outcome"] == {"calls": [{"name": ["x", 1]}]}  # as JSON gives it: a tuple is a list
+    assert list(view) == list(trace) and len(view) == len(trace)
+    assert dict(view) == trace and view.get("events") == trace["events"]
     trace = json.loads(rec.build_record("completed", outcome=EpisodeOutcome(data={"calls": [{"name": "x"}]})))
     assert trace["task_id"] == "t1" and trace["run_attempt"] == 2 and trace["config_hash"] == "abc"
     assert trace["final_answer"] == "restaurant_0003" and trace["error"] is None
@@ -442,3 +450,19 @@ async def test_cancelled_while_syncing_keeps_the_line_and_close_syncs_it(tmp_pat
     run.close()  # waits for the fsync in flight, then fsyncs and closes
     assert set(RunDir(tmp_path / "run").latest_traces()) == {"t1"}
     assert run._traces_synced == run._traces_written == 1
+
+
+def test_now_iso_is_datetime_isoformat_with_milliseconds() -> None:
+    import re
+    from datetime import UTC, datetime
+
+    from client._runs.jsonutil import now_iso
+
+    before = datetime.now(UTC)
+    stamps = [now_iso() for _ in range(3)]
+    after = datetime.now(UTC)
+    for stamp in stamps:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", stamp), stamp
+        parsed = datetime.fromisoformat(stamp)
+        assert before.replace(microsecond=before.microsecond // 1000 * 1000) <= parsed <= after
+    assert stamps == sorted(stamps)
