@@ -16,7 +16,7 @@ import os
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["ENV", "EPISODE_GC_YOUNG", "episode_gc", "loop_name", "run"]
+__all__ = ["ENV", "EPISODE_GC_YOUNG", "episode_gc", "loop_name", "name_asyncio", "run"]
 
 T = TypeVar("T")
 
@@ -55,12 +55,19 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 
 
 async def _as_asyncio(coro: Coroutine[Any, Any, T]) -> T:
+    name_asyncio()
+    return await coro
+
+
+def name_asyncio() -> None:
+    """Tell sniffio, in the current context, that asyncio runs it (see :func:`run`); tasks started
+    from this context afterwards inherit it. For code on an event loop that :func:`run` did not
+    start (a Ray actor's)."""
     try:
         import sniffio
     except ImportError:  # anyio then checks for a running loop itself
-        return await coro
-    sniffio.current_async_library_cvar.set("asyncio")  # this task's context; tasks it starts copy it
-    return await coro
+        return
+    sniffio.current_async_library_cvar.set("asyncio")
 
 
 EPISODE_GC_YOUNG = 10_000
