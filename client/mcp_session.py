@@ -82,7 +82,9 @@ async def _enter_client(
     prior = known.get(key) if known is not None and key is not None else None
     pin: dict[str, Any] = {"mode": prior[0], "prior_discover": prior[1]} if prior is not None else {}
     try:
-        client = await stack.enter_async_context(Client(target, read_timeout_seconds=timeout, **pin))
+        # cache=None: the SDK's response cache would keep a listing for the life of one session, which
+        # lists once (an episode's), so it only costs (cache keys, a checkpoint, copies) per request
+        client = await stack.enter_async_context(Client(target, read_timeout_seconds=timeout, cache=None, **pin))
     except BaseException:
         if known is not None and key is not None:
             known.pop(key, None)
