@@ -72,7 +72,7 @@ _NAMES: dict[str, tuple[str, ...]] = {
     "agent": ("AgentConfig", "provider_finish_reason", "result_text", "run_agent"),
     "breaker": ("CircuitBreaker", "RemoteError", "RepeatingError", "repeating_error"),
     "cache": ("ResponseCache", "request_key"),
-    "eventloop": ("ENV", "EPISODE_GC_YOUNG", "episode_gc", "loop_name", "run"),
+    "eventloop": ("ENV", "EPISODE_GC_YOUNG", "episode_gc", "loop_name", "name_asyncio", "run"),
     "mcp_session": (
         "HTTPClientPool",
         "connect",
