@@ -57,10 +57,13 @@ log = logging.getLogger(__name__)
 RAY_MISSING = "--executor ray needs Ray, which is not installed: pip install 'mcp-multihop-evals[ray]'"
 STOP_TIMEOUT_S = 30.0
 POLL_GATHER_S = 0.003
-"""How long an actor's poll waits, once it has a message, for more to send in the same reply.
-Episodes end in bunches; a Ray call costs about a millisecond of CPU on each side, so gathering
-them cut the harness's CPU by about 1.5 ms per episode at concurrency 64 with 2 actors on the
-2-CPU machine (``bench/bench_harness.py --layouts ray``), for at most 3 ms more per reply."""
+POLL_GATHER_FROM = 16
+"""With at least ``POLL_GATHER_FROM`` episodes running on an actor, its poll waits ``POLL_GATHER_S``,
+once it has a message, for more to send in the same reply. Episodes end in bunches and a Ray call
+costs about a millisecond of CPU on each side: at concurrency 64 with 2 actors on the 2-CPU machine
+gathering cut the harness's CPU by about 1.5 ms per episode (``bench/bench_harness.py --layouts
+ray``); with few episodes running it only delays the replies (at concurrency 8 it cost 0.03 of the
+ratio), so it is left out there."""
 SINGLE_MACHINE_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray on one machine, on 127.0.0.1
 
 
@@ -143,7 +146,7 @@ class RayWorker:
         while not self._outbox and not self._closed:
             self._wake.clear()
             await self._wake.wait()
-        if not self._closed:
+        if not self._closed and self._core is not None and len(self._core.running) >= POLL_GATHER_FROM:
             await asyncio.sleep(POLL_GATHER_S)  # the episodes that end together answer in one call
         out, self._outbox = self._outbox, []
         return out if out or not self._closed else None
