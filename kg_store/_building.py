@@ -182,9 +182,10 @@ class BuildingMixin(StoreBase):
             KGError: as :meth:`build`; :class:`KGLockedError` if a needed lock stays taken.
         """
         triples = parse_triple_file(triples_file)
+        checksum = triples_checksum(triples)  # once: the loop below may look many times
         deadline = time.monotonic() + lock_timeout
         while True:
-            if cls._up_to_date(db_dir, triples, lock_timeout=lock_timeout, engine=engine):
+            if cls._up_to_date(db_dir, checksum, lock_timeout=lock_timeout, engine=engine):
                 return "unchanged"
             # Another process may be building it right now (two workers of one run on a fresh cache),
             # and then keep it open read-only: wait for the build lock in short turns and look again
@@ -206,8 +207,9 @@ class BuildingMixin(StoreBase):
                     raise
 
     @classmethod
-    def _up_to_date(cls, db_dir: str | Path, triples: list[Triple], *, lock_timeout: float, engine: str | None) -> bool:
-        """Whether ``db_dir`` holds a kg_store database of ``triples`` (checked under a shared lock)."""
+    def _up_to_date(cls, db_dir: str | Path, checksum: str, *, lock_timeout: float, engine: str | None) -> bool:
+        """Whether ``db_dir`` holds a kg_store database of the triples whose :func:`triples_checksum` is
+        ``checksum`` (checked under a shared lock)."""
         if not (Path(db_dir) / load_engine(engine).db_filename).is_file():
             return False
         try:
@@ -217,7 +219,7 @@ class BuildingMixin(StoreBase):
             raise
         except KGError:
             return False  # not a usable kg_store database: rebuild it
-        return bool(meta.get("source_sha256") == triples_checksum(triples))
+        return bool(meta.get("source_sha256") == checksum)
 
     @classmethod
     def from_triples(
