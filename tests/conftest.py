@@ -74,3 +74,25 @@ def wait_for_traces():  # noqa: ANN201
         raise AssertionError(f"fewer than {n} traces before the deadline (exit status {proc.poll()}) {err}")
 
     return wait
+
+
+@pytest.fixture
+def resume_to_the_end():  # noqa: ANN201
+    """``resume_to_the_end(args, run_path, n)``: run the ``evals run`` command ``args`` (a resume) to
+    its end and check that it exits 0, that its summary has all ``n`` tasks completed at tool_em 100,
+    and that the traces hold each task exactly once; returns the traced task ids."""
+    import json
+    import subprocess
+
+    from client.runs import RunDir
+
+    def resume(args: list[str], run: Path, n: int) -> list[str]:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        summary = json.loads(done.stdout.strip().splitlines()[-1])
+        assert summary["completed"] == n and summary["metrics"]["tool_em"] == 100.0
+        ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
+        assert len(ids) == len(set(ids)) == n
+        return ids
+
+    return resume

@@ -72,7 +72,9 @@ def _actor_pids() -> dict[str, int]:
     return out
 
 
-def test_an_actor_killed_mid_run_stops_the_run_and_a_resume_leaves_every_task_exactly_once(wait_for_traces, ray_head, data_dir, tmp_path):
+def test_an_actor_killed_mid_run_stops_the_run_and_a_resume_leaves_every_task_exactly_once(
+    wait_for_traces, resume_to_the_end, ray_head, data_dir, tmp_path
+):
     run = tmp_path / "run"
     traces = run / "traces.jsonl"
     # a second driver on the module's cluster, as `evals run` on a machine of a cluster would be (it
@@ -99,12 +101,7 @@ def test_an_actor_killed_mid_run_stops_the_run_and_a_resume_leaves_every_task_ex
     assert len(ids) == len(set(ids)) == now  # no task twice, no torn line
     assert not _actor_pids()  # the stopped run's actors are gone
 
-    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
-    assert summary["completed"] == 40 and summary["metrics"]["tool_em"] == 100.0
-    ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
-    assert len(ids) == len(set(ids)) == 40
+    resume_to_the_end(args, run, 40)
 
 
 @pytest.mark.parametrize(("settings", "message"), [

@@ -44,7 +44,9 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
-def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_task_exactly_once(wait_for_traces, data_dir, tmp_path):
+def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_task_exactly_once(
+    wait_for_traces, resume_to_the_end, data_dir, tmp_path
+):
     run = tmp_path / "run"
     traces = run / "traces.jsonl"
     args = [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "oracle:0.05", "--limit", "60",
@@ -70,12 +72,7 @@ def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_t
         ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
         assert len(ids) == len(set(ids)) == now  # no task twice, and no torn line
         seen = now
-    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(done.stdout.strip().splitlines()[-1])
-    assert summary["completed"] == 60 and summary["metrics"]["tool_em"] == 100.0
-    ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
-    assert len(ids) == len(set(ids)) == 60
+    ids = resume_to_the_end(args, run, 60)
     assert set(ids) == {t.id for t in load_tasks("b")[:60]}
 
 
