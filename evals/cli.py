@@ -231,9 +231,17 @@ def cmd_score(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return 2
     Console(stderr=args.json).print(summary_table(summary))
+    print_warnings(summary)
     if args.json:
         _json_line(summary)
     return 0
+
+
+def print_warnings(summary: dict[str, Any]) -> None:
+    """The summary's warnings (counts that must not pass unnoticed, e.g. unreadable judge outputs;
+    what an import found), one plain line each on stderr."""
+    for line in summary.get("warnings") or ():
+        print(f"warning: {line}", file=sys.stderr, flush=True)
 
 
 def _import_predictions(args: argparse.Namespace) -> Path:
@@ -376,6 +384,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     Console(stderr=args.json).print(table)
     err.print(result.describe(), markup=False, highlight=False)
     err.print(f"run directory: {summary['run_dir']}", markup=False, highlight=False)
+    print_warnings(summary)
     if args.json:
         _json_line(summary)
     status = run_exit_status(result, summary)

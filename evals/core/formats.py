@@ -49,6 +49,7 @@ class ImportedPredictions:
     strategy: str | None = None  # the strategy the predictions were made with, when known
     options: Mapping[str, Any] = field(default_factory=dict)  # benchmark options they were made with
     model: str | None = None  # who made them, when the files say
+    warnings: tuple[str, ...] = ()  # what the reader noticed (e.g. repeated ids): kept in the config, shown in the summary
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,9 @@ def import_predictions(
     chosen = strategy or got.strategy or bench.info.default_strategy
     if chosen not in bench.info.strategies:
         raise ValueError(f"{benchmark} has no strategy {chosen!r}; available: {', '.join(bench.info.strategies)}")
-    merged = load_benchmark(benchmark, {**got.options, **(options or {})}).options
-    ids = bench.task_ids()
+    made = load_benchmark(benchmark, {**got.options, **(options or {})})  # e.g. the files' language
+    merged = made.options
+    ids = made.task_ids()
     known = set(ids)
     unknown = [t for t in got.traces if t not in known]
     if unknown:
@@ -159,7 +161,8 @@ def import_predictions(
         "model": got.model or f"imported:{format_name}",
         "strategy": chosen,
         "options": dict(merged),
-        "imported": {"format": format_name, "source": str(src.resolve())},
+        "imported": {"format": format_name, "source": str(src.resolve()),
+                     **({"warnings": list(got.warnings)} if got.warnings else {})},
         "run": {"only_traced": True},  # the run covers the tasks the predictions are for
     }
     run_dir = RunDir(out, config)

@@ -12,6 +12,10 @@ scale of their own such as a judge's 0 to 2; ``count``: ``sum(num)``), its stand
 of tasks and samples it was computed over. The standard error of a ratio of sums is the delta
 method's (the usual ``s / sqrt(n)`` when every denominator is 1); it is ``None`` below two tasks.
 
+A count declared with ``warn`` (e.g. judge answers that could not be read) adds a line to the
+summary's ``warnings`` whenever it is above 0; ``evals run`` and ``evals score`` print those lines on
+stderr, so such a count never passes unnoticed.
+
 A *derived* metric (``derived_from`` and ``derive``) has no samples of its own: its value is
 ``derive`` of the unrounded fractions (``sum(num) / sum(den)``, 0 when nothing was counted) of the
 metrics it names, earlier ones in the declaration, derived or not; e.g. an F1 of the run's
@@ -26,7 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Metric", "MetricValue", "TaskScore", "aggregate", "breakdowns", "summary_blocks"]
+__all__ = ["Metric", "MetricValue", "TaskScore", "aggregate", "breakdowns", "metric_warnings", "summary_blocks"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class Metric:
     in_breakdowns: bool = True
     derived_from: tuple[str, ...] = ()  # keys of the metrics whose fractions ``derive`` takes, in order
     derive: Callable[..., float] | None = None  # fractions (0..1) -> this metric's fraction
+    # a count that must never pass unnoticed: when its value is above 0 the summary's ``warnings``
+    # get this text, formatted with ``n`` (the count) and ``of`` (its samples' denominators summed)
+    warn: str = ""
 
     @property
     def key(self) -> str:
@@ -180,4 +187,15 @@ def summary_blocks(metrics: Sequence[Metric], scores: Sequence[TaskScore]) -> di
             stats[m.key] = values[m.key].to_dict()
     blocks["metric_stats"] = stats
     blocks["breakdowns"] = breakdowns(metrics, scores)
+    blocks["warnings"] = metric_warnings(metrics, values)
     return blocks
+
+
+def metric_warnings(metrics: Sequence[Metric], values: Mapping[str, MetricValue]) -> list[str]:
+    """The warnings of the counts declared with ``warn`` whose value is above 0."""
+    out = []
+    for m in metrics:
+        v = values.get(m.key)
+        if m.warn and v is not None and v.value:
+            out.append(f"{m.key}: " + m.warn.format(n=v.value, of=v.samples))
+    return out

@@ -73,6 +73,9 @@ class PaperNumbers:
     model_keys: tuple[str, ...] = ()  # setting keys whose values are model names (matched by alias)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # what a run that does not state a key ran with
     synonyms: Mapping[str, str] = field(default_factory=dict)  # setting value -> the value it means (lowercase)
+    # setting keys that split the rows like the dataset does (e.g. a test set's language): a run never
+    # meets a row whose value differs from its own, not even among "other settings"
+    separate: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,9 @@ def build_summary(
         "completed": sum(1 for t in done if t.get("status") == "completed"),
         "errored": sum(1 for t in done if t.get("status") == "errored"),
         "first_error": _error_brief(first_error),
-        **summary_blocks(metrics, scores),
+        **(blocks := summary_blocks(metrics, scores)),
+        # what the scores counted that must not pass unnoticed, and what an import noticed in its files
+        "warnings": [*blocks["warnings"], *((config.get("imported") or {}).get("warnings") or [])],
         "options": dict(config.get("options") or {}),
         "totals": {"model": _model_totals(traces, task_ids), "judge": dict(judge_totals)},
     }

@@ -274,8 +274,13 @@ def in_run_setting(row: PaperRow, summary: Mapping[str, Any]) -> bool:
 
 
 def _of_dataset(summary: Mapping[str, Any], rows: Sequence[PaperRow]) -> list[PaperRow]:
-    dataset = run_setting(summary).get(DATASET)
-    return [r for r in rows if dataset is not None and r.setting.get(DATASET) == dataset]
+    """The rows of the run's dataset and of its value of every ``separate`` key (e.g. its language)."""
+    setting = run_setting(summary)
+    dataset = setting.get(DATASET)
+    pn = _config(summary)
+    apart = {k: _canon(setting.get(k), pn) for k in (pn.separate if pn else ())}
+    return [r for r in rows if dataset is not None and r.setting.get(DATASET) == dataset
+            and all(_canon(r.setting.get(k), pn) == v for k, v in apart.items())]
 
 
 def paper_rows_for(summary: Mapping[str, Any], rows: Sequence[PaperRow]) -> list[tuple[PaperRow, bool]]:

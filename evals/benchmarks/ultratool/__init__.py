@@ -1,4 +1,4 @@
-"""UltraTool: planning, tool creation and tool usage (Huang et al., 2024), English test set.
+"""UltraTool: planning, tool creation and tool usage (Huang et al., 2024), English and Chinese test sets.
 
 The benchmark's folder, low to high (each module imports only those before it):
 
@@ -11,7 +11,8 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``tools``: tool usage's toolsets as live MCP tools (simulated results);
 * ``plugin``: the ``evals run`` plugin (strategies ``paper`` and ``agent``), scoring, the
   ``ultratool-official`` prediction format;
-* ``paper_numbers.yaml``: the paper's main table (English rows).
+* ``paper_numbers.yaml``: the paper's main table (Chinese-dataset and English-dataset rows; a run is
+  compared with its ``--language``'s rows only).
 
 This module only declares it (no data is read).
 """
@@ -35,6 +36,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("parser", str, "gpt", "how answers are read: the official parser as it reads the GPT runs (gpt), or as "
            "it reads open models' outputs (open: of several lists in an answer, the last [{...}] is kept)",
            choices=("gpt", "open")),
+    Option("language", str, "en", "which test set: en (the English-dataset) or zh (the Chinese-dataset, the "
+           "source the English one was translated from); prompts, rubrics and the judge's score keys follow it",
+           choices=("en", "zh"), aliases=(("ch", "zh"), ("chinese", "zh"), ("english", "en")), serve=True),
     Option("distractors", int, 3, "approximations only: tools of other samples added to each toolset (seeded)",
            check=lambda v: None if 0 <= v <= 20 else "must be between 0 and 20"),
 )
@@ -45,8 +49,10 @@ def needed_files(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, 
     source) when anything else is missing too; the published predictions only on request.
 
     A data directory that already holds the test set (a copy made without the prompt files) serves
-    and scores without them; only a ``paper`` run needs them, and its check names the fetch command."""
-    missing = [("ultratool", f) for f in SOURCES["ultratool"] if not (data_dir / f.dest).is_file()]
+    and scores without them; only a ``paper`` run needs them, and its check names the fetch command. The Chinese test set
+    (``--language zh``) is its own source, ``ultratool-zh``."""
+    source = "ultratool-zh" if options.get("language") in ("zh", "ch", "chinese") else "ultratool"
+    missing = [(source, f) for f in SOURCES[source] if not (data_dir / f.dest).is_file()]
     if all(f in PROTOCOL for _, f in missing):
         return []
     return missing
@@ -54,10 +60,12 @@ def needed_files(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, 
 
 def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
     """A run's setting in the paper's terms: the task (approximations keep their own names, so they
-    never meet the paper's rows), the strategy, the language."""
+    never meet the paper's rows), the strategy, the language (a run made before the option existed
+    is English): a run only ever meets its own language's rows."""
     options = summary.get("options") or {}
+    language = str(options.get("language") or summary.get("language") or "en")
     return {"dataset": NAME, "task": str(options.get("task") or summary.get("task") or "tool_usage"),
-            "strategy": str(summary.get("strategy") or "paper"), "language": "en"}
+            "strategy": str(summary.get("strategy") or "paper"), "language": language}
 
 
 def _load(options: Mapping[str, Any]) -> Benchmark:
@@ -68,8 +76,8 @@ def _load(options: Mapping[str, Any]) -> Benchmark:
 
 INFO = BenchmarkInfo(
     name=NAME,
-    description="UltraTool: planning, tool creation, tool-usage awareness and tool usage (English test set; "
-    "--task picks one; tool usage also live over MCP with --strategy agent)",
+    description="UltraTool: planning, tool creation, tool-usage awareness and tool usage (English or Chinese "
+    "test set, --language; --task picks one; tool usage also live over MCP with --strategy agent)",
     strategies=("paper", "agent"),
     default_strategy="paper",
     load=_load,
@@ -78,7 +86,8 @@ INFO = BenchmarkInfo(
     uses_judge=True,
     data_sources=SOURCES,
     needed_files=needed_files,
-    paper_numbers=PaperNumbers(Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "overall_score"),
+    paper_numbers=PaperNumbers(Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "overall_score",
+                               separate=("language",)),
 )
 BENCHMARKS = (INFO,)
 __all__ = ["APPROXIMATED", "BENCHMARKS", "INFO"]

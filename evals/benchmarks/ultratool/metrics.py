@@ -14,7 +14,11 @@ pinned commit; our own implementation of the same arithmetic).
   score is the mean over its gold arguments (0 when it has none, or when the predicted ``param`` is
   not a dict); a missing step scores 0. The metric is the mean over every gold step of every task.
 * **Judge scores** (planning, tool creation): the mean of each dimension's 1-10 score, divided by
-  10 (so a percentage here).
+  10 (so a percentage here). The score keys are the rubric's: English ones for the English set,
+  Chinese ones (``准确性分数`` ... ``总分``) for the Chinese set, as ``cal_plan_res_en`` /
+  ``cal_plan_res_ch`` read them. A judgment without them stops the official script with an error;
+  here it is counted in ``judge_unreadable``, left out of the dimension means, and reported as a
+  warning in the summary and on stderr.
 
 The official numbers are fractions rounded to 4 places (``round(np.mean(...), 4)``), printed in the
 paper as percentages with 2 decimals; :func:`official_value` computes them the same way (numpy's
@@ -35,6 +39,9 @@ from .parsing import step_number
 
 __all__ = [
     "CREATION_DIMENSIONS",
+    "CREATION_KEYS_ZH",
+    "PLANNING_KEYS_ZH",
+    "judge_keys",
     "METRICS",
     "PLANNING_DIMENSIONS",
     "awareness_values",
@@ -64,7 +71,22 @@ CREATION_DIMENSIONS: tuple[tuple[str, str], ...] = (
     ("overall_score", "Total Score"),
 )
 
+# The Chinese rubrics' keys (``ch_prompt_plan`` / ``ch_prompt_tool``), in the same order: what the
+# official ``cal_plan_res_ch`` / ``cal_tool_create_res_ch`` read from the Chinese set's judgments.
+PLANNING_KEYS_ZH = ("准确性分数", "完整性分数", "可执行性分数", "语法健全性分数", "结构合理性分数", "高效性分数", "总分")
+CREATION_KEYS_ZH = ("格式遵从性分数", "准确性分数", "内容合理性分数", "可执行性分数", "丰富度分数", "总分")
+
 _JUDGE_LABELS = {name: key for name, key in (*PLANNING_DIMENSIONS, *CREATION_DIMENSIONS)}
+
+
+def judge_keys(task: str, language: str = "en") -> tuple[str, ...]:
+    """The score keys the official script reads from a judgment of ``task`` (planning or
+    tool_creation) in ``language``'s test set, in the rubric's order."""
+    if language == "zh":
+        return PLANNING_KEYS_ZH if task == "planning" else CREATION_KEYS_ZH
+    dims = PLANNING_DIMENSIONS if task == "planning" else CREATION_DIMENSIONS
+    return tuple(k for _, k in dims)
+
 
 METRICS: tuple[Metric, ...] = (
     Metric("global_accuracy", "Key-value accuracy, global (every step right)",
@@ -77,7 +99,9 @@ METRICS: tuple[Metric, ...] = (
              description="planning: one judgment per task; tool creation: one per created tool")
       for name in dict.fromkeys(n for n, _ in (*PLANNING_DIMENSIONS, *CREATION_DIMENSIONS))),
     Metric("judge_unreadable", "Judge answers not in the rubric's format", higher_is_better=False, kind="count",
-           over="judgments", in_breakdowns=False),
+           over="judgments", in_breakdowns=False,
+           warn="{n:g} of {of:g} judge outputs could not be read (not the rubric's JSON list with the official "
+                "score keys of the run's --language): left out of the judge's scores, not scored 0"),
     Metric("unparsable_answers", "Answers the official parser cannot read", higher_is_better=False, kind="count",
            in_breakdowns=False),
 )

@@ -32,11 +32,12 @@ from server import BenchmarkMount
 from ...core.data import data_file
 from ...core.metrics import TaskScore
 from ...core.plugin import BenchmarkInfo, EpisodeEnv
-from .files import APPROXIMATED, JUDGED, test_set_path
+from .files import APPROXIMATED, JUDGED, LANGUAGES, test_set_path
 from .metrics import (
     CREATION_DIMENSIONS,
     PLANNING_DIMENSIONS,
     awareness_values,
+    judge_keys,
     levenshtein_scores,
     selection_values,
 )
@@ -91,6 +92,16 @@ def calls_to_steps(calls: Sequence[Mapping[str, Any]], gold: Sequence[Mapping[st
     return out, extra
 
 
+def _unreadable_note(stored: Any, keys: tuple[str, ...]) -> str:
+    """Why a stored judgment was not read: the keys it holds against the ones the official script reads."""
+    if not isinstance(stored, list):
+        return f"not a JSON list of {len(keys)} objects"
+    held = [k for item in stored if isinstance(item, dict) for k in item]
+    other = [lang for lang in LANGUAGES if set(judge_keys("planning", lang)) <= set(held)]
+    hint = f" (they are the {other[0]} rubric's: is --language right?)" if other else ""
+    return f"holds the keys {held[:8]}, not the official {list(keys)}{hint}"
+
+
 def _readable(keys: tuple[str, ...]) -> Any:
     def verdict(text: str) -> bool | None:
         return True if parse_judge_scores(text, keys) is not None else None
@@ -105,13 +116,14 @@ class UltraToolBenchmark:
         self.name = info.name
         self.options = options
         self.task: str = str(options.get("task", "tool_usage"))
+        self.language: str = str(options.get("language") or "en")
         self._records: dict[str, Record] | None = None
 
     @property
     def records(self) -> dict[str, Record]:
         if self._records is None:
             distractors = int(self.options.get("distractors", 3))
-            self._records = {r.id: r for r in load_records(self.task, distractors=distractors)}
+            self._records = {r.id: r for r in load_records(self.task, distractors=distractors, language=self.language)}
         return self._records
 
     def task_ids(self) -> list[str]:
@@ -123,20 +135,21 @@ class UltraToolBenchmark:
         if strategy == "agent" and self.task != "tool_usage":
             raise ValueError(f"--strategy agent calls tools, so it goes with --task tool_usage only (not {self.task})")
         if strategy == "paper":  # its prompts come from the official files: a missing one is named before any episode
-            run_prompts()
+            run_prompts(self.language)
             system_message()
 
     def mounts(
         self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None
     ) -> list[BenchmarkMount]:
-        records = list(self.records.values()) if self.task == "tool_usage" else load_records("tool_usage")
+        records = (list(self.records.values()) if self.task == "tool_usage"
+                   else load_records("tool_usage", language=self.language))
         return [BenchmarkMount(catalog=UltraToolCatalog(self.name, records))]
 
     def data_files(self) -> list[Path]:
-        return [data_file(*test_set_path(self.task).split("/"))]
+        return [data_file(*test_set_path(self.task, self.language).split("/"))]
 
     def summary_extras(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        extra: dict[str, Any] = {"task": self.task}
+        extra: dict[str, Any] = {"task": self.task, "language": self.language}
         if self.task in APPROXIMATED:
             extra["approximation"] = ("built from test.json (the official test file is not public): "
                                       "not comparable with the paper's numbers")
@@ -233,7 +246,7 @@ class UltraToolBenchmark:
     async def _score_plan(self, record: Record, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         score = TaskScore()
         names = [n for n, _ in PLANNING_DIMENSIONS]
-        keys = tuple(k for _, k in PLANNING_DIMENSIONS)
+        keys = judge_keys("planning", self.language)
         done = trace is not None and trace.get("status") == "completed"
         stored = ((trace or {}).get("outcome") or {}).get("judgement") if done else None
         values: list[float] | None | str
@@ -243,12 +256,16 @@ class UltraToolBenchmark:
             values = [0.0] * len(names)
         else:
             answer = clean_plan((trace or {}).get("final_answer") or "")
-            prompt = planning_rubric().format(question=record.data["input"], reference=record.reference, answer=answer)
+            prompt = planning_rubric(self.language).format(question=record.data["input"], reference=record.reference,
+                                                           answer=answer)
             values = await self._judged(ctx, prompt, keys)
         if values == "missing":
             return score  # no judge and nothing stored: counted in judge_missing, left out of the metrics
         score.add("judge_unreadable", float(values is None), 1.0)
-        for name, value in zip(names, values if isinstance(values, list) else [0.0] * len(names), strict=True):
+        if not isinstance(values, list):  # counted and warned about; never a silent 0
+            score.details["judge_unreadable"] = _unreadable_note(stored, keys)
+            return score
+        for name, value in zip(names, values, strict=True):
             score.add(name, value, 10.0)
         return score
 
@@ -259,7 +276,7 @@ class UltraToolBenchmark:
         step counts 0 (the official aggregation)."""
         score = TaskScore()
         names = [n for n, _ in CREATION_DIMENSIONS]
-        keys = tuple(k for _, k in CREATION_DIMENSIONS)
+        keys = judge_keys("tool_creation", self.language)
         pred = self.prediction(record, trace)
         items = pred if isinstance(pred, list) else []
         answered = trace is not None and trace.get("status") == "completed"
@@ -273,19 +290,20 @@ class UltraToolBenchmark:
             if not isinstance(tool, dict) or not tool:
                 continue
             words = str(gold["step"]).split(" ")
-            prompt = creation_rubric().format(question=words[1] if len(words) > 1 else "", reference=gold["tool"], answer=tool)
+            prompt = creation_rubric(self.language).format(question=words[1] if len(words) > 1 else "", reference=gold["tool"], answer=tool)
             values = await self._judged(ctx, prompt, keys)
             if values == "missing":
                 return TaskScore()
             judged += 1
-            if not isinstance(values, list):
+            if not isinstance(values, list):  # counted and warned about; left out, never a silent 0
                 unreadable += 1
-                values = [0.0] * len(names)
+                continue
             sums = [a + b for a, b in zip(sums, values, strict=True)]
-        count = judged or len(record.reference)
+        count = (judged - unreadable) if judged else len(record.reference)
         score.add("judge_unreadable", float(unreadable), float(max(judged, 1)))
-        for name, total in zip(names, sums, strict=True):
-            score.add(name, total, 10.0 * count)
+        if count:
+            for name, total in zip(names, sums, strict=True):
+                score.add(name, total, 10.0 * count)
         score.details["judged_tools"] = judged
         return score
 
@@ -296,8 +314,8 @@ class UltraToolBenchmark:
         return [PredictionFormat(
             name="ultratool-official",
             description="the published runs' files: one JSON line {data, 'init output'} per record, as "
-                        "predictions/English-dataset/<model>/<task>.json (and eval/planning_eval.json with "
-                        "the judge's outputs); read by evaluation/*.py",
+                        "predictions/English-dataset/<model>/<task>.json or predictions/Chinese-dataset/... "
+                        "(and eval/planning_eval.json with the judge's outputs); read by evaluation/*.py",
             export=self._export,
             read=read_official,
         )]
@@ -330,7 +348,7 @@ class UltraToolBenchmark:
         ``evaluation/planning.py`` averages); tasks whose judgment is missing or unreadable are left out."""
         from ...core.scoring import read_scores
 
-        keys = tuple(k for _, k in PLANNING_DIMENSIONS)
+        keys = judge_keys("planning", self.language)
         answers = {r["task_id"]: (r.get("judge") or [{}])[0].get("answer") for r in read_scores(run_dir)}
         lines = []
         for task_id, record in self.records.items():
@@ -355,11 +373,36 @@ def _canonical(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 
+def _row_data(row: Mapping[str, Any], evaluated: bool) -> Any:
+    if evaluated:
+        row = row.get("data") or {}
+    return row.get("data") if "data" in row else row.get("question")
+
+
+def _language_of(first: Mapping[str, Any] | None, task: str, evaluated: bool) -> tuple[str, dict[str, str]]:
+    """The test set a file's records come from (matched by content: the English set first, then the
+    Chinese one) and its ``{record: id}`` map."""
+    found: tuple[str, dict[str, str]] | None = None
+    for language in LANGUAGES:
+        try:
+            ids = {_canonical(r.data): r.id for r in load_records(task, language=language)}
+        except FileNotFoundError:  # that language's test set is not in the data directory
+            continue
+        found = found or (language, ids)
+        if first is None or _canonical(_row_data(first, evaluated)) in ids:
+            return language, ids
+    if found is None:
+        raise FileNotFoundError(f"no UltraTool {task} test file in the data directory (`evals data fetch ultratool`"
+                                " / `evals data fetch ultratool-zh`)")
+    return found
+
+
 def read_official(path: Path) -> ImportedPredictions:
     """A published (or official-format) prediction file as traces: ``<model>/<task>.json`` (records
     ``{data, 'init output'}``, or an open model's ``{question, 'total output'}``), or
     ``<model>/eval/planning_eval.json`` (planning with the judge's outputs, scored from those). Each
-    record is matched to its test record by content; the strategy is ``paper``."""
+    record is matched to its test record by content, in the English or the Chinese test set (the
+    run's ``language`` is the one whose records the file holds); the strategy is ``paper``."""
     from ...core.formats import ImportedPredictions, imported_trace
 
     if path.is_dir():
@@ -369,13 +412,19 @@ def read_official(path: Path) -> ImportedPredictions:
         raise ValueError(f"{path.name}: not an UltraTool prediction file (expected one of {', '.join(_OFFICIAL_FILES)})")
     evaluated = path.name == "planning_eval.json"
     model_dir = path.parent.parent if evaluated else path.parent
-    ids = {_canonical(r.data): r.id for r in load_records(task)}
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    rows = []
+    for n, line in lines:
+        try:
+            rows.append((n, json.loads(line)))
+        except ValueError as exc:
+            raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+        if not isinstance(rows[-1][1], dict):
+            raise ValueError(f"{path}:{n}: not a JSON object")
+    language, ids = _language_of(rows[0][1] if rows else None, task, evaluated)
     traces: dict[str, dict[str, Any]] = {}
     open_model = False
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for n, row in rows:
         judgement = row.get("eval") if evaluated else None
         if evaluated:
             row = row["data"]
@@ -388,7 +437,7 @@ def read_official(path: Path) -> ImportedPredictions:
             raise ValueError(f"{path}:{n}: neither {{data, 'init output'}} nor {{question, 'total output'}}")
         task_id = ids.get(_canonical(data))
         if task_id is None:
-            raise ValueError(f"{path}:{n}: this record is not in UltraTool's {task} test file")
+            raise ValueError(f"{path}:{n}: this record is not in UltraTool's {task} test file ({language} test set)")
         if isinstance(answer, list) and answer and isinstance(answer[0], str):
             answer = answer[0]
         outcome: dict[str, Any] = {"task": task, "strategy": "paper"}
@@ -396,7 +445,7 @@ def read_official(path: Path) -> ImportedPredictions:
             outcome["judgement"] = judgement
         final = answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)
         traces[task_id] = imported_trace(task_id, outcome, final_answer=final, source=str(path))
-    options = {"task": task, "parser": "open" if open_model else "gpt"}
+    options = {"task": task, "parser": "open" if open_model else "gpt", "language": language}
     return ImportedPredictions(traces=traces, strategy="paper", options=options, model=model_dir.name)
 
 

@@ -4,11 +4,13 @@ The published runs' prompts, their system message and the judge's rubrics are th
 code (JoeYing1019/UltraTool at the pinned commit, :data:`.files.PROTOCOL`), fetched into the data
 directory with the test files (``evals data fetch ultratool``, or on first use):
 
-* ``inference/utils.py``: in ``generate_prompt_english``, the task instructions (``USER_PROMPT``),
+* ``inference/utils.py``: in ``generate_prompt_english`` (``generate_prompt_chinese`` for the
+  Chinese test set), the task instructions (``USER_PROMPT``),
   the templates of the record (``PROMPT_DICT``) and of the few-shot example (``EXAMPLE_DICT``), and
   the concatenation that makes a ``few_shot_cot`` prompt (the published GPT runs' method);
 * ``inference/openai_api.py``: the system message of every request (the ``"system"`` message);
-* ``evaluation/config.py``: the judge's English rubrics, ``en_prompt_plan`` and ``en_prompt_tool``.
+* ``evaluation/config.py``: the judge's rubrics, ``en_prompt_plan`` and ``en_prompt_tool`` (the
+  Chinese set's: ``ch_prompt_plan`` and ``ch_prompt_tool``).
 
 Their string literals are read with :mod:`ast` (``ast.literal_eval`` of the literal nodes): the files
 are never imported or run. What is built from them (which template a record takes, how the rubric is
@@ -143,13 +145,28 @@ class RunPrompts:
     few_shot: Concatenation  # the prompt: ``user_prompt`` (the instruction), ``example`` and ``user`` joined
 
 
-def run_prompts() -> RunPrompts:
-    """The published runs' prompt parts, from ``inference/utils.py``."""
-    return _read(INFERENCE_UTILS, _run_prompts)
+# a language's prompt function of ``inference/utils.py`` and prefix of its rubrics in ``evaluation/config.py``
+_PROMPT_FUNCTION = {"en": "generate_prompt_english", "zh": "generate_prompt_chinese"}
+_RUBRIC_PREFIX = {"en": "en", "zh": "ch"}
 
 
-def _run_prompts(path: Path, tree: ast.Module) -> RunPrompts:
-    where = "generate_prompt_english"
+def run_prompts(language: str = "en") -> RunPrompts:
+    """The published runs' prompt parts of a language's test set, from ``inference/utils.py``."""
+    return _read(INFERENCE_UTILS, _RUN_PROMPTS[language])
+
+
+def _run_prompts_en(path: Path, tree: ast.Module) -> RunPrompts:
+    return _run_prompts(path, tree, _PROMPT_FUNCTION["en"])
+
+
+def _run_prompts_zh(path: Path, tree: ast.Module) -> RunPrompts:
+    return _run_prompts(path, tree, _PROMPT_FUNCTION["zh"])
+
+
+_RUN_PROMPTS = {"en": _run_prompts_en, "zh": _run_prompts_zh}
+
+
+def _run_prompts(path: Path, tree: ast.Module, where: str) -> RunPrompts:
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == where), None)
     if fn is None:
         raise ValueError(f"{path}: no function {where}")
@@ -187,16 +204,27 @@ def _system_message(path: Path, tree: ast.Module) -> str:
 
 
 def _rubrics(path: Path, tree: ast.Module) -> dict[str, str]:
+    """Every rubric of ``evaluation/config.py`` that is there (``en_prompt_plan``, ``ch_prompt_tool``...)."""
+    names = [f"{p}_prompt_{kind}" for p in _RUBRIC_PREFIX.values() for kind in ("plan", "tool")]
+    present = {n.targets[0].id for n in tree.body if isinstance(n, ast.Assign) and len(n.targets) == 1
+               and isinstance(n.targets[0], ast.Name)}
     return {name: _literal_str(_assigned(tree.body, name, path, "the module"), path, name)
-            for name in ("en_prompt_plan", "en_prompt_tool")}
+            for name in names if name in present}
 
 
-def planning_rubric() -> str:
-    """The judge's rubric for a plan (``en_prompt_plan``): ``str.format`` fields ``question``,
-    ``reference``, ``answer``."""
-    return _read(EVALUATION_CONFIG, _rubrics)["en_prompt_plan"]
+def _rubric(name: str) -> str:
+    rubrics = _read(EVALUATION_CONFIG, _rubrics)
+    if name not in rubrics:
+        raise ValueError(f"{official_file(EVALUATION_CONFIG)}: no assignment to {name} in the module")
+    return rubrics[name]
 
 
-def creation_rubric() -> str:
-    """The judge's rubric for a created tool (``en_prompt_tool``): the same fields."""
-    return _read(EVALUATION_CONFIG, _rubrics)["en_prompt_tool"]
+def planning_rubric(language: str = "en") -> str:
+    """The judge's rubric for a plan (``en_prompt_plan``; ``ch_prompt_plan`` for the Chinese set):
+    ``str.format`` fields ``question``, ``reference``, ``answer``."""
+    return _rubric(f"{_RUBRIC_PREFIX[language]}_prompt_plan")
+
+
+def creation_rubric(language: str = "en") -> str:
+    """The judge's rubric for a created tool (``en_prompt_tool`` / ``ch_prompt_tool``): the same fields."""
+    return _rubric(f"{_RUBRIC_PREFIX[language]}_prompt_tool")

@@ -3,6 +3,9 @@
 Every test file holds 1,000 records, one per ``test.json`` query in the same order; a task's id is
 its record's line number (``"0"`` ... ``"999"``), the same id in every file.
 
+The Chinese test set (``--language zh``) has the same files and ids; its prompts are built from
+``generate_prompt_chinese`` the same way.
+
 The prompts are the published runs' (``few_shot_cot``), built from the official texts that
 :mod:`.prompts` reads from the official ``inference/utils.py``: the task's instruction, the rule to
 keep to the output format, the file's one example, then the record, each filled into the official
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.data import data_file, read_jsonl
-from .files import APPROXIMATED, ROOT, TASKS, test_set_path
+from .files import APPROXIMATED, TASKS, language_root, test_set_path
 from .prompts import run_prompts
 
 __all__ = ["Record", "build_prompt", "call_name", "example", "load_records", "tool_steps"]
@@ -47,6 +50,7 @@ class Record:
     task: str
     data: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
+    language: str = "en"  # the test set it comes from: en (English-dataset) or zh (Chinese-dataset)
 
     @property
     def reference(self) -> Any:
@@ -114,14 +118,14 @@ def _approx_record(index: int, raw: Mapping[str, Any], pool: list[dict[str, Any]
     return {"input": steps, "toolset": toolset, "reference": reference}
 
 
-def load_records(task: str, *, distractors: int = 3) -> list[Record]:
-    """The task's records in file order (ids ``"0"``...). Approximated tasks are built from
-    ``test.json`` (see the module docstring)."""
+def load_records(task: str, *, distractors: int = 3, language: str = "en") -> list[Record]:
+    """The task's records of a language's test set in file order (ids ``"0"``...). Approximated
+    tasks are built from ``test.json`` (see the module docstring)."""
     if task not in TASKS:
         raise ValueError(f"ultratool has no task {task!r}; available: {', '.join(TASKS)}")
-    rows = _file_records(test_set_path(task))
+    rows = _file_records(test_set_path(task, language))
     if task not in APPROXIMATED:
-        return [Record(str(i), task, dict(r)) for i, r in enumerate(rows)]
+        return [Record(str(i), task, dict(r), language=language) for i, r in enumerate(rows)]
     pool: dict[str, dict[str, Any]] = {}
     for r in rows:
         for t in r["tools"]:
@@ -131,14 +135,15 @@ def load_records(task: str, *, distractors: int = 3) -> list[Record]:
     for i, r in enumerate(rows):
         data = _approx_record(i, r, tools, task, distractors)
         if data["reference"]:  # a query without a tool step has nothing to select or create
-            out.append(Record(str(i), task, data, {"domain": r.get("domain")}))
+            out.append(Record(str(i), task, data, {"domain": r.get("domain")}, language=language))
     return out
 
 
-def example(task: str) -> dict[str, Any]:
-    """The task's one few-shot example (``example/<task>.json``)."""
+def example(task: str, language: str = "en") -> dict[str, Any]:
+    """The task's one few-shot example (``example/<task>.json`` of the language's test set)."""
     name = task.removesuffix("_approx")
-    data: dict[str, Any] = json.loads(data_file(*ROOT.split("/"), "example", f"{name}.json").read_text(encoding="utf-8"))
+    root = language_root(language).split("/")
+    data: dict[str, Any] = json.loads(data_file(*root, "example", f"{name}.json").read_text(encoding="utf-8"))
     return data
 
 
@@ -157,11 +162,11 @@ def build_prompt(record: Record) -> str:
     """The published runs' ``few_shot_cot`` prompt for ``record``, from the official texts
     (:func:`.prompts.run_prompts`; see the module docstring)."""
     task = record.task.removesuffix("_approx")
-    official = run_prompts()
+    official = run_prompts(record.language)
     key = _template_key(task, record.data)
     return official.few_shot.fill({
         "user_prompt": official.instructions[task],
-        "example": official.example_templates[key].format_map(example(record.task)),
+        "example": official.example_templates[key].format_map(example(record.task, record.language)),
         "user": official.record_templates[key].format_map(record.data),
     })
 
