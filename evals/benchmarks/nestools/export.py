@@ -8,8 +8,16 @@ official evaluation reads only these two keys (``--predict_file_path``).
   file order): ``oneshot``, the model's answer text; ``agent``, the call list made from the trace
   (JSON); a failed episode, ``-1`` (the official code leaves it out, as we do).
 * Read: such a file (or a folder holding ``raw_response.jsonl``) becomes one imported trace per
-  line: ``-1`` an errored one, anything else a completed one whose raw response is scored exactly
+  test id: ``-1`` an errored one, anything else a completed one whose raw response is scored exactly
   as the official code scores it (a response that is not a string is malformed).
+
+  ``eval.py`` scores *every line*: the official inference appends to its output file, so a rerun
+  repeats test ids, and each repeated line counts again (``all_num`` counts lines). We do the
+  same: a test id's trace keeps its first response and, under ``outcome.repeats``, the responses of
+  its later lines (in file order); each is scored, and the task's samples are their sums. Lines of
+  ``-1`` are left out as ``eval.py`` leaves them out (an id whose every line is ``-1`` is an errored
+  trace). A file that repeats ids gets a warning (kept in the run's config, shown in the summary and
+  on stderr) naming how many ids and lines.
 """
 
 from __future__ import annotations
@@ -62,7 +70,7 @@ def official_format(task_ids: list[str], prediction: Callable[[str, Mapping[str,
         src = _source(Path(path))
         if not src.is_file():
             raise FileNotFoundError(f"no {FILE_NAME} at {str(path)!r}")
-        traces: dict[str, dict[str, Any]] = {}
+        lines: dict[str, list[Any]] = {}  # test id -> its responses, in file order
         for n, line in enumerate(src.read_text(encoding="utf-8").splitlines(), 1):
             if not line.strip():
                 continue
@@ -72,13 +80,20 @@ def official_format(task_ids: list[str], prediction: Callable[[str, Mapping[str,
                 response = record["response"]
             except (ValueError, KeyError, TypeError) as exc:
                 raise ValueError(f"{src}:{n}: not a prediction line with test_id and response ({exc})") from None
-            if response == -1:  # as eval.py tests it (so -1.0 too)
+            lines.setdefault(task_id, []).append(response)
+        traces: dict[str, dict[str, Any]] = {}
+        for task_id, responses in lines.items():
+            scored = [r for r in responses if not r == -1]  # as eval.py tests it (so -1.0 too)
+            if not scored:
                 traces[task_id] = imported_trace(task_id, None, source=str(src))
-            else:
-                final = response if isinstance(response, str) else None
-                traces[task_id] = imported_trace(task_id, {"prediction": response, "strategy": "oneshot"},
-                                                 final_answer=final, source=str(src))
-        return ImportedPredictions(traces=traces, strategy="oneshot")
+                continue
+            outcome: dict[str, Any] = {"prediction": scored[0], "strategy": "oneshot"}
+            if len(scored) > 1:
+                outcome["repeats"] = scored[1:]
+            first = scored[0]
+            traces[task_id] = imported_trace(task_id, outcome, final_answer=first if isinstance(first, str) else None,
+                                             source=str(src))
+        return ImportedPredictions(traces=traces, strategy="oneshot", warnings=_repeat_warnings(src, lines))
 
     return PredictionFormat(
         FORMAT_NAME,
@@ -87,3 +102,14 @@ def official_format(task_ids: list[str], prediction: Callable[[str, Mapping[str,
         export,
         read,
     )
+
+
+def _repeat_warnings(src: Path, lines: Mapping[str, list[Any]]) -> tuple[str, ...]:
+    repeated = {t: len(r) for t, r in lines.items() if len(r) > 1}
+    if not repeated:
+        return ()
+    extra = sum(n - 1 for n in repeated.values())
+    first = next(iter(repeated))
+    return (f"{src.name}: {len(repeated)} test_id(s) appear on more than one line ({extra} extra line(s); e.g. "
+            f"test_id {first} on {repeated[first]} lines): every line is scored, as eval.py scores it (the official "
+            "inference appends to its output file, so a rerun repeats ids)",)

@@ -17,6 +17,7 @@ depth 1 alone shows none.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ...core.metrics import Metric, TaskScore
@@ -52,7 +53,8 @@ def _declare() -> tuple[Metric, ...]:
                       derived_from=tuple(f"{n}_f1" for n, _, _ in _DIMS), derive=_average))
     out.append(Metric("tree_accuracy", "Tree pass rate", digits=1,
                       description="every call, pair, parameter and nested parameter right and nothing extra"))
-    out.append(Metric("scored_tasks", "tasks scored", kind="count"))
+    out.append(Metric("scored_tasks", "predictions scored (eval.py's all_num: a test id repeated in an imported "
+                      "file counts once per line)", kind="count"))
     out.append(Metric("failed_tasks", "failed episodes (left out, as the official code leaves out a response of -1)",
                       kind="count", higher_is_better=False))
     return tuple(out)
@@ -61,24 +63,38 @@ def _declare() -> tuple[Metric, ...]:
 METRICS = _declare()
 
 
-def task_score(counts: SampleCounts | None, details: dict[str, Any] | None = None) -> TaskScore:
-    """One task's samples (``counts`` None: the episode failed)."""
+def task_score(counts: SampleCounts | None, details: dict[str, Any] | None = None, *,
+               repeats: Sequence[SampleCounts] = ()) -> TaskScore:
+    """One task's samples (``counts`` None: the episode failed). ``repeats``: the counts of an
+    imported file's later lines for the same test id, each counted as ``eval.py`` counts a line
+    (the task's samples are the sums over its lines; ``scored_tasks`` counts lines, as ``all_num``)."""
     score = TaskScore(details=dict(details or {}))
     if counts is None:
         score.add("failed_tasks", 1.0, 0.0)
         return score
     score.groups["depth"] = str(counts.depth)
     score.details["counts"] = counts.to_dict()
+    if repeats:
+        score.details["repeated_lines"] = [c.to_dict() for c in repeats]
+    lines = [counts, *repeats]
     if counts.depth not in DEPTHS:
         return score
-    score.add("format_accuracy", float(counts.well_formed))
+    n = float(len(lines))
+    score.add("format_accuracy", float(sum(c.well_formed for c in lines)), n)
     for name, dim, _ in _DIMS:
-        if dim == "nest" and not (counts.gold_nest or counts.predict_nest):
+        if dim == "nest" and not any(c.gold_nest or c.predict_nest for c in lines):
             continue  # (0, 0) would change no sum; left out, a group with no nesting has no nested metrics
-        correct = getattr(counts, f"correct_{dim}")
-        score.add(f"{name}_precision", correct, getattr(counts, f"predict_{dim}"))
-        score.add(f"{name}_recall", correct, getattr(counts, f"gold_{dim}"))
-    score.add("tree_accuracy", float(counts.tree))
-    score.add("scored_tasks", 1.0, 0.0)
+        correct = _total(lines, f"correct_{dim}")
+        score.add(f"{name}_precision", correct, _total(lines, f"predict_{dim}"))
+        score.add(f"{name}_recall", correct, _total(lines, f"gold_{dim}"))
+    score.add("tree_accuracy", float(sum(c.tree for c in lines)), n)
+    score.add("scored_tasks", n, 0.0)
     score.add("failed_tasks", 0.0, 0.0)
     return score
+
+
+def _total(lines: Sequence[SampleCounts], field: str) -> float:
+    total: float = 0
+    for c in lines:  # in file order, as eval.py adds them
+        total += getattr(c, field)
+    return total

@@ -181,6 +181,15 @@ class NesToolsBenchmark:
             return None
         return score_prediction(task.calls, task.api_ids, self.prediction(task_id, trace))
 
+    def repeat_counts(self, task_id: str, trace: Mapping[str, Any] | None) -> list[SampleCounts]:
+        """The official counts of an imported file's later lines for the same test id (``eval.py``
+        scores every line; see :mod:`.export`), in file order."""
+        if trace is None or trace.get("status") != "completed":
+            return []
+        task = self.tasks[task_id]
+        repeats = (trace.get("outcome") or {}).get("repeats") or []
+        return [score_prediction(task.calls, task.api_ids, r if isinstance(r, str) else -1) for r in repeats]
+
     def formats(self) -> list[PredictionFormat]:
         return [official_format(self.task_ids(), self.prediction)]
 
@@ -194,4 +203,4 @@ class NesToolsBenchmark:
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         if task_id not in self.tasks:
             raise ValueError(f"the run has a task id that is not in NesTools: {task_id!r}")
-        return task_score(self.counts(task_id, trace))
+        return task_score(self.counts(task_id, trace), repeats=self.repeat_counts(task_id, trace))

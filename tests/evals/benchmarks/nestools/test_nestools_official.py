@@ -75,6 +75,35 @@ async def test_evals_score_of_the_official_format_shows_the_official_numbers(nam
     assert summary["metrics"]["failed_tasks"] == 10 - expected["all_num"]
 
 
+@needs_data
+async def test_a_file_that_repeats_test_ids_is_scored_line_by_line_as_eval_py_and_warned_about(tmp_path, capsys):
+    """``repeated_ids.jsonl``: the mix file with a rerun appended (the official inference appends, so
+    ids repeat; one rerun line is -1, one answers an id that was -1). Every line counts, as eval.py
+    counts it (fixtures/official_output_repeated_ids.txt); the import warns about the repeated ids."""
+    expected = EXPECTED["repeated_ids"]
+    run = import_predictions(FIXTURES / "repeated_ids.jsonl", "nestools-official", "nestools", tmp_path / "run")
+    summary = await score_run_dir(run)
+    assert [summary["metrics"][k] for k in PRINTED] == [float(v) for v in expected["printed"]]
+    assert summary["metrics"]["scored_tasks"] == expected["all_num"] == 15  # lines, as all_num
+    assert summary["metrics"]["tree_accuracy"] == round(100 * expected["tree_acc"] / expected["all_num"], 1)
+    assert summary["completed"] == 10 and summary["metrics"]["failed_tasks"] == 0
+    # the unrounded ratios: the same sums, added per task rather than in file order (1e-12)
+    stats = summary["metric_stats"]
+    for ours, theirs in (("param_precision", "P_param"), ("param_recall", "R_param"), ("selection_recall", "R_api")):
+        assert abs(stats[ours]["value"] - round(100 * expected[theirs], 1)) < 1e-9
+    [warning] = summary["warnings"]
+    assert "6 test_id(s) appear on more than one line (7 extra line(s)" in warning and "every line is scored" in warning
+    # keeping the last line of each id (the old reading) gives other numbers
+    last = {}
+    for line in (FIXTURES / "repeated_ids.jsonl").read_text().splitlines():
+        last[json.loads(line)["test_id"]] = line
+    (tmp_path / "last.jsonl").write_text("".join(v + "\n" for v in last.values()))
+    other = await score_run_dir(import_predictions(tmp_path / "last.jsonl", "nestools-official", "nestools",
+                                                   tmp_path / "last"))
+    assert [other["metrics"][k] for k in PRINTED] != [float(v) for v in expected["printed"]]
+    assert other["warnings"] == []
+
+
 def test_parsing_is_as_lenient_as_the_official_code_and_no_more():
     calls = [{"api_name": "a", "api_id": 1, "parameters": {"x": True}}]
     assert parse_prediction("Sure:\n```json\n" + json.dumps(calls) + "\n```") == calls  # json.loads
