@@ -14,7 +14,9 @@ A benchmark may offer :class:`PredictionFormat` s (its optional ``formats()`` me
 directory (``config.json`` names the format and the source) and scores it like any run, so the
 report, ``evals score`` and ``evals export`` then work on it as well. The run covers exactly the
 tasks the predictions are for (``run.only_traced`` in its config), as the official scripts score
-the predictions they are given.
+the predictions they are given; a reader whose official script divides by the full set's size
+says ``covers_all`` and the tasks without a prediction count as failed. What a reader noticed in
+the files (``warnings``: e.g. repeated ids) is kept in the config and shown in the summary.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ class ImportedPredictions:
     options: Mapping[str, Any] = field(default_factory=dict)  # benchmark options they were made with
     model: str | None = None  # who made them, when the files say
     warnings: tuple[str, ...] = ()  # what the reader noticed (e.g. repeated ids): kept in the config, shown in the summary
+    # the run covers every task of the benchmark, a task without a prediction counting as failed (as an
+    # official script that divides by the full set's size counts it); default: only the predicted tasks
+    covers_all: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,8 @@ def import_predictions(
         "options": dict(merged),
         "imported": {"format": format_name, "source": str(src.resolve()),
                      **({"warnings": list(got.warnings)} if got.warnings else {})},
-        "run": {"only_traced": True},  # the run covers the tasks the predictions are for
+        # the run covers the tasks the predictions are for (or, covers_all, every task)
+        "run": {"only_traced": not got.covers_all},
     }
     run_dir = RunDir(out, config)
     try:

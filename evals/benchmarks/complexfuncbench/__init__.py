@@ -33,6 +33,9 @@ OPTIONS: tuple[Option, ...] = (
            "the full file when it is there and else the sample (auto)", choices=("auto", "full", "sample"), serve=True),
     Option("samples_file", str, "", "read the samples from these files instead (comma-separated; the official record "
            "format, .jsonl or .json)", serve=True, metavar="FILES"),
+    Option("results_file", str, "", "score this official result file (result.jsonl, or a folder of them) without "
+           "the dataset, as print_results.py does; set by `evals score FILE --format complexfuncbench-official` "
+           "when the dataset is absent (ignored with --samples-file)", metavar="FILE", run=False),
     Option("call_judge", str, None, "the LLM judge of the official call comparison (the official code uses "
            "openai:gpt-4o-2024-05-13); without one, a call that only the judge could accept does not match",
            serve=True, metavar="MODEL"),

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from client.runs import iter_jsonl
 
+from ...core.data import data_dir
 from ...core.formats import ImportedPredictions, PredictionFormat, imported_trace
 from ...core.scoring import read_scores
+from .files import FULL
 
 if TYPE_CHECKING:
     from client.runs import RunDir
@@ -61,7 +63,10 @@ def _export(run_dir: RunDir, out: Path) -> list[Path]:
 
 
 def read_official(path: Path) -> ImportedPredictions:
-    """An official result file (or a folder holding ``*.jsonl`` result files) as traces."""
+    """An official result file (or a folder holding ``*.jsonl`` result files) as traces. The run covers
+    every sample (one without a record counts as failed, as ``print_results.py`` divides by the full
+    set's sizes); without the dataset in the data directory it is scored from the file alone
+    (``results_file``, :mod:`.results`)."""
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     traces: dict[str, dict[str, Any]] = {}
     for f in files:
@@ -75,7 +80,8 @@ def read_official(path: Path) -> ImportedPredictions:
                                     "conversation": convs, "final_answer": final,
                                     "resp_eval": rec.get("resp_eval")}}
             traces[rec["id"]] = imported_trace(rec["id"], outcome, final_answer=final, source=str(f))
-    return ImportedPredictions(traces, strategy="agent")
+    options = {} if data_dir().joinpath(*FULL).is_file() else {"results_file": str(path.resolve())}
+    return ImportedPredictions(traces, strategy="agent", options=options, covers_all=True)
 
 
 def official_format() -> PredictionFormat:

@@ -18,6 +18,7 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .data import Sample, load_exact_match, load_samples
 from .files import EXACT_MATCH, FULL, NAME, PROMPTS_COMPARE, PROMPTS_RESPONSE, SAMPLE, TOOL_INFO
 from .metrics import task_score
+from .results import NEEDS_DATASET, ResultSample, load_result_samples
 from .tools import FINISH_TOOL, HIDDEN_TOOLS, TURN_TOOL, ReplayConfig, sample_tools
 
 if TYPE_CHECKING:
@@ -51,23 +52,61 @@ def sample_paths(options: Mapping[str, Any]) -> list[Path]:
 class ComplexFuncBenchBenchmark:
     def __init__(self, info: BenchmarkInfo, options: Mapping[str, Any]):
         self.info, self.options = info, options
-        self.paths = sample_paths(options)
-        self.samples: dict[str, Sample] = {s.id: s for s in load_samples(self.paths)}
-        self.exact = load_exact_match(data_file(*EXACT_MATCH))
+        results = str(options.get("results_file") or "").strip()
+        # scoring a result file alone (see .results): no dataset is read
+        self.results_file = Path(results).expanduser() if results and not options.get("samples_file") else None
+        self.result_samples: dict[str, ResultSample] = {}
+        self._samples: dict[str, Sample] | None = None  # read on first use: reading a result file needs none
+        self._paths: list[Path] | None = None
+        self._exact: Any = None
+        if self.results_file is not None:
+            self._paths, self._samples = [], {}
+            self.result_samples = {s.id: s for s in load_result_samples(self.results_file)}
+
+    @property
+    def paths(self) -> list[Path]:
+        if self._paths is None:
+            self._paths = sample_paths(self.options)
+        return self._paths
+
+    @property
+    def samples(self) -> dict[str, Sample]:
+        if self._samples is None:
+            self._samples = {s.id: s for s in load_samples(self.paths)}
+        return self._samples
+
+    @property
+    def exact(self) -> Any:
+        if self._exact is None:
+            self._exact = load_exact_match(data_file(*EXACT_MATCH))
+        return self._exact
 
     # ---- the contract ----
     def task_ids(self) -> list[str]:
-        return list(self.samples)
+        return list(self.result_samples or self.samples)
 
     def check(self, strategy: str, *, own_server: bool) -> None:
+        if self.results_file is not None:
+            raise ValueError(f"--results-file scores an official result file without the dataset; a run needs the "
+                             f"samples: leave it out (it is {self.results_file})")
         if self.options.get("rapidapi_matcher") and not own_server:
             raise ValueError("--rapidapi-matcher shapes the served tools: give it to `evals serve`, not to a run "
                              "against --server-url")
 
     def data_files(self) -> list[Path]:
+        if self.results_file is not None:
+            return [self.results_file] if self.results_file.is_file() else []
         return [*self.paths, data_file(*EXACT_MATCH)]
 
     def summary_extras(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        if self.results_file is not None:
+            reported = sum(s.reported for s in self.result_samples.values())
+            return {"dataset_note": (
+                f"scored from the result file alone, as print_results.py scores it (the dataset is absent): "
+                f"{reported} samples reported, {len(self.result_samples) - reported} of the full set's "
+                f"{FULL_SET} unreported (counted as failed in the success rates, as the official division by "
+                f"150 / 400 / 1,000 counts them). Needs the dataset: {NEEDS_DATASET}"),
+                "full_set": len(self.result_samples) == FULL_SET, "scored_from": "results_file"}
         n = len(self.samples)
         note = None if n == FULL_SET else (
             f"{n} of the {FULL_SET} samples: not comparable with the paper's table (the official success "
@@ -135,9 +174,14 @@ class ComplexFuncBenchBenchmark:
         return None if official is None else float((official.get("result") or {}).get("message") == "Success.")
 
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
-        sample = self.samples[task_id]
         done = trace is not None and trace.get("status") == "completed"
         official = (trace.get("outcome") or {}).get("official") if done and trace is not None else None
+        if self.results_file is not None:  # the file alone: its judgements as they are, as print_results.py
+            known = self.result_samples[task_id]
+            return self._scored(task_score(known.domain, known.gold_calls, official,
+                                           official.get("resp_eval") if official else None), task_id, official,
+                                official.get("resp_eval") if official else None)
+        sample = self.samples[task_id]
         resp_eval = None
         if official is not None:
             resp_eval = official.get("resp_eval")  # imported from an official result file
@@ -150,7 +194,11 @@ class ComplexFuncBenchBenchmark:
                 resp_eval = await response_eval(
                     lambda system, prompt, verdict: ctx.ask(system, prompt, verdict=verdict),
                     prompts, sample.query, convs[:-1], final)
-        score = task_score(sample.domain, sample.gold_calls, official, resp_eval)
+        return self._scored(task_score(sample.domain, sample.gold_calls, official, resp_eval), task_id, official,
+                            resp_eval)
+
+    @staticmethod
+    def _scored(score: TaskScore, task_id: str, official: Mapping[str, Any] | None, resp_eval: Any) -> TaskScore:
         score.details["official"] = {
             "id": task_id,
             "message": (official.get("result") or {}).get("message") if official else None,

@@ -168,3 +168,31 @@ async def test_replaying_the_official_logs_through_our_server_gives_the_official
         assert _kind(official["result"]["message"]) == want["message"], sid
         assert official["count_dict"] == want["count_dict"], sid
     assert summary["errored"] == 2
+
+
+async def test_an_official_result_file_is_scored_from_the_file_alone_as_print_results_scores_it(tmp_path, monkeypatch):
+    """No dataset at all (an empty data directory): ``evals score FILE --format
+    complexfuncbench-official`` scores ``official_result.jsonl`` as ``print_results.py`` does (its
+    printout, ``expected.json``: success rates over 150 / 400 / 1,000, call accuracy over the file's
+    records, the file's judgements); the summary says what needs the dataset."""
+    monkeypatch.setenv("EVALS_DATA_DIR", str(tmp_path / "empty"))
+    run = import_predictions(FIX / "official_result.jsonl", "complexfuncbench-official", "complexfuncbench",
+                             tmp_path / "run")
+    summary = await score_run_dir(run)
+    m = summary["metrics"]
+    assert summary["tasks"] == 1000 and summary["completed"] == 8 and summary["full_set"] is True
+    assert m["success_rate"] == round(_printed("Overall Success Rate"), 2) == 0.3
+    domain_success = _printed("Domain Success Rate")  # only the domains with a success are printed
+    for domain in ("Hotels", "Flights", "Car-Rental", "Attraction", "Cross"):
+        key = domain.lower().replace("-", "_")
+        assert m[f"success_rate_{key}"] == round(domain_success.get(domain, 0.0), 2), domain
+    assert m["call_accuracy"] == round(_printed("Overall Call Accuracy"), 2) == 68.18
+    for domain, value in _printed("Domain Call Accuracy").items():
+        assert m[f"call_accuracy_{domain.lower().replace('-', '_')}"] == round(value, 2), domain
+    assert m["completeness"] == round(_printed("Complete Score"), 2)
+    assert m["correctness"] == round(_printed("Correct Score"), 2)
+    assert summary["options"]["results_file"] == str((FIX / "official_result.jsonl").resolve())
+    assert summary["scored_from"] == "results_file" and "Needs the dataset: judging answers" in summary["dataset_note"]
+    with pytest.raises(ValueError, match="without the dataset"):
+        await run_benchmark(RunOptions(benchmark="complexfuncbench", model="oracle", run_dir=tmp_path / "x",
+                                       progress=False, benchmark_options={"results_file": str(FIX / "official_result.jsonl")}))
