@@ -21,7 +21,7 @@ from rich.table import Table
 from client import eventloop
 
 from .core.options import OptionError, add_options, load_config_file
-from .core.registry import all_benchmarks, get_benchmark, serve_options
+from .core.registry import all_benchmarks, get_benchmark, scoring_options, serve_options
 
 if TYPE_CHECKING:
     from server import EndpointRef, HTTPLimits, SessionLimits
@@ -188,8 +188,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
         if "tasks" in st:
             n = st["samples"] if st.get("over", "tasks") != "tasks" else st["tasks"]
             over = f"{n:g} {st.get('over', 'tasks')}"
-        if isinstance(value, float):
-            table.add_row(f"{key} (%)", f"{value:.2f}", "" if se is None else f"{se:.2f}", over)
+        if isinstance(value, float):  # with the decimals the metric is rounded to (the official script's)
+            digits = int(st.get("digits", 2))
+            table.add_row(f"{key} (%)", f"{value:.{digits}f}", "" if se is None else f"{se:.{max(digits, 2)}f}", over)
         else:
             table.add_row(key, str(value), "", over)
     judge = (summary.get("totals") or {}).get("judge") or {}
@@ -219,6 +220,7 @@ def _model_args(items: list[str]) -> dict[str, Any]:
 def cmd_score(args: argparse.Namespace) -> int:
     from .core.run import score_run_dir
 
+    given = {o.name: getattr(args, o.name) for o in scoring_options() if hasattr(args, o.name)}
     try:
         run_dir = args.run_dir
         if args.format:
@@ -226,7 +228,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             err.print(f"imported {escape(args.run_dir)} ({escape(args.format)}) into {escape(str(run_dir))}")
         elif args.benchmark or args.strategy or args.out:
             raise ValueError("--benchmark, --strategy and --out go with --format (scoring predictions made elsewhere)")
-        summary = eventloop.run(score_run_dir(run_dir, judge_model=args.judge))
+        summary = eventloop.run(score_run_dir(run_dir, judge_model=args.judge, options=given))
     except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return 2
@@ -594,6 +596,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "say, else the benchmark's default)")
     sc.add_argument("--out", metavar="DIR", help="with --format: the run directory to create (default "
                     "runs/<benchmark>/imported-<format>/<name of RUN_DIR>)")
+    add_options(sc.add_argument_group("scoring options (re-score offline with another reading; each benchmark takes "
+                                      "the ones it declares; the run's config is not changed)"), scoring_options())
     sc.set_defaults(func=cmd_score)
 
     ex = sub.add_parser("export", help="write a run's predictions in a benchmark's format (e.g. for its official scripts)")

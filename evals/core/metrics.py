@@ -93,9 +93,11 @@ class MetricValue:
     samples: float
 
     over: str = "tasks"
+    digits: int = 2  # the decimals the value is rounded to (as the official script prints it)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "stderr": self.stderr, "tasks": self.tasks, "samples": self.samples, "over": self.over}
+        return {"value": self.value, "stderr": self.stderr, "tasks": self.tasks, "samples": self.samples, "over": self.over,
+                "digits": self.digits}
 
 
 def _ratio_stderr(pairs: Sequence[tuple[float, float]]) -> float | None:
@@ -117,11 +119,12 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
         den += d
     if metric.kind == "count":
         value: float | int = int(num) if float(num).is_integer() else num
-        return MetricValue(value, None, len(pairs), den, metric.over)
+        return MetricValue(value, None, len(pairs), den, metric.over, 0)
     scale = 1.0 if metric.kind == "mean" else 100.0
     value = round(scale * num / den, metric.digits) if den else 0.0
     se = _ratio_stderr(pairs)
-    return MetricValue(value, None if se is None else round(scale * se, metric.digits + 2), len(pairs), den, metric.over)
+    return MetricValue(value, None if se is None else round(scale * se, metric.digits + 2), len(pairs), den, metric.over,
+                       metric.digits)
 
 
 def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[str, MetricValue]:
@@ -137,7 +140,8 @@ def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[st
                 fractions[metric.key] = frac
                 tasks = max(out[k].tasks for k in metric.derived_from)
                 scale = 1.0 if metric.kind == "mean" else 100.0
-                out[metric.key] = MetricValue(round(scale * frac, metric.digits), None, tasks, 0, metric.over)
+                out[metric.key] = MetricValue(round(scale * frac, metric.digits), None, tasks, 0, metric.over,
+                                              metric.digits)
             continue
         pairs = [s.samples[metric.key] for s in scores if metric.key in s.samples]
         if pairs:

@@ -4,7 +4,9 @@ A benchmark declares its settings as :class:`Option` values; ``evals run NAME`` 
 (with their help text) next to the core's, ``evals run NAME --help`` lists them, a YAML/JSON config
 file (``--config``) may give any of them, and the run's ``config.json`` records every value. An
 option that changes results (``affects_results``, the default) must match when a run is resumed.
-Options with ``serve=True`` shape the served tools, so ``evals serve`` takes them too.
+Options with ``serve=True`` shape the served tools, so ``evals serve`` takes them too; options with
+``scoring=True`` change only how finished traces are scored, so ``evals score`` takes them and
+re-scores a run offline with another value (no model is called).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Option:
     choices: tuple[Any, ...] | None = None
     affects_results: bool = True  # recorded in the run's result config; a resume must match it
     serve: bool = False  # shapes the served tools: `evals serve` takes it too
+    scoring: bool = False  # changes only how traces are scored: `evals score` takes it (re-scores offline)
     run: bool = True  # `evals run` takes it (False: a serve-only option)
     check: Callable[[Any], str | None] | None = None  # extra validation: an error message, or None
     model: bool = False  # the value names a model (``openai:...``): the core opens it like --model

@@ -94,6 +94,9 @@ class BenchmarkInfo:
     needed_files: Callable[[Mapping[str, Any], Path], list[tuple[str, RemoteFile]]] | None = None
     paper_numbers: PaperNumbers | None = None
     stats: Callable[[], dict[str, Any]] | None = None  # `evals data stats NAME`
+    # summary blocks renamed since an earlier summary schema: old name -> the block it is now. The
+    # summary repeats the block under its old name for one schema version (see ``deprecated_blocks``).
+    block_aliases: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def serve_options(self) -> tuple[Option, ...]:

@@ -16,7 +16,8 @@ from typing import Any
 from .options import Option, resolve_options
 from .plugin import Benchmark, BenchmarkInfo
 
-__all__ = ["CORE_OPTION_NAMES", "all_benchmarks", "get_benchmark", "load_benchmark", "own_options", "serve_options"]
+__all__ = ["CORE_OPTION_NAMES", "all_benchmarks", "get_benchmark", "load_benchmark", "own_options", "scoring_options",
+           "serve_options"]
 
 PACKAGE = "evals.benchmarks"
 # names the core uses in a run's ``options``: a benchmark's option may not take one of them
@@ -82,4 +83,14 @@ def serve_options() -> list[Option]:
             other = seen.setdefault(option.name, option)
             if other != option:
                 raise ValueError(f"two benchmarks declare the serve option {option.name!r} differently")
+    return list(seen.values())
+
+
+def scoring_options() -> list[Option]:
+    """The options that change only scoring (``evals score`` takes them), over every benchmark (one per name)."""
+    seen: dict[str, Option] = {}
+    for info in all_benchmarks().values():
+        for option in info.options:
+            if option.scoring and seen.setdefault(option.name, option) != option:
+                raise ValueError(f"two benchmarks declare the scoring option {option.name!r} differently")
     return list(seen.values())

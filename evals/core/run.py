@@ -32,7 +32,7 @@ from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir
 from .episodes import open_episode_env, parse_oracle, second_model
 from .judge import LLMJudge
 from .plugin import Benchmark
-from .registry import load_benchmark, own_options
+from .registry import get_benchmark, load_benchmark, own_options
 from .run_options import RunOptions
 from .scoring import summarize
 from .transport import resolve_transport
@@ -279,14 +279,24 @@ def open_judge(
     )
 
 
-async def score_run_dir(run_path: str | Path, *, judge_model: str | None = None, **adapter_kw: Any) -> dict[str, Any]:
+async def score_run_dir(run_path: str | Path, *, judge_model: str | None = None,
+                        options: Mapping[str, Any] | None = None, **adapter_kw: Any) -> dict[str, Any]:
     """``evals score``: re-score a run from its traces and stored judge decisions (``judge_model``
-    asks a judge for decisions that are not stored)."""
+    asks a judge for decisions that are not stored). ``options``: scoring-only options of the run's
+    benchmark (``Option.scoring``) to score with instead of the run's (e.g. another reading of the
+    same traces); the run's config is not changed, the summary names them under ``rescored_with``."""
     run_dir = RunDir.open(run_path)
     config = run_dir.config or {}
     if "benchmark" not in config:
         raise ValueError(f"{run_dir.path}: config.json names no benchmark; is this an evals run directory?")
-    bench = load_benchmark(config["benchmark"], own_options(config["benchmark"], config.get("options") or {}))
+    given = dict(options or {})
+    declared = {o.name for o in get_benchmark(config["benchmark"]).options if o.scoring}
+    foreign = sorted(set(given) - declared)
+    if foreign:
+        raise ValueError(f"{', '.join('--' + n.replace('_', '-') for n in foreign)}: not a scoring option of "
+                         f"{config['benchmark']} (it has: {', '.join(sorted(declared)) or 'none'})")
+    merged = {**own_options(config["benchmark"], config.get("options") or {}), **given}
+    bench = load_benchmark(config["benchmark"], merged)
     ids = run_task_ids(bench, config, run_dir.latest_traces())
     async with contextlib.AsyncExitStack() as stack:
         judge = None
@@ -296,4 +306,8 @@ async def score_run_dir(run_path: str | Path, *, judge_model: str | None = None,
             cache = ResponseCache(run_dir.path / "judge_cache.sqlite")
             stack.callback(cache.close)
             judge = LLMJudge(adapter, cache)
-        return await summarize(run_dir, bench, ids, judge=judge)
+        summary = await summarize(run_dir, bench, ids, judge=judge)
+    if given:
+        summary["options"] = {**summary["options"], **{k: bench.options[k] for k in given}}
+        summary["rescored_with"] = {k: bench.options[k] for k in given}
+    return summary

@@ -28,9 +28,16 @@ if TYPE_CHECKING:
 
     from .plugin import Benchmark
 
-__all__ = ["SCORES_FILE", "ScoreContext", "build_summary", "read_scores", "score_run", "summarize"]
+__all__ = ["SCORES_FILE", "SUMMARY_SCHEMA", "SUMMARY_SCHEMA_VERSION", "ScoreContext", "build_summary", "read_scores",
+           "score_run", "summarize"]
 
 SCORES_FILE = "scores.jsonl"
+# The version of the summary's layout (the ``--json`` object), described by the JSON Schema
+# SUMMARY_SCHEMA (published with the package). 1: summaries before the field existed. 2: adds
+# ``schema_version``, ``warnings``, ``deprecated_blocks`` (and the old block names they list, kept
+# for this one version), ``rescored_with`` and ``epochs``.
+SUMMARY_SCHEMA_VERSION = 2
+SUMMARY_SCHEMA = Path(__file__).with_name("summary.schema.json")
 _TOTAL_KEYS = ("input_tokens", "output_tokens", "cost_usd")
 
 
@@ -118,6 +125,7 @@ def build_summary(
     done = [traces[t] for t in task_ids if t in traces]
     first_error = next((t for t in done if t.get("status") == "errored"), None)
     return {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
         "run_dir": str(run_dir.path),
         "benchmark": config.get("benchmark"),
         "model": config.get("model"),
@@ -167,4 +175,14 @@ async def summarize(
     extras = getattr(bench, "summary_extras", None)
     if callable(extras):
         summary.update(extras(run_dir.config or {}))
+    add_deprecated_blocks(summary, bench.info.block_aliases)
     return summary
+
+
+def add_deprecated_blocks(summary: dict[str, Any], aliases: Mapping[str, str]) -> None:
+    """Repeat each renamed block under its old name (for one schema version), listed in
+    ``deprecated_blocks`` (old name -> new name), so that readers of the old name keep working."""
+    kept = {old: new for old, new in aliases.items() if new in summary and old not in summary}
+    for old, new in kept.items():
+        summary[old] = summary[new]
+    summary["deprecated_blocks"] = kept

@@ -28,7 +28,8 @@ __all__ = [
 MAIN_BLOCK = "metrics"
 # top-level summary keys that are never metric blocks (see evals.core.scoring.summarize)
 NOT_BLOCKS = frozenset({"run_dir", "benchmark", "model", "strategy", "tasks", "completed", "errored", "first_error",
-                        "metric_stats", "breakdowns", "options", "totals"})
+                        "metric_stats", "breakdowns", "options", "totals", "schema_version", "warnings",
+                        "deprecated_blocks", "rescored_with", "epochs"})
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,7 @@ def metric_blocks(benchmark: Any, summaries: Sequence[Mapping[str, Any]]) -> lis
     mapping of numbers a summary carries (an older run's, an unregistered benchmark's)."""
     info = benchmark_info(benchmark)
     declared = [m.block for m in (info.metrics if info else ())]
-    found = [k for s in summaries for k, v in s.items() if k not in NOT_BLOCKS and _is_block(v)]
+    old = {k for s in summaries for k in (s.get("deprecated_blocks") or {})}  # repeated under their new names
+    found = [k for s in summaries for k, v in s.items() if k not in NOT_BLOCKS and k not in old and _is_block(v)]
     return [b for b in dict.fromkeys([MAIN_BLOCK, *declared, *found])
             if any(s.get(b) for s in summaries)]

@@ -83,8 +83,13 @@ def _with_stderr(value: Any, stats: Mapping[str, Any] | None) -> str:
     se = stats.get("stderr")
     if stats.get("value", value) != value:  # the statistics of another value (a hand-edited summary)
         se = None
+    digits = stats.get("digits", 2)  # the decimals the official script prints (one, for some)
+    if not isinstance(digits, int) or isinstance(digits, bool):
+        digits = 2
     if isinstance(value, float) and isinstance(se, int | float) and not isinstance(se, bool):
-        return f"{value:.2f} ± {se:.2f}"
+        return f"{value:.{digits}f} ± {se:.{digits + (digits < 2)}f}"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
     return fmt(value)
 
 

@@ -35,7 +35,7 @@ OPTIONS: tuple[Option, ...] = (
            "(tool_selection_approx, tool_creation_awareness_approx; not comparable with the paper)", choices=TASKS),
     Option("parser", str, "gpt", "how answers are read: the official parser as it reads the GPT runs (gpt), or as "
            "it reads open models' outputs (open: of several lists in an answer, the last [{...}] is kept)",
-           choices=("gpt", "open")),
+           choices=("gpt", "open"), scoring=True),
     Option("language", str, "en", "which test set: en (the English-dataset) or zh (the Chinese-dataset, the "
            "source the English one was translated from); prompts, rubrics and the judge's score keys follow it",
            choices=("en", "zh"), aliases=(("ch", "zh"), ("chinese", "zh"), ("english", "en")), serve=True),

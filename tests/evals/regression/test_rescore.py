@@ -21,7 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
+
+from evals.core.scoring import SUMMARY_SCHEMA
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -133,6 +136,8 @@ def test_rescore_reproduces_the_stored_summary(run, tmp_path, score_env, data_di
     current = _rescore(run, tmp_path, score_env)
     problems = summary_problems(stored, current)
     assert not problems, f"{run.name}: {len(problems)} difference(s):\n" + "\n".join(problems[:60])
+    # and it is a summary of the published schema's version (evals/core/summary.schema.json)
+    jsonschema.Draft202012Validator(json.loads(SUMMARY_SCHEMA.read_text())).validate(current)
 
 
 def test_compare_reports_every_difference():
