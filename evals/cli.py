@@ -344,7 +344,7 @@ def _workers_arg(value: str) -> int | None:
 _RUN_FIELDS = (
     "model", "strategy", "limit", "concurrency", "server_url", "server_process", "transport", "workers", "executor", "ray_address", "max_turns", "tool_choice",
     "max_tokens", "temperature", "base_url", "api_key_env", "max_budget_tokens", "max_budget_usd", "rpm", "tpm",
-    "retry_errored", "max_attempts", "max_consecutive_errors",
+    "retry_errored", "max_attempts", "max_consecutive_errors", "epochs",
 )
 
 
@@ -396,6 +396,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 # ---- parser ---------------------------------------------------------------------------------------
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _non_negative_int(text: str) -> int:
     try:
         value = int(text)
@@ -458,6 +465,10 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
     r.add_argument("--rpm", type=float, help="requests per minute limit for the model")
     r.add_argument("--tpm", type=float, help="tokens per minute limit for the model")
     r.add_argument("--retry-errored", action="store_true", help="re-run episodes that ended with an error")
+    r.add_argument("--epochs", type=_positive_int, default=1, metavar="K",
+                   help="run each task K times, each trial its own trace (resumable; a larger K later adds trials); "
+                   "the summary's epochs block gives each metric's mean over trials with its standard error, "
+                   "pass@k and pass^k, and the tasks whose outcome changed; the papers' metrics stay trial 1's")
     r.add_argument("--max-attempts", type=int, default=6, help="attempts per model (and judge) call for transient failures")
     r.add_argument("--max-consecutive-errors", type=_non_negative_int, default=3, metavar="N",
                    help="circuit breaker: stop after N episodes in a row fail with an error that will repeat on "

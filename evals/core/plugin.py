@@ -97,6 +97,9 @@ class BenchmarkInfo:
     # summary blocks renamed since an earlier summary schema: old name -> the block it is now. The
     # summary repeats the block under its old name for one schema version (see ``deprecated_blocks``).
     block_aliases: Mapping[str, str] = field(default_factory=dict)
+    # the main-block metric that is a task's pass/fail outcome (pass@k, pass^k over --epochs trials);
+    # None: the paper's main metric when it is 0/1 per task, else the first such metric
+    pass_metric: str | None = None
 
     @property
     def serve_options(self) -> tuple[Option, ...]:

@@ -30,6 +30,7 @@ from client.runner import Budget, RunControl, RunResult, run_episodes
 from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir
 
 from .episodes import open_episode_env, parse_oracle, second_model
+from .epochs import split_key, trial_keys
 from .judge import LLMJudge
 from .plugin import Benchmark
 from .registry import get_benchmark, load_benchmark, own_options
@@ -212,6 +213,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     bench = prepare_options(opts)
     all_ids = bench.task_ids()
     task_ids = all_ids[: opts.limit] if opts.limit else all_ids
+    keys = trial_keys(task_ids, opts.epochs)  # one per trial (--epochs); the task ids themselves for one
     run_path = opts.run_dir or default_run_dir(opts)
     parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
@@ -246,12 +248,12 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         else:
             env = await open_episode_env(opts, bench, stack, limiter)
 
-            async def episode(task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
-                return await bench.episode(env, task_id, recorder)
+            async def episode(key: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+                return await bench.episode(env, split_key(key, opts.epochs)[0], recorder)
 
         result = await run_episodes(
             run_dir,
-            task_ids,
+            keys,
             episode,
             concurrency=opts.concurrency,
             budget=Budget(opts.max_budget_tokens, opts.max_budget_usd) if (opts.max_budget_tokens or opts.max_budget_usd) else None,

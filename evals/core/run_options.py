@@ -61,6 +61,10 @@ class RunOptions:
     judge_tpm: float | None = None
     cache: Path | None = None  # response cache (sqlite) keyed by the exact request
     benchmark_options: dict[str, Any] = field(default_factory=dict)
+    # trials per task (evals.core.epochs): each its own episode and trace; the papers' metrics stay
+    # the first trial's. In the config's run settings, not the result config: a run can be extended
+    # to more epochs by running it again with a larger value
+    epochs: int = 1
 
     def result_config(self, declared: Sequence[Option] = (), *, uses_judge: bool = False) -> dict[str, Any]:
         """The part of the config that changes results (a resumed run must match it): the core's

@@ -77,28 +77,32 @@ async def score_run(
     *,
     judge: LLMJudge | None = None,
     concurrency: int = 8,
+    trials: Mapping[str, str] | None = None,
 ) -> tuple[list[TaskScore], dict[str, Any]]:
     """Score every task of the run from its newest trace; write ``scores.jsonl``.
 
+    ``trials``: the traces of further trials (``--epochs``), trace key -> task id, scored too (their
+    lines in ``scores.jsonl`` carry the trace key); their scores follow the tasks' in the list.
     Returns the scores (in task order) and the judge's bookkeeping (decisions, missing ones, totals).
     """
     config = run_dir.config or {}
     traces = run_dir.latest_traces()
     stored = _stored_decisions(run_dir, traces)
     gate = asyncio.Semaphore(max(1, concurrency))
+    keys = [*((t, t) for t in task_ids), *((trials or {}).items())]
 
-    async def one(task_id: str) -> tuple[TaskScore, ScoreContext]:
+    async def one(key: str, task_id: str) -> tuple[TaskScore, ScoreContext]:
         ctx = ScoreContext(config, judge, stored)
         async with gate:
-            score = await bench.score(task_id, traces.get(task_id), ctx)
+            score = await bench.score(task_id, traces.get(key), ctx)
         if ctx.decisions:
             score.details["judge"] = [{k: v for k, v in d.items() if k != "prompt"} for d in ctx.decisions]
         return score, ctx
 
-    results = await asyncio.gather(*(one(t) for t in task_ids))
+    results = await asyncio.gather(*(one(k, t) for k, t in keys))
     lines = []
     judge_totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"decisions": 0, "asked": 0, "missing": 0}
-    for task_id, (score, ctx) in zip(task_ids, results, strict=True):
+    for (task_id, _), (score, ctx) in zip(keys, results, strict=True):
         trace = traces.get(task_id) or {}
         lines.append(json.dumps({"task_id": task_id, "episode_id": trace.get("episode_id"), "score": score.to_dict(),
                                  "judge": ctx.decisions}, ensure_ascii=False, sort_keys=True))
@@ -170,8 +174,12 @@ async def summarize(
 ) -> dict[str, Any]:
     """Score the run (see :func:`score_run`) and summarise it: the ``--json`` object."""
     traces = run_dir.latest_traces()
-    scores, judge_totals = await score_run(run_dir, bench, task_ids, judge=judge)
-    summary = build_summary(run_dir, traces, task_ids, bench.info.metrics, scores, judge_totals)
+    trials = further_trials(traces, task_ids)
+    scores, judge_totals = await score_run(run_dir, bench, task_ids, judge=judge, trials=trials)
+    first, more = scores[: len(task_ids)], dict(zip(trials, scores[len(task_ids):], strict=True))
+    summary = build_summary(run_dir, traces, task_ids, bench.info.metrics, first, judge_totals)  # the papers': trial 1
+    if trials:
+        summary["epochs"] = _epochs(bench, task_ids, first, more)
     extras = getattr(bench, "summary_extras", None)
     if callable(extras):
         summary.update(extras(run_dir.config or {}))
@@ -186,3 +194,34 @@ def add_deprecated_blocks(summary: dict[str, Any], aliases: Mapping[str, str]) -
     for old, new in kept.items():
         summary[old] = summary[new]
     summary["deprecated_blocks"] = kept
+
+
+def further_trials(traces: Mapping[str, Any], task_ids: Sequence[str]) -> dict[str, str]:
+    """The trace keys of trials 2, 3, ... of ``task_ids`` (``--epochs``) -> their task ids."""
+    from .epochs import split_key
+
+    wanted = set(task_ids)
+    out: dict[str, str] = {}
+    for key in traces:
+        if key not in wanted:
+            task_id, k = split_key(key, 2)
+            if k >= 2 and task_id in wanted:
+                out[key] = task_id
+    return out
+
+
+def _epochs(bench: Benchmark, task_ids: Sequence[str], first: Sequence[TaskScore],
+            more: Mapping[str, TaskScore]) -> dict[str, Any] | None:
+    from .epochs import epochs_block, split_key
+
+    k_max = max(split_key(key, 2)[1] for key in more)
+    per_task: dict[str, list[TaskScore | None]] = {t: [s] + [None] * (k_max - 1) for t, s in zip(task_ids, first, strict=True)}
+    for key, score in more.items():
+        task_id, k = split_key(key, 2)
+        per_task[task_id][k - 1] = score
+    for scores in per_task.values():  # trials not run yet (an interrupted run) are left off the end
+        while len(scores) > 1 and scores[-1] is None:
+            scores.pop()
+    preferred = [p for p in (bench.info.pass_metric, bench.info.paper_numbers.main_metric
+                             if bench.info.paper_numbers else None) if p]
+    return epochs_block(bench.info.metrics, per_task, preferred_pass=preferred)

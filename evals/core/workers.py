@@ -52,6 +52,7 @@ from client.ratelimit import RateLimiter, Reservation
 from client.runner import sole_exception
 from client.runs import EpisodeOutcome, EpisodeRecorder, RunDiskFull, append_line, error_info, to_jsonable
 
+from .epochs import split_key
 from .server_process import _encode_options, _stop
 
 if TYPE_CHECKING:
@@ -420,7 +421,8 @@ class WorkerCore:
         final: str | None = None
         data: Any = {}
         try:
-            result: object = await self._bench.episode(self._env, task_id, recorder)
+            # a trial of --epochs K is keyed <task id>#<k>: the episode is the task's
+            result: object = await self._bench.episode(self._env, split_key(task_id, self.opts.epochs)[0], recorder)
         except asyncio.CancelledError as exc:
             if (me := asyncio.current_task()) is not None and me.cancelling():
                 raise  # the parent cancelled it: no answer
