@@ -91,35 +91,41 @@ PREDICTIONS = (
     _file("gpt-4/eval/planning_eval.json", "6d4f96c6bffd9c88ae27f374b1ec10758fe7f9059dcc53dea5117dd0e3fb0cb6", 3400241, _P),
 )
 _ZH = "data/Chinese-dataset"
-# The Chinese test set (MANIFEST.md); its tool_selection and tool_creation_awareness files, like the
-# English ones, were never published.
-_TEST_ZH = (
-    _file("test.json", "d0e20a6e40d0d61381f9ad99617e8a85f3d3bad1ef23c954be201075f688142f", 3109543, _ZH),
-    _file("test_set/planning.json", "f3af325b4ce7cd9f270100b76020337d2a319424a683e185fa185065708c1d17", 772298, _ZH),
-    _file("test_set/tool_creation.json", "eec35f6942fffff2a9214a64aa2c6194ba741f0c19d0c73ed6787291b72146b7", 2994064, _ZH),
-    _file("test_set/tool_usage.json", "cb44117f304a7aa1c93a628f130eb1bfbc4d5fff8ec48cfdeffeeb507dad5d80", 2899646, _ZH),
-    _file("test_set/tool_usage_awareness.json", "14fb978bd71462a6e53ef180441f11b3386db262b8b71340873693bb1e2447b0", 1531779, _ZH),
-    _file("example/planning.json", "2b43b4d78dad27169add14e3b686c32ab4407cc92aa246c750dc60479bc6a477", 567, _ZH),
-    _file("example/tool_creation.json", "998c434f43f5414d5add3202df7f8cfeade2b4cf82e5aa6a2ccc6af1ee933114", 3108, _ZH),
-    _file("example/tool_creation_awareness.json", "be7d95c83c0b5798fdcfbf8ed54154083c5e30c480bc4ae1b9ec0ae0e75a7d33", 2431, _ZH),
-    _file("example/tool_selection.json", "2d4efc8d1b2d1e7e0c2e6727ec26aa255097593451b62126eba686e6ce138a1d", 3998, _ZH),
-    _file("example/tool_usage.json", "f53d8e0771ce530c60fb5718ba83e98618253daf16e057b6560b949c5adf6a2e", 3758, _ZH),
-    _file("example/tool_usage_awareness.json", "a1fc1392ea074e7d3b51dd15614513e31b60c407df16c5943b0d4e2df6782aca", 1604, _ZH),
-)
 _PZ = "predictions/Chinese-dataset"
+
+
+def _files(repo_prefix: str, rows: tuple[tuple[str, str, int], ...]) -> tuple[RemoteFile, ...]:
+    return tuple(_file(path, sha256, size, repo_prefix) for path, sha256, size in rows)
+
+
+# The Chinese test set (MANIFEST.md): path, sha256, bytes. Its tool_selection and
+# tool_creation_awareness files, like the English ones, were never published.
+_TEST_ZH = _files(_ZH, (
+    ("test.json", "d0e20a6e40d0d61381f9ad99617e8a85f3d3bad1ef23c954be201075f688142f", 3109543),
+    ("test_set/planning.json", "f3af325b4ce7cd9f270100b76020337d2a319424a683e185fa185065708c1d17", 772298),
+    ("test_set/tool_creation.json", "eec35f6942fffff2a9214a64aa2c6194ba741f0c19d0c73ed6787291b72146b7", 2994064),
+    ("test_set/tool_usage.json", "cb44117f304a7aa1c93a628f130eb1bfbc4d5fff8ec48cfdeffeeb507dad5d80", 2899646),
+    ("test_set/tool_usage_awareness.json", "14fb978bd71462a6e53ef180441f11b3386db262b8b71340873693bb1e2447b0", 1531779),
+    ("example/planning.json", "2b43b4d78dad27169add14e3b686c32ab4407cc92aa246c750dc60479bc6a477", 567),
+    ("example/tool_creation.json", "998c434f43f5414d5add3202df7f8cfeade2b4cf82e5aa6a2ccc6af1ee933114", 3108),
+    ("example/tool_creation_awareness.json", "be7d95c83c0b5798fdcfbf8ed54154083c5e30c480bc4ae1b9ec0ae0e75a7d33", 2431),
+    ("example/tool_selection.json", "2d4efc8d1b2d1e7e0c2e6727ec26aa255097593451b62126eba686e6ce138a1d", 3998),
+    ("example/tool_usage.json", "f53d8e0771ce530c60fb5718ba83e98618253daf16e057b6560b949c5adf6a2e", 3758),
+    ("example/tool_usage_awareness.json", "a1fc1392ea074e7d3b51dd15614513e31b60c407df16c5943b0d4e2df6782aca", 1604),
+))
 # The paper's published GPT-3.5 / GPT-4 Chinese runs in the snapshot (GPT-4's tool creation and every
 # tool-creation judgment are missing blobs there).
-PREDICTIONS_ZH = (
-    _file("gpt-3.5/planning.json", "bfc7df0f581ca6ae292622c4df67baaefcba603bb286a2415f502ad7d2f6de45", 1189293, _PZ),
-    _file("gpt-3.5/tool_creation.json", "31c6922eddb64331b9cf2456f2a3e4df064c9e34a73adc3355e2f9170cbec044", 4092718, _PZ),
-    _file("gpt-3.5/tool_usage.json", "b592339765aeca9b64950486cd877bd960a0f0d4c6cc353da6edecb0f45ef5d1", 3346612, _PZ),
-    _file("gpt-3.5/tool_usage_awareness.json", "bae61cacda05f47faa11c8e17e2ff977d521b9e6a50d5b0dabc6502d34662829", 2301477, _PZ),
-    _file("gpt-3.5/eval/planning_eval.json", "83ff0b6d5b2f244d51e60b2dbee59cb38a05cdee71f0662cbcc52fc07c2b4e6a", 2319381, _PZ),
-    _file("gpt-4/planning.json", "33f4ee19a5f3d040ca462d2943df65d8e0a83f5ec0e51edc91f798a8ee330fc8", 1426007, _PZ),
-    _file("gpt-4/tool_usage.json", "8e05f3b2d0e85237592c9470cb07dc86a0dfb53b5517db8ea77a4eb01d48e5b4", 3446220, _PZ),
-    _file("gpt-4/tool_usage_awareness.json", "775d3a5e7345e44781b37244155bb50c57dc91887124a64b3e8077c7cd33237d", 2336059, _PZ),
-    _file("gpt-4/eval/planning_eval.json", "fcbc217943a07f995ac73037812f898a8046423f0ca1462d824a67a4457e0ea8", 2531033, _PZ),
-)
+PREDICTIONS_ZH = _files(_PZ, (
+    ("gpt-3.5/planning.json", "bfc7df0f581ca6ae292622c4df67baaefcba603bb286a2415f502ad7d2f6de45", 1189293),
+    ("gpt-3.5/tool_creation.json", "31c6922eddb64331b9cf2456f2a3e4df064c9e34a73adc3355e2f9170cbec044", 4092718),
+    ("gpt-3.5/tool_usage.json", "b592339765aeca9b64950486cd877bd960a0f0d4c6cc353da6edecb0f45ef5d1", 3346612),
+    ("gpt-3.5/tool_usage_awareness.json", "bae61cacda05f47faa11c8e17e2ff977d521b9e6a50d5b0dabc6502d34662829", 2301477),
+    ("gpt-3.5/eval/planning_eval.json", "83ff0b6d5b2f244d51e60b2dbee59cb38a05cdee71f0662cbcc52fc07c2b4e6a", 2319381),
+    ("gpt-4/planning.json", "33f4ee19a5f3d040ca462d2943df65d8e0a83f5ec0e51edc91f798a8ee330fc8", 1426007),
+    ("gpt-4/tool_usage.json", "8e05f3b2d0e85237592c9470cb07dc86a0dfb53b5517db8ea77a4eb01d48e5b4", 3446220),
+    ("gpt-4/tool_usage_awareness.json", "775d3a5e7345e44781b37244155bb50c57dc91887124a64b3e8077c7cd33237d", 2336059),
+    ("gpt-4/eval/planning_eval.json", "fcbc217943a07f995ac73037812f898a8046423f0ca1462d824a67a4457e0ea8", 2531033),
+))
 SOURCES: dict[str, tuple[RemoteFile, ...]] = {
     "ultratool": _TEST + PROTOCOL, "ultratool-predictions": PREDICTIONS,
     "ultratool-zh": _TEST_ZH + PROTOCOL, "ultratool-zh-predictions": PREDICTIONS_ZH,

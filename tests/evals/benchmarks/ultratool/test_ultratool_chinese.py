@@ -127,3 +127,15 @@ def test_unreadable_judge_outputs_are_counted_warned_about_and_never_scored_zero
     assert summary["metrics"]["overall_score"] == round(100 * sum(readable) / (10 * len(readable)), 2) > 0
     assert len(summary["warnings"]) == 1 and "3 of 1000 judge outputs could not be read" in summary["warnings"][0]
     assert "warning: judge_unreadable: 3 of 1000 judge outputs could not be read" in proc.stderr
+
+
+def test_a_chinese_run_fetches_the_chinese_test_set(tmp_path):
+    from evals.core.fetch import needed_files
+
+    needed = needed_files("ultratool", tmp_path, {"language": "zh"})
+    assert {source for source, _ in needed} == {"ultratool-zh"}
+    assert {f.dest for _, f in needed} == {f.dest for f in SOURCES["ultratool-zh"]}
+    assert all(f.dest.startswith("ultratool/Chinese-dataset/") or f.dest.startswith("ultratool/official/")
+               for _, f in needed)
+    english = needed_files("ultratool", tmp_path, {})
+    assert {source for source, _ in english} == {"ultratool"}
