@@ -48,6 +48,7 @@ __all__ = [
     "UpstreamConnection",
     "UpstreamUnavailable",
     "load_mcp_config",
+    "open_sources",
     "parse_mcp_server",
     "result_from_mcp",
     "tool_spec_of",
@@ -71,7 +72,10 @@ class UpstreamUnavailable(ConnectionRefusedError):
 @dataclass(frozen=True)
 class McpSource:
     """An MCP server: ``command`` (+ ``args``, ``env``, ``cwd``) over stdio, or ``url`` (+ ``headers``
-    and a bearer token read from the variable ``token_env``) over streamable HTTP."""
+    and a bearer token read from the variable ``token_env``) over streamable HTTP.
+
+    A stdio server inherits only the MCP SDK's safe subset of this process's environment (``PATH``,
+    ``HOME``...) plus ``env``, as assistant clients start them."""
 
     name: str
     command: str | None = None
@@ -254,9 +258,10 @@ class UpstreamConnection:
             stack.push_async_callback(http.aclose)
             return streamable_http_client(src.url, http_client=http)
         from mcp import StdioServerParameters
-        from mcp.client.stdio import stdio_client
+        from mcp.client.stdio import get_default_environment, stdio_client
 
-        env = {**os.environ, **src.env} if src.env else None
+        # the SDK's safe subset of this process's environment (PATH, HOME, ...), plus the source's own
+        env = {**get_default_environment(), **src.env} if src.env else None
         params = StdioServerParameters(command=str(src.command), args=list(src.args), env=env, cwd=src.cwd)
         return stdio_client(params, errlog=self._stderr)
 
@@ -370,3 +375,26 @@ def upstream_specs(tools: Sequence[types.Tool], connection: UpstreamConnection, 
     """The listed tools of ``connection`` as specs that forward their calls to it."""
     executor = ProxyExecutor(connection, record)
     return [tool_spec_of(t, executor, connection.source.name) for t in tools]
+
+
+def open_sources(
+    sources: Sequence[McpSource], stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
+    record: CallRecorder | None = None, on_listed: Callable[[McpSource, list[types.Tool]], None] | None = None,
+) -> list[tuple[McpSource, list[ToolSpec]]]:
+    """Start every source (closed with ``stack``) and list its tools as proxied specs.
+
+    ``record`` is told of every answered call, ``on_listed`` of every listing (``--record``).
+
+    Raises:
+        McpSourceError: a server that cannot be started (the ones started before it are closed
+            with ``stack``).
+    """
+    out = []
+    for source in sources:
+        conn = UpstreamConnection(source)
+        tools = conn.open()
+        stack.callback(conn.close)
+        if on_listed is not None:
+            on_listed(source, tools)
+        out.append((source, upstream_specs(tools, conn, record)))
+    return out

@@ -133,7 +133,7 @@ class UserTasksBenchmark:
 
     def data_files(self) -> list[Path]:
         files = [Path(self.options["tasks"])]
-        for key in ("kg", "replay", "mcp_config"):
+        for key in ("kg", "replay"):  # not --mcp-config: fixing a server's settings must not block resuming
             if self.options.get(key):
                 files.append(Path(self.options[key]))
         if self.options.get("tools_dir"):

@@ -23,7 +23,7 @@ from typing import Any
 
 from server import KGConfig, kg_tools
 from server.recording import CallRecording, read_recording, replay_specs
-from server.upstream import McpSource, UpstreamConnection, load_mcp_config, parse_mcp_server, upstream_specs
+from server.upstream import McpSource, load_mcp_config, open_sources, parse_mcp_server
 from tool_specs import SpecLoadError, ToolSpec, load_tool_dir
 
 __all__ = ["mcp_sources", "open_tools", "spec_file_tools"]
@@ -84,13 +84,9 @@ def open_tools(options: Mapping[str, Any], stack: contextlib.ExitStack | context
         if options.get("record"):
             recording = CallRecording(options["record"])
             stack.callback(recording.close)
-        for source in sources:
-            conn = UpstreamConnection(source)
-            tools = conn.open()
-            stack.callback(conn.close)
-            if recording is not None:
-                recording.tools(source.name, tools)
-            found += [(f"MCP server {source.describe()}", s) for s in upstream_specs(tools, conn, recording)]
+        listed = None if recording is None else (lambda src, tools: recording.tools(src.name, tools))
+        for source, specs in open_sources(sources, stack, record=recording, on_listed=listed):
+            found += [(f"MCP server {source.describe()}", s) for s in specs]
     origin: dict[str, str] = {}
     out: list[ToolSpec] = []
     for where, spec in found:
