@@ -260,14 +260,21 @@ def load_task_file(path: str | Path) -> list[Task]:
     if not items and not problems:
         problems.append(f"{p}:1: the task file holds no tasks")
     if problems:
-        raise TaskFileError(p, problems)
+        raise TaskFileError(p, sorted(problems, key=_line_of))
     return tasks
 
 
+def _line_of(problem: str) -> int:
+    m = re.match(r"^.*?:(\d+): ", problem)
+    return int(m.group(1)) if m else 0
+
+
 def _schema_message(error: Any) -> str:
-    if error.validator == "oneOf" and error.context:  # say what the closest branch wanted
-        best = min(error.context, key=lambda e: len(list(e.absolute_path)) * -1)
-        return str(best.message)
+    if error.validator == "oneOf" and error.context:  # say what the branches of the instance's type wanted
+        here = list(error.absolute_path)
+        wanted = [e for e in error.context if not (e.validator in ("type", "const") and list(e.absolute_path) == here)]
+        if wanted:
+            return "; ".join(dict.fromkeys(str(e.message) for e in wanted))
     if error.validator == "number" or (isinstance(error.instance, float) and not math.isfinite(error.instance)):
         return "must be a finite number"
     return str(error.message)
