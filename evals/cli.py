@@ -379,7 +379,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result, summary = eventloop.run(run_benchmark(opts))
     except (RunConfigMismatch, RunLocked, ValueError, ModelError, ServerProcessError, WorkerError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        # a list of problems (one FILE:LINE each) is printed as it is, not wrapped at the terminal's width
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap="\n" in str(exc))
         return EXIT_USAGE
     except RunDiskFull as exc:  # finished episodes are kept; the same command resumes the run
         err.print(f"[red]error:[/] {escape(exc.strerror or str(exc))}")

@@ -20,6 +20,8 @@ Optional methods (looked up with ``getattr``; a benchmark without them loses onl
   RUN_DIR --format NAME``) and read (``evals score PATH --format NAME --benchmark B``), e.g. its
   official scripts' input files (see :mod:`evals.core.formats`);
 * ``summary_extras(config) -> dict``: extra keys for the run's summary.
+* ``run_dir_part() -> str``: a folder between the benchmark's and the model's in the default run
+  directory (a benchmark defined by a file names the file, so that two files get two runs).
 """
 
 from __future__ import annotations

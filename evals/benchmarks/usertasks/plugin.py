@@ -106,6 +106,10 @@ class UserTasksBenchmark:
     def task_ids(self) -> list[str]:
         return list(self.tasks)
 
+    def run_dir_part(self) -> str:
+        """The task file's name: ``runs/tasks/<file stem>/<model>/agent`` by default."""
+        return Path(self.options["tasks"]).stem
+
     def check(self, strategy: str, *, own_server: bool) -> None:
         if self.options.get("record") and self.options.get("replay"):
             raise ValueError("--record and --replay go with different runs: record with the live server, then replay")

@@ -20,9 +20,9 @@ from evals.benchmarks.usertasks.taskfile import Task, load_task_file
 from evals.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "docs" / "examples"
-FAMILY = ["--tasks", str(EXAMPLES / "family" / "tasks.yaml"), "--kg", str(EXAMPLES / "family" / "family.triples"),
+FAMILY = ["--tasks", str(EXAMPLES / "family" / "family_tasks.yaml"), "--kg", str(EXAMPLES / "family" / "family.triples"),
           "--tools-dir", str(EXAMPLES / "family" / "tools")]
-TIME_TASKS = ["--tasks", str(EXAMPLES / "time" / "tasks.jsonl")]
+TIME_TASKS = ["--tasks", str(EXAMPLES / "time" / "time_tasks.jsonl")]
 TIME_SERVER = ["--mcp-server", f"time={sys.executable} -m mcp_server_time --local-timezone UTC"]
 METRICS = ("call_exact_match", "tool_accuracy", "argument_accuracy", "answer_accuracy")
 
@@ -95,7 +95,7 @@ def test_family_example_oracle_scripted_model_score_report_export_and_workers(tm
     assert oracle["metric_stats"]["tool_accuracy"]["samples"] == 15 and oracle["metric_stats"]["answer_accuracy"]["tasks"] == 6
     assert set(oracle["breakdowns"]) == {"hops", "kind"} and oracle["breakdowns"]["hops"]["3"]["tasks"] == 2
 
-    tasks = load_task_file(EXAMPLES / "family" / "tasks.yaml")
+    tasks = load_task_file(EXAMPLES / "family" / "family_tasks.yaml")
     with FakeProviderServer() as fake:
         fake.openai.respond_with(scripted(tasks, FAMILY_MISTAKES))
         model = ["--model", "openai:m", "--base-url", fake.openai_base_url, "--api-key-env", "PATH"]
@@ -124,7 +124,7 @@ def test_family_example_oracle_scripted_model_score_report_export_and_workers(tm
 
 
 def test_time_server_example_oracle_scripted_model_record_and_replay(tmp_path: Path, capsys) -> None:
-    tasks = load_task_file(EXAMPLES / "time" / "tasks.jsonl")
+    tasks = load_task_file(EXAMPLES / "time" / "time_tasks.jsonl")
     rec = tmp_path / "time.recording.jsonl"
     oracle = evals_json(capsys, "run", "tasks", *TIME_TASKS, *TIME_SERVER, "--record", str(rec), "--model", "oracle",
                         "--run-dir", str(tmp_path / "oracle"), "--no-progress", "--json")
@@ -143,4 +143,4 @@ def test_time_server_example_oracle_scripted_model_record_and_replay(tmp_path: P
                                  "--run-dir", str(tmp_path / "oracle-replay"), "--no-progress", "--json")
     assert metrics(oracle_replayed) == dict.fromkeys(METRICS, 100.0)
     config = json.loads((tmp_path / "live" / "config.json").read_text())
-    assert config["options"]["matcher"] == "rule" and "tasks.jsonl" in config["data"]
+    assert config["options"]["matcher"] == "rule" and "time_tasks.jsonl" in config["data"]

@@ -18,8 +18,8 @@ EXAMPLES = Path(__file__).resolve().parents[4] / "docs" / "examples"
 
 def test_the_schema_is_valid_and_the_examples_follow_it() -> None:
     Draft202012Validator.check_schema(json.loads(SCHEMA_PATH.read_text()))
-    family = load_task_file(EXAMPLES / "family" / "tasks.yaml")
-    time = load_task_file(EXAMPLES / "time" / "tasks.jsonl")
+    family = load_task_file(EXAMPLES / "family" / "family_tasks.yaml")
+    time = load_task_file(EXAMPLES / "time" / "time_tasks.jsonl")
     assert len(family) == len(time) == 10
     f09 = next(t for t in family if t.id == "f09")
     assert f09.system and f09.user_text.startswith("Send him") and [m["role"] for m in f09.history] == ["user", "assistant"]
@@ -69,11 +69,13 @@ def test_yaml_problems_point_at_the_line_of_the_bad_value(tmp_path: Path) -> Non
 
 
 def test_a_bad_task_file_exits_2_with_one_error_block_and_no_traceback(tmp_path: Path, capsys) -> None:
-    path = tmp_path / "bad.jsonl"
+    folder = tmp_path / ("a-long-folder-name-" * 6)  # the FILE:LINE lines are not wrapped at the console's width
+    folder.mkdir()
+    path = folder / "bad.jsonl"
     path.write_text("\n".join(BAD_JSONL[:3]) + "\n")
     assert main(["run", "tasks", "--tasks", str(path), "--model", "oracle", "--run-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and "bad.jsonl:2" in err and "bad.jsonl:3" in err
+    assert "Traceback" not in err and f"{path}:2: task 'a'" in err and f"{path}:3: task 'b'" in err
     assert not (tmp_path / "r").exists()
     assert main(["run", "tasks", "--model", "oracle", "--run-dir", str(tmp_path / "r")]) == 2
     assert "needs --tasks FILE" in capsys.readouterr().err
