@@ -65,7 +65,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
     token = args.token or os.environ.get("EVALS_SERVER_TOKEN") or None
-    benchmarks = [args.benchmark] if args.benchmark else list(args.benchmarks or all_benchmarks())
+    benchmarks = [args.benchmark] if args.benchmark else list(
+        args.benchmarks or [n for n, b in all_benchmarks().items() if b.served_by_default])
     given = {o.name: getattr(args, o.name) for o in serve_options() if hasattr(args, o.name)}
     if args.stdio and not args.benchmark and not (args.tools_dir or args.mcp_server or args.mcp_config):
         err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID), --tools-dir or --mcp-server")

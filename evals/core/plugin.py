@@ -93,6 +93,7 @@ class BenchmarkInfo:
     needed_files: Callable[[Mapping[str, Any], Path], list[tuple[str, RemoteFile]]] | None = None
     paper_numbers: PaperNumbers | None = None
     stats: Callable[[], dict[str, Any]] | None = None  # `evals data stats NAME`
+    served_by_default: bool = True  # `evals serve` without --benchmark(s) serves it (False: it needs a file to have tasks)
 
     @property
     def serve_options(self) -> tuple[Option, ...]:

@@ -1,4 +1,4 @@
-"""Your own tasks over your own tools: a benchmark defined by a task file, run as ``evals run tasks``.
+"""Your own tasks over your own tools: a benchmark defined by a task file, run as ``evals run taskfile``.
 
 The folder, low to high (each module imports only those before it):
 
@@ -23,7 +23,7 @@ from ...core.metrics import Metric
 from ...core.options import Option
 from ...core.plugin import Benchmark, BenchmarkInfo
 
-NAME = "tasks"
+NAME = "taskfile"
 SCHEMA = Path(__file__).with_name("task_file.schema.json")
 
 
@@ -86,5 +86,6 @@ INFO = BenchmarkInfo(
     options=OPTIONS,
     metrics=METRICS,
     uses_judge=True,
+    served_by_default=False,  # its tasks come from --tasks FILE
 )
 BENCHMARKS = (INFO,)

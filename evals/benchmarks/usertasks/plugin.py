@@ -97,9 +97,8 @@ class UserTasksBenchmark:
         self.info = info
         self.name = info.name
         self.options = options
-        if not options.get("tasks"):
-            raise ValueError(f"evals run {info.name} needs --tasks FILE (a JSON Lines or YAML task file)")
-        self.tasks: dict[str, Task] = {t.id: t for t in load_task_file(options["tasks"])}
+        # without a task file (``evals serve --benchmark``) it has no tasks and serves nothing; a run refuses
+        self.tasks: dict[str, Task] = {t.id: t for t in load_task_file(options["tasks"])} if options.get("tasks") else {}
         mcp_sources(options)  # a bad --mcp-server / --mcp-config fails here, before anything runs
         self._spec_tools: dict[str, ToolSpec] | None = None
 
@@ -107,10 +106,12 @@ class UserTasksBenchmark:
         return list(self.tasks)
 
     def run_dir_part(self) -> str:
-        """The task file's name: ``runs/tasks/<file stem>/<model>/agent`` by default."""
-        return Path(self.options["tasks"]).stem
+        """The task file's name: ``runs/taskfile/<file stem>/<model>/agent`` by default."""
+        return Path(self.options.get("tasks") or "none").stem
 
     def check(self, strategy: str, *, own_server: bool) -> None:
+        if not self.options.get("tasks"):
+            raise ValueError(f"evals run {self.name} needs --tasks FILE (a JSON Lines or YAML task file)")
         if self.options.get("record") and self.options.get("replay"):
             raise ValueError("--record and --replay go with different runs: record with the live server, then replay")
 
@@ -133,10 +134,12 @@ class UserTasksBenchmark:
                                          for t in self.tasks.values()})
 
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None) -> list[BenchmarkMount]:
+        if not self.options.get("tasks"):
+            return []
         return [BenchmarkMount(catalog=self.catalog(open_tools(self.options, stack)))]
 
     def data_files(self) -> list[Path]:
-        files = [Path(self.options["tasks"])]
+        files = [Path(self.options["tasks"])] if self.options.get("tasks") else []
         for key in ("kg", "replay"):  # not --mcp-config: fixing a server's settings must not block resuming
             if self.options.get(key):
                 files.append(Path(self.options[key]))

@@ -23,7 +23,7 @@ def test_a_server_that_dies_mid_run_stops_the_run_clearly_and_the_rerun_resumes(
     def servers(**env: str) -> None:
         config.write_text(json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [str(ECHO)], "env": env}}}))
 
-    argv = ["run", "tasks", "--tasks", str(tasks), "--mcp-config", str(config), "--model", "oracle", "--concurrency", "1",
+    argv = ["run", "taskfile", "--tasks", str(tasks), "--mcp-config", str(config), "--model", "oracle", "--concurrency", "1",
             "--run-dir", str(tmp_path / "run"), "--no-progress"]
     servers(ECHO_DIE_AFTER="2")  # answers two calls, then exits on the third
     assert main(argv) == 3  # the circuit breaker: every later task would fail the same way
@@ -49,7 +49,7 @@ def test_a_server_that_cannot_start_is_exit_2_before_anything_runs(tmp_path: Pat
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [str(ECHO)],
                                                           "env": {"ECHO_FAIL_AT_START": "missing ECHO_API_KEY"}}}}))
-    argv = ["run", "tasks", "--tasks", str(tasks), "--mcp-config", str(config), "--model", "oracle",
+    argv = ["run", "taskfile", "--tasks", str(tasks), "--mcp-config", str(config), "--model", "oracle",
             "--run-dir", str(tmp_path / "run"), "--no-progress"]
     assert main(argv) == 2
     err = capsys.readouterr().err

@@ -89,7 +89,7 @@ def metrics(summary: dict[str, Any]) -> dict[str, float]:
 
 
 def test_family_example_oracle_scripted_model_score_report_export_and_workers(tmp_path: Path, capsys) -> None:
-    oracle = evals_json(capsys, "run", "tasks", *FAMILY, "--model", "oracle", "--run-dir", str(tmp_path / "oracle"),
+    oracle = evals_json(capsys, "run", "taskfile", *FAMILY, "--model", "oracle", "--run-dir", str(tmp_path / "oracle"),
                         "--no-progress", "--json")
     assert oracle["completed"] == 10 and metrics(oracle) == dict.fromkeys(METRICS, 100.0)
     assert oracle["metric_stats"]["tool_accuracy"]["samples"] == 15 and oracle["metric_stats"]["answer_accuracy"]["tasks"] == 6
@@ -99,7 +99,7 @@ def test_family_example_oracle_scripted_model_score_report_export_and_workers(tm
     with FakeProviderServer() as fake:
         fake.openai.respond_with(scripted(tasks, FAMILY_MISTAKES))
         model = ["--model", "openai:m", "--base-url", fake.openai_base_url, "--api-key-env", "PATH"]
-        run = evals_json(capsys, "run", "tasks", *FAMILY, *model, "--run-dir", str(tmp_path / "model"), "--no-progress", "--json")
+        run = evals_json(capsys, "run", "taskfile", *FAMILY, *model, "--run-dir", str(tmp_path / "model"), "--no-progress", "--json")
     assert metrics(run) == FAMILY_EXPECTED
     assert run["metric_stats"]["call_exact_match"]["stderr"] == pytest.approx(100 * ((7 * 0.3**2 + 3 * 0.7**2) / 9 / 10) ** 0.5, abs=1e-3)  # s / sqrt(n)
     assert run["breakdowns"]["kind"]["action"]["call_exact_match"] == 75.0  # f03 of f03, f04, f05, f09
@@ -118,7 +118,7 @@ def test_family_example_oracle_scripted_model_score_report_export_and_workers(tm
     assert [x["id"] for x in lines] == [t.id for t in tasks] and lines[0]["answer"] == "Rosa"
     assert lines[2]["calls"][1]["arguments"] == {"restaurant": "restaurant_0007", "people": 3}
 
-    workers = evals_json(capsys, "run", "tasks", *FAMILY, "--model", "oracle", "--workers", "2", "--concurrency", "4",
+    workers = evals_json(capsys, "run", "taskfile", *FAMILY, "--model", "oracle", "--workers", "2", "--concurrency", "4",
                          "--run-dir", str(tmp_path / "workers"), "--no-progress", "--json")
     assert metrics(workers) == dict.fromkeys(METRICS, 100.0)
 
@@ -126,20 +126,20 @@ def test_family_example_oracle_scripted_model_score_report_export_and_workers(tm
 def test_time_server_example_oracle_scripted_model_record_and_replay(tmp_path: Path, capsys) -> None:
     tasks = load_task_file(EXAMPLES / "time" / "time_tasks.jsonl")
     rec = tmp_path / "time.recording.jsonl"
-    oracle = evals_json(capsys, "run", "tasks", *TIME_TASKS, *TIME_SERVER, "--record", str(rec), "--model", "oracle",
+    oracle = evals_json(capsys, "run", "taskfile", *TIME_TASKS, *TIME_SERVER, "--record", str(rec), "--model", "oracle",
                         "--run-dir", str(tmp_path / "oracle"), "--no-progress", "--json")
     assert oracle["completed"] == 10 and metrics(oracle) == dict.fromkeys(METRICS, 100.0)
     with FakeProviderServer() as fake:
         fake.openai.respond_with(scripted(tasks, TIME_MISTAKES))
         model = ["--model", "openai:m", "--base-url", fake.openai_base_url, "--api-key-env", "PATH"]
-        live = evals_json(capsys, "run", "tasks", *TIME_TASKS, *TIME_SERVER, "--record", str(rec), *model,
+        live = evals_json(capsys, "run", "taskfile", *TIME_TASKS, *TIME_SERVER, "--record", str(rec), *model,
                           "--run-dir", str(tmp_path / "live"), "--no-progress", "--json")
         assert metrics(live) == TIME_EXPECTED
         # offline: no server is started (a command that does not exist would fail), the recording answers
-        replayed = evals_json(capsys, "run", "tasks", *TIME_TASKS, "--replay", str(rec), *model,
+        replayed = evals_json(capsys, "run", "taskfile", *TIME_TASKS, "--replay", str(rec), *model,
                               "--run-dir", str(tmp_path / "replay"), "--no-progress", "--json")
     assert metrics(replayed) == TIME_EXPECTED and replayed["breakdowns"] == live["breakdowns"]
-    oracle_replayed = evals_json(capsys, "run", "tasks", *TIME_TASKS, "--replay", str(rec), "--model", "oracle",
+    oracle_replayed = evals_json(capsys, "run", "taskfile", *TIME_TASKS, "--replay", str(rec), "--model", "oracle",
                                  "--run-dir", str(tmp_path / "oracle-replay"), "--no-progress", "--json")
     assert metrics(oracle_replayed) == dict.fromkeys(METRICS, 100.0)
     config = json.loads((tmp_path / "live" / "config.json").read_text())

@@ -73,11 +73,11 @@ def test_a_bad_task_file_exits_2_with_one_error_block_and_no_traceback(tmp_path:
     folder.mkdir()
     path = folder / "bad.jsonl"
     path.write_text("\n".join(BAD_JSONL[:3]) + "\n")
-    assert main(["run", "tasks", "--tasks", str(path), "--model", "oracle", "--run-dir", str(tmp_path / "r")]) == 2
+    assert main(["run", "taskfile", "--tasks", str(path), "--model", "oracle", "--run-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"{path}:2: task 'a'" in err and f"{path}:3: task 'b'" in err
     assert not (tmp_path / "r").exists()
-    assert main(["run", "tasks", "--model", "oracle", "--run-dir", str(tmp_path / "r")]) == 2
+    assert main(["run", "taskfile", "--model", "oracle", "--run-dir", str(tmp_path / "r")]) == 2
     assert "needs --tasks FILE" in capsys.readouterr().err
 
 
