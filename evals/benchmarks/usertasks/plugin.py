@@ -163,8 +163,10 @@ class UserTasksBenchmark:
             listed = await list_all_tools(session)
             outcome = await run_agent(model, cast("Client", _Guarded(session)), task.user_text, recorder, cfg,
                                       limiter=env.limiter, history=history)
+        # the schemas scoring normalises arguments by: of the gold tools and of the tools called
+        wanted = {c.name for c in task.calls or ()} | {str(c.get("name")) for c in outcome.data.get("calls") or []}
         outcome.data["tools"] = {t.name: {"description": t.description or "", "input_schema": t.input_schema}
-                                 for t in listed}
+                                 for t in listed if t.name in wanted}
         return outcome
 
     def _spec_for(self, name: str) -> ToolSpec | None:
