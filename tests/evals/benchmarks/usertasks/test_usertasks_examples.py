@@ -100,6 +100,12 @@ def test_family_example_oracle_scripted_model_score_report_export_and_workers(tm
         fake.openai.respond_with(scripted(tasks, FAMILY_MISTAKES))
         model = ["--model", "openai:m", "--base-url", fake.openai_base_url, "--api-key-env", "PATH"]
         run = evals_json(capsys, "run", "taskfile", *FAMILY, *model, "--run-dir", str(tmp_path / "model"), "--no-progress", "--json")
+        first = next(b for b in fake.openai.bodies if b["messages"][-1]["content"].startswith("Send him the message"))
+    # a task given as a conversation reaches the model as one: its system message, earlier turns, last question
+    assert [m["role"] for m in first["messages"]] == ["system", "user", "assistant", "user"]
+    assert first["messages"][2]["content"] == "Sure, what should I tell him?"
+    assert {t["function"]["name"] for t in first["tools"]} == {"kg_list_relations", "kg_neighbors", "kg_search_path",
+                                                               "book_restaurant", "send_message"}
     assert metrics(run) == FAMILY_EXPECTED
     assert run["metric_stats"]["call_exact_match"]["stderr"] == pytest.approx(100 * ((7 * 0.3**2 + 3 * 0.7**2) / 9 / 10) ** 0.5, abs=1e-3)  # s / sqrt(n)
     assert run["breakdowns"]["kind"]["action"]["call_exact_match"] == 75.0  # f03 of f03, f04, f05, f09
