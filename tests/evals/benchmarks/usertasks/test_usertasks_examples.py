@@ -101,6 +101,8 @@ def test_family_example_oracle_scripted_model_score_report_export_and_workers(tm
         model = ["--model", "openai:m", "--base-url", fake.openai_base_url, "--api-key-env", "PATH"]
         run = evals_json(capsys, "run", "taskfile", *FAMILY, *model, "--run-dir", str(tmp_path / "model"), "--no-progress", "--json")
         first = next(b for b in fake.openai.bodies if b["messages"][-1]["content"].startswith("Send him the message"))
+        f01 = next(b for b in fake.openai.bodies if b["messages"][-1]["content"] == "Who is Maya's mother?")
+    assert {t["function"]["name"] for t in f01["tools"]} == {"kg_list_relations", "kg_neighbors", "kg_search_path"}
     # a task given as a conversation reaches the model as one: its system message, earlier turns, last question
     assert [m["role"] for m in first["messages"]] == ["system", "user", "assistant", "user"]
     assert first["messages"][2]["content"] == "Sure, what should I tell him?"
