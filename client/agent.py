@@ -8,7 +8,7 @@ Every request, response, failed attempt and tool call goes to the episode's reco
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,7 @@ async def run_agent(
     limiter: RateLimiter | None = None,
     visible: Callable[[str], bool] | None = None,
     on_turn: Callable[[int, list[ToolCall]], Awaitable[bool]] | None = None,
+    history: Sequence[Message] = (),
 ) -> EpisodeOutcome:
     """Run one episode over an open MCP session; returns the outcome with the calls made.
 
@@ -122,7 +123,8 @@ async def run_agent(
 
     ``on_turn(turn, calls)`` is awaited with each turn's tool calls before any of them runs (for a
     harness that decides a turn's calls together); when it returns True the episode ends after this
-    turn's calls (stop ``"on_turn"``).
+    turn's calls (stop ``"on_turn"``). ``history``: earlier turns of the conversation (user and
+    assistant messages), sent between the system prompt and ``user_text``.
     """
     listed = await list_all_tools(session) if session is not None else []
     tools = [ToolDef.from_mcp(t) for t in listed if visible is None or visible(t.name)]
@@ -130,6 +132,7 @@ async def run_agent(
     messages: list[Message] = []
     if cfg.system_prompt:
         messages.append(SystemMessage(cfg.system_prompt))
+    messages.extend(history)
     messages.append(UserMessage(user_text))
     price = price_for(adapter.model)
     calls: list[dict[str, Any]] = []

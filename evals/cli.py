@@ -60,15 +60,16 @@ def ensure_benchmark_data(
 
 # ---- evals serve -------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
-    from server import EndpointRef, HTTPLimits, ServerConfigError, SessionLimits, check_bind
-    from tool_specs import SandboxError
+    from server import EndpointRef, HTTPLimits, McpSourceError, ServerConfigError, SessionLimits, check_bind
+    from tool_specs import SandboxError, SpecLoadError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
     token = args.token or os.environ.get("EVALS_SERVER_TOKEN") or None
-    benchmarks = [args.benchmark] if args.benchmark else list(args.benchmarks or all_benchmarks())
+    benchmarks = [args.benchmark] if args.benchmark else list(
+        args.benchmarks or [n for n, b in all_benchmarks().items() if b.served_by_default])
     given = {o.name: getattr(args, o.name) for o in serve_options() if hasattr(args, o.name)}
-    if args.stdio and not args.benchmark and not args.tools_dir:
-        err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID) or --tools-dir")
+    if args.stdio and not args.benchmark and not (args.tools_dir or args.mcp_server or args.mcp_config):
+        err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID), --tools-dir or --mcp-server")
         return 2
     if args.task and not args.benchmark:
         err.print("[red]error:[/] --task needs --benchmark")
@@ -94,7 +95,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                        options=dict.fromkeys(benchmarks, given))
     try:
         _serve(args, benchmarks, given, default, token, sessions, limits)
-    except SandboxError as exc:  # e.g. no kernel namespaces for untrusted tool code: say why, no traceback
+    except (SandboxError, McpSourceError, SpecLoadError) as exc:  # e.g. no kernel namespaces: say why, no traceback
         err.print(f"[red]error:[/] {exc}")
         return 2
     return 0
@@ -115,6 +116,7 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
             options=given,
             default=default,
             page_size=args.page_size,
+            mcp_sources=_serve_mcp_sources(args),
         )
         if args.stdio or sessions is None or limits is None:
             eventloop.run(serve_stdio(ts))
@@ -126,6 +128,19 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
         for name, info in ts.describe().items():
             err.print(f"  {shown}/mcp/{name}  playground, {info['tasks']} task endpoints at {shown}/mcp/{name}/<task_id>")
         serve(app, host=args.host, port=args.port, log_level="info" if args.verbose else "warning", limits=limits)
+
+
+def _serve_mcp_sources(args: argparse.Namespace) -> list[Any]:
+    """The MCP servers of ``evals serve --mcp-config`` and ``--mcp-server`` (repeatable)."""
+    from server import McpSourceError, load_mcp_config, parse_mcp_server
+
+    sources = load_mcp_config(args.mcp_config) if args.mcp_config else []
+    sources += [parse_mcp_server(s, token_env=args.mcp_token_env if s.strip().startswith("http") else None)
+                for s in args.mcp_server]
+    names = [s.name for s in sources]
+    if len(set(names)) != len(names):
+        raise McpSourceError(f"two MCP servers have one name ({', '.join(names)}); name them: NAME=COMMAND")
+    return sources
 
 
 # ---- evals data stats ---------------------------------------------------------------------------
@@ -375,7 +390,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result, summary = eventloop.run(run_benchmark(opts))
     except (RunConfigMismatch, RunLocked, ValueError, ModelError, ServerProcessError, WorkerError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        # a list of problems (one FILE:LINE each) is printed as it is, not wrapped at the terminal's width
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap="\n" in str(exc))
         return EXIT_USAGE
     except RunDiskFull as exc:  # finished episodes are kept; the same command resumes the run
         err.print(f"[red]error:[/] {escape(exc.strerror or str(exc))}")
@@ -573,7 +589,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--benchmarks", nargs="+", choices=list(benchmarks), help="benchmarks to serve over HTTP (default: all)")
     s.add_argument("--task", help="bind the session to this task id (with --benchmark); default: the playground")
     s.add_argument("--tools-dir", action="append", default=[], metavar="DIR",
-                   help="directory of YAML/JSON tool spec files, served at /mcp/custom (repeatable)")
+                   help="directory of tool spec files (YAML/JSON; OpenAI function tools; BFCL function docs), "
+                   "served at /mcp/custom (repeatable)")
+    s.add_argument("--mcp-server", action="append", default=[], metavar="CMD|URL",
+                   help="an MCP server whose tools are served (proxied) at /mcp/custom: a command line run over "
+                   "stdio, or a streamable-HTTP URL; NAME=... names it (repeatable)")
+    s.add_argument("--mcp-config", metavar="FILE", help="MCP servers in the mcpServers JSON format (command, args, "
+                   "env; or url, headers, bearer_token_env), served at /mcp/custom")
+    s.add_argument("--mcp-token-env", metavar="VAR", help="environment variable with the bearer token of an "
+                   "--mcp-server URL")
     s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
     s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
     _add_limit_arguments(s.add_argument_group(

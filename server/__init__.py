@@ -1,7 +1,8 @@
 """The MCP server: benchmark catalogs and the family KG as live MCP tools (stdio and streamable HTTP).
 
 Modules, low to high: ``kg_tools`` (the KG as tools), ``core`` (``ToolServer``: endpoints, sessions,
-``tools/list`` and ``tools/call``), ``http`` (the Starlette app, auth, uvicorn) and ``stdio``. Every
+``tools/list`` and ``tools/call``), ``http`` (the Starlette app, auth, uvicorn), ``stdio``, ``upstream``
+(another MCP server's tools, proxied) and ``recording`` (its responses recorded and replayed). Every
 name in a module's ``__all__`` is re-exported here. The server imports no benchmark module and
 nothing from ``client`` or ``evals`` (``tests/test_architecture.py`` checks it).
 """
@@ -34,7 +35,22 @@ from .http import (
     wait_started,
 )
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
+from .recording import CallRecording, RecordedExecutor, Recording, read_recording, replay_specs
 from .stdio import serve_stdio
+from .upstream import (
+    UPSTREAM_UNAVAILABLE,
+    McpSource,
+    McpSourceError,
+    ProxyExecutor,
+    UpstreamConnection,
+    UpstreamUnavailable,
+    load_mcp_config,
+    open_sources,
+    parse_mcp_server,
+    result_from_mcp,
+    tool_spec_of,
+    upstream_specs,
+)
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -43,16 +59,25 @@ __all__ = [
     "SEARCH_MODES",
     "SERVER_NAME",
     "TOKEN_ENV",
+    "UPSTREAM_UNAVAILABLE",
     "BenchmarkMount",
     "BoundExecutor",
+    "CallRecording",
     "EndpointNotFound",
     "EndpointRef",
     "HTTPLimits",
     "KGConfig",
+    "McpSource",
+    "McpSourceError",
     "NonObjectArgumentsMiddleware",
+    "ProxyExecutor",
+    "RecordedExecutor",
+    "Recording",
     "ServerConfigError",
     "SessionLimits",
     "ToolServer",
+    "UpstreamConnection",
+    "UpstreamUnavailable",
     "bind_socket",
     "check_bind",
     "check_token",
@@ -60,9 +85,17 @@ __all__ = [
     "current_endpoint",
     "is_loopback",
     "kg_tools",
+    "load_mcp_config",
+    "open_sources",
+    "parse_mcp_server",
+    "read_recording",
+    "replay_specs",
+    "result_from_mcp",
     "serve",
     "serve_in_background",
     "serve_stdio",
+    "tool_spec_of",
+    "upstream_specs",
     "uvicorn_config",
     "wait_started",
 ]

@@ -9,7 +9,8 @@ Modules, low to high (each imports only modules above it; ``tests/test_architect
 ``errors``, ``names`` (did-you-mean hints), ``results`` (``ToolResult``, ``CallContext``),
 ``protocols`` (``ToolLike``, ``Executor``: what the generic parts need from a tool), ``schema``,
 ``validation``, ``matching``, ``executors``, ``sandbox``, ``session_executors``, ``spec``
-(``ToolSpec``), ``catalog``, ``loader``. Every name in a module's ``__all__`` is re-exported here.
+(``ToolSpec``), ``catalog``, ``loader``, ``spec_formats`` (OpenAI function tools and BFCL
+function docs as spec files). Every name in a module's ``__all__`` is re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
 
@@ -110,6 +111,12 @@ from tool_specs.spec import (
     OUTPUT_SCHEMA_KEYS,
     ToolSpec,
 )
+from tool_specs.spec_formats import (
+    TOOL_FILE_SUFFIXES,
+    detect_tool_format,
+    load_tool_dir,
+    load_tool_file,
+)
 from tool_specs.validation import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_STRING_BYTES,
@@ -167,6 +174,7 @@ __all__ = [
     "SpecLoadError",
     "StaticCatalog",
     "TaskNotFound",
+    "TOOL_FILE_SUFFIXES",
     "ToolLike",
     "ToolNotFound",
     "ToolResult",
@@ -180,6 +188,7 @@ __all__ = [
     "decide",
     "default_pool",
     "describe_schema",
+    "detect_tool_format",
     "did_you_mean",
     "embedding_cost",
     "find_tool",
@@ -188,6 +197,8 @@ __all__ = [
     "known_executor_kinds",
     "load_spec_dir",
     "load_spec_file",
+    "load_tool_dir",
+    "load_tool_file",
     "looks_like_schema",
     "map_type_name",
     "name_cost",

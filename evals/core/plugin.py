@@ -20,6 +20,8 @@ Optional methods (looked up with ``getattr``; a benchmark without them loses onl
   RUN_DIR --format NAME``) and read (``evals score PATH --format NAME --benchmark B``), e.g. its
   official scripts' input files (see :mod:`evals.core.formats`);
 * ``summary_extras(config) -> dict``: extra keys for the run's summary.
+* ``run_dir_part() -> str``: a folder between the benchmark's and the model's in the default run
+  directory (a benchmark defined by a file names the file, so that two files get two runs).
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ class BenchmarkInfo:
     # the main-block metric that is a task's pass/fail outcome (pass@k, pass^k over --epochs trials);
     # None: the paper's main metric when it is 0/1 per task, else the first such metric
     pass_metric: str | None = None
+    served_by_default: bool = True  # `evals serve` without --benchmark(s) serves it (False: it needs a file to have tasks)
 
     @property
     def serve_options(self) -> tuple[Option, ...]:

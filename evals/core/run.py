@@ -45,10 +45,15 @@ __all__ = [
 HASH_KEYS = ("benchmark", "model", "strategy", "options", "data")
 
 
-def default_run_dir(opts: RunOptions) -> Path:
-    """``runs/<benchmark>/<model>/<strategy>``: the same command resumes the same run."""
+def default_run_dir(opts: RunOptions, bench: Benchmark | None = None) -> Path:
+    """``runs/<benchmark>[/<the benchmark's run_dir_part()>]/<model>/<strategy>``: the same command
+    resumes the same run (a benchmark defined by a file names the file there, so that two files do
+    not share a run directory)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", opts.model).strip("_") or "model"
-    return Path("runs") / opts.benchmark / slug / (opts.strategy or "default")
+    part = getattr(bench, "run_dir_part", None)
+    extra = re.sub(r"[^A-Za-z0-9._-]+", "_", str(part())).strip("_") if callable(part) else ""
+    base = Path("runs") / opts.benchmark
+    return (base / extra if extra else base) / slug / (opts.strategy or "default")
 
 
 _KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
@@ -214,7 +219,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     all_ids = bench.task_ids()
     task_ids = all_ids[: opts.limit] if opts.limit else all_ids
     keys = trial_keys(task_ids, opts.epochs)  # one per trial (--epochs); the task ids themselves for one
-    run_path = opts.run_dir or default_run_dir(opts)
+    run_path = opts.run_dir or default_run_dir(opts, bench)
     parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
     control = RunControl()

@@ -1,8 +1,9 @@
 """Wire benchmarks and user tool specs into a :class:`server.ToolServer` (``evals serve``).
 
 Each benchmark hands over its endpoints through the same call ``evals run`` uses
-(:meth:`~evals.core.plugin.Benchmark.mounts`); spec files given with ``--tools-dir`` are served at
-``/mcp/custom``.
+(:meth:`~evals.core.plugin.Benchmark.mounts`); spec files given with ``--tools-dir`` (the project's,
+OpenAI function tools, BFCL function docs) and the tools of MCP servers given with ``--mcp-server`` /
+``--mcp-config`` (proxied: validated and limited by this server) are served at ``/mcp/custom``.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from server import BenchmarkMount, EndpointRef, SessionLimits, ToolServer
-from tool_specs import StaticCatalog, load_spec_dir
+from server import BenchmarkMount, EndpointRef, McpSource, SessionLimits, ToolServer, open_sources
+from tool_specs import StaticCatalog, load_tool_dir
 
 from .registry import load_benchmark, own_options
 
@@ -30,6 +31,7 @@ def build_tool_server(
     options: Mapping[str, Any] | None = None,
     default: EndpointRef | None = None,
     page_size: int | None = None,
+    mcp_sources: Sequence[McpSource] = (),
 ) -> ToolServer:
     """A server with the given benchmarks mounted, plus a ``custom`` endpoint for spec-dir tools.
 
@@ -40,8 +42,9 @@ def build_tool_server(
     mounts: list[BenchmarkMount] = []
     for name in benchmarks:
         mounts.extend(load_benchmark(name, own_options(name, given)).mounts(stack))
-    if tools_dirs:
-        custom = [spec for d in tools_dirs for spec in load_spec_dir(d)]
+    if tools_dirs or mcp_sources:
+        custom = [spec for d in tools_dirs for spec in load_tool_dir(d)]
+        custom += [spec for _, specs in open_sources(mcp_sources, stack) for spec in specs]
         mounts.append(BenchmarkMount(catalog=StaticCatalog(CUSTOM, {}, extra_playground=custom)))
     kw: dict[str, Any] = {} if page_size is None else {"page_size": page_size}
     return ToolServer(mounts, default=default, **kw)

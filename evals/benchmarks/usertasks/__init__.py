@@ -1,0 +1,91 @@
+"""Your own tasks over your own tools: a benchmark defined by a task file, run as ``evals run taskfile``.
+
+The folder, low to high (each module imports only those before it):
+
+* ``task_file.schema.json``: the published JSON Schema of one task;
+* ``answers``: final-answer matching (exact, normalised, regex, number, judge);
+* ``refs``: references from a gold call's arguments to an earlier call's result;
+* ``taskfile``: reading and checking a task file (every problem at once, ``FILE:LINE``);
+* ``scoring``: one task's scores from its trace (the core's matchers, ``align_calls``);
+* ``sources``: the tools (spec files, a KG, MCP servers live, recorded or replayed);
+* ``plugin``: the ``evals run`` plugin (the ``agent`` strategy, the oracle, export).
+
+This module only declares it (nothing is read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...core.metrics import Metric
+from ...core.options import Option
+from ...core.plugin import Benchmark, BenchmarkInfo
+
+NAME = "taskfile"
+SCHEMA = Path(__file__).with_name("task_file.schema.json")
+
+
+def _file(v: str | None) -> str | None:
+    return None if v is None or Path(v).is_file() else f"no such file: {v}"
+
+
+def _dir(v: str | None) -> str | None:
+    return None if v is None or Path(v).is_dir() else f"no such directory: {v}"
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("tasks", str, None, "the task file: JSON Lines or YAML (schema: evals/benchmarks/usertasks/"
+           "task_file.schema.json)", check=_file, metavar="FILE"),
+    Option("tools_dir", str, None, "a folder of tool spec files (YAML/JSON of this project, OpenAI function "
+           "tools JSON, BFCL function docs JSON/JSONL), answered by their executors", check=_dir, metavar="DIR"),
+    Option("kg", str, None, "a family KG triple file (one ['head', 'relation', 'tail'] per line) served as the KG "
+           "tools", check=_file, metavar="FILE"),
+    Option("kg_search", str, "greedy", "what kg_search_path does when a relation path does not exist",
+           choices=("exact", "greedy", "retrieval")),
+    Option("mcp_server", str, None, "an MCP server whose tools the tasks use: a command line run over stdio "
+           "(e.g. 'uvx mcp-server-time'), or a streamable-HTTP URL; NAME=... names it", metavar="CMD|URL"),
+    Option("mcp_config", str, None, "MCP servers in the mcpServers JSON format of assistant clients (command, "
+           "args, env, cwd; or url, headers, bearer_token_env)", check=_file, metavar="FILE"),
+    Option("mcp_token_env", str, None, "the environment variable holding the bearer token of an --mcp-server URL",
+           affects_results=False, metavar="VAR"),
+    Option("record", str, None, "append every real response of the MCP servers to this file (JSON Lines), to "
+           "replay later with --replay", affects_results=False, metavar="FILE"),
+    Option("replay", str, None, "answer the MCP servers' tools from a recording made with --record (no server "
+           "is started)", check=_file, metavar="FILE"),
+    Option("matcher", str, "rule", "how a call is matched to a gold call: rule (equal after type normalisation), "
+           "response (then: the same response from a deterministic tool), llm (then: the judge, --judge)",
+           choices=("rule", "response", "llm")),
+)
+
+METRICS = (
+    Metric("call_exact_match", "Call exact match", description="the task's calls are exactly the gold calls "
+           "(in the gold order unless the task is unordered)"),
+    Metric("tool_accuracy", "Tool accuracy", over="gold calls", description="gold calls answered by a call of the "
+           "same tool"),
+    Metric("argument_accuracy", "Argument accuracy", over="gold arguments", description="gold arguments given the "
+           "gold value by the paired call"),
+    Metric("answer_accuracy", "Answer accuracy", description="final answers that satisfy the gold answer"),
+)
+
+
+def _load(options: Mapping[str, Any]) -> Benchmark:
+    from .plugin import UserTasksBenchmark
+
+    return UserTasksBenchmark(INFO, options)
+
+
+INFO = BenchmarkInfo(
+    name=NAME,
+    description="your own tasks (a JSONL/YAML task file) over your own tools (spec files, a KG, any MCP server); "
+    "call exact match, tool, argument and answer accuracy with breakdowns by the tasks' metadata",
+    strategies=("agent",),
+    default_strategy="agent",
+    load=_load,
+    options=OPTIONS,
+    metrics=METRICS,
+    uses_judge=True,
+    served_by_default=False,  # its tasks come from --tasks FILE
+)
+BENCHMARKS = (INFO,)

@@ -1,0 +1,224 @@
+"""The task-file benchmark as an ``evals run`` plugin: one strategy, ``agent`` (native tool calling
+over MCP, turn by turn), over the task's tools from the run's sources (:mod:`.sources`).
+
+Each task's endpoint serves the tools it names (or all of them). The oracle plays the gold calls
+one per turn, resolving references from the results it got, then says the gold answer; it scores
+100 on every metric. When the MCP server behind a tool is gone, the episode fails with
+:class:`~server.upstream.UpstreamUnavailable` (retryable: rerunning the command resumes it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from client.adapters.oracle import OracleAdapter
+from client.agent import run_agent
+from client.mcp_session import list_all_tools
+from client.messages import (
+    AssistantMessage,
+    Message,
+    ModelResponse,
+    ToolChoice,
+    ToolDef,
+    ToolResultMessage,
+    UserMessage,
+)
+from client.runs import EpisodeOutcome
+from server import BenchmarkMount
+from server.upstream import UPSTREAM_UNAVAILABLE, UpstreamUnavailable
+from tool_specs import StaticCatalog, ToolSpec
+from tool_specs.matching import Matcher, ResponseMatcher, RuleMatcher
+
+from ...core.formats import PredictionFormat
+from ...core.metrics import TaskScore
+from ...core.plugin import BenchmarkInfo, EpisodeEnv
+from .refs import UNRESOLVED, resolve_arguments, result_value
+from .scoring import JudgeCallMatcher, predicted_calls, score_task
+from .sources import mcp_sources, open_tools, spec_file_tools
+from .taskfile import Task, load_task_file
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from client.runs import EpisodeRecorder, RunDir
+
+    from ...core.context import ScoreContext
+
+
+class ResolvingOracle(OracleAdapter):
+    """The oracle for gold calls with references: each step's references are resolved from the
+    results of the oracle's earlier calls before the step is played."""
+
+    def __init__(self, steps: list[list[dict[str, Any]]], final_answer: str, *, task_id: str, turn_latency_s: float = 0.0):
+        super().__init__([[dict(c) for c in s] for s in steps], final_answer, task_id=task_id, turn_latency_s=turn_latency_s)
+        self.gold = steps
+
+    async def complete(self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto", *,
+                       max_tokens: int | None = None, temperature: float | None = None) -> ModelResponse:
+        results = {m.tool_call_id: result_value(m.content) if not m.is_error else UNRESOLVED
+                   for m in messages if isinstance(m, ToolResultMessage)}
+        ids = {str(i): f"oracle_{i}_0" for i in range(len(self.gold))}
+        ids.update({str(s[0].get("id")): f"oracle_{i}_0" for i, s in enumerate(self.gold) if s})
+        done = sum(1 for m in messages if isinstance(m, AssistantMessage) and m.tool_calls)
+        if done < len(self.gold):
+            self.steps[done] = [{"name": c["name"], "arguments": resolve_arguments(
+                c["arguments"], lambda cid: results.get(ids.get(cid, ""), UNRESOLVED))} for c in self.gold[done]]
+        return await super().complete(messages, tools, tool_choice, max_tokens=max_tokens, temperature=temperature)
+
+
+class _Guarded:
+    """The episode's MCP session; a result that says the MCP server behind the tool is gone fails the
+    episode (retryable) instead of going back to the model."""
+
+    def __init__(self, session: Client):
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    async def call_tool(self, name: str, arguments: Any = None, *args: Any, **kw: Any) -> Any:
+        result = await self._session.call_tool(name, arguments, *args, **kw)
+        if result.is_error:
+            text = "".join(getattr(c, "text", "") for c in result.content)
+            if text.startswith(UPSTREAM_UNAVAILABLE):
+                raise UpstreamUnavailable(text)
+        return result
+
+
+class UserTasksBenchmark:
+    """A benchmark defined by a task file (see the package docstring)."""
+
+    def __init__(self, info: BenchmarkInfo, options: Mapping[str, Any]):
+        self.info = info
+        self.name = info.name
+        self.options = options
+        # without a task file (``evals serve --benchmark``) it has no tasks and serves nothing; a run refuses
+        self.tasks: dict[str, Task] = {t.id: t for t in load_task_file(options["tasks"])} if options.get("tasks") else {}
+        mcp_sources(options)  # a bad --mcp-server / --mcp-config fails here, before anything runs
+        self._spec_tools: dict[str, ToolSpec] | None = None
+
+    def task_ids(self) -> list[str]:
+        return list(self.tasks)
+
+    def run_dir_part(self) -> str:
+        """The task file's name: ``runs/taskfile/<file stem>/<model>/agent`` by default."""
+        return Path(self.options.get("tasks") or "none").stem
+
+    def check(self, strategy: str, *, own_server: bool) -> None:
+        if not self.options.get("tasks"):
+            raise ValueError(f"evals run {self.name} needs --tasks FILE (a JSON Lines or YAML task file)")
+        if self.options.get("record") and self.options.get("replay"):
+            raise ValueError("--record and --replay go with different runs: record with the live server, then replay")
+
+    def catalog(self, tools: Sequence[ToolSpec]) -> StaticCatalog:
+        """Each task's endpoint with the tools it names; unknown names are listed, every one, with their lines."""
+        by_name = {t.name: t for t in tools}
+        problems = []
+        for task in self.tasks.values():
+            for name in task.tools or ():
+                if name not in by_name:
+                    problems.append(f"{self.options['tasks']}:{task.line}: task {task.id!r}: tool {name!r} is offered by "
+                                    f"no source (tools: {', '.join(sorted(by_name)) or 'none'})")
+            for call in task.calls or ():
+                if task.tools is None and call.name not in by_name:
+                    problems.append(f"{self.options['tasks']}:{task.line}: task {task.id!r}: gold tool {call.name!r} is "
+                                    "offered by no source")
+        if problems:
+            raise ValueError("\n".join(problems))
+        return StaticCatalog(self.name, {t.id: [by_name[n] for n in t.tools] if t.tools is not None else list(tools)
+                                         for t in self.tasks.values()})
+
+    def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None) -> list[BenchmarkMount]:
+        if not self.options.get("tasks"):
+            return []
+        return [BenchmarkMount(catalog=self.catalog(open_tools(self.options, stack)))]
+
+    def data_files(self) -> list[Path]:
+        files = [Path(self.options["tasks"])] if self.options.get("tasks") else []
+        for key in ("kg", "replay"):  # not --mcp-config: fixing a server's settings must not block resuming
+            if self.options.get(key):
+                files.append(Path(self.options[key]))
+        if self.options.get("tools_dir"):
+            files += sorted(p for p in Path(self.options["tools_dir"]).iterdir() if p.is_file() and not p.name.startswith("."))
+        return files
+
+    async def prepare(self, env: EpisodeEnv) -> None:
+        pass
+
+    async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        task = self.tasks[task_id]
+        model = env.adapter or ResolvingOracle(task.oracle_steps(), task.oracle_answer(), task_id=task_id,
+                                               turn_latency_s=env.oracle_latency)
+        cfg = env.agent_cfg
+        if task.system:
+            cfg = dataclasses.replace(cfg, system_prompt=task.system)
+        history: list[Message] = [UserMessage(m["content"]) if m["role"] == "user" else AssistantMessage(m["content"])
+                                  for m in task.history]
+        async with env.session(self.name, task_id) as session:
+            listed = await list_all_tools(session)
+            outcome = await run_agent(model, cast("Client", _Guarded(session)), task.user_text, recorder, cfg,
+                                      limiter=env.limiter, history=history)
+        # the schemas scoring normalises arguments by: of the gold tools and of the tools called
+        wanted = {c.name for c in task.calls or ()} | {str(c.get("name")) for c in outcome.data.get("calls") or []}
+        outcome.data["tools"] = {t.name: {"description": t.description or "", "input_schema": t.input_schema}
+                                 for t in listed if t.name in wanted}
+        return outcome
+
+    def _spec_for(self, name: str) -> ToolSpec | None:
+        if self._spec_tools is None:
+            self._spec_tools = {t.name: t for t in spec_file_tools(self.options)}
+        return self._spec_tools.get(name)
+
+    def matchers(self, task: Task, tools: Mapping[str, Any], ctx: ScoreContext) -> list[Matcher]:
+        """The cascade of ``--matcher``: rule; then response (deterministic spec-file tools); then the judge."""
+        def schema_for(name: str) -> Mapping[str, Any] | None:
+            return (tools.get(name) or {}).get("input_schema")
+
+        out: list[Matcher] = [RuleMatcher(schema_for)]
+        if self.options.get("matcher") in ("response", "llm"):
+            out.append(ResponseMatcher(self._spec_for))
+        if self.options.get("matcher") == "llm" and ctx.can_judge:
+            out.append(JudgeCallMatcher(ctx, task.request, lambda n: {"name": n, **(tools.get(n) or {})}))
+        return out
+
+    def progress_score(self, trace: Mapping[str, Any]) -> float | None:
+        return None
+
+    async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
+        if task_id not in self.tasks:
+            raise ValueError(f"the run has a task id that is not in {self.options['tasks']}: {task_id!r}")
+        task = self.tasks[task_id]
+        tools = ((trace or {}).get("outcome") or {}).get("tools") or {}
+
+        def schema_for(name: str) -> Mapping[str, Any] | None:
+            got = (tools.get(name) or {}).get("input_schema")
+            if got is None and (spec := self._spec_for(name)) is not None:
+                return spec.input_schema
+            return cast("Mapping[str, Any] | None", got)
+
+        return await score_task(task, trace, ctx, self.matchers(task, tools, ctx), schema_for)
+
+    # ---- export --------------------------------------------------------------------------------
+    def formats(self) -> list[PredictionFormat]:
+        return [PredictionFormat(name="jsonl", description="one JSON line per task: id, status, calls (name, "
+                                 "arguments, result), answer", export=self._export)]
+
+    def _export(self, run_dir: RunDir, out: Path) -> list[Path]:
+        path = out if out.suffix == ".jsonl" else out / "predictions.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        traces = run_dir.latest_traces()
+        with path.open("w", encoding="utf-8") as f:
+            for task_id in self.tasks:
+                trace = traces.get(task_id)
+                if trace is None:
+                    continue
+                calls = [{"name": c["name"], "arguments": c["arguments"], "result": c["result"], "is_error": c["is_error"]}
+                         for c in predicted_calls(trace)]
+                f.write(json.dumps({"id": task_id, "status": trace.get("status"), "calls": calls,
+                                    "answer": trace.get("final_answer")}, ensure_ascii=False) + "\n")
+        return [path]

@@ -1,0 +1,146 @@
+"""One task's scores from its trace: the calls against the gold calls, the answer against the gold answer.
+
+Calls. The predicted calls (every call of the trace, in order) are paired with the gold calls by
+:func:`tool_specs.matching.align_calls` (same tool only; the fewest differing arguments; ties keep
+the order), first without the gold arguments that are references. Then each reference is resolved
+from the result of the predicted call paired with the gold call it names (:mod:`.refs`), and every
+pair is decided by the matcher cascade of ``--matcher`` (``rule``; ``response``: then the response
+matcher for deterministic tools; ``llm``: then the judge). Every decision is kept in the details.
+
+* ``call_exact_match`` (per task with gold calls): every gold call is matched, no other call was
+  made, and (``order: ordered``) the matched calls come in the gold order;
+* ``tool_accuracy`` (per gold call): a call of the gold tool was paired with it;
+* ``argument_accuracy`` (per gold argument): the paired call gives the gold value (after type
+  normalisation; a pair the cascade accepts counts all its arguments right).
+
+Answer: ``answer_accuracy`` (per task with a gold answer; :mod:`.answers`). A ``judge`` answer
+without a judge and without a stored decision leaves the task out of the metric (the summary
+counts it as missing). A task whose episode errored or never ran scores 0 on every metric it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from tool_specs.matching import MatchDecision, Matcher, align_calls, argument_cost, decide, param_matches
+
+from ...core.context import ScoreContext
+from ...core.metrics import TaskScore
+from .answers import JUDGE_SYSTEM, judge_prompt, match_answer, parse_verdict
+from .refs import UNRESOLVED, resolve_arguments, result_value, strip_references
+from .taskfile import Task
+
+__all__ = ["JudgeCallMatcher", "groups_of", "predicted_calls", "score_task"]
+
+
+def predicted_calls(trace: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Every tool call of a trace, in order: name, arguments (``None`` when unparsable), result value."""
+    out = []
+    for event in (trace or {}).get("events") or []:
+        if event.get("kind") != "tool_call":
+            continue
+        args = event.get("arguments")
+        out.append({"name": event.get("name"),
+                    "arguments": dict(args) if isinstance(args, Mapping) and "parse_error" not in event else None,
+                    "result": result_value(event.get("result_text"), event.get("structured")),
+                    "is_error": bool(event.get("is_error"))})
+    return out
+
+
+def groups_of(task: Task) -> dict[str, str]:
+    """The breakdowns a task belongs to: its metadata's scalar values."""
+    out = {}
+    for key, value in task.metadata.items():
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, str | int | float):
+            out[key] = str(value)
+    return out
+
+
+class JudgeCallMatcher:
+    """The judge as the last matcher of the cascade, asked through the scorer's context (stored decisions)."""
+
+    name = "llm"
+
+    def __init__(self, ctx: ScoreContext, request: str, tool_for: Callable[[str], Mapping[str, Any]]):
+        self.ctx, self.request, self.tool_for = ctx, request, tool_for
+
+    async def __call__(self, pred: Mapping[str, Any], gold: Mapping[str, Any]) -> MatchDecision | None:
+        if pred.get("name") != gold.get("name") or not isinstance(pred.get("arguments"), Mapping):
+            return None
+        decision = await self.ctx.judge(self.request, self.tool_for(str(gold.get("name"))),
+                                        {"name": gold.get("name"), "arguments": gold.get("arguments")},
+                                        {"name": pred.get("name"), "arguments": pred.get("arguments")})
+        if decision is None:
+            return None
+        verdict = "EQUIVALENT" if decision.equivalent else "DIFFERENT"
+        return MatchDecision(decision.equivalent, self.name if decision.equivalent else None,
+                             f"judge {decision.model} answered {verdict}")
+
+
+async def _score_calls(task: Task, pred: list[dict[str, Any]], done: bool, score: TaskScore,
+                       matchers: Sequence[Matcher], schema_for: Callable[[str], Mapping[str, Any] | None]) -> None:
+    gold = list(task.calls or ())
+    stripped = [{"name": g.name, "arguments": strip_references(g.arguments)} for g in gold]
+    alignment = await align_calls(pred, stripped, cost=argument_cost(schema_for))
+    pred_of = {p.gold_index: p.pred_index for p in alignment.pairs}
+    index_of = {g.id: j for j, g in enumerate(gold)}
+
+    def result_of(call_id: str) -> Any:
+        i = pred_of.get(index_of.get(call_id, -1))
+        return UNRESOLVED if i is None or pred[i]["is_error"] else pred[i]["result"]
+
+    resolved = [{"name": g.name, "arguments": resolve_arguments(g.arguments, result_of)} for g in gold]
+    for pair in alignment.pairs:
+        pair.decision = await decide(pred[pair.pred_index], resolved[pair.gold_index], matchers)
+    matched = [p for p in alignment.pairs if p.matched]
+    order = [p.pred_index for p in sorted(matched, key=lambda p: p.gold_index)]
+    in_order = order == sorted(order)
+    exact = done and len(matched) == len(gold) and not alignment.unmatched_pred and (in_order or not task.ordered)
+    score.add("call_exact_match", float(exact))
+    if gold:
+        score.add("tool_accuracy", len(alignment.pairs), len(gold))
+    n_args = sum(len(g.arguments) for g in gold)
+    if n_args:
+        right = 0
+        for pair in alignment.pairs:
+            want = resolved[pair.gold_index]["arguments"]
+            if pair.matched:
+                right += len(want)
+            else:
+                got = pred[pair.pred_index]["arguments"]
+                right += sum(param_matches(got, want, schema_for(gold[pair.gold_index].name)).values())
+        score.add("argument_accuracy", right, n_args)
+    score.details["calls"] = {
+        "predicted": [{"name": c["name"], "arguments": c["arguments"], "is_error": c["is_error"]} for c in pred],
+        "gold": resolved, "alignment": alignment.to_dict(), "in_order": in_order, "exact": exact,
+    }
+
+
+async def score_task(task: Task, trace: Mapping[str, Any] | None, ctx: ScoreContext, matchers: Sequence[Matcher],
+                     schema_for: Callable[[str], Mapping[str, Any] | None]) -> TaskScore:
+    """One task's samples, groups and details (see the module docstring)."""
+    score = TaskScore(groups=groups_of(task))
+    done = trace is not None and trace.get("status") == "completed"
+    if task.calls is not None:
+        await _score_calls(task, predicted_calls(trace) if done else [], done, score, matchers, schema_for)
+    if task.answer is not None:
+        spec = task.answer
+        answer = (trace or {}).get("final_answer") if done else None
+        if spec["type"] != "judge":
+            ok = done and bool(match_answer(spec, answer))
+            score.add("answer_accuracy", float(ok))
+            score.details["answer"] = {"answer": answer, "spec": spec, "correct": ok}
+        elif not done:
+            score.add("answer_accuracy", 0.0)
+            score.details["answer"] = {"answer": None, "spec": spec, "correct": False}
+        else:
+            decision = await ctx.ask(JUDGE_SYSTEM, judge_prompt(task.request, spec["rubric"], answer), verdict=parse_verdict)
+            if decision is not None:
+                score.add("answer_accuracy", float(decision.equivalent))
+            score.details["answer"] = {"answer": answer, "spec": spec,
+                                       "correct": None if decision is None else decision.equivalent,
+                                       "judge": None if decision is None else decision.answer}
+    return score

@@ -1,0 +1,280 @@
+"""The task file: JSON Lines or YAML, checked against ``task_file.schema.json`` and for what a schema
+cannot say (unique ids, references to earlier calls, gold tools among the offered ones). Every
+problem is reported at once, each as ``FILE:LINE: task ID: where: what``."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .answers import answer_problem, normalize_answer_spec, oracle_answer
+
+__all__ = ["SCHEMA_PATH", "GoldCall", "Task", "TaskFileError", "is_reference", "load_task_file", "references", "task_schema"]
+
+SCHEMA_PATH = Path(__file__).with_name("task_file.schema.json")
+MAX_SHOWN = 100
+
+
+class TaskFileError(ValueError):
+    """A task file with problems; the message lists every one, ``FILE:LINE: ...`` a line."""
+
+    def __init__(self, path: Path, problems: Sequence[str]):
+        self.problems = list(problems)
+        shown = self.problems[:MAX_SHOWN]
+        more = len(self.problems) - len(shown)
+        head = f"{path}: {len(self.problems)} problem(s) in the task file:"
+        super().__init__("\n".join([head, *shown, *([f"... and {more} more"] if more > 0 else [])]))
+
+
+@cache
+def task_schema() -> dict[str, Any]:
+    """The published JSON Schema of one task."""
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
+
+
+@dataclass(frozen=True)
+class GoldCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of the file (see the schema for the fields)."""
+
+    id: str
+    line: int
+    query: str | None = None
+    messages: tuple[dict[str, str], ...] = ()
+    tools: tuple[str, ...] | None = None  # None: all
+    calls: tuple[GoldCall, ...] | None = None
+    ordered: bool = True
+    answer: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def system(self) -> str | None:
+        first = self.messages[0] if self.messages else None
+        return first["content"] if first and first["role"] == "system" else None
+
+    @property
+    def user_text(self) -> str:
+        return self.query if self.query is not None else self.messages[-1]["content"]
+
+    @property
+    def history(self) -> list[dict[str, str]]:
+        """The turns before the last user message (no system message)."""
+        return [m for m in self.messages[:-1] if m["role"] != "system"]
+
+    @property
+    def request(self) -> str:
+        """The user's request as one text (for the judge)."""
+        if self.query is not None:
+            return self.query
+        return "\n".join(f"{m['role']}: {m['content']}" for m in self.messages if m["role"] != "system")
+
+    def oracle_steps(self) -> list[list[dict[str, Any]]]:
+        return [[{"name": c.name, "arguments": c.arguments, "id": c.id}] for c in self.calls or ()]
+
+    def oracle_answer(self) -> str:
+        return oracle_answer(self.answer) if self.answer is not None else "Done."
+
+
+def is_reference(value: Any) -> bool:
+    return isinstance(value, Mapping) and "$from" in value
+
+
+def references(value: Any, where: str = "") -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every reference inside an argument value, with its path."""
+    if is_reference(value):
+        yield where, value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from references(v, f"{where}.{k}" if where else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from references(v, f"{where}[{i}]")
+
+
+# ---- reading, with line numbers ---------------------------------------------------------------
+def _yaml_lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
+    out[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            _yaml_lines(value, (*path, key.value), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _yaml_lines(item, (*path, i), out)
+
+
+def _read(path: Path) -> tuple[list[tuple[Any, dict[tuple[Any, ...], int]]], list[str]]:
+    """``[(task object, {path within it: line})]`` and the problems of reading."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [], [f"{path}: cannot read the task file: {exc}"]
+    items: list[tuple[Any, dict[tuple[Any, ...], int]]] = []
+    problems: list[str] = []
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip() or line.lstrip().startswith("//"):
+                continue
+            try:
+                items.append((json.loads(line), {(): number}))
+            except json.JSONDecodeError as exc:
+                problems.append(f"{path}:{number}: invalid JSON at column {exc.colno}: {exc.msg}")
+        return items, problems
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        return [], [f"{path}{line}: invalid YAML: {getattr(exc, 'problem', None) or exc}"]
+    if node is None:
+        return [], []
+    lines: dict[tuple[Any, ...], int] = {}
+    _yaml_lines(node, (), lines)
+    prefix: tuple[Any, ...] = ()
+    if isinstance(document, Mapping) and "tasks" in document:
+        extra = sorted(set(document) - {"tasks"})
+        if extra:
+            problems.append(f"{path}:1: a file with a 'tasks' list holds nothing else, but it also has {', '.join(map(str, extra))}")
+        document, prefix = document["tasks"], ("tasks",)
+    if not isinstance(document, list):
+        return [], [*problems, f"{path}:1: expected a list of tasks (or {{tasks: [...]}}), got {type(document).__name__}"]
+    for i, task in enumerate(document):
+        base = (*prefix, i)
+        items.append((task, {p[len(base):]: n for p, n in lines.items() if p[: len(base)] == base}))
+    return items, problems
+
+
+def _line(lines: Mapping[tuple[Any, ...], int], where: Sequence[Any]) -> int:
+    where = tuple(where)
+    while where not in lines and where:
+        where = where[:-1]
+    return lines.get(where, lines.get((), 1))
+
+
+def _where(where: Sequence[Any]) -> str:
+    out = ""
+    for part in where:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(task)"
+
+
+# ---- checking -----------------------------------------------------------------------------------
+def _check_task(raw: Mapping[str, Any], ids: set[str]) -> list[tuple[tuple[Any, ...], str]]:
+    """Problems a schema cannot see, as (path within the task, message)."""
+    out: list[tuple[tuple[Any, ...], str]] = []
+    if ("query" in raw) == ("messages" in raw):
+        out.append(((), "give exactly one of 'query' and 'messages'"))
+    messages = raw.get("messages") or []
+    for i, m in enumerate(messages):
+        if m.get("role") == "system" and i != 0:
+            out.append((("messages", i), "a system message may only come first"))
+    if messages and messages[-1].get("role") != "user":
+        out.append((("messages", len(messages) - 1), "the last message must be the user's"))
+    if "calls" not in raw and "answer" not in raw:
+        out.append(((), "give the gold 'calls', the gold 'answer', or both"))
+    tools = raw.get("tools", "all")
+    seen: dict[str, int] = {}
+    for i, call in enumerate(raw.get("calls") or []):
+        cid = str(call.get("id", i))
+        if cid in seen or (cid != str(i) and cid.isdigit()):
+            out.append((("calls", i, "id"), f"call id {cid!r} is used twice or is the index of another call"))
+        if isinstance(tools, list) and call.get("name") not in tools:
+            out.append((("calls", i, "name"), f"gold tool {call.get('name')!r} is not among the task's tools {tools}"))
+        for where, ref in references(call.get("arguments") or {}):
+            target = str(ref.get("$from"))
+            path = ("calls", i, "arguments", *where.replace("[", ".").replace("]", "").split("."))
+            if target not in seen:
+                out.append((path, f"reference to {target!r}: not an earlier call of this task (earlier: "
+                                  f"{', '.join(seen) or 'none'})"))
+            pattern = ref.get("pattern")
+            if isinstance(pattern, str):
+                try:
+                    if re.compile(pattern).groups > 1:
+                        out.append((path, "a reference's pattern may have at most one group"))
+                except re.error as exc:
+                    out.append((path, f"bad pattern: {exc}"))
+        seen[cid] = i
+        seen.setdefault(str(i), i)
+    if "answer" in raw:
+        problem = answer_problem(normalize_answer_spec(raw["answer"]))
+        if problem:
+            out.append((("answer",), problem))
+    tid = raw.get("id")
+    if isinstance(tid, str):
+        if tid in ids:
+            out.append((("id",), f"task id {tid!r} is used twice"))
+        ids.add(tid)
+    return out
+
+
+def _task(raw: Mapping[str, Any], line: int) -> Task:
+    calls = None
+    if "calls" in raw:
+        calls = tuple(GoldCall(str(c.get("id", i)), c["name"], dict(c.get("arguments") or {}))
+                      for i, c in enumerate(raw["calls"]))
+    tools = raw.get("tools", "all")
+    return Task(
+        id=raw["id"], line=line, query=raw.get("query"), messages=tuple(dict(m) for m in raw.get("messages") or ()),
+        tools=None if tools == "all" else tuple(tools), calls=calls, ordered=raw.get("order", "ordered") == "ordered",
+        answer=normalize_answer_spec(raw["answer"]) if "answer" in raw else None, metadata=dict(raw.get("metadata") or {}),
+    )
+
+
+def load_task_file(path: str | Path) -> list[Task]:
+    """The tasks of a task file; :class:`TaskFileError` lists every problem (``FILE:LINE: ...``)."""
+    from jsonschema import Draft202012Validator
+
+    p = Path(path)
+    if not p.is_file():
+        raise TaskFileError(p, [f"{p}: no such task file"])
+    items, problems = _read(p)
+    validator = Draft202012Validator(task_schema())
+    ids: set[str] = set()
+    tasks: list[Task] = []
+    for raw, lines in items:
+        label = f"task {raw.get('id')!r}" if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) else "task"
+        found: list[tuple[tuple[Any, ...], str]] = []
+        for error in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
+            found.append((tuple(error.absolute_path), _schema_message(error)))
+        if not found and isinstance(raw, Mapping):
+            found = _check_task(raw, ids)
+        for where, message in found:
+            problems.append(f"{p}:{_line(lines, where)}: {label}: {_where(where)}: {message}")
+        if not found:
+            tasks.append(_task(raw, lines.get((), 1)))
+    if not items and not problems:
+        problems.append(f"{p}:1: the task file holds no tasks")
+    if problems:
+        raise TaskFileError(p, sorted(problems, key=_line_of))
+    return tasks
+
+
+def _line_of(problem: str) -> int:
+    m = re.match(r"^.*?:(\d+): ", problem)
+    return int(m.group(1)) if m else 0
+
+
+def _schema_message(error: Any) -> str:
+    if error.validator == "oneOf" and error.context:  # say what the branches of the instance's type wanted
+        here = list(error.absolute_path)
+        wanted = [e for e in error.context if not (e.validator in ("type", "const") and list(e.absolute_path) == here)]
+        if wanted:
+            return "; ".join(dict.fromkeys(str(e.message) for e in wanted))
+    if error.validator == "number" or (isinstance(error.instance, float) and not math.isfinite(error.instance)):
+        return "must be a finite number"
+    return str(error.message)

@@ -1,0 +1,400 @@
+"""Tools of another MCP server, served through ours: a stdio command or a streamable-HTTP URL.
+
+A :class:`McpSource` names a server the user already has. :class:`UpstreamConnection` starts it (or
+connects to it), lists its tools, and answers calls; :func:`upstream_specs` turns the listing into
+:class:`~tool_specs.ToolSpec` values whose executor (:class:`ProxyExecutor`) forwards each call, so
+every call is validated against the tool's schema, limited, traced and scored by our server exactly
+as our own tools are.
+
+The connection lives on an event loop of its own in a daemon thread: the server may call it from
+any loop (the run's, a worker's, the HTTP server's) and a synchronous caller (``mounts``) can list
+the tools before serving starts. A server that cannot be started is a :class:`McpSourceError` (a
+``ValueError``: ``evals`` exits 2 naming the server and the last lines it wrote on stderr). A server
+that dies mid-run answers every later call with an error result whose text starts with
+:data:`UPSTREAM_UNAVAILABLE`, which an episode turns into :class:`UpstreamUnavailable` (a
+connection error: the episode is recorded as errored and retryable, so rerunning the command
+resumes it).
+
+Sources are given as a command line or URL (:func:`parse_mcp_server`) or as the ``mcpServers``
+file assistants use (:func:`load_mcp_config`). Secrets stay in the environment: a bearer token is
+read from the variable a source names, at connect time, and never written anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import re
+import shlex
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp import types
+
+from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+
+__all__ = [
+    "UPSTREAM_UNAVAILABLE",
+    "McpSource",
+    "McpSourceError",
+    "ProxyExecutor",
+    "UpstreamConnection",
+    "UpstreamUnavailable",
+    "load_mcp_config",
+    "open_sources",
+    "parse_mcp_server",
+    "result_from_mcp",
+    "tool_spec_of",
+    "upstream_specs",
+]
+
+UPSTREAM_UNAVAILABLE = "MCP server unavailable:"
+"""How the text of a call's result starts when the server behind the tool is gone."""
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+class McpSourceError(ValueError):
+    """A tool source that is badly described or cannot be started; the message names it."""
+
+
+class UpstreamUnavailable(ConnectionRefusedError):
+    """The MCP server behind a tool went away during the run (a connection error: retryable)."""
+
+
+@dataclass(frozen=True)
+class McpSource:
+    """An MCP server: ``command`` (+ ``args``, ``env``, ``cwd``) over stdio, or ``url`` (+ ``headers``
+    and a bearer token read from the variable ``token_env``) over streamable HTTP.
+
+    A stdio server inherits only the MCP SDK's safe subset of this process's environment (``PATH``,
+    ``HOME``...) plus ``env``, as assistant clients start them."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    token_env: str | None = None
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not _NAME_RE.match(self.name):
+            raise McpSourceError(f"MCP server name {self.name!r}: use 1-64 letters, digits, '_', '.' or '-'")
+        if (self.command is None) == (self.url is None):
+            raise McpSourceError(f"MCP server {self.name!r}: give exactly one of a command or a url")
+        if self.url is not None and not re.match(r"^https?://", self.url):
+            raise McpSourceError(f"MCP server {self.name!r}: url must start with http:// or https://, got {self.url!r}")
+        if self.timeout <= 0:
+            raise McpSourceError(f"MCP server {self.name!r}: timeout must be positive")
+
+    def describe(self) -> str:
+        """The server as a user would recognise it (no secrets: headers and tokens are left out)."""
+        if self.url is not None:
+            return f"{self.name} ({self.url})"
+        return f"{self.name} ({shlex.join([str(self.command), *self.args])})"
+
+
+def parse_mcp_server(text: str, *, token_env: str | None = None, name: str | None = None) -> McpSource:
+    """``--mcp-server``: an ``http(s)://`` URL, or a command line (``uvx mcp-server-time``); an
+    optional ``NAME=`` prefix names the source (default: the URL's host or the command's name)."""
+    text = text.strip()
+    m = re.match(r"^([A-Za-z0-9_.-]{1,64})=(.+)$", text)
+    if m and not re.match(r"^https?://", text):
+        name, text = m.group(1), m.group(2).strip()
+    if re.match(r"^https?://", text):
+        host = re.sub(r"^https?://", "", text).split("/")[0].split(":")[0]
+        return McpSource(name or re.sub(r"[^A-Za-z0-9_.-]", "_", host) or "remote", url=text, token_env=token_env)
+    try:
+        parts = shlex.split(text)
+    except ValueError as exc:
+        raise McpSourceError(f"--mcp-server {text!r}: {exc}") from None
+    if not parts:
+        raise McpSourceError("--mcp-server is empty: give a command line or an http(s) URL")
+    if token_env:
+        raise McpSourceError("--mcp-token-env goes with an http(s) --mcp-server URL, not a command")
+    default = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(parts[0]).name)[:64] or "stdio"
+    return McpSource(name or default, command=parts[0], args=tuple(parts[1:]))
+
+
+def _strings(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise McpSourceError(f"{what} must be a mapping of strings to strings")
+    return dict(value)
+
+
+def load_mcp_config(path: str | Path) -> list[McpSource]:
+    """The servers of an ``mcpServers`` JSON file (the format assistant clients use)::
+
+        {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
+                        "mine": {"url": "https://host/mcp", "headers": {"X-Team": "a"},
+                                 "bearer_token_env": "MY_TOKEN"}}}
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise McpSourceError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise McpSourceError(f"{p}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    servers = data.get("mcpServers") if isinstance(data, Mapping) else None
+    if not isinstance(servers, Mapping) or not servers:
+        raise McpSourceError(f"{p}: expected {{\"mcpServers\": {{NAME: {{command|url, ...}}}}}} with at least one server")
+    out: list[McpSource] = []
+    allowed = {"command", "args", "env", "cwd", "url", "headers", "bearer_token_env", "timeout", "type"}
+    for name, entry in servers.items():
+        where = f"{p}: mcpServers.{name}"
+        if not isinstance(entry, Mapping):
+            raise McpSourceError(f"{where}: must be an object")
+        unknown = sorted(set(entry) - allowed)
+        if unknown:
+            raise McpSourceError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+        args = entry.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise McpSourceError(f"{where}.args must be a list of strings")
+        timeout = entry.get("timeout", 60.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise McpSourceError(f"{where}.timeout must be a number of seconds")
+        try:
+            out.append(McpSource(
+                str(name), command=entry.get("command"), args=tuple(args), env=_strings(entry.get("env"), f"{where}.env"),
+                cwd=entry.get("cwd"), url=entry.get("url"), headers=_strings(entry.get("headers"), f"{where}.headers"),
+                token_env=entry.get("bearer_token_env"), timeout=float(timeout),
+            ))
+        except McpSourceError as exc:
+            raise McpSourceError(f"{p}: {exc}") from None
+    return out
+
+
+def result_from_mcp(result: types.CallToolResult) -> ToolResult:
+    """Our :class:`ToolResult` of an MCP result: its text blocks joined, its structured content, its error flag."""
+    text = "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+    structured = result.structured_content if isinstance(result.structured_content, dict) else None
+    return ToolResult(is_error=bool(result.is_error), text=text, structured=structured)
+
+
+def _connection_lost(exc: BaseException) -> bool:
+    """Is ``exc`` the connection going away (rather than the server refusing one call)?"""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CONNECTION_CLOSED
+
+    if isinstance(exc, MCPError):
+        return exc.code == CONNECTION_CLOSED
+    names = {c.__name__ for c in type(exc).__mro__}
+    return bool(names & {"ClosedResourceError", "BrokenResourceError", "EndOfStream", "OSError",
+                         "TransportError", "ConnectError", "RemoteProtocolError"})
+
+
+class UpstreamConnection:
+    """One connection to one :class:`McpSource`, on an event loop of its own (see the module doc)."""
+
+    def __init__(self, source: McpSource):
+        self.source = source
+        self.dead: str | None = None  # why the connection is gone, once it is
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp-{source.name}", daemon=True)
+        self._closing: asyncio.Event | None = None
+        self._client: Any = None
+        self._owner: concurrent.futures.Future[None] | None = None
+        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        """The last lines the server wrote on stderr (stdio servers), for error messages."""
+        try:
+            self._stderr.flush()
+            self._stderr.seek(0)
+            tail = [line.rstrip() for line in self._stderr.read().splitlines() if line.strip()][-lines:]
+        except (OSError, ValueError):
+            return ""
+        return " | ".join(tail)
+
+    def _why(self, exc: BaseException | str) -> str:
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        text = exc if isinstance(exc, str) else (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        tail = self.stderr_tail()
+        return f"{text}" + (f"; its stderr ends: {tail}" if tail else "")
+
+    def open(self) -> list[types.Tool]:
+        """Start (or connect to) the server and list its tools; :class:`McpSourceError` when it cannot."""
+        self._thread.start()
+        ready: concurrent.futures.Future[list[types.Tool]] = concurrent.futures.Future()
+        self._owner = asyncio.run_coroutine_threadsafe(self._hold(ready), self._loop)
+        try:
+            return ready.result(timeout=self.source.timeout + 5)
+        except concurrent.futures.TimeoutError:
+            self.close()
+            raise McpSourceError(f"MCP server {self.source.describe()} did not answer within {self.source.timeout:g} s"
+                                 + (f"; its stderr ends: {self.stderr_tail()}" if self.stderr_tail() else "")) from None
+        except Exception as exc:
+            why = self._why(exc)
+            self.close()
+            raise McpSourceError(f"MCP server {self.source.describe()} failed to start: {why}") from None
+
+    def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        src = self.source
+        if src.url is not None:
+            import httpx2
+            from mcp.client.streamable_http import streamable_http_client
+
+            headers = dict(src.headers)
+            if src.token_env:
+                token = os.environ.get(src.token_env)
+                if not token:
+                    raise McpSourceError(f"the bearer token variable ${src.token_env} is not set")
+                headers["Authorization"] = f"Bearer {token}"
+            http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(src.timeout, read=src.timeout))
+            stack.push_async_callback(http.aclose)
+            return streamable_http_client(src.url, http_client=http)
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import get_default_environment, stdio_client
+
+        # the SDK's safe subset of this process's environment (PATH, HOME, ...), plus the source's own
+        env = {**get_default_environment(), **src.env} if src.env else None
+        params = StdioServerParameters(command=str(src.command), args=list(src.args), env=env, cwd=src.cwd)
+        return stdio_client(params, errlog=self._stderr)
+
+    async def _hold(self, ready: concurrent.futures.Future[list[types.Tool]]) -> None:
+        """The owner task: enters the client, lists the tools, holds the connection until closed."""
+        from mcp import Client
+
+        self._closing = asyncio.Event()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                client = await stack.enter_async_context(
+                    Client(self._transport(stack), read_timeout_seconds=self.source.timeout, cache=None))
+                tools: list[types.Tool] = []
+                cursor: str | None = None
+                while True:
+                    page = await client.list_tools(cursor=cursor)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                self._client = client
+                ready.set_result(tools)
+                await self._closing.wait()
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller or kept as the reason
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+            elif self.dead is None:
+                self.dead = self._why(exc)
+        finally:
+            self._client = None
+            if self.dead is None and not (self._closing is not None and self._closing.is_set()):
+                self.dead = self._why("the connection ended")
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        client = self._client
+        if client is None:
+            raise UpstreamUnavailable(self.dead or "not connected")
+        try:
+            result = await client.call_tool(name, arguments)
+        except Exception as exc:
+            if _connection_lost(exc):
+                self.dead = self.dead or self._why(exc)
+                raise UpstreamUnavailable(self.dead) from None
+            return ToolResult.error(f"{name} failed: {exc}")
+        return result_from_mcp(result)
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call a tool of the server from any event loop; :class:`UpstreamUnavailable` once it is gone."""
+        if self.dead is not None:
+            raise UpstreamUnavailable(self.dead)
+        future = asyncio.run_coroutine_threadsafe(self._call(name, arguments), self._loop)
+        return await asyncio.wrap_future(future)
+
+    def close(self) -> None:
+        """End the connection (stops a stdio server) and the thread; safe to call twice."""
+        if self._thread.is_alive():
+            if self._closing is not None:
+                self._loop.call_soon_threadsafe(self._closing.set)
+            if self._owner is not None:
+                with contextlib.suppress(Exception):
+                    self._owner.result(timeout=10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+        if not self._loop.is_running() and not self._loop.is_closed():
+            self._loop.close()
+        if self.dead is None:
+            self.dead = "closed"
+        with contextlib.suppress(OSError, ValueError):
+            self._stderr.close()
+
+
+CallRecorder = Callable[[str, str | None, str, dict[str, Any], ToolResult, str | None], None]
+"""``(source, task id, tool, arguments, result, session key)``: told of every answered call (``--record``)."""
+
+
+class ProxyExecutor:
+    """Forwards a call to the tool of the same name on an :class:`UpstreamConnection`."""
+
+    kind = "mcp"
+
+    def __init__(self, connection: UpstreamConnection, record: CallRecorder | None = None):
+        self.connection = connection
+        self.record = record
+
+    def __repr__(self) -> str:
+        return f"ProxyExecutor({self.connection.source.describe()})"
+
+    def config(self) -> dict[str, Any]:
+        return {"kind": self.kind, "source": self.connection.source.name}
+
+    async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        try:
+            result = await self.connection.call(spec.name, arguments)
+        except UpstreamUnavailable as exc:
+            return ToolResult.error(f"{UPSTREAM_UNAVAILABLE} {self.connection.source.describe()}: {exc}")
+        if self.record is not None:
+            self.record(self.connection.source.name, ctx.task_id, spec.name, arguments, result, ctx.episode_id)
+        return result
+
+
+def tool_spec_of(tool: types.Tool, executor: Any, source: str) -> ToolSpec:
+    """A listed MCP tool as our :class:`ToolSpec` with ``executor``."""
+    return ToolSpec(
+        name=tool.name, description=tool.description or "", input_schema=dict(tool.input_schema or {}),
+        output_schema=dict(tool.output_schema) if tool.output_schema else None, executor=executor,
+        annotations={"kind": "mcp", "source": source},
+    )
+
+
+def upstream_specs(tools: Sequence[types.Tool], connection: UpstreamConnection, record: CallRecorder | None = None) -> list[ToolSpec]:
+    """The listed tools of ``connection`` as specs that forward their calls to it."""
+    executor = ProxyExecutor(connection, record)
+    return [tool_spec_of(t, executor, connection.source.name) for t in tools]
+
+
+def open_sources(
+    sources: Sequence[McpSource], stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
+    record: CallRecorder | None = None, on_listed: Callable[[McpSource, list[types.Tool]], None] | None = None,
+) -> list[tuple[McpSource, list[ToolSpec]]]:
+    """Start every source (closed with ``stack``) and list its tools as proxied specs.
+
+    ``record`` is told of every answered call, ``on_listed`` of every listing (``--record``).
+
+    Raises:
+        McpSourceError: a server that cannot be started (the ones started before it are closed
+            with ``stack``).
+    """
+    out = []
+    for source in sources:
+        conn = UpstreamConnection(source)
+        tools = conn.open()
+        stack.callback(conn.close)
+        if on_listed is not None:
+            on_listed(source, tools)
+        out.append((source, upstream_specs(tools, conn, record)))
+    return out

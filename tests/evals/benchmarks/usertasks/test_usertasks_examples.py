@@ -1,0 +1,154 @@
+"""The worked examples of docs/your-own-tasks.md, end to end through ``evals``: ten tasks over a real
+third-party MCP server from PyPI (``mcp-server-time``, started over stdio) and ten over the family KG
+tools with two spec-file actions. The oracle scores 100; a scripted model (the real ``openai`` SDK
+against a local stand-in) with known mistakes scores known numbers; a recorded run replayed offline
+gives the same numbers; ``evals score``, ``evals report``, ``evals export`` and ``--workers 2`` work."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_providers import FakeProviderServer, openai_chat
+
+from evals.benchmarks.usertasks.refs import UNRESOLVED, resolve_arguments, result_value
+from evals.benchmarks.usertasks.taskfile import Task, load_task_file
+from evals.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[4] / "docs" / "examples"
+FAMILY = ["--tasks", str(EXAMPLES / "family" / "family_tasks.yaml"), "--kg", str(EXAMPLES / "family" / "family.triples"),
+          "--tools-dir", str(EXAMPLES / "family" / "tools")]
+TIME_TASKS = ["--tasks", str(EXAMPLES / "time" / "time_tasks.jsonl")]
+TIME_SERVER = ["--mcp-server", f"time={sys.executable} -m mcp_server_time --local-timezone UTC"]
+METRICS = ("call_exact_match", "tool_accuracy", "argument_accuracy", "answer_accuracy")
+
+
+def evals_json(capsys: pytest.CaptureFixture[str], *argv: str, status: int = 0) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main(list(argv)) == status, capsys.readouterr().err
+    out: dict[str, Any] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    return out
+
+
+def scripted(tasks: list[Task], plan: dict[str, dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A model that plays each task's gold calls, one per turn (references resolved from the results it
+    got), then the oracle's answer, except where ``plan[task id]`` gives other ``turns`` or ``answer``."""
+    by_text = {t.user_text: t for t in tasks}
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        task = by_text[[m for m in messages if m["role"] == "user"][-1]["content"]]
+        mine = plan.get(task.id, {})
+        turns = mine.get("turns", [[{"id": c.id, "name": c.name, "arguments": c.arguments}] for c in task.calls or ()])
+        flat = [c for turn in turns for c in turn]
+        where = {str(c.get("id", i)): i for i, c in enumerate(flat)}
+        results = [m["content"] for m in messages if m["role"] == "tool"]
+        done = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
+        if done < len(turns):
+            def result_of(cid: str) -> Any:
+                i = where.get(cid, len(results))
+                return result_value(results[i]) if i < len(results) else UNRESOLVED
+            return openai_chat(tool_calls=[(c["name"], resolve_arguments(c["arguments"], result_of)) for c in turns[done]])
+        return openai_chat(mine.get("answer", task.oracle_answer()))
+
+    return respond
+
+
+FAMILY_MISTAKES: dict[str, dict[str, Any]] = {
+    "f01": {"answer": "Rosa"},  # wrong answer, right call
+    "f03": {"turns": [[{"id": "find", "name": "kg_search_path", "arguments": {"start": "Maya", "path": ["mother", "prefer_restaurant"]}}],
+                      [{"name": "book_restaurant", "arguments": {"restaurant": {"$from": "find", "path": "paths.0.1.2"}, "people": 3}}]]},
+    "f06": {"turns": [[{"name": "kg_neighbors", "arguments": {"entity": "Lena"}}]]},  # another tool
+    "f08": {"turns": [[{"name": "kg_search_path", "arguments": {"start": "Maya", "path": ["father"]}}],
+                      [{"name": "kg_search_path", "arguments": {"start": "Maya", "path": ["mother"]}}]]},  # unordered: fine
+    "f10": {"turns": [[{"name": "kg_list_relations", "arguments": {}}], [{"name": "kg_neighbors", "arguments": {"entity": "Theo"}}]]},
+}
+# 10 tasks, 15 gold calls, 27 gold arguments, 6 answers: exact 7/10 (f03, f06, f10), tools 14/15 (f06),
+# arguments 24/27 (f03's people, f06's start and path), answers 5/6 (f01)
+FAMILY_EXPECTED = {"call_exact_match": 70.0, "tool_accuracy": 93.33, "argument_accuracy": 88.89, "answer_accuracy": 83.33}
+
+TIME_MISTAKES: dict[str, dict[str, Any]] = {
+    "t01": {"turns": [[{"name": "convert_time", "arguments": {"source_timezone": "Asia/Kolkata", "time": "09:30",
+                                                                "target_timezone": "Asia/Seoul"}}]]},
+    "t05": {"answer": "It is 08:00 in Tokyo."},
+    "t07": {"turns": [], "answer": "It is 10:42 in Tokyo."},  # no call: answers from memory
+    "t09": {"turns": [[{"name": "convert_time", "arguments": {"source_timezone": "Africa/Nairobi", "time": "10:00", "target_timezone": "Asia/Shanghai"}}],
+                      [{"name": "convert_time", "arguments": {"source_timezone": "Africa/Nairobi", "time": "10:00", "target_timezone": "America/Bogota"}}]]},
+}
+# 10 tasks, 12 gold calls, 32 gold arguments, 9 answers: exact 8/10 (t01, t07), tools 11/12 (t07),
+# arguments 30/32 (t01's target, t07's timezone), answers 8/9 (t05)
+TIME_EXPECTED = {"call_exact_match": 80.0, "tool_accuracy": 91.67, "argument_accuracy": 93.75, "answer_accuracy": 88.89}
+
+
+def metrics(summary: dict[str, Any]) -> dict[str, float]:
+    return {k: summary["metrics"][k] for k in METRICS}
+
+
+def test_family_example_oracle_scripted_model_score_report_export_and_workers(tmp_path: Path, capsys) -> None:
+    oracle = evals_json(capsys, "run", "taskfile", *FAMILY, "--model", "oracle", "--run-dir", str(tmp_path / "oracle"),
+                        "--no-progress", "--json")
+    assert oracle["completed"] == 10 and metrics(oracle) == dict.fromkeys(METRICS, 100.0)
+    assert oracle["metric_stats"]["tool_accuracy"]["samples"] == 15 and oracle["metric_stats"]["answer_accuracy"]["tasks"] == 6
+    assert set(oracle["breakdowns"]) == {"hops", "kind"} and oracle["breakdowns"]["hops"]["3"]["tasks"] == 2
+
+    tasks = load_task_file(EXAMPLES / "family" / "family_tasks.yaml")
+    with FakeProviderServer() as fake:
+        fake.openai.respond_with(scripted(tasks, FAMILY_MISTAKES))
+        model = ["--model", "openai:m", "--base-url", fake.openai_base_url, "--api-key-env", "PATH"]
+        run = evals_json(capsys, "run", "taskfile", *FAMILY, *model, "--run-dir", str(tmp_path / "model"), "--no-progress", "--json")
+        first = next(b for b in fake.openai.bodies if b["messages"][-1]["content"].startswith("Send him the message"))
+        f01 = next(b for b in fake.openai.bodies if b["messages"][-1]["content"] == "Who is Maya's mother?")
+    assert {t["function"]["name"] for t in f01["tools"]} == {"kg_list_relations", "kg_neighbors", "kg_search_path"}
+    # a task given as a conversation reaches the model as one: its system message, earlier turns, last question
+    assert [m["role"] for m in first["messages"]] == ["system", "user", "assistant", "user"]
+    assert first["messages"][2]["content"] == "Sure, what should I tell him?"
+    assert {t["function"]["name"] for t in first["tools"]} == {"kg_list_relations", "kg_neighbors", "kg_search_path",
+                                                               "book_restaurant", "send_message"}
+    assert metrics(run) == FAMILY_EXPECTED
+    assert run["metric_stats"]["call_exact_match"]["stderr"] == pytest.approx(100 * ((7 * 0.3**2 + 3 * 0.7**2) / 9 / 10) ** 0.5, abs=1e-3)  # s / sqrt(n)
+    assert run["breakdowns"]["kind"]["action"]["call_exact_match"] == 75.0  # f03 of f03, f04, f05, f09
+    scores = {json.loads(line)["task_id"]: json.loads(line)["score"] for line in (tmp_path / "model" / "scores.jsonl").open()}
+    f03 = scores["f03"]["details"]["calls"]
+    assert f03["gold"][1]["arguments"] == {"restaurant": "restaurant_0007", "people": 2}  # the reference, resolved
+    assert [p["decision"]["matched"] for p in f03["alignment"]["pairs"]] == [True, False]
+    assert scores["f08"]["details"]["calls"]["in_order"] is False and scores["f08"]["details"]["calls"]["exact"] is True
+
+    rescored = evals_json(capsys, "score", str(tmp_path / "model"), "--json")
+    assert metrics(rescored) == FAMILY_EXPECTED
+    assert main(["report", str(tmp_path / "model"), "--out", str(tmp_path / "report")]) == 0
+    assert "call_exact_match" in (tmp_path / "report" / "report.md").read_text() or "Call exact match" in (tmp_path / "report" / "report.md").read_text()
+    assert main(["export", str(tmp_path / "model"), "--format", "jsonl", "-o", str(tmp_path / "preds.jsonl")]) == 0
+    lines = [json.loads(line) for line in (tmp_path / "preds.jsonl").open()]
+    assert [x["id"] for x in lines] == [t.id for t in tasks] and lines[0]["answer"] == "Rosa"
+    assert lines[2]["calls"][1]["arguments"] == {"restaurant": "restaurant_0007", "people": 3}
+
+    workers = evals_json(capsys, "run", "taskfile", *FAMILY, "--model", "oracle", "--workers", "2", "--concurrency", "4",
+                         "--run-dir", str(tmp_path / "workers"), "--no-progress", "--json")
+    assert metrics(workers) == dict.fromkeys(METRICS, 100.0)
+
+
+def test_time_server_example_oracle_scripted_model_record_and_replay(tmp_path: Path, capsys) -> None:
+    tasks = load_task_file(EXAMPLES / "time" / "time_tasks.jsonl")
+    rec = tmp_path / "time.recording.jsonl"
+    oracle = evals_json(capsys, "run", "taskfile", *TIME_TASKS, *TIME_SERVER, "--record", str(rec), "--model", "oracle",
+                        "--run-dir", str(tmp_path / "oracle"), "--no-progress", "--json")
+    assert oracle["completed"] == 10 and metrics(oracle) == dict.fromkeys(METRICS, 100.0)
+    with FakeProviderServer() as fake:
+        fake.openai.respond_with(scripted(tasks, TIME_MISTAKES))
+        model = ["--model", "openai:m", "--base-url", fake.openai_base_url, "--api-key-env", "PATH"]
+        live = evals_json(capsys, "run", "taskfile", *TIME_TASKS, *TIME_SERVER, "--record", str(rec), *model,
+                          "--run-dir", str(tmp_path / "live"), "--no-progress", "--json")
+        assert metrics(live) == TIME_EXPECTED
+        # offline: no server is started (a command that does not exist would fail), the recording answers
+        replayed = evals_json(capsys, "run", "taskfile", *TIME_TASKS, "--replay", str(rec), *model,
+                              "--run-dir", str(tmp_path / "replay"), "--no-progress", "--json")
+    assert metrics(replayed) == TIME_EXPECTED and replayed["breakdowns"] == live["breakdowns"]
+    oracle_replayed = evals_json(capsys, "run", "taskfile", *TIME_TASKS, "--replay", str(rec), "--model", "oracle",
+                                 "--run-dir", str(tmp_path / "oracle-replay"), "--no-progress", "--json")
+    assert metrics(oracle_replayed) == dict.fromkeys(METRICS, 100.0)
+    config = json.loads((tmp_path / "live" / "config.json").read_text())
+    assert config["options"]["matcher"] == "rule" and "time_tasks.jsonl" in config["data"]

@@ -1,0 +1,167 @@
+"""Tool definitions in the formats users already have, read as spec files.
+
+* **OpenAI function tools** (JSON): a list of ``{"type": "function", "function": {"name",
+  "description", "parameters": <JSON Schema>, "strict"?}}`` (Chat Completions), or the flat
+  Responses form ``{"type": "function", "name", "description", "parameters"}``; also wrapped as
+  ``{"tools": [...]}``.
+* **BFCL function docs** (JSON list, or JSON Lines with one function per line, as the Berkeley
+  Function Calling Leaderboard ships them): ``{"name": "math.factorial", "description",
+  "parameters": {"type": "dict", "properties": {...}, "required": [...]}}``; BFCL's Python type
+  names (``dict``, ``float``, ``tuple``, ``any``) are mapped to JSON Schema by
+  :func:`~tool_specs.normalize_schema`.
+
+Both become ordinary :class:`~tool_specs.ToolSpec` values answered by the ``simulated`` executor;
+``annotations["format"]`` says where a tool came from. :func:`load_tool_file` reads any spec file
+(these two formats, and the project's own, through :func:`~tool_specs.load_spec_file`);
+:func:`load_tool_dir` a folder of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tool_specs.errors import SpecLoadError
+from tool_specs.loader import SPEC_FILE_SUFFIXES, load_spec_file, spec_from_mapping
+from tool_specs.spec import ToolSpec
+
+__all__ = ["TOOL_FILE_SUFFIXES", "detect_tool_format", "load_tool_dir", "load_tool_file"]
+
+#: What :func:`load_tool_dir` reads: the spec files, plus JSON Lines (BFCL).
+TOOL_FILE_SUFFIXES = (*SPEC_FILE_SUFFIXES, ".jsonl")
+
+
+def _items(document: Any) -> list[Any] | None:
+    if isinstance(document, Mapping) and set(document) == {"tools"} and isinstance(document["tools"], list):
+        return list(document["tools"])
+    if isinstance(document, list):
+        return document
+    if isinstance(document, Mapping):
+        return [document]
+    return None
+
+
+def _is_openai(item: Any) -> bool:
+    return isinstance(item, Mapping) and item.get("type") == "function" and (
+        isinstance(item.get("function"), Mapping) or "parameters" in item)
+
+
+def _is_bfcl(item: Any) -> bool:
+    params = item.get("parameters") if isinstance(item, Mapping) else None
+    return isinstance(params, Mapping) and params.get("type") == "dict" and "name" in item
+
+
+def detect_tool_format(document: Any) -> str | None:
+    """``"openai"``, ``"bfcl"`` or ``None`` (the project's own format, or not tools at all)."""
+    items = _items(document)
+    if not items:
+        return None
+    if all(_is_openai(i) for i in items):
+        return "openai"
+    if all(_is_bfcl(i) for i in items):
+        return "bfcl"
+    return None
+
+
+def _openai_entry(item: Mapping[str, Any]) -> dict[str, Any]:
+    fn = item["function"] if isinstance(item.get("function"), Mapping) else item
+    unknown = sorted(set(fn) - {"type", "name", "description", "parameters", "strict"})
+    if unknown:
+        raise ValueError(f"unknown key(s) in an OpenAI function: {', '.join(unknown)}")
+    out: dict[str, Any] = {"name": fn.get("name"), "annotations": {"format": "openai"}}
+    if fn.get("description") is not None:
+        out["description"] = fn["description"]
+    out["input_schema"] = fn.get("parameters") or {"type": "object", "properties": {}}
+    if fn.get("strict") is not None:
+        out["annotations"]["strict"] = bool(fn["strict"])
+    return out
+
+
+def _bfcl_entry(item: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(item) - {"name", "description", "parameters", "response"})
+    if unknown:
+        raise ValueError(f"unknown key(s) in a BFCL function: {', '.join(unknown)}")
+    out: dict[str, Any] = {"name": item.get("name"), "annotations": {"format": "bfcl"},
+                           "input_schema": dict(item["parameters"])}
+    if item.get("description") is not None:
+        out["description"] = item["description"]
+    if item.get("response") is not None:
+        out["output_schema"] = item["response"]
+    return out
+
+
+def _read(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecLoadError(f"cannot read file: {exc}", path=path) from exc
+    if path.suffix.lower() == ".jsonl":
+        items = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    items.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise SpecLoadError(f"invalid JSON at line {number}, column {exc.colno}: {exc.msg}", path=path) from exc
+        return items
+    if path.suffix.lower() != ".json":
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None  # the project's loader reports it with its own message
+
+
+def load_tool_file(path: str | Path) -> list[ToolSpec]:
+    """The tools of one file: OpenAI function tools or BFCL function docs (see the module doc), or
+    a spec file of the project's own format.
+
+    Raises:
+        SpecLoadError: the message names the file (and the tool's index and name).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise SpecLoadError("no such file", path=file)
+    document = _read(file)
+    kind = detect_tool_format(document)
+    if kind is None:
+        if file.suffix.lower() == ".jsonl":
+            raise SpecLoadError("a .jsonl tool file must hold BFCL function docs (one per line)", path=file)
+        return load_spec_file(file)
+    convert = _openai_entry if kind == "openai" else _bfcl_entry
+    specs: list[ToolSpec] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(_items(document) or []):
+        try:
+            entry = convert(item)
+        except ValueError as exc:
+            raise SpecLoadError(str(exc), path=file, tool_index=index, tool_name=str(item.get("name"))) from None
+        spec = spec_from_mapping(entry, path=file, index=index, base_dir=file.parent)
+        if spec.name in seen:
+            raise SpecLoadError(f"tool name {spec.name!r} is used twice in this file (tools #{seen[spec.name]} and "
+                                f"#{index})", path=file, tool_index=index, tool_name=spec.name)
+        seen[spec.name] = index
+        specs.append(spec)
+    return specs
+
+
+def load_tool_dir(directory: str | Path) -> list[ToolSpec]:
+    """Every tool file directly inside ``directory`` (``.yaml``, ``.yml``, ``.json``, ``.jsonl``),
+    files sorted by name; a name defined in two files is an error naming both."""
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise SpecLoadError("not a directory", path=folder)
+    files = sorted((p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in TOOL_FILE_SUFFIXES
+                    and not p.name.startswith(".")), key=lambda p: p.name)
+    specs: list[ToolSpec] = []
+    origin: dict[str, Path] = {}
+    for file in files:
+        for spec in load_tool_file(file):
+            if spec.name in origin:
+                raise SpecLoadError(f"tool name {spec.name!r} is defined in both {origin[spec.name]} and {file}",
+                                    path=file, tool_name=spec.name)
+            origin[spec.name] = file
+            specs.append(spec)
+    return specs
