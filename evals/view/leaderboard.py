@@ -1,8 +1,8 @@
 """``evals leaderboard DIR``: every run under a directory, grouped by benchmark and setting, one row per model.
 
 A run's *setting* is what decides which published numbers it is shown beside
-(:func:`evals.report.paper.setting_key`: the strategy and the settings the papers vary, e.g.
-FamilyTool's KG search or ToolHop's feedback); for a benchmark without published numbers it is its
+(:func:`evals.report.paper.setting_key`: the strategy and the settings the papers vary, such as
+a KG search mode or whether tool feedback is given); for a benchmark without published numbers it is its
 strategy. Within a group each model has one row: its newest run (the others are counted in
 ``runs``). Rows are sorted by the benchmark's main metric, best first. Values are those of the
 stored scores (``scores.jsonl``), with their standard errors.
