@@ -89,7 +89,7 @@ def _first_user_message(line: bytes, start: int) -> str | None:
         return None
     at += len(_MESSAGES) - 1
     decoder = json.JSONDecoder()
-    for size in (_WINDOW, len(line)):
+    for size in (4096, _WINDOW, len(line)):
         try:
             messages, _ = decoder.raw_decode(line[at:at + size].decode("utf-8", errors="replace"))
         except ValueError:

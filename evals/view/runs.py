@@ -72,6 +72,15 @@ class RunView:
         self.id = run_id
         self.index = index
         self._summary: _Cached | None = None
+        self._cached: dict[str, _Cached] = {}
+
+    def _memo(self, name: str, make: Any) -> Any:
+        """``make()``, computed again only when the run's files changed."""
+        key = self._key()
+        hit = self._cached.get(name)
+        if hit is None or hit.key != key:
+            hit = self._cached[name] = _Cached(key, make())
+        return hit.value
 
     @property
     def path(self) -> Path:
@@ -89,7 +98,9 @@ class RunView:
         return (self.index._read_to, self.index.scores_mtime)
 
     def task_scores(self) -> dict[str, TaskScore]:
-        return {tid: TaskScore.from_dict(r.get("score") or {}) for tid, r in self.index.scores.items()}
+        scores: dict[str, TaskScore] = self._memo("scores", lambda: {
+            tid: TaskScore.from_dict(r.get("score") or {}) for tid, r in self.index.scores.items()})
+        return scores
 
     def task_ids(self) -> list[str]:
         """The scored tasks in their order, then the traced tasks not scored yet."""
@@ -110,7 +121,7 @@ class RunView:
     def _build_summary(self) -> dict[str, Any]:
         cfg = self.config
         scores = self.task_scores()
-        metrics = metrics_of(self.benchmark, list(scores.values()))
+        metrics = self.metrics()
         ids = self.task_ids()
         heads = {t: e.head for t, e in self.index.traces.items()}
         done = [heads[t] for t in ids if t in heads]
@@ -161,7 +172,7 @@ class RunView:
             return False
 
     def metrics(self) -> list[Metric]:
-        return metrics_of(self.benchmark, list(self.task_scores().values()))
+        return list(self._memo("metrics", lambda: metrics_of(self.benchmark, list(self.task_scores().values()))))
 
     def headline(self, summary: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
         """The run's headline metrics: the benchmark's main one first, then the next of its main block."""
@@ -181,6 +192,10 @@ class RunView:
         return {**{k: s.get(k) for k in keep}, "headline": self.headline(s)}
 
     def task_rows(self) -> dict[str, Any]:
+        """The tasks table (see :meth:`_task_rows`), computed again only when the files changed."""
+        return dict(self._memo("tasks", self._task_rows))
+
+    def _task_rows(self) -> dict[str, Any]:
         """The tasks table: per task its id, query, metric samples, pass/fail per metric, groups,
         status, turns, tokens, latency, cost and error; with the columns' metrics."""
         scores = self.task_scores()
