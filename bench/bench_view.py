@@ -131,7 +131,7 @@ def main() -> None:
           f"written in {written:.1f} s); median of {args.repeats}")
     print(f"{'step':44} {'wall s':>8} {'cpu s':>8}  note")
     for name, secs, cpu, note in rows:
-        print(f"{name:44} {secs:8.3f} {cpu:8.3f}  {note}")
+        print(f"{name:44} {secs:8.4f} {cpu:8.4f}  {note}")
 
 
 if __name__ == "__main__":

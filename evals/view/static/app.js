@@ -166,7 +166,7 @@
   function metricTable(block) {
     const rows = block.rows.map((m) => h("tr", {},
       h("td", {}, m.label + arrow(m), m.label !== m.name ? h("div", { class: "muted small" }, m.key) : null),
-      h("td", { class: "num strong" }, valueSe(m)),
+      h("td", { class: "num strong nowrap" }, valueSe(m)),
       h("td", { class: "muted" }, m.over === "tasks" ? m.tasks + " tasks" : (m.samples || 0) + " " + m.over + " (" + m.tasks + " tasks)")));
     return h("section", { class: "card" }, h("h3", {}, block.block === "metrics" ? "Metrics" : block.block.replace(/_/g, " ")),
       table(["metric", "value", "over"], rows, "metrics"));
@@ -228,7 +228,7 @@
         (run.headline || []).map((m) => h("div", { class: "stat" }, h("div", { class: "label" }, m.label + arrow(m)), h("div", { class: "value" }, valueSe(m)))),
         h("div", { class: "stat" }, h("div", { class: "label" }, "tasks"), h("div", { class: "value" }, String(run.tasks)),
           h("div", { class: "small muted" }, run.completed + " completed · " + run.errored + " errored")),
-        h("div", { class: "stat" }, h("div", { class: "label" }, "cost · tokens"), h("div", { class: "value" }, cost(t.cost_usd)), h("div", { class: "small muted" }, tokens(t) + " tokens · " + (t.turns || 0) + " turns"))));
+        h("div", { class: "stat" }, h("div", { class: "label" }, "cost · tokens"), h("div", { class: "value" }, t.cost_known === false && !t.cost_usd ? "–" : cost(t.cost_usd)), h("div", { class: "small muted" }, tokens(t) + " tokens · " + (t.turns || 0) + " turns"))));
     const notes = [];
     if (!run.scored) notes.push("This run has no stored scores yet: run `evals score " + run.run_dir + "` to score it.");
     else if (run.scores_stale) notes.push("Traces were written after the scores: run `evals score " + run.run_dir + "` to bring them up to date.");
