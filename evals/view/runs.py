@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.metrics import Metric, TaskScore, summary_blocks
-from ..report.metrics import MAIN_BLOCK, benchmark_info, paper_numbers_of
+from ..core.metrics import Metric, TaskScore
+from ..report.metrics import MAIN_BLOCK, benchmark_info, metrics_from_samples, paper_numbers_of
 from .index import RunIndex
 
 __all__ = ["RunView", "metric_info", "metrics_of", "task_passed"]
@@ -29,16 +29,7 @@ def metrics_of(benchmark: Any, scores: Sequence[TaskScore]) -> list[Metric]:
     info = benchmark_info(benchmark)
     if info is not None and info.metrics:
         return list(info.metrics)
-    keys: dict[str, list[tuple[float, float]]] = {}
-    for s in scores:
-        for key, pair in s.samples.items():
-            keys.setdefault(key, []).append(pair)
-    out = []
-    for key, pairs in keys.items():
-        block, _, name = key.rpartition(".")
-        ratio = all(0 <= n <= d and d > 0 for n, d in pairs)
-        out.append(Metric(name, name, kind="percent" if ratio else "count", block=block or MAIN_BLOCK))
-    return out
+    return metrics_from_samples(scores)
 
 
 def metric_info(m: Metric) -> dict[str, Any]:
@@ -119,46 +110,35 @@ class RunView:
         return dict(value)
 
     def _build_summary(self) -> dict[str, Any]:
+        from client.runs import RunDir
+
+        from ..core.scoring import build_summary
+
         cfg = self.config
         scores = self.task_scores()
-        metrics = self.metrics()
         ids = self.task_ids()
         heads = {t: e.head for t, e in self.index.traces.items()}
-        done = [heads[t] for t in ids if t in heads]
-        totals = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0, "turns": 0, "cost_known": True}
-        for h in done:
-            t = h.get("totals") or {}
-            for k in ("input_tokens", "output_tokens", "cost_usd", "turns"):
-                totals[k] += t.get(k) or 0
-            totals["cost_known"] = totals["cost_known"] and t.get("cost_known", True) is not False
         judge = {"decisions": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
         for r in self.index.scores.values():
             for d in r.get("judge") or []:
                 judge["decisions"] += 1
                 for k in ("input_tokens", "output_tokens", "cost_usd"):
                     judge[k] += d.get(k) or 0
-        blocks = summary_blocks(metrics, [scores[t] for t in ids if t in scores]) if scores else {
-            "metrics": {}, "metric_stats": {}, "breakdowns": {}}
+        summary = build_summary(RunDir(self.path), heads, ids, self.metrics(), [scores[t] for t in ids if t in scores],
+                                judge)
+        summary["totals"]["model"]["cost_known"] = all(
+            (heads[t].get("totals") or {}).get("cost_known", True) is not False for t in ids if t in heads)
         limit = (cfg.get("run") or {}).get("limit")
-        stale = self._scores_stale()
         return {
+            **summary,
             "id": self.id,
-            "run_dir": str(self.path),
             "benchmark": self.benchmark,
-            "model": cfg.get("model"),
-            "strategy": cfg.get("strategy"),
             "created_at": cfg.get("created_at"),
-            "tasks": len(ids),
-            "completed": sum(1 for h in done if h.get("status") == "completed"),
-            "errored": sum(1 for h in done if h.get("status") == "errored"),
             "traced": len(self.index.traces),
             "scored": len(scores),
-            "scores_stale": stale,
+            "scores_stale": self._scores_stale(),
             "planned": limit if isinstance(limit, int) else None,
             "in_progress": self.index.in_progress(),
-            **blocks,
-            "options": dict(cfg.get("options") or {}),
-            "totals": {"model": totals, "judge": judge},
             "bad_lines": self.index.bad_lines[:20],
         }
 

@@ -207,3 +207,29 @@ def test_an_unregistered_copy_still_shows_its_tasks(runs, tmp_path):
     assert len(rows) == LIMIT and {r["passed"].get("tool_em") for r in rows} == {True, False}
     ep = site.episode("renamed", rows[0]["id"])
     assert ep["sections"] == [] and ep["items"]
+
+
+def test_a_run_in_progress_shows_its_progress_and_the_page_refreshes(runs, server, page):
+    """A run whose lock an `evals run` holds is listed with a progress bar; the list refreshes by itself."""
+    import fcntl
+
+    from playwright.sync_api import expect
+
+    live = runs / "run-live"
+    shutil.copytree(runs / "run-a", live)
+    lines = (live / "traces.jsonl").read_text().splitlines(keepends=True)
+    (live / "traces.jsonl").write_text("".join(lines[:3]))
+    (live / "scores.jsonl").unlink()
+    fd = os.open(live / ".lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        page.goto(server)
+        progress = page.locator("tr:has(input[aria-label='select run-live']) .progress")
+        progress.wait_for()
+        assert progress.inner_text() == f"running: 3 / {LIMIT} episodes"
+        with open(live / "traces.jsonl", "a") as f:
+            f.write(lines[3])
+        expect(progress).to_have_text(f"running: 4 / {LIMIT} episodes", timeout=30_000)  # refreshed by itself
+    finally:
+        os.close(fd)
+        shutil.rmtree(live)
