@@ -39,6 +39,13 @@ def cmd_view(args: argparse.Namespace) -> int:
 
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         sys.stderr.write(f"warning: serving on {args.host}: anyone who can reach it can read these runs\n")
+    import socket
+
+    try:  # a clear error for a port in use (uvicorn would log it and exit 1)
+        with socket.create_server((args.host, args.port)):
+            pass
+    except OSError as exc:
+        return _error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     config = uvicorn.Config(make_app(site), host=args.host, port=args.port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     url = f"http://{args.host}:{args.port}/"

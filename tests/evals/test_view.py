@@ -172,3 +172,17 @@ def test_a_run_view_recomputes_only_when_its_files_change(tmp_path):
         f.write(_trace("t2") + "\n")
     view.index.refresh()
     assert view.summary()["traced"] == 2
+
+
+def test_view_says_when_its_port_is_taken(tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    run = _write_run(tmp_path / "r", "m", {"t1": True})
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "evals.cli", "view", str(run), "--port", str(port)],
+                              capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}")
+    assert "Traceback" not in proc.stderr
