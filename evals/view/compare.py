@@ -125,7 +125,7 @@ def compare_runs(views: Sequence[RunView]) -> dict[str, Any]:
         raise CompareError(f"{views[0].path}: no stored scores to compare (run `evals score` on it)")
     pass_metrics = [m for m in metrics if m.kind == "percent"]
     task_ids = list(dict.fromkeys(t for v in views for t in v.index.scores))
-    queries = {t: e.query for v in views for t, e in v.index.traces.items()}
+    queries = {t: q for v in views for t, q in v.index.queries().items()}
     tasks = []
     for tid in task_ids:
         passed = {m.key: [(task_passed(m, s[m.key][tid]) if tid in s[m.key] else None) for s in samples]

@@ -4,7 +4,8 @@ A trace line is ``{header..., "events": [...]}`` with the events last (see
 :meth:`client.runs.EpisodeRecorder.build_record`), and its events are most of it (a long episode is
 tens of kilobytes). The index keeps, per task, the byte offset and length of its newest line and the
 header alone (status, totals, error, final answer, duration), read without parsing the events; a
-transcript is read on demand from its offset. The index grows incrementally: a run in progress is
+transcript (and the first user message, the task's query as the model saw it) is read on demand
+from its offset. The index grows incrementally: a run in progress is
 re-read only from where the last read stopped (:meth:`RunIndex.refresh`).
 """
 
@@ -16,7 +17,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 try:
     import fcntl
@@ -53,12 +54,13 @@ class TraceEntry:
     length: int
     head: dict[str, Any]
     line_no: int
-    query: str | None = None  # the first user message the model was sent
+    query: str | None = None  # the first user message the model was sent ("" none; None: not read yet)
+    events_at: int | None = None  # where the events start in the line (to read the query from)
 
 
-def parse_head(line: bytes) -> tuple[dict[str, Any], str | None]:
-    """The header fields of a trace line and its first user message, without parsing the events
-    when the line allows it (only the first request's messages are decoded)."""
+def parse_head(line: bytes) -> tuple[dict[str, Any], str | None, int | None]:
+    """The header fields of a trace line without parsing its events when the line allows it, and
+    either its first user message (a line read in full) or where its events start (read later)."""
     cut = line.find(_EVENTS_MARK)
     if cut > 0:
         try:
@@ -66,12 +68,13 @@ def parse_head(line: bytes) -> tuple[dict[str, Any], str | None]:
         except ValueError:
             head = None
         if isinstance(head, dict) and "task_id" in head:
-            return head, _first_user_message(line, cut + len(_EVENTS_MARK))
+            return head, None, cut + len(_EVENTS_MARK)
     record = json.loads(line)
     if not isinstance(record, dict):
         raise ValueError("a trace line is not a JSON object")
     events = record.pop("events", None) or []
-    return record, _user_message_of(e for e in events if isinstance(e, Mapping) and e.get("kind") == "model_request")
+    requests = (e for e in events if isinstance(e, Mapping) and e.get("kind") == "model_request")
+    return record, _user_message_of(requests) or "", None
 
 
 _REQUEST = b'"kind": "model_request"'
@@ -170,13 +173,13 @@ class RunIndex:
                 stripped = line.strip()
                 if stripped:
                     try:
-                        head, query = parse_head(stripped)
+                        head, query, events_at = parse_head(stripped)
                         tid = str(head["task_id"])
                     except (ValueError, KeyError) as exc:
                         self.bad_lines.append(f"{self.traces_path}:{self._lines}: {exc}")
                     else:
                         self.traces.pop(tid, None)  # the newest line of a task wins, listed at its place
-                        self.traces[tid] = TraceEntry(tid, offset, length, head, self._lines, query)
+                        self.traces[tid] = TraceEntry(tid, offset, length, head, self._lines, query, events_at)
                 offset += length
             self._read_to = offset
         return True
@@ -203,6 +206,25 @@ class RunIndex:
                     raise ValueError(f"{path}:{n}: not a scores record ({exc})") from exc
         self.scores, self.scores_mtime = scores, mtime
         return True
+
+    def queries(self) -> dict[str, str | None]:
+        """Every task's first user message (read from the first request of each trace on first use)."""
+        pending = sorted((e for e in self.traces.values() if e.query is None), key=lambda e: e.offset)
+        if pending:
+            with open(self.traces_path, "rb") as f:
+                for e in pending:
+                    _read_query(f, e)
+        return {t: e.query or None for t, e in self.traces.items()}
+
+    def query(self, task_id: str) -> str | None:
+        """One task's first user message."""
+        e = self.traces.get(task_id)
+        if e is None:
+            return None
+        if e.query is None:
+            with open(self.traces_path, "rb") as f:
+                _read_query(f, e)
+        return e.query or None
 
     def trace(self, task_id: str) -> dict[str, Any] | None:
         """The full newest trace record of a task, read from its offset."""
@@ -234,6 +256,21 @@ class RunIndex:
             with contextlib.suppress(OSError):
                 os.close(fd)  # closing releases a shared lock we took
         return False
+
+
+def _read_query(f: BinaryIO, e: TraceEntry) -> None:
+    """Set ``e.query`` from the first request of its line (``""`` when it has none)."""
+    if e.events_at is None:
+        e.query = e.query or ""
+        return
+    f.seek(e.offset + e.events_at)
+    rest = e.length - e.events_at
+    chunk = f.read(min(rest, 1 << 17))
+    query = _first_user_message(chunk, 0)
+    if query is None and len(chunk) < rest:
+        chunk += f.read(rest - len(chunk))
+        query = _first_user_message(chunk, 0)
+    e.query = query or ""
 
 
 def message_text(content: Any) -> str:

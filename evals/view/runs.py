@@ -185,6 +185,7 @@ class RunView:
         if pn is not None:
             shown.sort(key=lambda m: m.key != pn.main_metric)
         rows: list[dict[str, Any]] = []
+        queries = self.index.queries()
         for tid in self.task_ids():
             entry = self.index.traces.get(tid)
             head = entry.head if entry else {}
@@ -194,7 +195,7 @@ class RunView:
             err = head.get("error") or None
             rows.append({
                 "id": tid,
-                "query": entry.query if entry else None,
+                "query": queries.get(tid),
                 "status": head.get("status") or "not run",
                 "turns": totals.get("turns"),
                 "tokens": (totals.get("input_tokens") or 0) + (totals.get("output_tokens") or 0) if totals else None,

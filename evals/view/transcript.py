@@ -129,7 +129,7 @@ def episode(view: RunView, task_id: str, loader: BenchmarkLoader | None = None) 
         "status": trace.get("status") or "not run", "error": trace.get("error"),
         "final_answer": _text(trace.get("final_answer")), "duration_s": trace.get("duration_s"),
         "totals": trace.get("totals") or {}, "started_at": trace.get("started_at"),
-        "query": view.index.traces[task_id].query if task_id in view.index.traces else None,
+        "query": view.index.query(task_id),
         "items": transcript_items(trace),
         "scores": scores, "groups": score.get("groups") or {},
         "details": _text(score.get("details")) if score.get("details") else None,

@@ -52,11 +52,12 @@ def _write_run(path: Path, model: str, right: dict[str, bool], *, errored: tuple
     return path
 
 
-def test_the_index_reads_headers_and_queries_without_the_events_and_a_transcript_on_demand(tmp_path):
+def test_the_index_reads_headers_without_the_events_and_queries_and_transcripts_on_demand(tmp_path):
     run = _write_run(tmp_path / "r", "m", {"t1": True, "t2": False}, errored=("t2",))
     index = RunIndex.open(run)
     assert list(index.traces) == ["t1", "t2"]
-    assert index.traces["t1"].query == "question of t1" and "events" not in index.traces["t1"].head
+    assert index.traces["t1"].query is None and "events" not in index.traces["t1"].head  # read on demand
+    assert index.query("t1") == "question of t1" and index.queries() == {"t1": "question of t1", "t2": "question of t2"}
     assert index.traces["t2"].head["status"] == "errored"
     full = index.trace("t1")
     assert full is not None and full["task_id"] == "t1" and any(e["kind"] == "tool_call" for e in full["events"])
@@ -66,7 +67,7 @@ def test_the_index_reads_headers_and_queries_without_the_events_and_a_transcript
         f.write(json.dumps(other, sort_keys=True) + "\n")
         f.write('{"task_id": "t4", "status": "completed"')  # a line being written: not read yet
     assert index.refresh()
-    assert index.traces["t3"].query == "question of t3" and "t4" not in index.traces
+    assert index.traces["t3"].query == "question of t3" and "t4" not in index.traces  # read with the line
     with open(run / "traces.jsonl", "a") as f:
         f.write(', "events": []}\n')
         f.write(_trace("t1", answer="again") + "\n")  # the newest line of a task wins
