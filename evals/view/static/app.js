@@ -419,9 +419,9 @@
         c.metrics.map((m) => {
           const sig = typeof m.p_value === "number" && m.p_value < 0.05;
           return h("tr", { class: sig ? "sig" : "" }, h("td", {}, m.label + arrow(m)), h("td", { class: "num" }, num(m.baseline)), h("td", { class: "num" }, num(m.other)),
-            h("td", { class: "num strong " + (m.difference > 0 ? "up" : m.difference < 0 ? "down" : "") }, (m.difference > 0 ? "+" : "") + num(m.difference)),
+            h("td", { class: "num strong " + (!m.difference ? "" : (m.difference > 0) === (m.higher_is_better !== false) ? "up" : "down") }, (m.difference > 0 ? "+" : "") + num(m.difference)),
             h("td", { class: "num nowrap" }, "[" + num(m.ci95[0]) + ", " + num(m.ci95[1]) + "]"),
-            h("td", {}, m.test), h("td", { class: "num" }, pval(m.p_value), sig ? " *" : ""),
+            h("td", { class: "nowrap" }, m.test), h("td", { class: "num nowrap" }, pval(m.p_value), sig ? " *" : ""),
             h("td", { class: "num" }, inline(m.only_baseline)), h("td", { class: "num" }, inline(m.only_other)), h("td", { class: "num" }, String(m.paired_tasks)));
         }), "compare")));
     const metricSel = h("select", { "aria-label": "compare metric", id: "cmp-metric" }, data.metrics.map((m) => h("option", { value: m.key }, m.label)));
