@@ -645,6 +645,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .report import add_report_parser
 
     add_report_parser(sub)
+    from .view import add_leaderboard_parser, add_view_parser
+
+    add_view_parser(sub)
+    add_leaderboard_parser(sub)
 
     d = sub.add_parser("data", help="benchmark data")
     dsub = d.add_subparsers(dest="data_command", required=True)

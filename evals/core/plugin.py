@@ -19,9 +19,13 @@ Optional methods (looked up with ``getattr``; a benchmark without them loses onl
 * ``formats() -> Sequence[PredictionFormat]``: the prediction formats it can write (``evals export
   RUN_DIR --format NAME``) and read (``evals score PATH --format NAME --benchmark B``), e.g. its
   official scripts' input files (see :mod:`evals.core.formats`);
-* ``summary_extras(config) -> dict``: extra keys for the run's summary.
+* ``summary_extras(config) -> dict``: extra keys for the run's summary;
 * ``run_dir_part() -> str``: a folder between the benchmark's and the model's in the default run
-  directory (a benchmark defined by a file names the file, so that two files get two runs).
+  directory (a benchmark defined by a file names the file, so that two files get two runs);
+* ``episode_view(task_id, trace, score) -> list[dict]``: the benchmark's own sections of an episode in
+  ``evals view`` (gold beside predicted calls with the matcher's decision, a KG path, placeholder
+  handles, replayed responses...), built with :mod:`evals.core.episode_view`; without it the viewer
+  shows the transcript and the scores alone.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .metrics import MAIN_BLOCK, benchmark_info
+from .metrics import benchmark_info, metrics_from_samples
 from .paper import PaperRow, load_paper_numbers, paper_rows_for, published_rows_for
 from .render import hop_plot_svg, now, plot_file_name, render_html, render_markdown
 from .tables import build_sections
@@ -59,7 +59,7 @@ def unregistered_summary(run_dir: RunDir) -> dict[str, Any]:
     """A summary of a run whose benchmark is not registered: counts and tokens from the traces, each
     sample key of ``scores.jsonl`` aggregated (a percentage where every sample is a part of a whole,
     else a count), the judge's stored decisions counted apart."""
-    from ..core.metrics import Metric, TaskScore
+    from ..core.metrics import TaskScore
     from ..core.scoring import build_summary, read_scores
 
     traces = run_dir.latest_traces()
@@ -74,15 +74,7 @@ def unregistered_summary(run_dir: RunDir) -> dict[str, Any]:
             judge["decisions"] += 1
             for key in ("input_tokens", "output_tokens", "cost_usd"):
                 judge[key] += float(d.get(key) or 0)
-    samples: dict[str, list[tuple[float, float]]] = {}
-    for s in scores:
-        for key, pair in s.samples.items():
-            samples.setdefault(key, []).append(pair)
-    metrics = []
-    for key, pairs in samples.items():
-        block, _, name = key.rpartition(".")
-        ratio = all(0 <= n <= d and d > 0 for n, d in pairs)
-        metrics.append(Metric(name, name, kind="percent" if ratio else "count", block=block or MAIN_BLOCK))
+    metrics = metrics_from_samples(scores)
     summary = build_summary(run_dir, traces, task_ids, metrics, scores, judge)
     summary["note"] = ("benchmark not registered: metrics aggregated from the stored scores.jsonl, without labels"
                        if scores else "benchmark not registered and no stored scores.jsonl: no metrics")

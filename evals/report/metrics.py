@@ -12,13 +12,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.metrics import Metric
+from ..core.metrics import Metric, TaskScore
 from ..core.plugin import BenchmarkInfo, PaperNumbers
 
 __all__ = [
     "MAIN_BLOCK",
     "MetricSpec",
     "benchmark_info",
+    "metrics_from_samples",
     "metric_blocks",
     "metric_order",
     "metric_spec",
@@ -59,6 +60,21 @@ def benchmark_info(name: Any) -> BenchmarkInfo | None:
         return all_benchmarks().get(str(name))
     except Exception:  # pragma: no cover - a broken benchmark folder must not break reports of the others
         return None
+
+
+def metrics_from_samples(scores: Iterable[TaskScore]) -> list[Metric]:
+    """Metrics for a benchmark that is not registered: one per sample key of its stored scores (a
+    percentage where every sample is a part of a whole, else a count), in the order first seen."""
+    samples: dict[str, list[tuple[float, float]]] = {}
+    for s in scores:
+        for key, pair in s.samples.items():
+            samples.setdefault(key, []).append(pair)
+    metrics = []
+    for key, pairs in samples.items():
+        block, _, name = key.rpartition(".")
+        ratio = all(0 <= n <= d and d > 0 for n, d in pairs)
+        metrics.append(Metric(name, name, kind="percent" if ratio else "count", block=block or MAIN_BLOCK))
+    return metrics
 
 
 def paper_numbers_of(name: Any) -> PaperNumbers | None:

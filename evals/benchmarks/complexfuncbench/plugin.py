@@ -173,6 +173,13 @@ class ComplexFuncBenchBenchmark:
         official = (trace.get("outcome") or {}).get("official") if trace.get("status") == "completed" else None
         return None if official is None else float((official.get("result") or {}).get("message") == "Success.")
 
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: each turn's replay decisions, the gold calls still pending, how the episode ended."""
+        from .view import episode_sections
+
+        done = trace is not None and trace.get("status") == "completed"
+        return episode_sections((trace.get("outcome") or {}).get("official") if done and trace is not None else None)
+
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         done = trace is not None and trace.get("status") == "completed"
         official = (trace.get("outcome") or {}).get("official") if done and trace is not None else None

@@ -421,6 +421,12 @@ class FamilyToolBenchmark:
         kg = kg_scores(task, outcome.get("kg")) if strategy in EXTRACTING else None
         add_project(score, tools, kg)
 
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: the gold call beside the predicted one, the gold and walked KG paths."""
+        from .view import episode_sections
+
+        return episode_sections(self.catalog.task(task_id), trace, score)
+
     # ---- other harnesses' formats ----------------------------------------------------------------
     def formats(self) -> list[PredictionFormat]:
         from .export import official_format

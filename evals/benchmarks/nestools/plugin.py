@@ -200,6 +200,14 @@ class NesToolsBenchmark:
         counts = self.counts(task_id, trace)
         return None if counts is None else float(counts.tree)
 
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: the gold and predicted call lists side by side, and their placeholder handles."""
+        from .view import episode_sections
+
+        task = self.tasks[task_id]
+        completed = trace is not None and trace.get("status") == "completed"
+        return episode_sections(task.gold_prediction(), self.prediction(task_id, trace) if completed and trace else [])
+
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         if task_id not in self.tasks:
             raise ValueError(f"the run has a task id that is not in NesTools: {task_id!r}")

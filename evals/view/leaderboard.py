@@ -1,0 +1,118 @@
+"""``evals leaderboard DIR``: every run under a directory, grouped by benchmark and setting, one row per model.
+
+A run's *setting* is what decides which published numbers it is shown beside
+(:func:`evals.report.paper.setting_key`: the strategy and the settings the papers vary, such as
+a KG search mode or whether tool feedback is given); for a benchmark without published numbers it is its
+strategy. Within a group each model has one row: its newest run (the others are counted in
+``runs``). Rows are sorted by the benchmark's main metric, best first. Values are those of the
+stored scores (``scores.jsonl``), with their standard errors.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..report.paper import setting_key
+from .runs import RunView
+
+__all__ = ["leaderboard", "render_leaderboard"]
+
+
+def _setting_label(key: Sequence[str]) -> str:
+    rest = [k for k in key[2:] if not k.endswith("=")]
+    return " · ".join([key[1] or "?"] + rest)
+
+
+def leaderboard(views: Sequence[RunView]) -> list[dict[str, Any]]:
+    """Groups ``{"benchmark", "setting", "metrics": [...], "rows": [...]}``; each row a model's newest run."""
+    groups: dict[tuple[str, ...], list[tuple[RunView, dict[str, Any]]]] = {}
+    for v in views:
+        s = v.summary()
+        if not s.get("scored"):
+            continue
+        groups.setdefault(setting_key(s), []).append((v, s))
+    out = []
+    for key in sorted(groups):
+        members = groups[key]
+        by_model: dict[str, list[tuple[RunView, dict[str, Any]]]] = {}
+        for v, s in members:
+            by_model.setdefault(str(s.get("model")), []).append((v, s))
+        rows: list[dict[str, Any]] = []
+        heads: list[dict[str, Any]] = []
+        for model, runs in by_model.items():
+            runs.sort(key=lambda p: str(p[1].get("created_at") or ""), reverse=True)
+            v, s = runs[0]
+            head = v.headline(s)
+            if len(head) > len(heads):
+                heads = head
+            totals = (s.get("totals") or {}).get("model") or {}
+            rows.append({"model": model, "strategy": s.get("strategy"), "runs": len(runs), "tasks": s.get("tasks"),
+                         "errored": s.get("errored"), "created_at": s.get("created_at"), "run_dir": s.get("run_dir"),
+                         "cost_usd": totals.get("cost_usd"),
+                         "metrics": {h["key"]: {"value": h.get("value"), "stderr": h.get("stderr")} for h in head}})
+        if heads:
+            main = heads[0]
+            sign = -1 if main.get("higher_is_better", True) else 1
+            rows.sort(key=lambda r: sign * float((r["metrics"].get(main["key"]) or {}).get("value") or 0))
+        out.append({"benchmark": key[0], "setting": _setting_label(key),
+                    "metrics": [{"key": h["key"], "label": h["label"], "higher_is_better": h["higher_is_better"]}
+                                for h in heads], "rows": rows})
+    return out
+
+
+def _cell(m: dict[str, Any] | None) -> str:
+    if not m or m.get("value") is None:
+        return "–"
+    se = m.get("stderr")
+    return f"{m['value']:.2f} ± {se:.2f}" if isinstance(se, int | float) else f"{m['value']:.2f}"
+
+
+def _flat(groups: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    keys = list(dict.fromkeys(m["key"] for g in groups for m in g["metrics"]))
+    header = ["benchmark", "setting", "rank", "model", "runs", "tasks", "errored"]
+    for k in keys:
+        header += [k, f"{k}_stderr"]
+    header += ["cost_usd", "created_at", "run_dir"]
+    rows = []
+    for g in groups:
+        for rank, r in enumerate(g["rows"], 1):
+            row = [g["benchmark"], g["setting"], str(rank), r["model"], str(r["runs"]), str(r["tasks"]), str(r["errored"])]
+            for k in keys:
+                m = r["metrics"].get(k) or {}
+                row += ["" if m.get("value") is None else str(m["value"]), "" if m.get("stderr") is None else str(m["stderr"])]
+            row += ["" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}", str(r["created_at"] or ""), str(r["run_dir"])]
+            rows.append(row)
+    return header, rows
+
+
+def render_leaderboard(groups: Sequence[dict[str, Any]], fmt: str) -> str:
+    """``table`` (aligned text, a block per group), ``csv`` (one row per model and group) or ``json``."""
+    if fmt == "json":
+        return json.dumps({"groups": list(groups)}, indent=2, sort_keys=True, default=str) + "\n"
+    if fmt == "csv":
+        header, rows = _flat(groups)
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+        return buf.getvalue()
+    if not groups:
+        return "no scored runs found\n"
+    lines: list[str] = []
+    for g in groups:
+        header = ["#", "model", *(m["label"] + (" ↑" if m["higher_is_better"] else " ↓") for m in g["metrics"]),
+                  "tasks", "runs", "cost (USD)"]
+        body = [[str(i), r["model"], *(_cell(r["metrics"].get(m["key"])) for m in g["metrics"]), str(r["tasks"]),
+                 str(r["runs"]), "–" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}"]
+                for i, r in enumerate(g["rows"], 1)]
+        widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
+        lines.append(f"{g['benchmark']} · {g['setting']}")
+        lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
+        lines.append("  ".join("-" * w for w in widths))
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
+        lines.append("")
+    return "\n".join(lines)
