@@ -8,7 +8,7 @@ from typing import Any
 
 __all__ = ["add_leaderboard_parser", "add_view_parser", "cmd_leaderboard", "cmd_view"]
 
-DEFAULT_PORT = 8765
+DEFAULT_PORT = 8766  # beside `evals serve` (8765), so both run at once
 
 
 def _error(message: str) -> int:
