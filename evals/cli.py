@@ -60,6 +60,7 @@ def ensure_benchmark_data(
 
 # ---- evals serve -------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
+    from kg_store import KGError
     from server import EndpointRef, HTTPLimits, ServerConfigError, SessionLimits, check_bind
     from tool_specs import SandboxError
 
@@ -67,8 +68,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     token = args.token or os.environ.get("EVALS_SERVER_TOKEN") or None
     benchmarks = [args.benchmark] if args.benchmark else list(args.benchmarks or all_benchmarks())
     given = {o.name: getattr(args, o.name) for o in serve_options() if hasattr(args, o.name)}
-    if args.stdio and not args.benchmark and not args.tools_dir:
-        err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID) or --tools-dir")
+    if args.stdio and not args.benchmark and not args.tools_dir and not args.kg_file:
+        err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID), --tools-dir "
+                  "or --kg-file")
         return 2
     if args.task and not args.benchmark:
         err.print("[red]error:[/] --task needs --benchmark")
@@ -94,6 +96,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                        options=dict.fromkeys(benchmarks, given))
     try:
         _serve(args, benchmarks, given, default, token, sessions, limits)
+    except KGError as exc:  # --kg-file: a missing file or a bad line (file:line), no traceback
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        return 2
     except SandboxError as exc:  # e.g. no kernel namespaces for untrusted tool code: say why, no traceback
         err.print(f"[red]error:[/] {exc}")
         return 2
@@ -115,6 +120,7 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
             options=given,
             default=default,
             page_size=args.page_size,
+            kg_file=Path(args.kg_file) if args.kg_file else None,
         )
         if args.stdio or sessions is None or limits is None:
             eventloop.run(serve_stdio(ts))
@@ -552,6 +558,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--task", help="bind the session to this task id (with --benchmark); default: the playground")
     s.add_argument("--tools-dir", action="append", default=[], metavar="DIR",
                    help="directory of YAML/JSON tool spec files, served at /mcp/custom (repeatable)")
+    s.add_argument("--kg-file", metavar="FILE", help="serve your own KG, a triple file (one ['head', 'relation', "
+                   "'tail'] per line), as the KG tools at /mcp/custom (built once into the cache)")
     s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
     s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
     _add_limit_arguments(s.add_argument_group(

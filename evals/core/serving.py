@@ -1,8 +1,8 @@
 """Wire benchmarks and user tool specs into a :class:`server.ToolServer` (``evals serve``).
 
 Each benchmark hands over its endpoints through the same call ``evals run`` uses
-(:meth:`~evals.core.plugin.Benchmark.mounts`); spec files given with ``--tools-dir`` are served at
-``/mcp/custom``.
+(:meth:`~evals.core.plugin.Benchmark.mounts`); spec files given with ``--tools-dir`` and a user's KG
+given with ``--kg-file`` (as the KG tools) are served at ``/mcp/custom``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from server import BenchmarkMount, EndpointRef, SessionLimits, ToolServer
+from server import BenchmarkMount, EndpointRef, KGConfig, SessionLimits, ToolServer
 from tool_specs import StaticCatalog, load_spec_dir
 
 from .registry import load_benchmark, own_options
@@ -30,8 +30,10 @@ def build_tool_server(
     options: Mapping[str, Any] | None = None,
     default: EndpointRef | None = None,
     page_size: int | None = None,
+    kg_file: Path | None = None,
 ) -> ToolServer:
-    """A server with the given benchmarks mounted, plus a ``custom`` endpoint for spec-dir tools.
+    """A server with the given benchmarks mounted, plus a ``custom`` endpoint for spec-dir tools and
+    the KG tools of ``kg_file`` (a triple file; a :class:`~kg_store.KGError` if it is bad).
 
     ``options`` are serve options (see :attr:`~evals.core.options.Option.serve`); each benchmark
     takes those it declares and its defaults for the rest.
@@ -40,9 +42,14 @@ def build_tool_server(
     mounts: list[BenchmarkMount] = []
     for name in benchmarks:
         mounts.extend(load_benchmark(name, own_options(name, given)).mounts(stack))
-    if tools_dirs:
+    if tools_dirs or kg_file is not None:
         custom = [spec for d in tools_dirs for spec in load_spec_dir(d)]
-        mounts.append(BenchmarkMount(catalog=StaticCatalog(CUSTOM, {}, extra_playground=custom)))
+        kg = None
+        if kg_file is not None:
+            from .user_kg import open_user_kg
+
+            kg = KGConfig(store=open_user_kg(kg_file, stack))
+        mounts.append(BenchmarkMount(catalog=StaticCatalog(CUSTOM, {}, extra_playground=custom), kg=kg))
     kw: dict[str, Any] = {} if page_size is None else {"page_size": page_size}
     return ToolServer(mounts, default=default, **kw)
 
