@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,8 +34,8 @@ _FIELD = rf"[ \t]*'((?![\s]){_PLAIN}+)'[ \t]*"
 _TRIPLE_LINE = rf"[ \t]*\[{_FIELD},{_FIELD},{_FIELD}\][ \t]*\r?"
 _FAST_LINE = re.compile(_TRIPLE_LINE)
 _FAST_LINES = re.compile(rf"^{_TRIPLE_LINE}$", re.M)
-# blank lines and comments, with their line feed (comment text: no line break of any kind)
-_SKIPPED_LINES = re.compile(r"^[ \t]*(?:#[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*)?\r?(?:\n|\Z)", re.M)
+# a blank line or a comment, with its line feed (comment text: no line break of any kind)
+_SKIPPED_LINE = re.compile(r"^[ \t]*(?:#[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*)?\r?\n", re.M)
 _CHUNK = 100_000  # rows per write when hashing or writing the canonical rows
 
 
@@ -123,9 +124,9 @@ class CanonicalTriples:
     multiline: bool = False
     """Some field holds a line break (the engine must read the CSV serially)."""
 
-    @property
+    @cached_property
     def checksum(self) -> str:
-        """SHA-256 of the rows, each followed by a line feed (UTF-8)."""
+        """SHA-256 of the rows, each followed by a line feed (UTF-8); computed once."""
         h = hashlib.sha256()
         for i in range(0, len(self.rows), _CHUNK):
             h.update(("\n".join(self.rows[i : i + _CHUNK]) + "\n").encode("utf-8"))
@@ -164,11 +165,13 @@ def read_triple_file(path: str | Path) -> CanonicalTriples:
     """
     p = Path(path)
     text = _read_text(p)
-    body = _SKIPPED_LINES.sub("", text)
-    rows_text, matched = _FAST_LINES.subn(r'"\1","\3","\2"', body)
-    lines = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
-    del text, body
+    if _SKIPPED_LINE.search(text) is not None:  # most files have no blank line: no copy of the text then
+        text = _SKIPPED_LINE.sub("", text)
+    rows_text, matched = _FAST_LINES.subn(r'"\1","\3","\2"', text)
+    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    del text
     if matched != lines:
+        del rows_text
         return canonical_triples(_parse_lines(p, _read_text(p)))
     rows = rows_text.split("\n")
     del rows_text

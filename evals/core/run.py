@@ -171,6 +171,12 @@ def resolve_workers(opts: RunOptions) -> int:
     return opts.workers
 
 
+START_WORKERS_EARLY = True
+"""Start local worker processes before the run directory, the judge and the config are prepared (they
+take a second or two to load the benchmark and open their servers); ``bench/bench_harness.py``
+turns it off to measure what that saves."""
+
+
 def check_executor(opts: RunOptions) -> None:
     """``--executor`` and ``--ray-address``, checked (Ray itself is imported only when a run uses it)."""
     if opts.executor not in ("local", "ray"):
@@ -219,10 +225,18 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
 
     async with contextlib.AsyncExitStack() as stack:
         start_worker = None
+        pool = None
         if opts.executor == "ray":  # connected first: the config records the number of actors
             from .ray_executor import open_cluster
 
             start_worker = open_cluster(opts, stack)
+        elif (opts.workers or 1) > 1 and START_WORKERS_EARLY:  # resolved by prepare_options
+            from .workers import WorkerPool
+
+            # started now: they load the benchmark and open their servers while this process prepares
+            pool = WorkerPool(opts, limiter=limiter, control=control)
+            stack.push_async_callback(pool.aclose)
+            await pool.spawn()
         run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS)
 
         def open_cache(path: Path) -> ResponseCache:
@@ -233,16 +247,15 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         judge = open_judge(opts, second_model(opts, opts.judge_model if bench.info.uses_judge else None, stack),
                            run_dir, open_cache)
         episode: Callable[[str, EpisodeRecorder], Awaitable[EpisodeOutcome]]
-        if start_worker is not None or (opts.workers or 1) > 1:  # resolved by prepare_options
+        if start_worker is not None or (opts.workers or 1) > 1:
             from .workers import WorkerPool
 
             run_dir.open_for_writing()  # the lock, and a repaired events.jsonl, before workers append to it
             events = run_dir.events_path if run_dir.event_log else None
-            pool = await stack.enter_async_context(
-                WorkerPool(opts, limiter=limiter, control=control, events_path=events.resolve() if events else None,
-                           start=start_worker)
-            )
-            episode = pool.episode
+            if pool is None:
+                pool = WorkerPool(opts, limiter=limiter, control=control, start=start_worker)
+            pool.events_path = events.resolve() if events else None
+            episode = (await stack.enter_async_context(pool)).episode
         else:
             env = await open_episode_env(opts, bench, stack, limiter)
 
