@@ -10,6 +10,7 @@ its engines (``versions``); a resumed run must match ``benchmark``, ``model``, `
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import os
@@ -38,7 +39,8 @@ from .scoring import summarize
 from .transport import resolve_transport
 
 __all__ = [
-    "HASH_KEYS", "RunOptions", "build_run_config", "resolve_workers", "run_benchmark", "run_task_ids", "score_run_dir",
+    "HASH_KEYS", "RunOptions", "build_run_config", "prepare_benchmark", "prepare_layout", "prepare_options",
+    "resolve_workers", "run_benchmark", "run_task_ids", "score_run_dir",
 ]
 
 HASH_KEYS = ("benchmark", "model", "strategy", "options", "data")
@@ -194,15 +196,25 @@ def check_executor(opts: RunOptions) -> None:
         raise ValueError(RAY_MISSING)
 
 
-def prepare_options(opts: RunOptions) -> Benchmark:
-    """Check ``opts`` and fill in what they leave to defaults (strategy, transport, the benchmark's
-    options); the loaded benchmark."""
+def prepare_layout(opts: RunOptions) -> None:
+    """Check and resolve where the episodes run (transport, executor, worker count); loads nothing."""
     if opts.server_url and opts.server_process:
         raise ValueError("--server-url uses a running server; --server-process starts one: give one of them")
     opts.transport = resolve_transport(opts)  # the config records the transport used
     check_executor(opts)
     if not (opts.executor == "ray" and opts.ray_address and opts.workers is None):  # else: the cluster's CPUs
         opts.workers = resolve_workers(opts)
+
+
+def prepare_options(opts: RunOptions) -> Benchmark:
+    """Check ``opts`` and fill in what they leave to defaults (strategy, transport, the benchmark's
+    options); the loaded benchmark."""
+    prepare_layout(opts)
+    return prepare_benchmark(opts)
+
+
+def prepare_benchmark(opts: RunOptions) -> Benchmark:
+    """Load the benchmark, fill in the strategy and the benchmark's options of ``opts`` and check them."""
     bench = load_benchmark(opts.benchmark, opts.benchmark_options)
     info = bench.info
     opts.benchmark_options = dict(bench.options)
@@ -215,10 +227,7 @@ def prepare_options(opts: RunOptions) -> Benchmark:
 
 async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     """Run the episodes (resuming), then score every finished episode of the run directory."""
-    bench = prepare_options(opts)
-    all_ids = bench.task_ids()
-    task_ids = all_ids[: opts.limit] if opts.limit else all_ids
-    run_path = opts.run_dir or default_run_dir(opts)
+    prepare_layout(opts)
     parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
     control = RunControl()
@@ -226,17 +235,24 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     async with contextlib.AsyncExitStack() as stack:
         start_worker = None
         pool = None
+        if opts.executor != "ray" and (opts.workers or 1) > 1 and START_WORKERS_EARLY:
+            from .workers import WorkerPool
+
+            # started first: they import and then load the benchmark and open their servers while
+            # this process loads the benchmark and prepares the run directory
+            pool = WorkerPool(opts, limiter=limiter, control=control)
+            stack.push_async_callback(pool.aclose)
+            await pool.spawn()
+        bench = prepare_benchmark(opts)
+        if pool is not None:
+            pool.configure(opts)  # the options, complete now
+        all_ids = bench.task_ids()
+        task_ids = all_ids[: opts.limit] if opts.limit else all_ids
+        run_path = opts.run_dir or default_run_dir(opts)
         if opts.executor == "ray":  # connected first: the config records the number of actors
             from .ray_executor import open_cluster
 
             start_worker = open_cluster(opts, stack)
-        elif (opts.workers or 1) > 1 and START_WORKERS_EARLY:  # resolved by prepare_options
-            from .workers import WorkerPool
-
-            # started now: they load the benchmark and open their servers while this process prepares
-            pool = WorkerPool(opts, limiter=limiter, control=control)
-            stack.push_async_callback(pool.aclose)
-            await pool.spawn()
         run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS)
 
         def open_cache(path: Path) -> ResponseCache:
@@ -275,7 +291,11 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             handle_signals=True,
             breaker=CircuitBreaker(opts.max_consecutive_errors, hint=breaker_hint(opts)),
         )
+        # the workers stop while the run is scored (the pool is closed again, a no-op, with the stack)
+        stopping = asyncio.ensure_future(pool.aclose()) if pool is not None else None
         summary = await summarize(run_dir, bench, task_ids, judge=judge)
+        if stopping is not None:
+            await stopping
     return result, summary
 
 

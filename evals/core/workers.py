@@ -27,8 +27,9 @@ Protocol (messages are dicts; :class:`Channel` carries them). Parent to worker: 
 class names of its exception's MRO, and event lines).
 Over a child's pipes each message is a JSON line; a ``done`` message's event lines follow it raw
 (already JSON, one per line; its ``"n"`` says how many), so they are not encoded twice. Start-up: the
-parent writes the run's options as the first line as soon as it starts the worker (before its run
-directory is ready, so the worker loads the benchmark and opens its server meanwhile), then
+parent starts the worker first (it imports meanwhile) and writes the run's options as the first line
+once it has loaded the benchmark itself (the worker then loads it and opens its server while the
+parent prepares the run directory), then
 ``{"events_path"}`` once the run directory is open; the worker answers ``{"ready": true}`` or
 ``{"error": MESSAGE}``.
 """
@@ -121,19 +122,22 @@ class ProcessChannel:
         self.name = f"worker {index} (pid {proc.pid})"
 
     @classmethod
-    async def spawn(cls, index: int, opts: RunOptions) -> ProcessChannel:
-        """Start the worker process and send it the run's options: it loads the benchmark and opens its
-        models and tool server while the parent goes on; :meth:`ready` waits for it."""
+    async def spawn(cls, index: int) -> ProcessChannel:
+        """Start the worker process: it imports what every run needs while the parent goes on, then
+        waits for :meth:`configure`; :meth:`ready` waits until it is ready."""
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "evals.core.workers",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,  # stderr: the parent's (logs)
             start_new_session=True,  # a Ctrl-C reaches the parent only; it stops the workers
             limit=LINE_LIMIT,
         )
-        channel = cls(index, proc)
-        assert proc.stdin is not None
-        proc.stdin.write(_encode_options(opts).encode() + b"\n")
-        return channel
+        return cls(index, proc)
+
+    def configure(self, opts: RunOptions) -> None:
+        """Send the run's options: the worker loads the benchmark and opens its models and tool server."""
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.write(_encode_options(opts).encode() + b"\n")
 
     async def ready(self, events_path: Path | None) -> None:
         """Tell the worker where the run's event log is, and wait until it is ready (closed if it fails)."""
@@ -158,7 +162,8 @@ class ProcessChannel:
 
     @classmethod
     async def start(cls, index: int, opts: RunOptions, events_path: Path | None) -> ProcessChannel:
-        channel = await cls.spawn(index, opts)
+        channel = await cls.spawn(index)
+        channel.configure(opts)
         await channel.ready(events_path)
         return channel
 
@@ -236,14 +241,31 @@ class WorkerPool:
         self._spawned: list[ProcessChannel] = []
 
     async def spawn(self) -> None:
-        """Start the local worker processes now, without waiting for them (see the class docs)."""
+        """Start the local worker processes now, without waiting for them (see the class docs); they
+        import what every run needs until :meth:`configure` sends them the options."""
         for i in range(self._count):
-            self._spawned.append(await ProcessChannel.spawn(i, self.opts))
+            self._spawned.append(await ProcessChannel.spawn(i))
+
+    def configure(self, opts: RunOptions) -> None:
+        """Send the spawned workers the run's options (complete: strategy, benchmark options)."""
+        self.opts = opts
+        for channel in self._spawned:
+            channel.configure(opts)
 
     async def __aenter__(self) -> WorkerPool:
+        starts = [asyncio.ensure_future(self._start(i)) for i in range(self._count)]
         try:
-            await asyncio.gather(*(self._start(i) for i in range(self._count)))
+            done, pending = await asyncio.wait(starts, return_when=asyncio.FIRST_EXCEPTION)
+            failed = [t for t in starts if t in done and not t.cancelled() and t.exception() is not None]
+            if failed:  # the first failure is the reason; the other starts are cancelled, not left to fail
+                for t in pending:
+                    t.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                raise failed[0].exception()  # type: ignore[misc]
         except BaseException:
+            for t in starts:
+                t.cancel()
+            await asyncio.gather(*starts, return_exceptions=True)
             await self.aclose()
             raise
         return self
@@ -488,6 +510,8 @@ async def _work(out: Any) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    from . import episodes, registry  # noqa: F401  (what every run needs, while the parent prepares)
+
     line = await reader.readline()
     if not line:
         return 2
@@ -540,4 +564,10 @@ def main() -> int:
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    sys.exit(main())
+    code = main()
+    # everything is closed and flushed (the event log, the tool server): skip the interpreter's
+    # teardown of the loaded benchmark, seconds on a busy machine that the parent would wait for
+    for stream in (sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            stream.flush()
+    os._exit(code)
