@@ -98,15 +98,9 @@ def child(argv: Sequence[str]) -> None:
 
 def p50(fn: Any, queries: Sequence[Query], calls: int = 3000) -> float:
     """Median latency (ms) of ``calls`` calls cycling through ``queries``, after a warm-up."""
-    for s, p in queries[:50]:
-        fn(s, p)
-    lat = []
-    for i in range(calls):
-        s, p = queries[i % len(queries)]
-        t0 = time.perf_counter()
-        fn(s, p)
-        lat.append(time.perf_counter() - t0)
-    return statistics.median(lat) * 1000.0
+    from bench_kg import pct, time_calls  # here: after the child put its kg_store first on the path
+
+    return pct(time_calls(fn, queries, calls), 50)
 
 
 def dict_walk(triples: Path, queries: list[Query]) -> dict[str, float]:

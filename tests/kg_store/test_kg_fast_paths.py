@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kg_store import KGParseError, KGStore, Triple, parse_triple_file
+from kg_store import KGStore, Triple, parse_triple_file
 from kg_store.triples import canonical_triples, read_triple_file
 
 PLAIN = "['Bob', 'mother', 'Alice']\n['Alice', 'prefer_dinnertime', 'dinnertime_0002']\n['Bob', 'mother', 'Alice']\n"
@@ -47,22 +47,6 @@ def test_canonical_rows_are_csv_the_engine_reads_back(tmp_path: Path) -> None:
     with KGStore.build(tmp_path / "db", f, copy_threshold=1) as store:  # bulk load even for 7 triples
         assert sorted(store.triples()) == sorted(set(parse_triple_file(f)))
         assert store.follow("tab\there", ['quote"d']) == [[Triple("tab\there", 'quote"d', "new\nline")]]
-
-
-@pytest.mark.parametrize(
-    ("line", "reason"),
-    [
-        ("['a', ' ', 'b']", "relation is empty"),  # blank field: not taken by the fast path
-        ("['a', 'r', 'b\x0cc']", "not a Python-style triple"),  # a form feed splits the line, as splitlines does
-        ("['a', 'r', 'b'", "not a Python-style triple"),
-    ],
-)
-def test_lines_the_fast_path_refuses_get_the_line_by_line_error(tmp_path: Path, line: str, reason: str) -> None:
-    f = tmp_path / "kg.txt"
-    f.write_text(f"{PLAIN}{line}\n", encoding="utf-8")
-    with pytest.raises(KGParseError) as info:
-        read_triple_file(f)
-    assert info.value.lineno == 4 and reason in str(info.value)
 
 
 def test_saved_adjacency_is_used_and_dropped_on_writes(tmp_path: Path) -> None:
