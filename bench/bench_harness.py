@@ -7,7 +7,10 @@ what ``evals run`` does: one MCP session per episode, traces fsync'd per episode
 
 * ``default``: what ``evals run`` does without layout flags: sessions over the MCP SDK's in-process
   transport (``--transport memory``) and ``--workers auto`` (one worker process per 32 concurrent
-  episodes, at most one per CPU; one process up to concurrency 32);
+  episodes, at most one per CPU; one process up to concurrency 32); the workers start while the
+  parent prepares the run directory;
+* ``default-late``: the same with the workers started only once the run directory is ready (as
+  before they were started early): the ``command`` columns show what the early start saves;
 * ``memory``: one process, the in-process transport to the run's own server;
 * ``http``: one process; the server on the run's event loop, on 127.0.0.1, over HTTP
   (``--transport http``);
@@ -37,7 +40,12 @@ With ``--json`` the last line is one JSON object: ``rows`` (every row: layout, c
 the ratio of each repeat), ``default_layout`` and ``ratio``, the default layout's median ratio at the
 highest concurrency asked for (``null`` if that layout was not run).
 
-Each row is the median of ``--repeats`` runs (the machine may be shared and noisy).
+``ratio`` covers the episodes only; ``command ratio`` is the same ideal over the whole
+``run_benchmark`` call (``evals run`` less the interpreter's start-up and imports): loading the
+benchmark, starting the server or workers, preparing the run directory, the episodes, scoring.
+
+Each row is the median of ``--repeats`` runs, the repetitions interleaved across layouts (the
+machine may be shared and noisy: compare rows of one run).
 
     EVALS_DATA_DIR=../shared/data python bench/bench_harness.py [--latency 0.2] [--concurrency 1 8 64] \\
         [--limit N] [--c1-limit 20] [--repeats 3] [--layouts memory http server-process] [--json]
@@ -116,6 +124,7 @@ def model_alone_wall(turns: list[int], concurrency: int, latency: float) -> floa
 
 LAYOUTS: dict[str, dict] = {  # layout -> RunOptions settings
     "default": {},  # what `evals run` does without layout flags: memory, --workers auto
+    "default-late": {},  # the same, with the workers started only once the run directory is ready
     "memory": {"transport": "memory", "workers": 1},
     "http": {"transport": "http", "workers": 1},
     "server-process": {"server_process": True},
@@ -133,7 +142,13 @@ async def one(concurrency: int, limit: int | None, latency: float, root: Path, l
         benchmark="familytool-b", model=f"oracle:{latency}", limit=limit, concurrency=concurrency,
         run_dir=run_path, progress=False, **settings,
     )
-    result, summary = await run_benchmark(opts)
+    pipeline.START_WORKERS_EARLY = layout != "default-late"
+    t0 = time.perf_counter()
+    try:
+        result, summary = await run_benchmark(opts)
+    finally:
+        pipeline.START_WORKERS_EARLY = True
+    command_wall = time.perf_counter() - t0
     children = opts.workers or 1  # resolved by the run (--workers auto)
     cpu, server_cpu = _episodes_cpu.pop()
     assert summary["completed"] == summary["tasks"], summary
@@ -147,6 +162,7 @@ async def one(concurrency: int, limit: int | None, latency: float, root: Path, l
     return {
         "episodes": episodes, "wall": result.wall_s, "rate": episodes / result.wall_s,
         "ideal": episodes / ideal_wall, "ratio": ideal_wall / result.wall_s,
+        "command_wall": command_wall, "command_ratio": ideal_wall / command_wall,
         "cpu_ms": 1000 * cpu / episodes, "server_ms": 1000 * server_cpu / episodes,
         "bound": bound, "turns": statistics.mean(turns), "workers": children,
     }
@@ -213,30 +229,37 @@ async def main() -> None:
     layouts = list(dict.fromkeys(args.layouts + (["server-process"] if args.server_process else [])))
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
+        measured: dict[tuple[str, int], list[dict]] = {(layout, c): [] for layout in layouts for c in args.concurrency}
+        for c in args.concurrency:  # repetitions interleaved across layouts: a load change slows them alike
+            limit = (args.c1_limit or args.limit) if c == 1 else args.limit
+            for _ in range(args.repeats):
+                for layout in layouts:
+                    measured[layout, c].append(await one(c, limit, args.latency, Path(tmp), layout, args.workers))
         for layout in layouts:
             for c in args.concurrency:
-                limit = (args.c1_limit or args.limit) if c == 1 else args.limit
-                runs = [await one(c, limit, args.latency, Path(tmp), layout, args.workers) for _ in range(args.repeats)]
+                runs = measured[layout, c]
                 med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
                 name = layout.replace("workers-", f"{args.workers} workers, ")
                 if layout == "ray":
                     name = f"ray: {args.workers} actors, memory"
-                if layout == DEFAULT_LAYOUT:
+                if layout.startswith(DEFAULT_LAYOUT):
                     n = int(med["workers"])
-                    name = f"default: memory, {n} worker{'s' if n > 1 else ''}" if n > 1 else "default: memory, 1 process"
-                rows.append({"layout": name, "concurrency": c, **med, "ratios": [r["ratio"] for r in runs]})
+                    name = f"{layout}: memory, {n} worker{'s' if n > 1 else ''}" if n > 1 else f"{layout}: memory, 1 process"
+                rows.append({"layout": name, "concurrency": c, **med, "ratios": [r["ratio"] for r in runs],
+                             "command_ratios": [r["command_ratio"] for r in runs]})
     table = Table(
         title=f"harness throughput, scripted model {args.latency * 1000:.0f} ms/turn, "
         f"{eventloop.loop_name()}, {os.cpu_count()} CPUs, median of {args.repeats}"
     )
     for col in ("layout", "concurrency", "episodes", "turns/ep", "wall s", "episodes/s", "model alone/s", "ratio",
-                "ratios", "client cpu ms/ep", "children cpu ms/ep", "cpu bound/s"):
+                "ratios", "command s", "command ratio", "client cpu ms/ep", "children cpu ms/ep", "cpu bound/s"):
         table.add_column(col, justify="right")
     for r in rows:
         table.add_row(
             r["layout"], str(r["concurrency"]),
             str(int(r["episodes"])), f"{r['turns']:.2f}", f"{r['wall']:.1f}", f"{r['rate']:.1f}",
-            f"{r['ideal']:.1f}", f"{r['ratio']:.2f}", " ".join(f"{x:.2f}" for x in r["ratios"]), f"{r['cpu_ms']:.1f}",
+            f"{r['ideal']:.1f}", f"{r['ratio']:.2f}", " ".join(f"{x:.2f}" for x in r["ratios"]),
+            f"{r['command_wall']:.1f}", f"{r['command_ratio']:.2f}", f"{r['cpu_ms']:.1f}",
             f"{r['server_ms']:.1f}" if r["server_ms"] else "-", f"{r['bound']:.0f}",
         )
     Console(width=200, stderr=args.json).print(table)
@@ -250,9 +273,10 @@ async def main() -> None:
               file=sys.stderr if args.json else sys.stdout)
     if args.json:
         top = max(args.concurrency)
-        default = [r for r in rows if r["layout"].startswith(DEFAULT_LAYOUT) and r["concurrency"] == top]
+        default = [r for r in rows if r["layout"].startswith(DEFAULT_LAYOUT + ":") and r["concurrency"] == top]
         print(json.dumps({
-            "ratio": default[0]["ratio"] if default else None, "default_layout": DEFAULT_LAYOUT,
+            "ratio": default[0]["ratio"] if default else None,
+            "command_ratio": default[0]["command_ratio"] if default else None, "default_layout": DEFAULT_LAYOUT,
             "latency_s": args.latency, "workers": args.workers, "repeats": args.repeats, "cpus": os.cpu_count(), "loop": eventloop.loop_name(),
             "rows": [{k: (None if v == float("inf") else v) for k, v in r.items()} for r in rows],
             "sdk_floor": floor,

@@ -60,6 +60,7 @@ def ensure_benchmark_data(
 
 # ---- evals serve -------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
+    from kg_store import KGError
     from server import EndpointRef, HTTPLimits, McpSourceError, ServerConfigError, SessionLimits, check_bind
     from tool_specs import SandboxError, SpecLoadError
 
@@ -68,8 +69,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     benchmarks = [args.benchmark] if args.benchmark else list(
         args.benchmarks or [n for n, b in all_benchmarks().items() if b.served_by_default])
     given = {o.name: getattr(args, o.name) for o in serve_options() if hasattr(args, o.name)}
-    if args.stdio and not args.benchmark and not (args.tools_dir or args.mcp_server or args.mcp_config):
-        err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID), --tools-dir or --mcp-server")
+    if args.stdio and not args.benchmark and not (args.tools_dir or args.mcp_server or args.mcp_config or args.kg_file):
+        err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID), --tools-dir, "
+                  "--mcp-server or --kg-file")
         return 2
     if args.task and not args.benchmark:
         err.print("[red]error:[/] --task needs --benchmark")
@@ -95,6 +97,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                        options=dict.fromkeys(benchmarks, given))
     try:
         _serve(args, benchmarks, given, default, token, sessions, limits)
+    except KGError as exc:  # --kg-file: a missing file or a bad line (file:line), no traceback
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        return 2
     except (SandboxError, McpSourceError, SpecLoadError) as exc:  # e.g. no kernel namespaces: say why, no traceback
         err.print(f"[red]error:[/] {exc}")
         return 2
@@ -117,6 +122,7 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
             default=default,
             page_size=args.page_size,
             mcp_sources=_serve_mcp_sources(args),
+            kg_file=Path(args.kg_file) if args.kg_file else None,
         )
         if args.stdio or sessions is None or limits is None:
             eventloop.run(serve_stdio(ts))
@@ -598,6 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "env; or url, headers, bearer_token_env), served at /mcp/custom")
     s.add_argument("--mcp-token-env", metavar="VAR", help="environment variable with the bearer token of an "
                    "--mcp-server URL")
+    s.add_argument("--kg-file", metavar="FILE", help="serve your own KG, a triple file (one ['head', 'relation', "
+                   "'tail'] per line), as the KG tools at /mcp/custom (built once into the cache)")
     s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
     s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
     _add_limit_arguments(s.add_argument_group(

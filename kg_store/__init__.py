@@ -15,9 +15,18 @@ from .errors import KGError, KGLockedError, KGParseError
 from .results import KGStats, PathSearchResult
 from .scorers import DEFAULT_ALIASES, EmbeddingScorer, LexicalScorer, RelationScorer, top_k_relations
 from .store import DEFAULT_MAX_PATHS, SCHEMA_VERSION, SEARCH_MODES, BuildAction, KGStore
-from .triples import Triple, coerce_triples, parse_triple_file, triples_checksum
+from .triples import (
+    CanonicalTriples,
+    Triple,
+    canonical_triples,
+    coerce_triples,
+    parse_triple_file,
+    read_triple_file,
+    triples_checksum,
+)
 
 __all__ = [
+    "CanonicalTriples",
     "DEFAULT_ALIASES",
     "DEFAULT_MAX_PATHS",
     "ENGINES",
@@ -36,10 +45,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "SEARCH_MODES",
     "Triple",
+    "canonical_triples",
     "coerce_triples",
     "engine_name",
     "load_engine",
     "parse_triple_file",
+    "read_triple_file",
     "top_k_relations",
     "triples_checksum",
 ]

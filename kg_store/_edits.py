@@ -29,6 +29,7 @@ class EditsMixin(StoreBase):
             params,
         )[0][0]:
             return False
+        self._drop_adjacency_file()
         with self._transaction():
             self._execute(
                 "MERGE (a:Entity {name: $h}) MERGE (b:Entity {name: $t}) CREATE (a)-[:Rel {relation: $r}]->(b)",
@@ -56,6 +57,7 @@ class EditsMixin(StoreBase):
         match = "MATCH (a:Entity {name: $h})-[e:Rel]->(b:Entity {name: $t}) WHERE e.relation = $r "
         if not self._execute(match + "RETURN count(*)", params)[0][0]:
             return False
+        self._drop_adjacency_file()
         with self._transaction():
             self._execute(match + "DELETE e", params)
             for name in dict.fromkeys((h, t)):

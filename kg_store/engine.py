@@ -42,9 +42,10 @@ class Engine:
         """The engine package's version string."""
         return str(getattr(self.module, "__version__", "unknown"))
 
-    def database(self, path: str, *, read_only: bool) -> Any:
-        """Open (or create, when not read-only) the database file at ``path``."""
-        return self.module.Database(path, read_only=read_only)
+    def database(self, path: str, *, read_only: bool, buffer_pool_size: int = 0) -> Any:
+        """Open (or create, when not read-only) the database file at ``path`` (``buffer_pool_size``
+        in bytes; 0: the engine's default, most of the machine's memory)."""
+        return self.module.Database(path, read_only=read_only, buffer_pool_size=buffer_pool_size)
 
     def connect(self, database: Any) -> Any:
         """Open a connection configured for this engine.

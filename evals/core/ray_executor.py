@@ -110,7 +110,10 @@ class RayWorker:
                     stack.push_async_callback(core.aclose)
                     await core.open(stack)
                 except Exception as exc:
-                    traceback.print_exc()
+                    from .data import DataNotFound
+
+                    if not isinstance(exc, DataNotFound):  # that one says all (the parent prints it)
+                        traceback.print_exc()
                     ready.set_result({"error": f"{type(exc).__name__}: {exc}"})
                     return
                 self._core = core

@@ -10,6 +10,7 @@ its engines (``versions``); a resumed run must match ``benchmark``, ``model``, `
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import os
@@ -39,7 +40,8 @@ from .scoring import summarize
 from .transport import resolve_transport
 
 __all__ = [
-    "HASH_KEYS", "RunOptions", "build_run_config", "resolve_workers", "run_benchmark", "run_task_ids", "score_run_dir",
+    "HASH_KEYS", "RunOptions", "build_run_config", "prepare_benchmark", "prepare_layout", "prepare_options",
+    "resolve_workers", "run_benchmark", "run_task_ids", "score_run_dir",
 ]
 
 HASH_KEYS = ("benchmark", "model", "strategy", "options", "data")
@@ -177,6 +179,12 @@ def resolve_workers(opts: RunOptions) -> int:
     return opts.workers
 
 
+START_WORKERS_EARLY = True
+"""Start local worker processes before the run directory, the judge and the config are prepared (they
+take a second or two to load the benchmark and open their servers); ``bench/bench_harness.py``
+turns it off to measure what that saves."""
+
+
 def check_executor(opts: RunOptions) -> None:
     """``--executor`` and ``--ray-address``, checked (Ray itself is imported only when a run uses it)."""
     if opts.executor not in ("local", "ray"):
@@ -194,15 +202,25 @@ def check_executor(opts: RunOptions) -> None:
         raise ValueError(RAY_MISSING)
 
 
-def prepare_options(opts: RunOptions) -> Benchmark:
-    """Check ``opts`` and fill in what they leave to defaults (strategy, transport, the benchmark's
-    options); the loaded benchmark."""
+def prepare_layout(opts: RunOptions) -> None:
+    """Check and resolve where the episodes run (transport, executor, worker count); loads nothing."""
     if opts.server_url and opts.server_process:
         raise ValueError("--server-url uses a running server; --server-process starts one: give one of them")
     opts.transport = resolve_transport(opts)  # the config records the transport used
     check_executor(opts)
     if not (opts.executor == "ray" and opts.ray_address and opts.workers is None):  # else: the cluster's CPUs
         opts.workers = resolve_workers(opts)
+
+
+def prepare_options(opts: RunOptions) -> Benchmark:
+    """Check ``opts`` and fill in what they leave to defaults (strategy, transport, the benchmark's
+    options); the loaded benchmark."""
+    prepare_layout(opts)
+    return prepare_benchmark(opts)
+
+
+def prepare_benchmark(opts: RunOptions) -> Benchmark:
+    """Load the benchmark, fill in the strategy and the benchmark's options of ``opts`` and check them."""
     bench = load_benchmark(opts.benchmark, opts.benchmark_options)
     info = bench.info
     opts.benchmark_options = dict(bench.options)
@@ -215,17 +233,29 @@ def prepare_options(opts: RunOptions) -> Benchmark:
 
 async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     """Run the episodes (resuming), then score every finished episode of the run directory."""
-    bench = prepare_options(opts)
-    all_ids = bench.task_ids()
-    task_ids = all_ids[: opts.limit] if opts.limit else all_ids
-    keys = trial_keys(task_ids, opts.epochs)  # one per trial (--epochs); the task ids themselves for one
-    run_path = opts.run_dir or default_run_dir(opts, bench)
+    prepare_layout(opts)
     parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
     control = RunControl()
 
     async with contextlib.AsyncExitStack() as stack:
         start_worker = None
+        pool = None
+        if opts.executor != "ray" and (opts.workers or 1) > 1 and START_WORKERS_EARLY:
+            from .workers import WorkerPool
+
+            # started first: they import and then load the benchmark and open their servers while
+            # this process loads the benchmark and prepares the run directory
+            pool = WorkerPool(opts, limiter=limiter, control=control)
+            stack.push_async_callback(pool.aclose)
+            await pool.spawn()
+        bench = prepare_benchmark(opts)
+        if pool is not None:
+            pool.configure(opts)  # the options, complete now
+        all_ids = bench.task_ids()
+        task_ids = all_ids[: opts.limit] if opts.limit else all_ids
+        keys = trial_keys(task_ids, opts.epochs)  # one per trial (--epochs); the task ids themselves for one
+        run_path = opts.run_dir or default_run_dir(opts, bench)
         if opts.executor == "ray":  # connected first: the config records the number of actors
             from .ray_executor import open_cluster
 
@@ -240,16 +270,15 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         judge = open_judge(opts, second_model(opts, opts.judge_model if bench.info.uses_judge else None, stack),
                            run_dir, open_cache)
         episode: Callable[[str, EpisodeRecorder], Awaitable[EpisodeOutcome]]
-        if start_worker is not None or (opts.workers or 1) > 1:  # resolved by prepare_options
+        if start_worker is not None or (opts.workers or 1) > 1:
             from .workers import WorkerPool
 
             run_dir.open_for_writing()  # the lock, and a repaired events.jsonl, before workers append to it
             events = run_dir.events_path if run_dir.event_log else None
-            pool = await stack.enter_async_context(
-                WorkerPool(opts, limiter=limiter, control=control, events_path=events.resolve() if events else None,
-                           start=start_worker)
-            )
-            episode = pool.episode
+            if pool is None:
+                pool = WorkerPool(opts, limiter=limiter, control=control, start=start_worker)
+            pool.events_path = events.resolve() if events else None
+            episode = (await stack.enter_async_context(pool)).episode
         else:
             env = await open_episode_env(opts, bench, stack, limiter)
 
@@ -269,7 +298,11 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             handle_signals=True,
             breaker=CircuitBreaker(opts.max_consecutive_errors, hint=breaker_hint(opts)),
         )
+        # the workers stop while the run is scored (the pool is closed again, a no-op, with the stack)
+        stopping = asyncio.ensure_future(pool.aclose()) if pool is not None else None
         summary = await summarize(run_dir, bench, task_ids, judge=judge)
+        if stopping is not None:
+            await stopping
     return result, summary
 
 

@@ -2,8 +2,9 @@
 
 Each benchmark hands over its endpoints through the same call ``evals run`` uses
 (:meth:`~evals.core.plugin.Benchmark.mounts`); spec files given with ``--tools-dir`` (the project's,
-OpenAI function tools, BFCL function docs) and the tools of MCP servers given with ``--mcp-server`` /
-``--mcp-config`` (proxied: validated and limited by this server) are served at ``/mcp/custom``.
+OpenAI function tools, BFCL function docs), the tools of MCP servers given with ``--mcp-server`` /
+``--mcp-config`` (proxied: validated and limited by this server) and a user's KG given with
+``--kg-file`` (as the KG tools) are served at ``/mcp/custom``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from server import BenchmarkMount, EndpointRef, McpSource, SessionLimits, ToolServer, open_sources
+from server import BenchmarkMount, EndpointRef, KGConfig, McpSource, SessionLimits, ToolServer, open_sources
 from tool_specs import StaticCatalog, load_tool_dir
 
 from .registry import load_benchmark, own_options
@@ -32,8 +33,10 @@ def build_tool_server(
     default: EndpointRef | None = None,
     page_size: int | None = None,
     mcp_sources: Sequence[McpSource] = (),
+    kg_file: Path | None = None,
 ) -> ToolServer:
-    """A server with the given benchmarks mounted, plus a ``custom`` endpoint for spec-dir tools.
+    """A server with the given benchmarks mounted, plus a ``custom`` endpoint for spec-dir tools and
+    the KG tools of ``kg_file`` (a triple file; a :class:`~kg_store.KGError` if it is bad).
 
     ``options`` are serve options (see :attr:`~evals.core.options.Option.serve`); each benchmark
     takes those it declares and its defaults for the rest.
@@ -42,10 +45,15 @@ def build_tool_server(
     mounts: list[BenchmarkMount] = []
     for name in benchmarks:
         mounts.extend(load_benchmark(name, own_options(name, given)).mounts(stack))
-    if tools_dirs or mcp_sources:
+    if tools_dirs or mcp_sources or kg_file is not None:
         custom = [spec for d in tools_dirs for spec in load_tool_dir(d)]
         custom += [spec for _, specs in open_sources(mcp_sources, stack) for spec in specs]
-        mounts.append(BenchmarkMount(catalog=StaticCatalog(CUSTOM, {}, extra_playground=custom)))
+        kg = None
+        if kg_file is not None:
+            from .user_kg import open_user_kg
+
+            kg = KGConfig(store=open_user_kg(kg_file, stack))
+        mounts.append(BenchmarkMount(catalog=StaticCatalog(CUSTOM, {}, extra_playground=custom), kg=kg))
     kw: dict[str, Any] = {} if page_size is None else {"page_size": page_size}
     return ToolServer(mounts, default=default, **kw)
 

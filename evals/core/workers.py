@@ -27,8 +27,11 @@ Protocol (messages are dicts; :class:`Channel` carries them). Parent to worker: 
 class names of its exception's MRO, and event lines).
 Over a child's pipes each message is a JSON line; a ``done`` message's event lines follow it raw
 (already JSON, one per line; its ``"n"`` says how many), so they are not encoded twice. Start-up: the
-parent writes the run's options and then ``{"events_path"}`` as the first two lines; the worker
-answers ``{"ready": true}`` or ``{"error": MESSAGE}``.
+parent starts the worker first (it imports meanwhile) and writes the run's options as the first line
+once it has loaded the benchmark itself (the worker then loads it and opens its server while the
+parent prepares the run directory), then
+``{"events_path"}`` once the run directory is open; the worker answers ``{"ready": true}`` or
+``{"error": MESSAGE}``.
 """
 
 from __future__ import annotations
@@ -116,21 +119,34 @@ class ProcessChannel:
 
     def __init__(self, index: int, proc: asyncio.subprocess.Process):
         self.proc = proc
+        self.index = index
         self.name = f"worker {index} (pid {proc.pid})"
 
     @classmethod
-    async def start(cls, index: int, opts: RunOptions, events_path: Path | None) -> ProcessChannel:
+    async def spawn(cls, index: int) -> ProcessChannel:
+        """Start the worker process: it imports what every run needs while the parent goes on, then
+        waits for :meth:`configure`; :meth:`ready` waits until it is ready."""
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "evals.core.workers",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,  # stderr: the parent's (logs)
             start_new_session=True,  # a Ctrl-C reaches the parent only; it stops the workers
             limit=LINE_LIMIT,
         )
-        channel = cls(index, proc)
+        return cls(index, proc)
+
+    def configure(self, opts: RunOptions) -> None:
+        """Send the run's options: the worker loads the benchmark and opens its models and tool server."""
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.write(_encode_options(opts).encode() + b"\n")
+
+    async def ready(self, events_path: Path | None) -> None:
+        """Tell the worker where the run's event log is, and wait until it is ready (closed if it fails)."""
+        proc, index = self.proc, self.index
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(_encode_options(opts).encode() + b"\n")
-        proc.stdin.write(_line({"events_path": None if events_path is None else str(events_path)}))
         try:
+            if not proc.stdin.is_closing():
+                proc.stdin.write(_line({"events_path": None if events_path is None else str(events_path)}))
             try:
                 line = await asyncio.wait_for(proc.stdout.readline(), START_TIMEOUT_S)
             except TimeoutError:
@@ -142,8 +158,14 @@ class ProcessChannel:
             if "error" in msg:
                 raise WorkerError(f"worker {index} failed to start: {msg['error']}")
         except BaseException:
-            await channel.close()
+            await self.close()
             raise
+
+    @classmethod
+    async def start(cls, index: int, opts: RunOptions, events_path: Path | None) -> ProcessChannel:
+        channel = await cls.spawn(index)
+        channel.configure(opts)
+        await channel.ready(events_path)
         return channel
 
     def send(self, msg: dict[str, Any]) -> None:
@@ -192,7 +214,11 @@ class WorkerPool:
     """The parent's side: starts the workers, hands them episodes (:meth:`episode`), stops them.
 
     ``start(i)`` starts worker ``i`` and returns its :class:`Channel` (default: a local child
-    process, :class:`ProcessChannel`; :mod:`evals.core.ray_executor` starts Ray actors)."""
+    process, :class:`ProcessChannel`; :mod:`evals.core.ray_executor` starts Ray actors).
+
+    Local workers can be started early (:meth:`spawn`, before the run directory exists: they load the
+    benchmark while the parent prepares); entering the pool then only hands them ``events_path``
+    (settable until then) and waits until they are ready."""
 
     def __init__(
         self,
@@ -209,14 +235,38 @@ class WorkerPool:
         self.control = control
         self.workers: list[_Worker] = []
         self._count = (opts.workers or 1) if count is None else count
-        self._start_channel = start or (lambda i: ProcessChannel.start(i, opts, events_path))
+        self._start_channel = start or (lambda i: ProcessChannel.start(i, opts, self.events_path))
         self._closing = False
         self._grants: set[asyncio.Task[None]] = set()
+        self.events_path = events_path
+        self._spawned: list[ProcessChannel] = []
+
+    async def spawn(self) -> None:
+        """Start the local worker processes now, without waiting for them (see the class docs); they
+        import what every run needs until :meth:`configure` sends them the options."""
+        for i in range(self._count):
+            self._spawned.append(await ProcessChannel.spawn(i))
+
+    def configure(self, opts: RunOptions) -> None:
+        """Send the spawned workers the run's options (complete: strategy, benchmark options)."""
+        self.opts = opts
+        for channel in self._spawned:
+            channel.configure(opts)
 
     async def __aenter__(self) -> WorkerPool:
+        starts = [asyncio.ensure_future(self._start(i)) for i in range(self._count)]
         try:
-            await asyncio.gather(*(self._start(i) for i in range(self._count)))
+            done, pending = await asyncio.wait(starts, return_when=asyncio.FIRST_EXCEPTION)
+            failed = [t for t in starts if t in done and not t.cancelled() and t.exception() is not None]
+            if failed:  # the first failure is the reason; the other starts are cancelled, not left to fail
+                for t in pending:
+                    t.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                raise failed[0].exception()  # type: ignore[misc]
         except BaseException:
+            for t in starts:
+                t.cancel()
+            await asyncio.gather(*starts, return_exceptions=True)
             await self.aclose()
             raise
         return self
@@ -225,7 +275,12 @@ class WorkerPool:
         await self.aclose()
 
     async def _start(self, index: int) -> None:
-        worker = _Worker(await self._start_channel(index))
+        if self._spawned:
+            channel: Channel = self._spawned[index]
+            await self._spawned[index].ready(self.events_path)
+        else:
+            channel = await self._start_channel(index)
+        worker = _Worker(channel)
         self.workers.append(worker)
         worker.reader = asyncio.create_task(self._read(worker))
 
@@ -281,7 +336,9 @@ class WorkerPool:
         self._closing = True
         for task in list(self._grants):
             task.cancel()
-        await asyncio.gather(*(w.channel.close() for w in self.workers), return_exceptions=True)
+        channels: list[Channel] = [w.channel for w in self.workers]
+        channels += [c for c in self._spawned if c not in channels]  # spawned, never (or not yet) ready
+        await asyncio.gather(*(c.close() for c in channels), return_exceptions=True)
         for w in self.workers:
             if w.reader is not None:
                 w.reader.cancel()
@@ -449,10 +506,19 @@ class WorkerCore:
             self.events.close()
 
 
-async def _work(opts: RunOptions, events_path: str | None, out: Any) -> None:
+async def _work(out: Any) -> int:
+    from .server_process import _decode_options
+
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    from . import episodes, registry  # noqa: F401  (what every run needs, while the parent prepares)
+
+    line = await reader.readline()
+    if not line:
+        return 2
+    opts = _decode_options(line.decode())
+    opts.workers, opts.progress = 1, False
 
     flush_due = False
 
@@ -470,38 +536,40 @@ async def _work(opts: RunOptions, events_path: str | None, out: Any) -> None:
 
     async with contextlib.AsyncExitStack() as stack:
         try:
-            core = WorkerCore(opts, send, EventLog(Path(events_path)) if events_path else None)
+            core = WorkerCore(opts, send)
             stack.push_async_callback(core.aclose)
-            await core.open(stack)
+            await core.open(stack)  # while the parent prepares the run directory
+            # then the second line: the event log, once the parent has opened (and repaired) it
+            events_path = json.loads(await reader.readline() or b"{}").get("events_path")
+            if events_path:
+                core.events = EventLog(Path(events_path))
         except Exception as exc:
             traceback.print_exc()
             send({"error": f"{type(exc).__name__}: {exc}"})
             out.flush()
-            return
+            return 0
         send({"ready": True})
         with episode_gc():  # as run_episodes does in one process: the loaded benchmark out of collections
             while line := await reader.readline():  # EOF: the parent is done, or died
                 core.handle(json.loads(line))
+    return 0
 
 
 def main() -> int:
     from client import eventloop
 
-    from .server_process import _decode_options
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it closes our stdin
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # the protocol owns stdout; anything printed goes to the log
-    line = sys.stdin.readline()
-    if not line:
-        return 2
-    opts = _decode_options(line)
-    opts.workers, opts.progress = 1, False
-    events_path = json.loads(sys.stdin.readline() or "{}").get("events_path")
-    eventloop.run(_work(opts, events_path, out))
-    return 0
+    return eventloop.run(_work(out))
 
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    sys.exit(main())
+    code = main()
+    # everything is closed and flushed (the event log, the tool server): skip the interpreter's
+    # teardown of the loaded benchmark, seconds on a busy machine that the parent would wait for
+    for stream in (sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            stream.flush()
+    os._exit(code)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kg_store import KGError, KGParseError, Triple, parse_triple_file, triples_checksum
-from kg_store.triples import coerce_triples
+from kg_store.triples import coerce_triples, read_triple_file
 
 
 def test_parses_familytool_files_like_literal_eval(kg_b_file: Path, triples_b: list[Triple]) -> None:
@@ -34,13 +35,16 @@ def test_skips_blank_and_comment_lines(tmp_path: Path) -> None:
         ("['a', 'r', '']", "tail is empty"),
         ("'abc'", "expected a list of 3 strings"),
         ("__import__('os')", "not a Python-style triple"),
+        ("['a', ' ', 'b']", "relation is empty"),  # a blank field: not taken by the whole-file parse
+        ("['a', 'r', 'b\x0cc']", "not a Python-style triple"),  # a form feed splits the line (splitlines)
     ],
 )
-def test_bad_line_names_file_and_line(tmp_path: Path, bad_line: str, reason: str) -> None:
+@pytest.mark.parametrize("parse", [parse_triple_file, read_triple_file])
+def test_bad_line_names_file_and_line(tmp_path: Path, bad_line: str, reason: str, parse: Any) -> None:
     f = tmp_path / "kg.txt"
     f.write_text(f"['a', 'r', 'b']\n\n{bad_line}\n['c', 'r', 'd']\n", encoding="utf-8")
     with pytest.raises(KGParseError) as info:
-        parse_triple_file(f)
+        parse(f)
     message = str(info.value)
     assert f"{f}:3:" in message
     assert reason in message

@@ -1,0 +1,128 @@
+"""``evals run --executor ray`` across two Ray nodes, simulated on this machine with
+``ray.cluster_utils.Cluster`` (a head and a second node, each its own raylet with 1 CPU, both on
+127.0.0.1): one actor lands on each node; the second node starts with an empty data directory and an
+empty cache, so its actor downloads the pinned data (from a local mirror of the real files, sha256
+checked) and builds the KG itself, as a node of a real cluster would; without a reachable mirror it
+refuses with a clear message. That node killed mid-run stops the run, naming the worker; a resume on
+a fresh node leaves every task exactly once, with the same traces and numbers as one local process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client.runs import RunDir
+from evals.core.run import RunOptions, run_benchmark, score_run_dir
+
+ray = pytest.importorskip("ray")
+
+from ray.cluster_utils import Cluster  # noqa: E402
+from test_data_fetch import _dead_port, _mirror, _stand_in  # noqa: E402  (tests/evals is on sys.path)
+
+# the Ray tests share one xdist worker (test.sh: --dist loadgroup); each Ray cluster here is the test's own
+pytestmark = pytest.mark.xdist_group("ray")
+
+LIMIT = 40
+LATENCY = 0.5  # seconds per model turn: the run lasts long enough to lose a node in the middle
+ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}  # Ray on 127.0.0.1 only
+
+
+@pytest.fixture
+def mirror(data_dir: Path, tmp_path: Path) -> Iterator[str]:
+    """A local stand-in for the hosts of the pinned FamilyTool files."""
+    with _stand_in(_mirror(data_dir, tmp_path / "mirror", names=("familytool",))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def head_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cache directory of the head node's processes (empty at first)."""
+    return tmp_path_factory.mktemp("head") / "cache"
+
+
+@pytest.fixture(scope="module")
+def cluster(head_cache: Path) -> Iterator[Cluster]:
+    """A Ray head node (1 CPU) with this machine's data directory and its own empty cache (one per
+    module: the tests add and remove the second node)."""
+    saved = {k: os.environ.get(k) for k in ENV}
+    os.environ.update(ENV)
+    head = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False,
+        "env_vars": {"EVALS_CACHE_DIR": str(head_cache)},
+    })
+    try:
+        yield head
+    finally:
+        head.shutdown()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _empty_node(cluster: Cluster, root: Path, mirror: str) -> Any:
+    """A second node whose processes see an empty data directory and cache, and ``mirror`` for downloads."""
+    env = {"EVALS_DATA_DIR": str(root / "data"), "EVALS_CACHE_DIR": str(root / "cache"), "EVALS_DATA_URL_PREFIX": mirror}
+    return cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
+
+
+def _args(cluster: Cluster, run: Path, latency: float) -> list[str]:
+    return [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", f"oracle:{latency}", "--limit",
+            str(LIMIT), "--concurrency", "4", "--workers", "2", "--executor", "ray", "--ray-address", cluster.address,
+            "--run-dir", str(run), "--no-progress", "--json"]
+
+
+async def test_two_nodes_a_node_killed_mid_run_and_a_resume_give_the_numbers_of_one_process(
+    cluster, head_cache, mirror, wait_for_traces, resume_to_the_end, run_traces, data_dir, tmp_path  # noqa: ANN001
+):
+    local = tmp_path / "local"
+    _, expected = await run_benchmark(RunOptions(benchmark="familytool-b", model=f"oracle:{LATENCY}", limit=LIMIT,
+                                                 concurrency=LIMIT, run_dir=local, progress=False, workers=1))
+    node_b = _empty_node(cluster, tmp_path / "node-b", mirror)
+    run = tmp_path / "run"
+    args = _args(cluster, run, LATENCY)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_traces(run / "traces.jsonl", 4, proc)
+        # an actor on each node: the empty node fetched the data and built the KG into its own cache,
+        # the head built the KG into its cache from this machine's data directory
+        assert (tmp_path / "node-b" / "data" / "familytool" / "familykg-b.txt").is_file()
+        assert list((tmp_path / "node-b" / "cache" / "kg").iterdir())
+        assert list((head_cache / "kg").iterdir())
+        cluster.remove_node(node_b, allow_graceful=False)  # the node is lost, with its actor
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0
+    assert "(Ray actor on 127.0.0.1, pid" in err and "exited with" in err, err[-3000:]
+    ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
+    assert 4 <= len(ids) < LIMIT and len(ids) == len(set(ids))
+
+    node_c = _empty_node(cluster, tmp_path / "node-c", mirror)  # a fresh node takes the lost one's place
+    try:
+        resume_to_the_end(args, run, LIMIT)
+    finally:
+        cluster.remove_node(node_c)
+    assert run_traces(run) == run_traces(local)
+    assert (await score_run_dir(run))["metrics"] == expected["metrics"]
+
+
+def test_a_node_that_cannot_get_the_data_refuses_with_a_clear_message(cluster, data_dir, tmp_path):  # noqa: ANN001
+    node = _empty_node(cluster, tmp_path / "node-b", f"http://127.0.0.1:{_dead_port()}")
+    try:
+        done = subprocess.run(_args(cluster, tmp_path / "run", 0.0), capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "COLUMNS": "300"})
+    finally:
+        cluster.remove_node(node)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert "(a Ray actor) failed to start: DataNotFound: familytool-b: the data is not in" in done.stderr
+    assert str(tmp_path / "node-b" / "data") in done.stderr
+    assert "Traceback" not in done.stderr
