@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .context import ScoreContext
 from .judge import LLMJudge
 from .metrics import Metric, TaskScore, summary_blocks
+from .selection import coverage
 
 if TYPE_CHECKING:
     from client.runs import RunDir
@@ -158,10 +159,21 @@ def _error_brief(trace: Mapping[str, Any] | None) -> dict[str, Any] | None:
 async def summarize(
     run_dir: RunDir, bench: Benchmark, task_ids: Sequence[str], *, judge: LLMJudge | None = None
 ) -> dict[str, Any]:
-    """Score the run (see :func:`score_run`) and summarise it: the ``--json`` object."""
+    """Score the run (see :func:`score_run`) and summarise it: the ``--json`` object.
+
+    A *partial* run (stopped before every selected task ran: Ctrl-C, the budget, the circuit
+    breaker) is scored over the tasks that ran, as the progress line's running score is, and says
+    so (``partial``, ``tasks_ran``); a run over part of the benchmark says how much
+    (:func:`~evals.core.selection.coverage`)."""
     traces = run_dir.latest_traces()
-    scores, judge_totals = await score_run(run_dir, bench, task_ids, judge=judge)
+    ran = [t for t in task_ids if t in traces]
+    partial = 0 < len(ran) < len(task_ids)
+    scored = ran if partial else list(task_ids)
+    scores, judge_totals = await score_run(run_dir, bench, scored, judge=judge)
     summary = build_summary(run_dir, traces, task_ids, bench.info.metrics, scores, judge_totals)
+    summary["partial"] = partial
+    summary["tasks_ran"] = len(scored)
+    summary.update(coverage(len(task_ids), len(bench.task_ids())))
     extras = getattr(bench, "summary_extras", None)
     if callable(extras):
         summary.update(extras(run_dir.config or {}))

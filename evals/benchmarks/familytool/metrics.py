@@ -32,14 +32,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tool_specs.matching import param_matches
-
 from ...core.metrics import Metric, TaskScore
-from .data import KG_TOOL_PREFIX
 
 if TYPE_CHECKING:
     from .data import FamilyToolTask
 
+KG_TOOL_PREFIX = "kg_"  # the KG tools' names start with it (not the candidate tools')
 EXTRACTING = ("agent", "kgetool")  # the strategies whose KG extraction is scored
 KG_METRICS = ("kg_em", "kg_f1", "kg_no_hallucination", "kg_coverage", "kg_format_error")
 TOOL_METRICS = ("tool_em", "tool_acc", "value_acc")
@@ -193,6 +191,9 @@ def tool_scores(
         matcher = "llm"
     name_ok = float(pred["name"] == gold.name)
     # a parameter counts only as a parameter of the gold tool: a wrong tool gets no value right
+    # imported on use: the registry imports this module for `evals --help`
+    from tool_specs.matching import param_matches
+
     strict_values = sum(param_matches(pred.get("arguments"), gold.arguments, schema).values()) if name_ok else 0
     return {
         "strict": {"tool_em": float(rule), "tool_acc": name_ok, "values_right": strict_values},
