@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import sys
 from pathlib import Path
@@ -17,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from client import eventloop
 
 from .cli_parts.listing import add_list_parser, add_serve_option_groups, version_string
 from .cli_parts.parser import EvalsParser, LazySubParsers
@@ -62,6 +59,8 @@ def ensure_benchmark_data(
 
 # ---- evals serve -------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
     from server import EndpointRef, HTTPLimits, ServerConfigError, SessionLimits, check_bind
     from tool_specs import SandboxError
 
@@ -111,6 +110,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any], default: EndpointRef | None,
            token: str | None, sessions: SessionLimits | None, limits: HTTPLimits | None) -> None:
     """Build the tool server and serve it on stdio, or over HTTP with ``sessions`` and ``limits``."""
+    from client import eventloop
     from server import create_app, serve, serve_stdio
 
     from .core.serving import build_tool_server
@@ -141,14 +141,12 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
 
 # ---- evals data stats ---------------------------------------------------------------------------
 def cmd_data_stats(args: argparse.Namespace) -> int:
-    names = [n for n, b in all_benchmarks().items() if b.stats is not None] if args.benchmark == "all" else [args.benchmark]
+    names = list(all_benchmarks()) if args.benchmark == "all" else [args.benchmark]
     out = Console(stderr=args.json)
     every: dict[str, Any] = {}
     for name in names:
-        stats_of = get_benchmark(name).stats
-        assert stats_of is not None  # the parser offers only benchmarks with statistics
         try:
-            stats = stats_of()
+            stats = _stats_of(name)
         except FileNotFoundError as exc:  # `all`: a benchmark whose data is not here is said, not fatal
             if len(names) == 1:
                 raise
@@ -162,6 +160,17 @@ def cmd_data_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stats_of(name: str) -> dict[str, Any]:
+    """The benchmark's own statistics, else the core's: its tasks and data files (bytes)."""
+    stats_of = get_benchmark(name).stats
+    if stats_of is not None:
+        return stats_of()
+    from .core.registry import load_benchmark
+
+    bench = load_benchmark(name)
+    return {"tasks": len(bench.task_ids()), "data_file_bytes": {p.name: p.stat().st_size for p in bench.data_files()}}
+
+
 def _stats_tables(name: str, stats: dict[str, Any]) -> list[Table]:
     table = Table(title=f"{name} statistics")
     table.add_column("statistic")
@@ -171,7 +180,7 @@ def _stats_tables(name: str, stats: dict[str, Any]) -> list[Table]:
         if isinstance(value, dict):  # a distribution: a table of its own
             sub = Table(title=f"{name}: {key.replace('_', ' ')}")
             sub.add_column(key, justify="right")
-            sub.add_column("count", justify="right")
+            sub.add_column("bytes" if key.endswith("bytes") else "count", justify="right")
             for k, v in value.items():
                 sub.add_row(str(k), str(v))
             tables.append(sub)
@@ -262,6 +271,8 @@ def _model_args(items: list[str]) -> dict[str, Any]:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from client import eventloop
+
     from .core.run import score_run_dir
 
     try:
@@ -393,6 +404,7 @@ _RUN_FIELDS = (
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from client import eventloop
     from client.adapters.errors import ModelError
     from client.runs import RunConfigMismatch, RunDiskFull, RunLocked
 
@@ -657,9 +669,8 @@ def _build_data(d: argparse.ArgumentParser) -> None:
     benchmarks = all_benchmarks()
     dsub = d.add_subparsers(dest="data_command", required=True)
     st = dsub.add_parser("stats", help="dataset statistics of one benchmark, or of every one (all)")
-    with_stats = [n for n, b in benchmarks.items() if b.stats is not None]
-    st.add_argument("benchmark", nargs="?", default="all", choices=[*with_stats, "all"], metavar="BENCHMARK",
-                    help=f"one of: {', '.join(with_stats)}, or all")
+    st.add_argument("benchmark", nargs="?", default="all", choices=[*benchmarks, "all"], metavar="BENCHMARK",
+                    help=f"one of: {', '.join(benchmarks)}, or all")
     st.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     st.set_defaults(func=cmd_data_stats)
     from .core.fetch import sources

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.runs import iter_jsonl
-
 __all__ = [
     "CACHE_ENV", "DATA_ENV", "DataNotFound", "RemoteFile", "cache_dir", "data_dir", "data_file", "read_jsonl",
     "shared_data_dir",
@@ -86,4 +84,6 @@ class RemoteFile:
 def read_jsonl(path: Path) -> list[Any]:
     """The JSON values of ``path``'s non-blank lines; a line that is not JSON is a :class:`ValueError`
     naming the file and the line."""
+    from client.runs import iter_jsonl  # on use: `evals --help` imports this module
+
     return [value for _, value in iter_jsonl(path)]
