@@ -302,3 +302,16 @@ def test_serve_tools_dir_alone_serves_only_the_users_tools(tmp_path):
     assert "custom" in json.dumps(health)
     assert "task endpoints" not in stderr and "not serving" not in stderr and "Downloading" not in stderr
     assert f"http://127.0.0.1:{port}/mcp/custom" in stderr
+
+
+def test_a_run_over_toolhops_subset_is_not_set_under_the_995_query_rows():
+    from evals.report import load_paper_numbers, render_markdown
+
+    base = {"run_dir": "r", "benchmark": "toolhop", "model": "openai:gpt-4o", "strategy": "free", "tasks": 100,
+            "benchmark_tasks": 100, "completed": 100, "errored": 0, "metrics": {"answer_accuracy": 40.0}}
+    full = render_markdown([{**base, "options": {"dataset": "full"}}], load_paper_numbers())
+    assert "**this run: openai:gpt-4o · free**" in full
+    subset = {**base, "options": {"dataset": "subset"}, "full_set": False, "dataset_note": "the 100-query subset"}
+    md = render_markdown([subset], load_paper_numbers())
+    assert "**this run" not in md and "Published numbers (ToolHop" not in md  # the subset has no published rows
+    assert any("not comparable" in n for n in summary_notes(subset))
