@@ -715,7 +715,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def sub_parser(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
-    """The (built) parser of sub-command ``names`` (e.g. ``"run", "toolhop"``)."""
+    """The (built) parser of sub-command ``names`` (e.g. ``"run", NAME``)."""
     for name in names:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = sub.build(name) if isinstance(sub, LazySubParsers) else sub.choices[name]

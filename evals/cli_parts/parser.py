@@ -68,7 +68,7 @@ class EvalsParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def _selected(self) -> argparse.ArgumentParser:
-        """The deepest sub-command parser the command line names (``run toolhop`` -> its parser)."""
+        """The deepest sub-command parser the command line names (``run NAME`` -> its parser)."""
         parser: argparse.ArgumentParser = self
         for token in self._argv:
             sub = _subparsers(parser)

@@ -29,7 +29,7 @@ from kg_store import Triple
 from tool_specs import TaskNotFound, ToolSpec
 
 from ...core.data import data_file
-from .metrics import KG_TOOL_PREFIX
+from .names import KG_TOOL_PREFIX
 
 DATASETS = ("b", "e")
 FAMILYTOOL_NAMES = ("familytool-b", "familytool-e")

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.metrics import Metric, TaskScore
+from .names import KG_TOOL_PREFIX
 
 if TYPE_CHECKING:
     from .data import FamilyToolTask
 
-KG_TOOL_PREFIX = "kg_"  # the KG tools' names start with it (not the candidate tools')
 EXTRACTING = ("agent", "kgetool")  # the strategies whose KG extraction is scored
 AGENT_KG_BLOCK = "agent_kg_metrics"  # the agent's: under our own names, not the paper's (no KG step)
 KG_METRICS = ("kg_em", "kg_f1", "kg_no_hallucination", "kg_coverage", "kg_format_error")
