@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
+from .cli_parts.data import build_data_parser, json_line
 from .cli_parts.listing import add_list_parser, add_serve_option_groups, version_string
 from .cli_parts.parser import EvalsParser, LazySubParsers
+from .cli_parts.summary import print_summary, summary_table
 from .core.options import OptionError, add_options, load_config_file
 from .core.registry import all_benchmarks, get_benchmark, serve_options
 
@@ -28,10 +29,7 @@ if TYPE_CHECKING:
 err = Console(stderr=True)
 
 
-def _json_line(obj: Any) -> None:
-    """The machine-readable last line of a ``--json`` command."""
-    sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
-    sys.stdout.flush()
+_json_line = json_line  # the machine-readable last line of a ``--json`` command
 
 
 # ---- first use: fetch missing data ----------------------------------------------------------------
@@ -139,122 +137,7 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
         serve(app, host=args.host, port=args.port, log_level="info" if args.verbose else "warning", limits=limits)
 
 
-# ---- evals data stats ---------------------------------------------------------------------------
-def cmd_data_stats(args: argparse.Namespace) -> int:
-    names = list(all_benchmarks()) if args.benchmark == "all" else [args.benchmark]
-    out = Console(stderr=args.json)
-    every: dict[str, Any] = {}
-    for name in names:
-        try:
-            stats = _stats_of(name)
-        except FileNotFoundError as exc:  # `all`: a benchmark whose data is not here is said, not fatal
-            if len(names) == 1:
-                raise
-            err.print(f"[yellow]{name}:[/] no statistics: {escape(str(exc).splitlines()[0])}")
-            continue
-        every[name] = stats
-        for t in _stats_tables(name, stats):
-            out.print(t)
-    if args.json:
-        _json_line(every if args.benchmark == "all" else every[args.benchmark])
-    return 0
-
-
-def _stats_of(name: str) -> dict[str, Any]:
-    """The benchmark's own statistics, else the core's: its tasks and data files (bytes)."""
-    stats_of = get_benchmark(name).stats
-    if stats_of is not None:
-        return stats_of()
-    from .core.registry import load_benchmark
-
-    bench = load_benchmark(name)
-    return {"tasks": len(bench.task_ids()), "data_file_bytes": {p.name: p.stat().st_size for p in bench.data_files()}}
-
-
-def _stats_tables(name: str, stats: dict[str, Any]) -> list[Table]:
-    table = Table(title=f"{name} statistics")
-    table.add_column("statistic")
-    table.add_column("value", justify="right")
-    tables = [table]
-    for key, value in stats.items():
-        if isinstance(value, dict):  # a distribution: a table of its own
-            sub = Table(title=f"{name}: {key.replace('_', ' ')}")
-            sub.add_column(key, justify="right")
-            sub.add_column("bytes" if key.endswith("bytes") else "count", justify="right")
-            for k, v in value.items():
-                sub.add_row(str(k), str(v))
-            tables.append(sub)
-        else:
-            table.add_row(key, str(value))
-    return tables
-
-
-def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from .core.data import data_dir
-    from .core.fetch import FetchError, download_progress, fetch, sources
-
-    dest = Path(args.data_dir) if args.data_dir else data_dir()
-    names = list(sources()) if args.benchmark == "all" else [args.benchmark]
-    paths: list[Path] = []
-    try:
-        with download_progress(err) as progress:
-            for name in names:
-                paths += fetch(name, dest, url_prefix=args.url_prefix, report=err.print, progress=progress)
-    except FetchError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 1
-    err.print(f"{len(paths)} file(s) in {dest}; point EVALS_DATA_DIR there if it is not the default")
-    return 0
-
-
 # ---- evals run / score -------------------------------------------------------------------------
-def summary_table(summary: dict[str, Any]) -> Table:
-    """The summary of a run as a table: counts, then every metric with its standard error (none when no
-    task completed; :func:`print_summary` says why, and what makes the numbers not comparable)."""
-    from .cli_parts.summary import no_metrics
-
-    partial = " · partial" if summary.get("partial") else ""
-    table = Table(title=f"{summary.get('benchmark')} · {summary.get('model')} · {summary.get('strategy')}{partial}",
-                  )
-    table.add_column("")
-    table.add_column("value", justify="right")
-    table.add_column("± s.e.", justify="right")
-    table.add_column("over", justify="right")
-    for key in ("tasks", "completed", "errored"):
-        table.add_row(key, str(summary[key]), "", "")
-    if summary.get("partial") and not no_metrics(summary):
-        table.add_row("metrics over (tasks that ran)", str(summary.get("tasks_ran")), "", "")
-    stats = summary.get("metric_stats") or {}
-    for key, value in ({} if no_metrics(summary) else summary["metrics"]).items():
-        st = stats.get(key) or {}
-        se = st.get("stderr")
-        over = ""
-        if "tasks" in st:
-            n = st["samples"] if st.get("over", "tasks") != "tasks" else st["tasks"]
-            over = f"{n:g} {st.get('over', 'tasks')}"
-        if isinstance(value, float):
-            table.add_row(f"{key} (%)", f"{value:.2f}", "" if se is None else f"{se:.2f}", over)
-        else:
-            table.add_row(key, str(value), "", over)
-    judge = (summary.get("totals") or {}).get("judge") or {}
-    if judge.get("decisions") or judge.get("missing"):
-        table.add_row("judge decisions (asked now)", f"{judge['decisions']} ({judge['asked']})", "", "")
-        table.add_row("judge cost USD", f"{judge.get('cost_usd', 0.0):.4f}", "", "")
-        if judge.get("missing"):
-            table.add_row("[yellow]judge decisions missing[/] (pass --judge)", str(judge["missing"]), "", "")
-    return table
-
-
-def print_summary(out: Console, summary: dict[str, Any], table: Table | None = None) -> None:
-    """The summary table (``table``, else :func:`summary_table`'s), then the lines saying what makes its
-    numbers not comparable with a paper's, or why there are none (:mod:`evals.cli_parts.summary`)."""
-    from .cli_parts.summary import summary_notes
-
-    out.print(table if table is not None else summary_table(summary))
-    for line in summary_notes(summary):
-        out.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
 def _model_args(items: list[str]) -> dict[str, Any]:
     """``KEY=VALUE`` pairs for the model adapter; VALUE is JSON when it parses (``false``, ``{...}``), else a string."""
     out: dict[str, Any] = {}
@@ -665,26 +548,6 @@ def _build_export(ex: argparse.ArgumentParser) -> None:
     ex.set_defaults(func=cmd_export)
 
 
-def _build_data(d: argparse.ArgumentParser) -> None:
-    benchmarks = all_benchmarks()
-    dsub = d.add_subparsers(dest="data_command", required=True)
-    st = dsub.add_parser("stats", help="dataset statistics of one benchmark, or of every one (all)")
-    st.add_argument("benchmark", nargs="?", default="all", choices=[*benchmarks, "all"], metavar="BENCHMARK",
-                    help=f"one of: {', '.join(benchmarks)}, or all")
-    st.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    st.set_defaults(func=cmd_data_stats)
-    from .core.fetch import sources
-
-    f = dsub.add_parser("fetch", help="download a benchmark's files from their public source (sha256-pinned)")
-    f.add_argument("benchmark", choices=[*sources(), "all"], metavar="SOURCE",
-                   help="one of: " + ", ".join(f"{name} ({', '.join(x.dest for x in files)})" for name, files in sources().items())
-                   + "; or all (every source)")
-    f.add_argument("--data-dir", help="where to put the files (default: $EVALS_DATA_DIR, else ../shared/data beside "
-                   "the checkout, else the user cache)")
-    f.add_argument("--url-prefix", help="mirror to download from instead of the pinned commit (default: $EVALS_DATA_URL_PREFIX)")
-    f.set_defaults(func=cmd_data_fetch)
-
-
 def _build_report(p: argparse.ArgumentParser) -> None:
     from .report.cli import report_arguments
 
@@ -709,7 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
                  help="write a run's predictions in a benchmark's format (e.g. for its official scripts)")
     sub.add_lazy("report", _build_report, help="write a Markdown and a self-contained HTML report of one or more "
                  "runs, with the papers' numbers")
-    sub.add_lazy("data", _build_data, help="benchmark data: statistics, downloads")
+    sub.add_lazy("data", build_data_parser, help="benchmark data: statistics, downloads")
     add_list_parser(sub)
     return p
 

@@ -13,7 +13,10 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["no_metrics", "paper_hint", "summary_notes"]
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["no_metrics", "paper_hint", "print_summary", "summary_notes", "summary_table"]
 
 
 def no_metrics(summary: Mapping[str, Any]) -> bool:
@@ -62,3 +65,46 @@ def summary_notes(summary: Mapping[str, Any]) -> list[str]:
     if hint:
         notes.append(hint)
     return notes
+
+
+def summary_table(summary: Mapping[str, Any]) -> Table:
+    """The summary of a run as a table: counts, then every metric with its standard error (none when no
+    task completed; :func:`print_summary` says why, and what makes the numbers not comparable)."""
+    partial = " · partial" if summary.get("partial") else ""
+    table = Table(title=f"{summary.get('benchmark')} · {summary.get('model')} · {summary.get('strategy')}{partial}",
+                  )
+    table.add_column("")
+    table.add_column("value", justify="right")
+    table.add_column("± s.e.", justify="right")
+    table.add_column("over", justify="right")
+    for key in ("tasks", "completed", "errored"):
+        table.add_row(key, str(summary[key]), "", "")
+    if summary.get("partial") and not no_metrics(summary):
+        table.add_row("metrics over (tasks that ran)", str(summary.get("tasks_ran")), "", "")
+    stats = summary.get("metric_stats") or {}
+    for key, value in ({} if no_metrics(summary) else summary["metrics"]).items():
+        st = stats.get(key) or {}
+        se = st.get("stderr")
+        over = ""
+        if "tasks" in st:
+            n = st["samples"] if st.get("over", "tasks") != "tasks" else st["tasks"]
+            over = f"{n:g} {st.get('over', 'tasks')}"
+        if isinstance(value, float):
+            table.add_row(f"{key} (%)", f"{value:.2f}", "" if se is None else f"{se:.2f}", over)
+        else:
+            table.add_row(key, str(value), "", over)
+    judge = (summary.get("totals") or {}).get("judge") or {}
+    if judge.get("decisions") or judge.get("missing"):
+        table.add_row("judge decisions (asked now)", f"{judge['decisions']} ({judge['asked']})", "", "")
+        table.add_row("judge cost USD", f"{judge.get('cost_usd', 0.0):.4f}", "", "")
+        if judge.get("missing"):
+            table.add_row("[yellow]judge decisions missing[/] (pass --judge)", str(judge["missing"]), "", "")
+    return table
+
+
+def print_summary(out: Console, summary: Mapping[str, Any], table: Table | None = None) -> None:
+    """The summary table (``table``, else :func:`summary_table`'s), then the lines saying what makes its
+    numbers not comparable with a paper's, or why there are none (:func:`summary_notes`)."""
+    out.print(table if table is not None else summary_table(summary))
+    for line in summary_notes(summary):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
