@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import logging
 import os
 import sys
 from pathlib import Path
@@ -16,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from client import eventloop
-
+from .cli_parts.data import build_data_parser, json_line
+from .cli_parts.listing import add_list_parser, add_serve_option_groups, version_string
+from .cli_parts.parser import EvalsParser, LazySubParsers
+from .cli_parts.summary import print_summary, summary_table
 from .core.options import OptionError, add_options, load_config_file
 from .core.registry import all_benchmarks, get_benchmark, scoring_options, serve_options
 
@@ -29,10 +29,7 @@ if TYPE_CHECKING:
 err = Console(stderr=True)
 
 
-def _json_line(obj: Any) -> None:
-    """The machine-readable last line of a ``--json`` command."""
-    sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
-    sys.stdout.flush()
+_json_line = json_line  # the machine-readable last line of a ``--json`` command
 
 
 # ---- first use: fetch missing data ----------------------------------------------------------------
@@ -60,14 +57,21 @@ def ensure_benchmark_data(
 
 # ---- evals serve -------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
+    import logging
+
     from kg_store import KGError
     from server import EndpointRef, HTTPLimits, McpSourceError, ServerConfigError, SessionLimits, check_bind
     from tool_specs import SandboxError, SpecLoadError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
     token = args.token or os.environ.get("EVALS_SERVER_TOKEN") or None
-    benchmarks = [args.benchmark] if args.benchmark else list(
-        args.benchmarks or [n for n, b in all_benchmarks().items() if b.served_by_default])
+    own_tools = bool(args.tools_dir or args.mcp_server or args.mcp_config or args.kg_file)
+    if args.benchmark:
+        benchmarks = [args.benchmark]
+    elif args.benchmarks or not own_tools:
+        benchmarks = list(args.benchmarks or [n for n, b in all_benchmarks().items() if b.served_by_default])
+    else:  # the user's tools alone (--tools-dir, --mcp-server, --kg-file): no benchmark data needed
+        benchmarks = []
     given = {o.name: getattr(args, o.name) for o in serve_options() if hasattr(args, o.name)}
     if args.stdio and not args.benchmark and not (args.tools_dir or args.mcp_server or args.mcp_config or args.kg_file):
         err.print("[red]error:[/] --stdio needs --benchmark NAME (and optionally --task TASK_ID), --tools-dir, "
@@ -93,8 +97,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         default = EndpointRef("custom")
         benchmarks = []
     # first use: download what is missing; `evals serve` alone serves the benchmarks it can have
-    benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks),
-                                       options=dict.fromkeys(benchmarks, given))
+    if benchmarks:
+        benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks),
+                                           options=dict.fromkeys(benchmarks, given))
     try:
         _serve(args, benchmarks, given, default, token, sessions, limits)
     except KGError as exc:  # --kg-file: a missing file or a bad line (file:line), no traceback
@@ -109,6 +114,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any], default: EndpointRef | None,
            token: str | None, sessions: SessionLimits | None, limits: HTTPLimits | None) -> None:
     """Build the tool server and serve it on stdio, or over HTTP with ``sessions`` and ``limits``."""
+    from client import eventloop
     from server import create_app, serve, serve_stdio
 
     from .core.serving import build_tool_server
@@ -132,7 +138,10 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
         shown = f"http://{args.host}:{args.port}"
         err.print(f"[bold]MCP server[/] on {shown}  (health: {shown}/health)")
         for name, info in ts.describe().items():
-            err.print(f"  {shown}/mcp/{name}  playground, {info['tasks']} task endpoints at {shown}/mcp/{name}/<task_id>")
+            if info["tasks"]:
+                err.print(f"  {shown}/mcp/{name}  playground, {info['tasks']} task endpoints at {shown}/mcp/{name}/<task_id>")
+            else:  # the user's own tools (--tools-dir): one endpoint, no tasks
+                err.print(f"  {shown}/mcp/{name}")
         serve(app, host=args.host, port=args.port, log_level="info" if args.verbose else "warning", limits=limits)
 
 
@@ -149,80 +158,7 @@ def _serve_mcp_sources(args: argparse.Namespace) -> list[Any]:
     return sources
 
 
-# ---- evals data stats ---------------------------------------------------------------------------
-def cmd_data_stats(args: argparse.Namespace) -> int:
-    stats_of = get_benchmark(args.benchmark).stats
-    assert stats_of is not None  # the parser offers only benchmarks with statistics
-    stats = stats_of()
-    table = Table(title=f"{args.benchmark} statistics")
-    table.add_column("statistic")
-    table.add_column("value", justify="right")
-    tables = [table]
-    for key, value in stats.items():
-        if isinstance(value, dict):  # a distribution: a table of its own
-            sub = Table(title=key.replace("_", " "))
-            sub.add_column(key, justify="right")
-            sub.add_column("count", justify="right")
-            for k, v in value.items():
-                sub.add_row(str(k), str(v))
-            tables.append(sub)
-        else:
-            table.add_row(key, str(value))
-    out = Console(stderr=args.json)
-    for t in tables:
-        out.print(t)
-    if args.json:
-        _json_line(stats)
-    return 0
-
-
-def cmd_data_fetch(args: argparse.Namespace) -> int:
-    from .core.data import data_dir
-    from .core.fetch import FetchError, download_progress, fetch
-
-    dest = Path(args.data_dir) if args.data_dir else data_dir()
-    try:
-        with download_progress(err) as progress:
-            paths = fetch(args.benchmark, dest, url_prefix=args.url_prefix, report=err.print, progress=progress)
-    except FetchError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 1
-    err.print(f"{len(paths)} file(s) in {dest}; point EVALS_DATA_DIR there if it is not the default")
-    return 0
-
-
 # ---- evals run / score -------------------------------------------------------------------------
-def summary_table(summary: dict[str, Any]) -> Table:
-    """The summary of a run as a table: counts, then every metric with its standard error."""
-    table = Table(title=f"{summary.get('benchmark')} · {summary.get('model')} · {summary.get('strategy')}")
-    table.add_column("")
-    table.add_column("value", justify="right")
-    table.add_column("± s.e.", justify="right")
-    table.add_column("over", justify="right")
-    for key in ("tasks", "completed", "errored"):
-        table.add_row(key, str(summary[key]), "", "")
-    stats = summary.get("metric_stats") or {}
-    for key, value in summary["metrics"].items():
-        st = stats.get(key) or {}
-        se = st.get("stderr")
-        over = ""
-        if "tasks" in st:
-            n = st["samples"] if st.get("over", "tasks") != "tasks" else st["tasks"]
-            over = f"{n:g} {st.get('over', 'tasks')}"
-        if isinstance(value, float):  # with the decimals the metric is rounded to (the official script's)
-            digits = int(st.get("digits", 2))
-            table.add_row(f"{key} (%)", f"{value:.{digits}f}", "" if se is None else f"{se:.{max(digits, 2)}f}", over)
-        else:
-            table.add_row(key, str(value), "", over)
-    judge = (summary.get("totals") or {}).get("judge") or {}
-    if judge.get("decisions") or judge.get("missing"):
-        table.add_row("judge decisions (asked now)", f"{judge['decisions']} ({judge['asked']})", "", "")
-        table.add_row("judge cost USD", f"{judge.get('cost_usd', 0.0):.4f}", "", "")
-        if judge.get("missing"):
-            table.add_row("[yellow]judge decisions missing[/] (pass --judge)", str(judge["missing"]), "", "")
-    return table
-
-
 def _model_args(items: list[str]) -> dict[str, Any]:
     """``KEY=VALUE`` pairs for the model adapter; VALUE is JSON when it parses (``false``, ``{...}``), else a string."""
     out: dict[str, Any] = {}
@@ -239,6 +175,8 @@ def _model_args(items: list[str]) -> dict[str, Any]:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from client import eventloop
+
     from .core.run import score_run_dir
 
     given = {o.name: getattr(args, o.name) for o in scoring_options() if hasattr(args, o.name)}
@@ -253,7 +191,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
         return 2
-    Console(stderr=args.json).print(summary_table(summary))
+    print_summary(Console(stderr=args.json), summary)
     print_warnings(summary)
     if args.json:
         _json_line(summary)
@@ -361,15 +299,25 @@ def _workers_arg(value: str) -> int | None:
         raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}") from None
 
 
+def _task_ids_arg(value: str) -> list[str]:
+    from .core.selection import parse_task_ids
+
+    try:
+        return parse_task_ids(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 # RunOptions fields that are flags of `evals run` under the same name (dest)
 _RUN_FIELDS = (
-    "model", "strategy", "limit", "concurrency", "server_url", "server_process", "transport", "workers", "executor", "ray_address", "max_turns", "tool_choice",
+    "model", "strategy", "limit", "task_ids", "sample", "sample_seed", "concurrency", "server_url", "server_process", "transport", "workers", "executor", "ray_address", "max_turns", "tool_choice",
     "max_tokens", "temperature", "base_url", "api_key_env", "max_budget_tokens", "max_budget_usd", "rpm", "tpm",
     "retry_errored", "max_attempts", "max_consecutive_errors", "epochs",
 )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from client import eventloop
     from client.adapters.errors import ModelError
     from client.runs import RunConfigMismatch, RunDiskFull, RunLocked
 
@@ -405,7 +353,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     table = summary_table(summary)
     table.add_row("tokens (this call)", str(result.tokens), "", "")
     table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}", "", "")
-    Console(stderr=args.json).print(table)
+    print_summary(Console(stderr=args.json), summary, table)
     err.print(result.describe(), markup=False, highlight=False)
     err.print(f"run directory: {summary['run_dir']}", markup=False, highlight=False)
     print_warnings(summary)
@@ -441,8 +389,15 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
                    "e.g. `model: openai:gpt-4o`, `kg_search: retrieval`); flags given on the command line win")
     r.add_argument("--model", required=True, help="oracle[:SECONDS_PER_TURN] | openai:<model> | anthropic:<model> | vllm:<model-or-path>")
     r.add_argument("--strategy", choices=info.strategies, help=f"how the model is driven (default {info.default_strategy})")
-    r.add_argument("--limit", type=int, help="only the first N tasks")
-    r.add_argument("--concurrency", type=int, default=4)
+    sel = r.add_argument_group("which tasks (default: every task; a part of the benchmark is not comparable with "
+                               "the papers' numbers, and its summary and report say so)")
+    sel.add_argument("--task-ids", type=_task_ids_arg, metavar="ID,ID|@FILE",
+                     help="only these tasks (comma-separated, or a file with one id per line; `evals list NAME` "
+                     "lists them)")
+    sel.add_argument("--sample", type=int, metavar="N", help="a random sample of N tasks (drawn with --sample-seed)")
+    sel.add_argument("--sample-seed", type=int, default=0, metavar="S", help="the seed of --sample")
+    sel.add_argument("--limit", type=int, metavar="N", help="only the first N tasks (after --task-ids and --sample)")
+    r.add_argument("--concurrency", type=int, default=4, help="episodes run at the same time (in total, over --workers)")
     r.add_argument("--run-dir", help="run directory (default runs/<benchmark>/<model>/<strategy>); rerun to resume")
     r.add_argument("--server-url", help="use a running server (its base URL) instead of one started in-process")
     r.add_argument("--server-token", help="bearer token for --server-url (or $EVALS_SERVER_TOKEN)")
@@ -476,11 +431,13 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
         help="with --executor ray: an existing Ray cluster (auto, ray://HOST:10001, HOST:6379); default: start a "
         "local Ray head on 127.0.0.1 for this run. --workers auto: one actor per CPU of the cluster",
     )
-    r.add_argument("--max-turns", type=int, default=10)
+    r.add_argument("--max-turns", type=int, default=10, help="model turns per episode")
     r.add_argument("--tool-choice", default="auto", help="first turn: auto | required | none | <tool name>")
-    r.add_argument("--max-tokens", type=int, default=1024)
-    r.add_argument("--temperature", type=float, default=0.0)
-    r.add_argument("--base-url", help="OpenAI-compatible server for openai:<model> (vLLM, DeepSeek, OpenRouter, Ollama, ...)")
+    r.add_argument("--max-tokens", type=int, default=1024, help="the model's output tokens per turn")
+    r.add_argument("--temperature", type=float, default=0.0, help="sampling temperature of the model")
+    r.add_argument("--base-url", help="the provider's API at another address, for openai:<model> (an OpenAI-compatible "
+                   "server: vLLM, DeepSeek, OpenRouter, Ollama, ...) and anthropic:<model> (an Anthropic-compatible "
+                   "one; with or without a trailing /v1)")
     r.add_argument("--api-key-env", help="environment variable holding the API key")
     r.add_argument("--max-budget-tokens", type=int, help="stop starting episodes after this many tokens")
     r.add_argument("--max-budget-usd", type=float, help="stop starting episodes after this estimated cost")
@@ -499,7 +456,7 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
     r.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="adapter option, repeatable; VALUE is JSON if it parses (e.g. parallel_tool_calls=false, seed=0)")
     r.add_argument("--cache", metavar="PATH", help="response cache (sqlite file): identical model requests are answered from it")
-    r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar (the summary is printed all the same)")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
     if info.uses_judge:
         j = r.add_argument_group("judge (the LLM matcher: calls neither rule nor response matching accepts)")
@@ -529,10 +486,10 @@ def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str] | None) 
     of NAME's flags first (so flags given on the command line win)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     found = _config_argument(argv)
-    if found is None or found[0] not in _RUN_PARSERS:
+    if found is None or found[0] not in all_benchmarks():
         return parser.parse_args(argv)
     name, path = found
-    run_parser = _RUN_PARSERS[name]
+    run_parser = sub_parser(parser, "run", name)
     known = {a.dest: a for a in run_parser._actions if a.dest not in ("help", "config")}
     try:
         settings = load_config_file(path)
@@ -558,9 +515,6 @@ def _apply_config_file(parser: argparse.ArgumentParser, argv: list[str] | None) 
     return parser.parse_args(argv)
 
 
-_RUN_PARSERS: dict[str, argparse.ArgumentParser] = {}
-
-
 def _add_limit_arguments(g: argparse._ArgumentGroup) -> None:
     from server import HTTPLimits, SessionLimits
 
@@ -581,22 +535,20 @@ def _add_limit_arguments(g: argparse._ArgumentGroup) -> None:
                    help=f"an idle keep-alive connection is closed after this long (default {h.keep_alive_timeout:g} s)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="evals", description="MCP tool server and evaluation client for multi-hop tool use.")
-    sub = p.add_subparsers(dest="command", required=True)
-    benchmarks = all_benchmarks()
-
-    s = sub.add_parser("serve", help="serve benchmark tools and the family KG over MCP (HTTP, or stdio)")
+def _build_serve(s: argparse.ArgumentParser) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
-    s.add_argument("--port", type=int, default=8765)
+    s.add_argument("--port", type=int, default=8765, help="port to listen on")
     s.add_argument("--token", help="bearer token required on /mcp requests (or $EVALS_SERVER_TOKEN)")
     s.add_argument("--stdio", action="store_true", help="serve one session over stdin/stdout (for assistant clients)")
+    benchmarks = all_benchmarks()
     s.add_argument("--benchmark", choices=list(benchmarks), help="bind the session to this benchmark (stdio), or serve only it")
-    s.add_argument("--benchmarks", nargs="+", choices=list(benchmarks), help="benchmarks to serve over HTTP (default: all)")
+    s.add_argument("--benchmarks", nargs="+", choices=list(benchmarks),
+                   help="benchmarks to serve over HTTP (default: all, or none with --tools-dir)")
     s.add_argument("--task", help="bind the session to this task id (with --benchmark); default: the playground")
     s.add_argument("--tools-dir", action="append", default=[], metavar="DIR",
                    help="directory of tool spec files (YAML/JSON; OpenAI function tools; BFCL function docs), "
-                   "served at /mcp/custom (repeatable)")
+                   "served at /mcp/custom (repeatable); alone, only these tools are served (add --benchmarks to "
+                   "serve benchmarks too)")
     s.add_argument("--mcp-server", action="append", default=[], metavar="CMD|URL",
                    help="an MCP server whose tools are served (proxied) at /mcp/custom: a command line run over "
                    "stdio, or a streamable-HTTP URL; NAME=... names it (repeatable)")
@@ -610,24 +562,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
     _add_limit_arguments(s.add_argument_group(
         "limits on what clients may hold (HTTP; they do not change results)"))
-    s.add_argument("-v", "--verbose", action="store_true")
-    add_options(s.add_argument_group("benchmark options (each benchmark takes the ones it declares)"), serve_options())
+    s.add_argument("-v", "--verbose", action="store_true", help="log every request (uvicorn's info level)")
+    add_serve_option_groups(s)
     s.set_defaults(func=cmd_serve)
 
-    r = sub.add_parser("run", help="run a model through a benchmark's tasks over MCP (resumable)",
-                       description="Run a model through a benchmark's tasks over MCP. `evals run NAME --help` "
-                       "lists the benchmark's own options.",
-                       epilog=RUN_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    rsub = r.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
-    for name, info in benchmarks.items():
-        rb = rsub.add_parser(name, help=info.description, description=info.description, epilog=RUN_EXIT_STATUSES,
-                             formatter_class=argparse.RawDescriptionHelpFormatter)
-        _add_run_arguments(rb, info)
-        rb.set_defaults(func=cmd_run)
-        _RUN_PARSERS[name] = rb
 
-    sc = sub.add_parser("score", help="recompute a run's metrics from its traces (no model is called), or score "
-                        "predictions made elsewhere (--format)")
+def _build_run(r: argparse.ArgumentParser) -> None:
+    rsub = r.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    for name, info in all_benchmarks().items():
+        def build(rb: argparse.ArgumentParser, info: Any = info) -> None:
+            _add_run_arguments(rb, info)
+            rb.set_defaults(func=cmd_run)
+
+        rsub.add_lazy(name, build, help=info.description, description=info.description,  # type: ignore[attr-defined]
+                      epilog=RUN_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def _build_score(sc: argparse.ArgumentParser) -> None:
     sc.add_argument("run_dir", metavar="RUN_DIR", help="a run directory; with --format, the predictions (file or folder)")
     sc.add_argument("--judge", metavar="MODEL", help="ask this judge for decisions the run has not stored (else "
                     "they are counted as missing)")
@@ -643,36 +594,54 @@ def build_parser() -> argparse.ArgumentParser:
                                       "the ones it declares; the run's config is not changed)"), scoring_options())
     sc.set_defaults(func=cmd_score)
 
-    ex = sub.add_parser("export", help="write a run's predictions in a benchmark's format (e.g. for its official scripts)")
-    ex.add_argument("run_dir", metavar="RUN_DIR")
+
+def _build_export(ex: argparse.ArgumentParser) -> None:
+    ex.add_argument("run_dir", metavar="RUN_DIR", help="the run directory whose predictions to write")
     ex.add_argument("--format", required=True, metavar="NAME", help="a prediction format the run's benchmark offers")
     ex.add_argument("-o", "--out", metavar="PATH", help="where to write (default RUN_DIR/export-<format>)")
     ex.add_argument("--json", action="store_true", help="print the files written as one JSON object")
     ex.set_defaults(func=cmd_export)
 
-    from .report import add_report_parser
 
-    add_report_parser(sub)
-    from .view import add_leaderboard_parser, add_view_parser
+def _build_report(p: argparse.ArgumentParser) -> None:
+    from .report.cli import report_arguments
+
+    report_arguments(p)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``evals`` parser; each sub-command's arguments are added when the command line selects it
+    (:class:`~evals.cli_parts.parser.LazySubParsers`), so ``evals --help`` loads no sub-command's code."""
+    p = EvalsParser(prog="evals", description="MCP tool server and evaluation client for multi-hop tool use.")
+    p.add_argument("--version", action="version", version=version_string(), help="print the version and exit")
+    sub = p.add_subparsers(dest="command", required=True)
+    assert isinstance(sub, LazySubParsers)
+    sub.add_lazy("serve", _build_serve, help="serve benchmark tools and the family KG over MCP (HTTP, or stdio)")
+    sub.add_lazy("run", _build_run, help="run a model through a benchmark's tasks over MCP (resumable)",
+                 description="Run a model through a benchmark's tasks over MCP. `evals run NAME --help` "
+                 "lists the benchmark's own options.",
+                 epilog=RUN_EXIT_STATUSES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub.add_lazy("score", _build_score, help="recompute a run's metrics from its traces (no model is called), or "
+                 "score predictions made elsewhere (--format)")
+    sub.add_lazy("export", _build_export,
+                 help="write a run's predictions in a benchmark's format (e.g. for its official scripts)")
+    sub.add_lazy("report", _build_report, help="write a Markdown and a self-contained HTML report of one or more "
+                 "runs, with the papers' numbers")
+    sub.add_lazy("data", build_data_parser, help="benchmark data: statistics, downloads")
+    add_list_parser(sub)
+    from .view.cli import add_leaderboard_parser, add_view_parser
 
     add_view_parser(sub)
     add_leaderboard_parser(sub)
-
-    d = sub.add_parser("data", help="benchmark data")
-    dsub = d.add_subparsers(dest="data_command", required=True)
-    st = dsub.add_parser("stats", help="dataset statistics")
-    st.add_argument("benchmark", choices=[n for n, b in benchmarks.items() if b.stats is not None])
-    st.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    st.set_defaults(func=cmd_data_stats)
-    from .core.fetch import sources
-
-    f = dsub.add_parser("fetch", help="download a benchmark's files from their public source (sha256-pinned)")
-    f.add_argument("benchmark", choices=list(sources()), metavar="SOURCE",
-                   help="one of: " + ", ".join(f"{name} ({', '.join(x.dest for x in files)})" for name, files in sources().items()))
-    f.add_argument("--data-dir", help="where to put the files (default: $EVALS_DATA_DIR or the user cache)")
-    f.add_argument("--url-prefix", help="mirror to download from instead of the pinned commit (default: $EVALS_DATA_URL_PREFIX)")
-    f.set_defaults(func=cmd_data_fetch)
     return p
+
+
+def sub_parser(parser: argparse.ArgumentParser, *names: str) -> argparse.ArgumentParser:
+    """The (built) parser of sub-command ``names`` (e.g. ``"run", NAME``)."""
+    for name in names:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.build(name) if isinstance(sub, LazySubParsers) else sub.choices[name]
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

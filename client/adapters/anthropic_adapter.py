@@ -60,12 +60,22 @@ def _safe_id(tool_use_id: str) -> str:
     return _BAD_ID_CHARS.sub("_", tool_use_id) or "toolu_empty"
 
 
+def anthropic_root(base_url: str | None) -> str | None:
+    """``base_url`` as the Anthropic SDK wants it: the API root, without a trailing ``/v1`` (the SDK
+    appends ``/v1/messages``), so ``http://host/v1`` and ``http://host`` reach the same endpoint."""
+    if not base_url:
+        return base_url
+    root = base_url.rstrip("/")
+    return root.removesuffix("/v1") or root
+
+
 class AnthropicAdapter:
     """Messages API with native tool use (see :class:`client.adapters.base.ModelAdapter`).
 
     Args:
         model: e.g. ``"claude-sonnet-4-5"``.
-        base_url: API root without ``/v1`` (default: Anthropic, or ``$ANTHROPIC_BASE_URL``).
+        base_url: API root, with or without a trailing ``/v1`` (the SDK appends ``/v1/messages``; a
+            given ``/v1`` is dropped) (default: Anthropic, or ``$ANTHROPIC_BASE_URL``).
         api_key: the key; default ``$api_key_env``; with a ``base_url`` and no key a placeholder is sent.
         thinking_budget: enable extended thinking with this many budget tokens (>= 1024, < max_tokens).
         thinking: a raw ``thinking`` parameter (e.g. ``{"type": "adaptive"}``); wins over ``thinking_budget``.
@@ -99,6 +109,7 @@ class AnthropicAdapter:
             raise ValueError(
                 f"thinking_budget must be at least 1024 tokens (Anthropic's minimum), got {thinking_budget}"
             )
+        base_url = anthropic_root(base_url)
         self.model = model
         self.provider = name_prefix
         self.name = f"{name_prefix}:{model}"

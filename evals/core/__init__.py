@@ -2,12 +2,33 @@
 metrics, the benchmark itself), the registry that finds the folders, and (in submodules imported on
 use) the run pipeline, scoring, the judge, serving and data fetching. See ``docs/architecture.md``."""
 
-from .context import ScoreContext
-from .data import DataNotFound, RemoteFile, cache_dir, data_dir, data_file
-from .metrics import Metric, MetricValue, TaskScore
-from .options import Option, OptionError
-from .plugin import Benchmark, BenchmarkInfo, EpisodeEnv, PaperNumbers
-from .registry import all_benchmarks, get_benchmark, load_benchmark
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .context import ScoreContext
+    from .data import DataNotFound, RemoteFile, cache_dir, data_dir, data_file
+    from .metrics import Metric, MetricValue, TaskScore
+    from .options import Option, OptionError
+    from .plugin import Benchmark, BenchmarkInfo, EpisodeEnv, PaperNumbers
+    from .registry import all_benchmarks, get_benchmark, load_benchmark
+
+# imported on first use (PEP 562), so that `evals --help` does not load the judge's MCP stack
+_HOME = {
+    "ScoreContext": "context", "DataNotFound": "data", "RemoteFile": "data", "cache_dir": "data",
+    "data_dir": "data", "data_file": "data", "Metric": "metrics", "MetricValue": "metrics", "TaskScore": "metrics",
+    "Option": "options", "OptionError": "options", "Benchmark": "plugin", "BenchmarkInfo": "plugin",
+    "EpisodeEnv": "plugin", "PaperNumbers": "plugin", "all_benchmarks": "registry", "get_benchmark": "registry",
+    "load_benchmark": "registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Benchmark",

@@ -1,7 +1,9 @@
 """Where benchmark data lives, and clear errors when it is not there.
 
-The data directory is ``$EVALS_DATA_DIR`` when set, otherwise a per-user cache directory
-(``$XDG_CACHE_HOME/mcp-multihop-evals/data``, default ``~/.cache/...``).  The project never
+The data directory is ``$EVALS_DATA_DIR`` when set; otherwise ``../shared/data`` beside the checkout
+when that directory exists (the same rule ``./run.sh`` and ``.venv/bin/evals`` follow, wherever they
+are started from); otherwise a per-user cache directory (``$XDG_CACHE_HOME/mcp-multihop-evals/data``,
+default ``~/.cache/...``).  The project never
 ships benchmark files: ``evals serve`` and ``evals run`` download the missing ones on first use
 (:mod:`evals.fetch`); ``.ci/run`` and the tests point ``EVALS_DATA_DIR`` at ``../shared/data``.
 """
@@ -13,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.runs import iter_jsonl
-
-__all__ = ["CACHE_ENV", "DATA_ENV", "DataNotFound", "RemoteFile", "cache_dir", "data_dir", "data_file", "read_jsonl"]
+__all__ = [
+    "CACHE_ENV", "DATA_ENV", "DataNotFound", "RemoteFile", "cache_dir", "data_dir", "data_file", "read_jsonl",
+    "shared_data_dir",
+]
 
 DATA_ENV = "EVALS_DATA_DIR"
 CACHE_ENV = "EVALS_CACHE_DIR"
@@ -33,10 +36,19 @@ def cache_dir() -> Path:
     return base / "mcp-multihop-evals"
 
 
+def shared_data_dir() -> Path:
+    """``../shared/data`` beside the checkout this package is in (it may not exist)."""
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
 def data_dir() -> Path:
-    """The benchmark data directory (``$EVALS_DATA_DIR`` or the user cache)."""
+    """The benchmark data directory: ``$EVALS_DATA_DIR``, else ``../shared/data`` beside the
+    checkout when it exists, else the user cache."""
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV]).expanduser()
+    shared = shared_data_dir()
+    if shared.is_dir():
+        return shared
     return cache_dir() / "data"
 
 
@@ -72,4 +84,6 @@ class RemoteFile:
 def read_jsonl(path: Path) -> list[Any]:
     """The JSON values of ``path``'s non-blank lines; a line that is not JSON is a :class:`ValueError`
     naming the file and the line."""
+    from client.runs import iter_jsonl  # on use: `evals --help` imports this module
+
     return [value for _, value in iter_jsonl(path)]

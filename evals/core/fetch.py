@@ -33,7 +33,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from .data import DATA_ENV, RemoteFile
+from .data import DATA_ENV, RemoteFile, shared_data_dir
 
 __all__ = ["URL_PREFIX_ENV", "ChecksumMismatch", "FetchError", "HostUnreachable", "Unavailable", "download_progress", "ensure_data", "fetch", "needed_files", "sha256_of", "sources", "unavailable_message"]
 
@@ -299,7 +299,8 @@ def ensure_data(
     url_prefix = url_prefix if url_prefix is not None else url_prefix_from_env()
     files = [f for fs in by_source.values() for f in fs]
     say = console.print if console is not None else (lambda *_a, **_k: None)
-    where = f"${DATA_ENV}" if os.environ.get(DATA_ENV) else f"the user cache; ${DATA_ENV} overrides"
+    where = (f"${DATA_ENV}" if os.environ.get(DATA_ENV) else "../shared/data beside the checkout"
+             if data_dir == shared_data_dir() else f"the user cache; ${DATA_ENV} overrides")
     origin = f"the mirror {url_prefix} (${URL_PREFIX_ENV})" if url_prefix else "their pinned public sources"
     say(
         f"Benchmark data for {', '.join(b for b in benchmarks if needs[b])} is not in {data_dir} ({where}).\n"

@@ -37,6 +37,7 @@ from .plugin import Benchmark
 from .registry import get_benchmark, load_benchmark, own_options
 from .run_options import RunOptions
 from .scoring import summarize
+from .selection import select_tasks, selection_of
 from .transport import resolve_transport
 
 __all__ = [
@@ -92,13 +93,14 @@ def breaker_hint(opts: RunOptions) -> Callable[[RepeatingError], str | None]:
 
 
 def run_task_ids(bench: Benchmark, config: Mapping[str, Any], traces: Mapping[str, Any]) -> list[str]:
-    """The tasks a run covers: the first ``limit`` of its first invocation plus every traced task
+    """The tasks a run covers: those its first invocation selected (``--task-ids``, ``--sample``,
+    ``--limit``; :mod:`evals.core.selection`) plus every traced task
     (only the traced ones for a run whose ``run.only_traced`` is set: imported predictions)."""
     ids = bench.task_ids()
-    if (config.get("run") or {}).get("only_traced"):
+    run = config.get("run") or {}
+    if run.get("only_traced"):
         return [t for t in ids if t in traces]
-    limit = (config.get("run") or {}).get("limit")
-    head = set(ids[:limit] if limit else ids)
+    head = set(select_tasks(ids, **selection_of(run)))
     return [t for t in ids if t in head or t in traces]
 
 
@@ -252,8 +254,8 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         bench = prepare_benchmark(opts)
         if pool is not None:
             pool.configure(opts)  # the options, complete now
-        all_ids = bench.task_ids()
-        task_ids = all_ids[: opts.limit] if opts.limit else all_ids
+        task_ids = select_tasks(bench.task_ids(), limit=opts.limit, task_ids=opts.task_ids, sample=opts.sample,
+                                seed=opts.sample_seed)
         keys = trial_keys(task_ids, opts.epochs)  # one per trial (--epochs); the task ids themselves for one
         run_path = opts.run_dir or default_run_dir(opts, bench)
         if opts.executor == "ray":  # connected first: the config records the number of actors

@@ -20,6 +20,9 @@ class RunOptions:
     model: str
     strategy: str | None = None  # None: the benchmark's default strategy
     limit: int | None = None
+    task_ids: list[str] | None = None  # only these tasks (evals.core.selection)
+    sample: int | None = None  # a random sample of this many tasks, drawn with ``sample_seed``
+    sample_seed: int = 0
     concurrency: int = 4
     run_dir: Path | None = None
     server_url: str | None = None

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .context import ScoreContext
 from .judge import LLMJudge
 from .metrics import Metric, TaskScore, summary_blocks
+from .selection import coverage
 
 if TYPE_CHECKING:
     from client.runs import RunDir
@@ -172,14 +173,25 @@ def _error_brief(trace: Mapping[str, Any] | None) -> dict[str, Any] | None:
 async def summarize(
     run_dir: RunDir, bench: Benchmark, task_ids: Sequence[str], *, judge: LLMJudge | None = None
 ) -> dict[str, Any]:
-    """Score the run (see :func:`score_run`) and summarise it: the ``--json`` object."""
+    """Score the run (see :func:`score_run`) and summarise it: the ``--json`` object.
+
+    A *partial* run (stopped before every selected task ran: Ctrl-C, the budget, the circuit
+    breaker) is scored over the tasks that ran, as the progress line's running score is, and says
+    so (``partial``, ``tasks_ran``); a run over part of the benchmark says how much
+    (:func:`~evals.core.selection.coverage`)."""
     traces = run_dir.latest_traces()
-    trials = further_trials(traces, task_ids)
-    scores, judge_totals = await score_run(run_dir, bench, task_ids, judge=judge, trials=trials)
-    first, more = scores[: len(task_ids)], dict(zip(trials, scores[len(task_ids):], strict=True))
+    ran = [t for t in task_ids if t in traces]
+    partial = 0 < len(ran) < len(task_ids)
+    scored = ran if partial else list(task_ids)
+    trials = further_trials(traces, scored)
+    scores, judge_totals = await score_run(run_dir, bench, scored, judge=judge, trials=trials)
+    first, more = scores[: len(scored)], dict(zip(trials, scores[len(scored):], strict=True))
     summary = build_summary(run_dir, traces, task_ids, bench.info.metrics, first, judge_totals)  # the papers': trial 1
     if trials:
-        summary["epochs"] = _epochs(bench, task_ids, first, more)
+        summary["epochs"] = _epochs(bench, scored, first, more)
+    summary["partial"] = partial
+    summary["tasks_ran"] = len(scored)
+    summary.update(coverage(len(task_ids), len(bench.task_ids())))
     extras = getattr(bench, "summary_extras", None)
     if callable(extras):
         summary.update(extras(run_dir.config or {}))

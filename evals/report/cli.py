@@ -18,7 +18,7 @@ from .tables import build_sections
 if TYPE_CHECKING:
     from client.runs import RunDir
 
-__all__ = ["add_report_parser", "cmd_report", "default_out_dir", "summaries_of", "write_report"]
+__all__ = ["add_report_parser", "cmd_report", "report_arguments", "default_out_dir", "summaries_of", "write_report"]
 
 
 def default_out_dir(run_dirs: Sequence[str | Path]) -> Path:
@@ -147,14 +147,20 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser(
         "report",
         help="write a Markdown and a self-contained HTML report of one or more runs, with the papers' numbers",
-        description="Write report.md, report.html (self-contained), report.json and hops-*.svg plots for the "
-                    "given run directories: metric tables (with standard errors) with the runs side by side, "
-                    "tokens and cost (model and judge apart), breakdowns, accuracy by hop count, and the papers' "
-                    "published numbers of the runs' settings.",
     )
+    report_arguments(p)
+    return p
+
+
+def report_arguments(p: argparse.ArgumentParser) -> None:
+    """``evals report``'s description and arguments on parser ``p``."""
+    p.description = (
+        "Write report.md, report.html (self-contained), report.json and hops-*.svg plots for the "
+        "given run directories: metric tables (with standard errors) with the runs side by side, "
+        "tokens and cost (model and judge apart), breakdowns, accuracy by hop count, and the papers' "
+        "published numbers of the runs' settings.")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (as written by evals run)")
     p.add_argument("--out", metavar="DIR",
                    help="output directory (default: RUN_DIR/report for one run, reports/<timestamp> for several)")
     p.add_argument("--json", action="store_true", help="print one JSON object with the written paths as the last line")
     p.set_defaults(func=cmd_report)
-    return p

@@ -34,7 +34,9 @@ from .paper import (
     setting_key,
 )
 
-__all__ = ["DASH", "Section", "Table", "build_sections", "hop_series", "key_order", "main_metric", "run_labels"]
+__all__ = [
+    "DASH", "Section", "Table", "build_sections", "hop_series", "key_order", "main_metric", "not_comparable", "run_labels",
+]
 
 DASH = "–"
 HOPS = "hops"  # the breakdown plotted and listed first
@@ -291,6 +293,22 @@ def _breakdown_tables(bench: str, summaries: Sequence[Mapping[str, Any]], labels
 
 
 # ---- the published numbers -------------------------------------------------------------------------------
+def not_comparable(run: Mapping[str, Any]) -> str | None:
+    """``"N of M tasks: not comparable"`` for a run over part of its benchmark (or of the tasks it
+    selected: a partial run); None for a run over every task."""
+    notes = []
+    if run.get("partial"):
+        notes.append(f"partial: {run.get('tasks_ran')} of {run.get('tasks')} tasks ran: not comparable")
+    total = run.get("benchmark_tasks")
+    n = run.get("tasks")
+    if isinstance(total, int) and isinstance(n, int) and n < total:
+        notes.append(f"{n} of {total} tasks: not comparable")
+    if run.get("full_set") is False or (run.get("dataset_note") and not notes):
+        notes.append(str(run.get("dataset_note") or "not the paper's full set: not comparable"))
+    return "; ".join(notes) or None
+
+
+
 def _group_key(row: PaperRow, model_keys: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """Rows of one published block that go in one table: the same setting, dataset and model keys aside."""
     return tuple(sorted((k, str(v)) for k, v in row.setting.items() if k != DATASET and k not in model_keys))
@@ -357,8 +375,11 @@ def _published_section(runs: Sequence[Mapping[str, Any]], labels: Sequence[str],
             for i, run in enumerate(runs):
                 if r.matches_model(str(run.get("model") or "")):
                     lined.add(i)
-                    self_rows.add(len(body))
-                    body.append([f"this run: {labels[i]}", str(run.get("model"))] + [_run_cell(run, k) for k in keys])
+                    why = not_comparable(run)
+                    if why is None:  # in bold only when it is comparable
+                        self_rows.add(len(body))
+                    body.append([f"this run: {labels[i]}" + (f" ({why})" if why else ""), str(run.get("model"))]
+                                + [_run_cell(run, k) for k in keys])
         title = f"Published numbers ({_sources(grows)}), {bench} · {describe_setting(dict(gkey))}"
         note = ("As published" + ("; rows in bold are this report's runs (their metrics), each under the row of its model. "
                                   if self_rows else ". ") + " ".join(f"{c}." for c in _captions(grows, paper_rows)))
@@ -383,7 +404,8 @@ def _other_settings_section(summary: Mapping[str, Any], label: str, paper_rows: 
     sec = Section(f"Published numbers for the model of {label} in other settings")
     keys = metric_order(bench, list((summary.get(MAIN_BLOCK) or {}).keys()) + [k for r, _ in pairs for k in r.metrics])
     header = ["source", "model", "setting"] + [metric_spec(bench, k).title() for k in keys]
-    rows = [["this run", str(summary.get("model")), str(summary.get(STRATEGY) or DASH)]
+    why = not_comparable(summary)
+    rows = [["this run" + (f" ({why})" if why else ""), str(summary.get("model")), str(summary.get(STRATEGY) or DASH)]
             + [_run_cell(summary, k) for k in keys]]
     for r, _ in pairs:
         rows.append([r.source, r.model, describe_setting(r.setting)] + [fmt(r.metrics.get(k)) for k in keys])

@@ -29,6 +29,7 @@ from kg_store import Triple
 from tool_specs import TaskNotFound, ToolSpec
 
 from ...core.data import data_file
+from .names import KG_TOOL_PREFIX
 
 DATASETS = ("b", "e")
 FAMILYTOOL_NAMES = ("familytool-b", "familytool-e")
@@ -231,7 +232,6 @@ def shared_catalog(dataset: str) -> FamilyToolCatalog:
 
 
 # ---- the agent strategy: prompts, oracle, scoring ---------------------------------------------------
-KG_TOOL_PREFIX = "kg_"
 
 AGENT_SYSTEM_PROMPT = (
     "You are the assistant of a family. The user's name is given in <speak> tags. Requests refer to "

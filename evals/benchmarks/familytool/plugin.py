@@ -66,6 +66,7 @@ from . import data as ft
 from . import official as off
 from .kg import open_family_kg
 from .metrics import (
+    AGENT_KG_BLOCK,
     EXTRACTING,
     add_official,
     add_project,
@@ -397,7 +398,11 @@ class FamilyToolBenchmark:
             kg_official = off.kg_values(extracted, off.gold_links(task.raw_query), task.gold_text)
             score.details["official_extraction"] = extracted
         add_official(score, off.tool_values(task.official_gold, calls, strict=True),
-                     off.tool_values(task.official_gold, calls, strict=False), kg_official)
+                     off.tool_values(task.official_gold, calls, strict=False),
+                     None if strategy == "agent" else kg_official)
+        if strategy == "agent" and kg_official is not None:  # no KG step of the paper's: our own names
+            for key, value in kg_official.items():
+                score.add(f"{AGENT_KG_BLOCK}.{key}", value)
         if self.options.get("scoring", "official") == "project":
             await self._score_project(task, outcome, ctx, strategy, score)
         return score

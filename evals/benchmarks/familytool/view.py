@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.episode_view import call_pair, calls_section, chains_section, table_section
-from .data import KG_TOOL_PREFIX, FamilyToolTask
+from .data import FamilyToolTask
 from .metrics import gold_paths
+from .names import KG_TOOL_PREFIX
 
 __all__ = ["episode_sections"]
 

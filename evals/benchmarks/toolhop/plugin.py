@@ -141,7 +141,11 @@ class ToolHopBenchmark:
         return [data_path(self.dataset)]
 
     def summary_extras(self, config: Mapping[str, Any]) -> dict[str, Any]:
-        return {"dataset": self.dataset}
+        if self.dataset == "full":
+            return {"dataset": self.dataset}
+        return {"dataset": self.dataset, "full_set": False,
+                "dataset_note": f"the {len(self.tasks)}-query subset, not the paper's 995 queries: not comparable with "
+                                "its numbers (`evals data fetch toolhop` fetches the full file)"}
 
     async def prepare(self, env: EpisodeEnv) -> None:
         if env.is_oracle:

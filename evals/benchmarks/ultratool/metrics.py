@@ -31,9 +31,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-from rapidfuzz.distance import Levenshtein
-
 from ...core.metrics import Metric
 from .parsing import step_number
 
@@ -109,6 +106,8 @@ METRICS: tuple[Metric, ...] = (
 
 def similarity(gold: str, pred: str) -> float:
     """``1 - normalised Levenshtein distance`` (distance / length of the longer string)."""
+    from rapidfuzz.distance import Levenshtein  # on use, as numpy below: `evals --help` reads this module
+
     return 1 - Levenshtein.normalized_distance(gold, pred)
 
 
@@ -122,6 +121,8 @@ def _has_length(value: Any) -> bool:
 
 def levenshtein_scores(pred: Any, gold: Sequence[Mapping[str, Any]]) -> list[float]:
     """One score per gold tool step (``[0.0]`` when there is none), as the official ``cal_param_res``."""
+    import numpy as np
+
     if isinstance(pred, list) and pred and isinstance(pred[0], list):
         pred = pred[0]
     try:
@@ -219,4 +220,6 @@ def selection_values(pred: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[list
 
 def official_value(values: Sequence[float], *, scale: float = 1.0) -> float:
     """The official printout of a mean: ``round(np.mean(values) / scale, 4)``."""
+    import numpy as np
+
     return round(float(np.mean(np.asarray(values, dtype=float))) / scale, 4)
