@@ -1,6 +1,8 @@
 """The MCP server: benchmark catalogs and the family KG as live MCP tools (stdio and streamable HTTP).
 
-Modules, low to high: ``kg_tools`` (the KG as tools), ``core`` (``ToolServer``: endpoints, sessions,
+Modules, low to high: ``kg_tools`` (the KG as tools), ``names`` (prefix completion), ``prompts`` and
+``resources`` (what a benchmark offers besides tools), ``surface`` (resources, prompts, completions,
+logging and subscriptions as MCP handlers), ``core`` (``ToolServer``: endpoints, sessions,
 ``tools/list`` and ``tools/call``), ``http`` (the Starlette app, auth, uvicorn) and ``stdio``. Every
 name in a module's ``__all__`` is re-exported here. The server imports no benchmark module and
 nothing from ``client`` or ``evals`` (``tests/test_architecture.py`` checks it).
@@ -34,9 +36,28 @@ from .http import (
     wait_started,
 )
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
+from .names import MAX_COMPLETIONS, Matches, NameIndex
+from .prompts import Completes, PromptArgument, PromptError, PromptSpec
+from .resources import MAX_RELATION_FACTS, RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
 from .stdio import serve_stdio
+from .surface import KG_WRITE_TOOLS, LOG_LEVELS, Surface
 
 __all__ = [
+    "KG_WRITE_TOOLS",
+    "LOG_LEVELS",
+    "MAX_COMPLETIONS",
+    "MAX_RELATION_FACTS",
+    "RESOURCE_NOT_FOUND",
+    "Completes",
+    "KGResources",
+    "Matches",
+    "NameIndex",
+    "ParsedURI",
+    "PromptArgument",
+    "PromptError",
+    "PromptSpec",
+    "Surface",
+    "parse_uri",
     "DEFAULT_PAGE_SIZE",
     "MAX_SESSION_STATES",
     "MAX_TOOL_NAME_LENGTH",

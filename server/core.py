@@ -15,18 +15,21 @@ import functools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from mcp import types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec, suggest_names
 
 from .kg_tools import KGConfig, kg_tools
+from .prompts import PromptSpec
+from .surface import Surface
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -182,10 +185,16 @@ class NonObjectArgumentsMiddleware:
 
 @dataclass
 class BenchmarkMount:
-    """A benchmark as the server sees it: a catalog and, optionally, a KG served as tools."""
+    """A benchmark as the server sees it: a catalog and, optionally, a KG served as tools.
+
+    ``prompts`` are offered to clients as MCP prompts; ``task_query(task_id)`` gives a task's query
+    (never its answer) for the task-description resource (``None``: no such resource).
+    """
 
     catalog: Catalog
     kg: KGConfig | None = None
+    prompts: Sequence[PromptSpec] = ()
+    task_query: Callable[[str], str | None] | None = None
     _kg_tools: list[ToolSpec] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -235,6 +244,7 @@ class ToolServer:
         self._tools_by_spec: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}
         self.default = default
         self._session_states = _SessionStates(session_limits or SessionLimits())
+        self.surface = Surface(self.mounts, page_size)
         self.server: Server[Any] = self.mcp_server(default)
 
     @property
@@ -272,6 +282,7 @@ class ToolServer:
                 episode_id=session_key, task_id=ref.task_id, benchmark=ref.benchmark, extra={}, state=state,
             )
             result = await self.call(ref, params.name, arguments, call_ctx)
+            await self.surface.after_call(ctx, ref, params.name, result)
             return result.to_mcp()
 
         def tool_input_schema(name: str) -> Mapping[str, Any] | None:
@@ -286,7 +297,7 @@ class ToolServer:
                 return None
             return None if spec is None else spec.input_schema
 
-        server: Server[Any] = Server(
+        server: Server[Any] = _Server(
             SERVER_NAME,
             version=_version(),
             instructions=(
@@ -298,6 +309,7 @@ class ToolServer:
             get_tool_input_schema=tool_input_schema,
         )
         server.middleware.append(NonObjectArgumentsMiddleware())
+        self.surface.register(server, lambda ctx: self._ref_from_context(ctx, default))
         return server
 
     def session_state(
@@ -457,6 +469,21 @@ class ToolServer:
                 else {"engine": m.kg.store.engine, "search_mode": m.kg.search_mode, "writes": m.kg.allow_writes},
             }
         return out
+
+
+class _Server(Server[Any]):
+    """The SDK's low-level server, announcing ``resources.listChanged`` to handshake-era clients too
+    (they are told when ``--allow-writes`` changes the KG)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(resources_changed=True), experimental_capabilities, extensions
+        )
 
 
 def _shown(name: str) -> str:

@@ -19,7 +19,13 @@ Optional methods (looked up with ``getattr``; a benchmark without them loses onl
 * ``formats() -> Sequence[PredictionFormat]``: the prediction formats it can write (``evals export
   RUN_DIR --format NAME``) and read (``evals score PATH --format NAME --benchmark B``), e.g. its
   official scripts' input files (see :mod:`evals.core.formats`);
-* ``summary_extras(config) -> dict``: extra keys for the run's summary.
+* ``summary_extras(config) -> dict``: extra keys for the run's summary;
+* ``prompts() -> Sequence[server.PromptSpec]``: its published prompts, offered to MCP clients as
+  prompts (``prompts/list``, ``prompts/get``) on its endpoints; the texts come from where the
+  benchmark keeps them for its runs (default: none);
+* ``task_query(task_id) -> str | None``: a task's query as a user would see it, never its answer,
+  served as the ``task://<benchmark>/<task_id>`` resource of the task's endpoint (default: no such
+  resource). Both are attached to every mount the benchmark returns (:func:`attach_surface`).
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ if TYPE_CHECKING:
     from .run_options import RunOptions
     from .transport import Sessions
 
-__all__ = ["Benchmark", "BenchmarkInfo", "EpisodeEnv", "PaperNumbers"]
+__all__ = ["Benchmark", "BenchmarkInfo", "EpisodeEnv", "PaperNumbers", "attach_surface"]
 
 
 @dataclass(frozen=True)
@@ -171,3 +177,17 @@ class EpisodeEnv:
         """
         async with self.sessions.session(benchmark, task_id) as session:
             yield session
+
+
+def attach_surface(benchmark: Benchmark, mounts: list[BenchmarkMount]) -> list[BenchmarkMount]:
+    """The mounts with the benchmark's optional ``prompts()`` and ``task_query`` hooks attached
+    (what MCP clients see besides tools; a benchmark without the hooks offers neither)."""
+    prompts = getattr(benchmark, "prompts", None)
+    task_query = getattr(benchmark, "task_query", None)
+    found = tuple(prompts()) if callable(prompts) else ()
+    for mount in mounts:
+        if found and not mount.prompts:
+            mount.prompts = found
+        if callable(task_query) and mount.task_query is None:
+            mount.task_query = task_query
+    return mounts

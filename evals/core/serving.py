@@ -15,6 +15,7 @@ from typing import Any
 from server import BenchmarkMount, EndpointRef, SessionLimits, ToolServer
 from tool_specs import StaticCatalog, load_spec_dir
 
+from .plugin import attach_surface
 from .registry import load_benchmark, own_options
 
 __all__ = ["CUSTOM", "build_tool_server", "run_session_limits"]
@@ -39,7 +40,8 @@ def build_tool_server(
     given = dict(options or {})
     mounts: list[BenchmarkMount] = []
     for name in benchmarks:
-        mounts.extend(load_benchmark(name, own_options(name, given)).mounts(stack))
+        benchmark = load_benchmark(name, own_options(name, given))
+        mounts.extend(attach_surface(benchmark, benchmark.mounts(stack)))
     if tools_dirs:
         custom = [spec for d in tools_dirs for spec in load_spec_dir(d)]
         mounts.append(BenchmarkMount(catalog=StaticCatalog(CUSTOM, {}, extra_playground=custom)))

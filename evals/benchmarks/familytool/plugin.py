@@ -55,8 +55,9 @@ import mcp.types as mcp_types
 from client.agent import result_text, run_agent
 from client.mcp_session import list_all_tools
 from client.runs import EpisodeOutcome
+from kg_store import KGStore
 from kg_store.triples import parse_triple_file
-from server import BenchmarkMount, KGConfig
+from server import BenchmarkMount, KGConfig, PromptSpec
 from tool_specs.matching import response_match, rule_match
 
 from ...core.data import data_file
@@ -78,6 +79,7 @@ from .metrics import (
     task_groups,
     tool_scores,
 )
+from .prompts import familytool_prompts
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -223,6 +225,7 @@ class FamilyToolBenchmark:
         self.catalog = ft.shared_catalog(self.name)
         self._specs = {s.name: s for s in self.catalog.playground_tools()}
         self._schemas = {name: spec.input_schema for name, spec in self._specs.items()}
+        self._store: KGStore | None = None  # the KG of the last mounts() (its relations fill a prompt)
 
     def task_ids(self) -> list[str]:
         return self.catalog.task_ids()
@@ -249,9 +252,18 @@ class FamilyToolBenchmark:
         inductive = bool(options.get("inductive"))
         writable = inductive or bool(options.get("allow_writes"))
         store = open_family_kg(self.name, writable=writable, stack=stack, source="familytool-b" if inductive else None)
+        self._store = store
         kg = KGConfig(store=store, search_mode=options.get("kg_search", "greedy"), top_k=options.get("top_k", 3),
                       allow_writes=writable)
         return [BenchmarkMount(catalog=self.catalog, kg=kg)]
+
+    # ---- what MCP clients see besides tools (evals serve) -----------------------------------------
+    def prompts(self) -> list[PromptSpec]:
+        return familytool_prompts(self.catalog, lambda: self._store,
+                                  self.options.get("current_date", "2025-05-26"))
+
+    def task_query(self, task_id: str) -> str:
+        return self.catalog.task(task_id).official_query  # cut before the gold sub-KG
 
     def data_files(self) -> list[Path]:
         files = [data_file("familytool", f"{self.name}.jsonl"), ft.kg_file(self.name)]

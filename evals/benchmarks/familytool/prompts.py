@@ -1,0 +1,66 @@
+"""FamilyTool's published prompts as MCP prompts (``evals serve``), and its tasks' queries.
+
+The texts are the ones the ``kgetool`` strategy sends (:mod:`.plugin`): step 1's instruction
+(``kg_step_prompt.txt`` with the KG's relations) followed by the query as the official pipeline sends
+it, and step 2's official system message (``tool_step_system.txt``) followed by the query. A query
+comes from the ``query`` argument or from a task (``task_id``; on a task endpoint, that task), always
+cut before the gold sub-KG the data file appends to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from kg_store import KGStore
+from server import PromptArgument, PromptError, PromptSpec
+
+from . import data as ft
+
+__all__ = ["familytool_prompts"]
+
+_QUERY = PromptArgument("query", "The user's request, e.g. '<speak>Bob</speak> Book my mother her usual dinner.' "
+                                 "(or give task_id)", required=False)
+_TASK = PromptArgument("task_id", "A task of the benchmark whose query to use (default: the endpoint's task)",
+                       required=False, completes="task_id")
+
+
+def _query(catalog: ft.FamilyToolCatalog, args: Mapping[str, str]) -> str:
+    if args.get("query"):
+        return args["query"].strip()
+    if not args.get("task_id"):
+        raise PromptError("give a query or a task_id")
+    return catalog.task(args["task_id"]).official_query
+
+
+def familytool_prompts(
+    catalog: ft.FamilyToolCatalog, store: Callable[[], KGStore | None], current_date: str
+) -> list[PromptSpec]:
+    """The prompts of one FamilyTool dataset; ``store()`` is its KG (its relations fill step 1)."""
+    from .plugin import kg_step_system, tool_step_system  # the run's own texts
+
+    def extraction(args: Mapping[str, str]) -> str:
+        kg = store()
+        relations = kg.relations() if kg is not None else []
+        return kg_step_system(relations) + "\n\n" + _query(catalog, args)
+
+    def tool_use(args: Mapping[str, str]) -> str:
+        date = args.get("current_date") or current_date
+        return tool_step_system(date) + "\n\n" + _query(catalog, args)
+
+    return [
+        PromptSpec(
+            name="kgetool_extraction",
+            title="FamilyTool KGETool step 1: KG extraction",
+            description="The paper's step-1 prompt: write KG.search(start, path) calls over the KG's relations "
+                        "that retrieve what a request needs.",
+            render=extraction, arguments=(_QUERY, _TASK),
+        ),
+        PromptSpec(
+            name="kgetool_tool_use",
+            title="FamilyTool KGETool step 2: tool use (official system message)",
+            description="The official pipeline's step-2 instruction with the current date, then the request.",
+            render=tool_use,
+            arguments=(_QUERY, _TASK, PromptArgument("current_date", f"YYYY-MM-DD (default {current_date})",
+                                                     required=False)),
+        ),
+    ]
