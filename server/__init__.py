@@ -2,8 +2,8 @@
 
 Modules, low to high: ``kg_tools`` (the KG as tools), ``names`` (prefix completion), ``prompts`` and
 ``resources`` (what a benchmark offers besides tools), ``surface`` (resources, prompts, completions,
-logging and subscriptions as MCP handlers), ``core`` (``ToolServer``: endpoints, sessions,
-``tools/list`` and ``tools/call``), ``http`` (the Starlette app, auth, uvicorn) and ``stdio``. Every
+logging and subscriptions as MCP handlers), ``middleware``, ``core`` (``ToolServer``: endpoints, sessions,
+``tools/list`` and ``tools/call``), ``http_errors`` and ``http`` (the Starlette app, auth, uvicorn) and ``stdio``. Every
 name in a module's ``__all__`` is re-exported here. The server imports no benchmark module and
 nothing from ``client`` or ``evals`` (``tests/test_architecture.py`` checks it).
 """
@@ -16,7 +16,6 @@ from .core import (
     BenchmarkMount,
     EndpointNotFound,
     EndpointRef,
-    NonObjectArgumentsMiddleware,
     SessionLimits,
     ToolServer,
     current_endpoint,
@@ -35,7 +34,9 @@ from .http import (
     uvicorn_config,
     wait_started,
 )
+from .http_errors import BareMCP, rpc_not_found
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
+from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import Completes, PromptArgument, PromptError, PromptSpec
 from .resources import MAX_RELATION_FACTS, RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
@@ -57,6 +58,8 @@ __all__ = [
     "PromptError",
     "PromptSpec",
     "Surface",
+    "BareMCP",
+    "rpc_not_found",
     "parse_uri",
     "DEFAULT_PAGE_SIZE",
     "MAX_SESSION_STATES",
@@ -71,6 +74,7 @@ __all__ = [
     "HTTPLimits",
     "KGConfig",
     "NonObjectArgumentsMiddleware",
+    "NullInputResponsesMiddleware",
     "ServerConfigError",
     "SessionLimits",
     "ToolServer",

@@ -17,7 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from mcp import types
@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec, suggest_names
 
 from .kg_tools import KGConfig, kg_tools
+from .middleware import _UNSET, NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, _raw_arguments
 from .prompts import PromptSpec
 from .surface import Surface
 
@@ -40,6 +41,7 @@ __all__ = [
     "EndpointNotFound",
     "EndpointRef",
     "NonObjectArgumentsMiddleware",
+    "NullInputResponsesMiddleware",
     "SessionLimits",
     "ToolServer",
     "current_endpoint",
@@ -154,33 +156,6 @@ class _SessionStates:
 
 class EndpointNotFound(LookupError):
     """An unknown benchmark or task id; the message lists what exists."""
-
-
-_UNSET: Any = object()
-_raw_arguments: ContextVar[Any] = ContextVar("raw_tool_arguments", default=_UNSET)
-
-
-class NonObjectArgumentsMiddleware:
-    """Lets ``tools/call`` with non-object ``arguments`` reach the tool handler.
-
-    The SDK validates request params against the spec before any handler runs and would answer a
-    list or a string as ``arguments`` with a bare JSON-RPC "Invalid request parameters". This
-    middleware (which runs before that validation) swaps such arguments for ``{}`` and keeps the
-    original in a context variable, so the handler can answer with a tool result that has
-    ``is_error`` set and says what was wrong: something a model can act on.
-    """
-
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        params = ctx.params
-        if ctx.method == "tools/call" and isinstance(params, Mapping):
-            args = params.get("arguments")
-            if args is not None and not isinstance(args, Mapping):
-                token = _raw_arguments.set(args)
-                try:
-                    return await call_next(replace(ctx, params={**params, "arguments": {}}))
-                finally:
-                    _raw_arguments.reset(token)
-        return await call_next(ctx)
 
 
 @dataclass
@@ -308,6 +283,7 @@ class ToolServer:
             on_call_tool=on_call_tool,
             get_tool_input_schema=tool_input_schema,
         )
+        server.middleware.append(NullInputResponsesMiddleware())
         server.middleware.append(NonObjectArgumentsMiddleware())
         self.surface.register(server, lambda ctx: self._ref_from_context(ctx, default))
         return server

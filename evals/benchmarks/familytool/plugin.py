@@ -79,7 +79,11 @@ from .metrics import (
     task_groups,
     tool_scores,
 )
-from .prompts import familytool_prompts
+from .prompts import (
+    familytool_prompts,
+    kg_step_system,
+    tool_step_system,
+)
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -95,28 +99,6 @@ KG_WRITE_TOOLS = ("kg_add_fact", "kg_remove_fact")  # the harness's, never the m
 
 # The step-1 instruction of the official pipeline (``pipeline/KG_extraction.py``,
 # ``get_rewrite_prompt``, at the pinned commit; the paper's Figure 5), verbatim in
-# ``kg_step_prompt.txt``: the valid relations fill ``{relations}`` as ``- <relationship>NAME`` items
-# joined by three spaces. It is the system message; the user message is the query up to the extra
-# information (speaker tag included), as the official code sends them to API models.
-KG_STEP_TEMPLATE = Path(__file__).with_name("kg_step_prompt.txt").read_text(encoding="utf-8")
-
-
-def kg_step_system(relations: list[str]) -> str:
-    """The paper's step-1 instruction with the KG's relations."""
-    return KG_STEP_TEMPLATE.replace("{relations}", "   ".join(f"- <relationship>{r}" for r in relations))
-
-
-# The step-2 system message of the official pipeline for API models (UnifiedToolHub's
-# ``models/api_requester.py``, ``APIRequester.get_prompt``, at the pinned commit), verbatim in
-# ``tool_step_system.txt`` (its final newline is not part of it); ``{date}`` is ``--current-date``.
-TOOL_STEP_OFFICIAL = Path(__file__).with_name("tool_step_system.txt").read_text(encoding="utf-8").removesuffix("\n")
-
-
-def tool_step_system(date: str) -> str:
-    """The official step-2 system message for the date ``date`` (YYYY-MM-DD)."""
-    return TOOL_STEP_OFFICIAL.replace("{date}", date)
-
-
 # --tool-step project: the project's step-2 instruction
 TOOL_STEP_SYSTEM = (
     "You are the assistant of a family. The user's name is given in <speak> tags. Requests refer to "

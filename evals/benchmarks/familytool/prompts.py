@@ -1,6 +1,6 @@
 """FamilyTool's published prompts as MCP prompts (``evals serve``), and its tasks' queries.
 
-The texts are the ones the ``kgetool`` strategy sends (:mod:`.plugin`): step 1's instruction
+The texts are the ones the ``kgetool`` strategy sends (:mod:`.plugin` takes them from here): step 1's instruction
 (``kg_step_prompt.txt`` with the KG's relations) followed by the query as the official pipeline sends
 it, and step 2's official system message (``tool_step_system.txt``) followed by the query. A query
 comes from the ``query`` argument or from a task (``task_id``; on a task endpoint, that task), always
@@ -10,13 +10,37 @@ cut before the gold sub-KG the data file appends to it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from kg_store import KGStore
 from server import PromptArgument, PromptError, PromptSpec
 
 from . import data as ft
 
-__all__ = ["familytool_prompts"]
+__all__ = ["KG_STEP_TEMPLATE", "TOOL_STEP_OFFICIAL", "familytool_prompts", "kg_step_system", "tool_step_system"]
+
+# ``kg_step_prompt.txt``: the valid relations fill ``{relations}`` as ``- <relationship>NAME`` items
+# joined by three spaces. It is the system message; the user message is the query up to the extra
+# information (speaker tag included), as the official code sends them to API models.
+KG_STEP_TEMPLATE = Path(__file__).with_name("kg_step_prompt.txt").read_text(encoding="utf-8")
+
+
+def kg_step_system(relations: list[str]) -> str:
+    """The paper's step-1 instruction with the KG's relations."""
+    return KG_STEP_TEMPLATE.replace("{relations}", "   ".join(f"- <relationship>{r}" for r in relations))
+
+
+# The step-2 system message of the official pipeline for API models (UnifiedToolHub's
+# ``models/api_requester.py``, ``APIRequester.get_prompt``, at the pinned commit), verbatim in
+# ``tool_step_system.txt`` (its final newline is not part of it); ``{date}`` is ``--current-date``.
+TOOL_STEP_OFFICIAL = Path(__file__).with_name("tool_step_system.txt").read_text(encoding="utf-8").removesuffix("\n")
+
+
+def tool_step_system(date: str) -> str:
+    """The official step-2 system message for the date ``date`` (YYYY-MM-DD)."""
+    return TOOL_STEP_OFFICIAL.replace("{date}", date)
+
+
 
 _QUERY = PromptArgument("query", "The user's request, e.g. '<speak>Bob</speak> Book my mother her usual dinner.' "
                                  "(or give task_id)", required=False)
@@ -36,8 +60,6 @@ def familytool_prompts(
     catalog: ft.FamilyToolCatalog, store: Callable[[], KGStore | None], current_date: str
 ) -> list[PromptSpec]:
     """The prompts of one FamilyTool dataset; ``store()`` is its KG (its relations fill step 1)."""
-    from .plugin import kg_step_system, tool_step_system  # the run's own texts
-
     def extraction(args: Mapping[str, str]) -> str:
         kg = store()
         relations = kg.relations() if kg is not None else []
