@@ -311,3 +311,16 @@ async def test_input_responses_null_is_rejected(tool_server):
             r = await http.post(endpoint, headers=more, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                                                              "params": call})
             assert r.json()["result"]["isError"] is False
+
+
+async def test_ultratool_few_shot_prompt_is_the_published_runs_prompt(data_dir):  # noqa: ARG001
+    from evals.benchmarks.ultratool.tasks import build_prompt, load_records
+
+    record = load_records("tool_usage")[0]
+    with contextlib.ExitStack() as stack:
+        ts = build_tool_server(["ultratool"], stack=stack)
+        async with connect(ts.mcp_server(EndpointRef("ultratool", record.id))) as client:
+            got = await client.get_prompt("few_shot_cot")
+            assert got.messages[0].content.text == build_prompt(record)  # type: ignore[union-attr]
+            desc = _json_content(await client.read_resource(f"task://ultratool/{record.id}"))
+            assert desc["query"] == record.question and "reference" not in json.dumps(desc)
