@@ -38,7 +38,7 @@ from .http_errors import BareMCP, rpc_not_found
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
 from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
-from .prompts import Completes, PromptArgument, PromptError, PromptSpec
+from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
 from .resources import MAX_RELATION_FACTS, RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
 from .stdio import serve_stdio
 from .surface import KG_WRITE_TOOLS, LOG_LEVELS, Surface
@@ -58,6 +58,7 @@ __all__ = [
     "PromptError",
     "PromptSpec",
     "Surface",
+    "TASK_ARGUMENT",
     "BareMCP",
     "rpc_not_found",
     "parse_uri",

@@ -15,7 +15,7 @@ from typing import Literal
 
 from mcp import types
 
-__all__ = ["Completes", "PromptArgument", "PromptError", "PromptSpec"]
+__all__ = ["TASK_ARGUMENT", "Completes", "PromptArgument", "PromptError", "PromptSpec"]
 
 Completes = Literal["entity", "relation", "task_id"]
 
@@ -34,6 +34,9 @@ class PromptArgument:
     completes: Completes | None = None
 
 
+TASK_ARGUMENT = PromptArgument("task_id", "The task (default: the endpoint's task)", required=False, completes="task_id")
+
+
 @dataclass(frozen=True)
 class PromptSpec:
     """A benchmark prompt: ``render(arguments)`` returns the text of the user message.
@@ -47,6 +50,19 @@ class PromptSpec:
     description: str
     render: Callable[[Mapping[str, str]], str]
     arguments: Sequence[PromptArgument] = field(default_factory=tuple)
+
+    @classmethod
+    def for_task(cls, name: str, title: str, description: str, render: Callable[[str], str]) -> PromptSpec:
+        """A prompt of one task (argument ``task_id``): ``render(task_id)`` raises LookupError for an unknown one."""
+
+        def rendered(args: Mapping[str, str]) -> str:
+            task_id = args.get("task_id", "")
+            try:
+                return render(task_id)
+            except LookupError:
+                raise PromptError(f"prompt {name!r}: unknown task {task_id[:80]!r}") from None
+
+        return cls(name=name, title=title, description=description, render=rendered, arguments=(TASK_ARGUMENT,))
 
     def to_mcp(self) -> types.Prompt:
         return types.Prompt(

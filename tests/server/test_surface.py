@@ -169,6 +169,9 @@ async def test_nestools_oneshot_prompt(data_dir):  # noqa: ARG001 - data_dir ski
             for tool in bench.catalog.task_tools(task_id):
                 assert f"'api_name': '{tool.name}'" in text
             assert (await client.list_resources()).resources[0].uri == f"task://nestools/{task_id}"
+            with pytest.raises(MCPError) as err:
+                await client.get_prompt("oneshot", {"task_id": "no-such-task"})
+            assert err.value.error.code == types.INVALID_PARAMS and "unknown task 'no-such-task'" in err.value.error.message
 
 
 async def test_tool_annotations_and_output_schemas(data_dir):  # noqa: ARG001

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from kg_store import KGStore
-from server import PromptArgument, PromptError, PromptSpec
+from server import TASK_ARGUMENT, PromptArgument, PromptError, PromptSpec
 
 from . import data as ft
 
@@ -44,8 +44,6 @@ def tool_step_system(date: str) -> str:
 
 _QUERY = PromptArgument("query", "The user's request, e.g. '<speak>Bob</speak> Book my mother her usual dinner.' "
                                  "(or give task_id)", required=False)
-_TASK = PromptArgument("task_id", "A task of the benchmark whose query to use (default: the endpoint's task)",
-                       required=False, completes="task_id")
 
 
 def _query(catalog: ft.FamilyToolCatalog, args: Mapping[str, str]) -> str:
@@ -75,14 +73,14 @@ def familytool_prompts(
             title="FamilyTool KGETool step 1: KG extraction",
             description="The paper's step-1 prompt: write KG.search(start, path) calls over the KG's relations "
                         "that retrieve what a request needs.",
-            render=extraction, arguments=(_QUERY, _TASK),
+            render=extraction, arguments=(_QUERY, TASK_ARGUMENT),
         ),
         PromptSpec(
             name="kgetool_tool_use",
             title="FamilyTool KGETool step 2: tool use (official system message)",
             description="The official pipeline's step-2 instruction with the current date, then the request.",
             render=tool_use,
-            arguments=(_QUERY, _TASK, PromptArgument("current_date", f"YYYY-MM-DD (default {current_date})",
+            arguments=(_QUERY, TASK_ARGUMENT, PromptArgument("current_date", f"YYYY-MM-DD (default {current_date})",
                                                      required=False)),
         ),
     ]

@@ -28,7 +28,7 @@ from client.adapters.oracle import OracleAdapter
 from client.agent import run_agent
 from client.mcp_session import list_all_tools
 from client.runs import EpisodeOutcome
-from server import BenchmarkMount, PromptArgument, PromptError, PromptSpec
+from server import BenchmarkMount, PromptSpec
 
 from ...core.data import data_file
 from ...core.formats import PredictionFormat
@@ -132,19 +132,12 @@ class NesToolsBenchmark:
 
     # ---- what MCP clients see besides tools (evals serve) -----------------------------------------
     def prompts(self) -> list[PromptSpec]:
-        def oneshot(args: Mapping[str, str]) -> str:
-            task_id = args.get("task_id", "")
-            if task_id not in self.tasks:
-                raise PromptError(f"unknown NesTools task {task_id[:80]!r}")
-            return oneshot_prompt([a.with_id() for a in self.taskset.offered(task_id)], self.tasks[task_id].query)
-
-        return [PromptSpec(
-            name="oneshot", title="NesTools one-shot",
-            description="The paper's evaluation prompt for one task: its tools (with api_id) and its description; "
-                        "the model answers with the whole nested call list at once.",
-            render=oneshot,
-            arguments=(PromptArgument("task_id", "The task (default: the endpoint's task)", required=False,
-                                      completes="task_id"),),
+        return [PromptSpec.for_task(
+            "oneshot", "NesTools one-shot",
+            "The paper's evaluation prompt for one task: its tools (with api_id) and its description; "
+            "the model answers with the whole nested call list at once.",
+            lambda task_id: oneshot_prompt([a.with_id() for a in self.taskset.offered(task_id)],
+                                           self.tasks[task_id].query),
         )]
 
     def task_query(self, task_id: str) -> str:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from client.agent import run_agent
 from client.runs import EpisodeOutcome
-from server import BenchmarkMount, PromptArgument, PromptError, PromptSpec
+from server import BenchmarkMount, PromptSpec
 
 from ...core.data import data_file
 from ...core.metrics import TaskScore
@@ -134,19 +134,11 @@ class UltraToolBenchmark:
 
     # ---- what MCP clients see besides tools (evals serve) -----------------------------------------
     def prompts(self) -> list[PromptSpec]:
-        def few_shot_cot(args: Mapping[str, str]) -> str:
-            record = self.records.get(args.get("task_id", ""))
-            if record is None:
-                raise PromptError(f"unknown UltraTool task {args.get('task_id', '')[:80]!r} (--task {self.task})")
-            return build_prompt(record)
-
-        return [PromptSpec(
-            name="few_shot_cot", title=f"UltraTool few-shot CoT ({self.task})",
-            description="The published runs' prompt for one task, from the official code's texts: the task's "
-                        "instructions, the worked example and the record.",
-            render=few_shot_cot,
-            arguments=(PromptArgument("task_id", "The task (default: the endpoint's task)", required=False,
-                                      completes="task_id"),),
+        return [PromptSpec.for_task(
+            "few_shot_cot", f"UltraTool few-shot CoT ({self.task})",
+            "The published runs' prompt for one task, from the official code's texts: the task's "
+            "instructions, the worked example and the record.",
+            lambda task_id: build_prompt(self.records[task_id]),
         )]
 
     def task_query(self, task_id: str) -> str:
