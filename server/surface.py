@@ -200,7 +200,8 @@ class Surface:
         try:
             return spec.get(params.arguments, ref.task_id)
         except (PromptError, LookupError) as exc:
-            raise MCPError(code=types.INVALID_PARAMS, message=str(exc).strip("'\"")) from None
+            plain_key = type(exc).__str__ is KeyError.__str__ and exc.args  # str() of a KeyError quotes its key
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc.args[0]) if plain_key else str(exc)) from None
 
     # ---- completion ------------------------------------------------------------------------------
     async def complete(
