@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 
-import httpx2
 import pytest
-from npm_tools import BENCHMARK, NPM_BIN, free_port, serve_command
+from npm_tools import BENCHMARK, NPM_BIN, free_port, serve_command, stop, wait_http
 
 
 @pytest.fixture(scope="session")
@@ -27,32 +25,18 @@ def npm_env(data_dir) -> dict[str, str]:  # noqa: ARG001 - data_dir skips withou
 
 
 @pytest.fixture(scope="module")
-def serve_url(npm_env) -> Iterator[str]:
+def serve_url(npm_env, tmp_path_factory) -> Iterator[str]:
     """``evals serve`` over HTTP with FamilyTool-b (its KG writable), until the module's tests end."""
     port = free_port()
-    proc = subprocess.Popen(
-        serve_command("--port", str(port), "--benchmarks", BENCHMARK, "--allow-writes"),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
+    log = tmp_path_factory.mktemp("serve") / "stderr.txt"
+    with log.open("w") as err:  # a file, not a pipe: a pipe nobody reads would block the server once full
+        proc = subprocess.Popen(
+            serve_command("--port", str(port), "--benchmarks", BENCHMARK, "--allow-writes"),
+            stdout=subprocess.DEVNULL, stderr=err, text=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"evals serve exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
-            try:
-                if httpx2.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("evals serve did not start within 120 s")
-            time.sleep(0.2)
+        wait_http(url + "/health", proc, "evals serve", 120, log)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)

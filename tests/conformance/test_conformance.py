@@ -10,12 +10,10 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-import time
 from pathlib import Path
 
-import httpx2
 import pytest
-from npm_tools import BENCHMARK, free_port, serve_command
+from npm_tools import BENCHMARK, free_port, serve_command, stop, wait_http
 
 HERE = Path(__file__).parent
 BASELINE = HERE / "expected_failures.yaml"
@@ -52,29 +50,18 @@ def test_conformance_over_http(npm_env, serve_url, revision, tmp_path):
 def test_conformance_over_stdio_through_a_bridge(npm_env, tmp_path):
     port = free_port()
     command = shlex.join(serve_command("--stdio", "--benchmark", BENCHMARK, "--allow-writes"))
-    bridge = subprocess.Popen(
-        ["supergateway", "--stdio", command, "--outputTransport", "streamableHttp", "--stateful",
-         "--port", str(port), "--logLevel", "none"],
-        env=npm_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
+    log = tmp_path / "bridge-stderr.txt"
+    with log.open("w") as err:  # a file, not a pipe: a pipe nobody reads would block the bridge once full
+        bridge = subprocess.Popen(
+            ["supergateway", "--stdio", command, "--outputTransport", "streamableHttp", "--stateful",
+             "--port", str(port), "--logLevel", "none"],
+            env=npm_env, stdout=subprocess.DEVNULL, stderr=err, text=True,
+        )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx2.get(f"http://127.0.0.1:{port}/mcp", timeout=2)
-                break
-            except httpx2.HTTPError:
-                assert bridge.poll() is None, f"supergateway exited: {bridge.stderr.read() if bridge.stderr else ''}"
-                assert time.monotonic() < deadline, "supergateway did not start within 60 s"
-                time.sleep(0.2)
+        wait_http(f"http://127.0.0.1:{port}/mcp", bridge, "supergateway", 60, log)
         for scenario in STDIO_SCENARIOS:
             proc = _run_suite(npm_env, f"http://127.0.0.1:{port}/mcp", tmp_path / scenario, "--scenario", scenario)
             summary = _summary(proc)
             assert proc.returncode == 0 and re.search(r"Passed: (\d+)/\1, 0 failed", summary), summary
     finally:
-        bridge.terminate()
-        try:
-            bridge.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            bridge.kill()
-            bridge.wait()
+        stop(bridge)
