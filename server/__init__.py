@@ -1,8 +1,10 @@
 """The MCP server: benchmark catalogs and the family KG as live MCP tools (stdio and streamable HTTP).
 
-Modules, low to high: ``kg_tools`` (the KG as tools), ``core`` (``ToolServer``: endpoints, sessions,
-``tools/list`` and ``tools/call``), ``http`` (the Starlette app, auth, uvicorn), ``stdio``, ``upstream``
-(another MCP server's tools, proxied) and ``recording`` (its responses recorded and replayed). Every
+Modules, low to high: ``kg_tools`` (the KG as tools), ``names`` (prefix completion), ``prompts`` and
+``resources`` (what a benchmark offers besides tools), ``surface`` (resources, prompts, completions,
+logging and subscriptions as MCP handlers), ``middleware``, ``core`` (``ToolServer``: endpoints, sessions,
+``tools/list`` and ``tools/call``), ``http_errors`` and ``http`` (the Starlette app, auth, uvicorn), ``stdio``,
+``upstream`` (another MCP server's tools, proxied) and ``recording`` (its responses recorded and replayed). Every
 name in a module's ``__all__`` is re-exported here. The server imports no benchmark module and
 nothing from ``client`` or ``evals`` (``tests/test_architecture.py`` checks it).
 """
@@ -15,7 +17,6 @@ from .core import (
     BenchmarkMount,
     EndpointNotFound,
     EndpointRef,
-    NonObjectArgumentsMiddleware,
     SessionLimits,
     ToolServer,
     current_endpoint,
@@ -34,9 +35,15 @@ from .http import (
     uvicorn_config,
     wait_started,
 )
+from .http_errors import BareMCP, rpc_not_found
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
+from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
+from .names import MAX_COMPLETIONS, Matches, NameIndex
+from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
 from .recording import CallRecording, RecordedExecutor, Recording, read_recording, replay_specs
+from .resources import MAX_RELATION_FACTS, RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
 from .stdio import serve_stdio
+from .surface import KG_WRITE_TOOLS, LOG_LEVELS, Surface
 from .upstream import (
     UPSTREAM_UNAVAILABLE,
     McpSource,
@@ -53,6 +60,24 @@ from .upstream import (
 )
 
 __all__ = [
+    "KG_WRITE_TOOLS",
+    "LOG_LEVELS",
+    "MAX_COMPLETIONS",
+    "MAX_RELATION_FACTS",
+    "RESOURCE_NOT_FOUND",
+    "Completes",
+    "KGResources",
+    "Matches",
+    "NameIndex",
+    "ParsedURI",
+    "PromptArgument",
+    "PromptError",
+    "PromptSpec",
+    "Surface",
+    "TASK_ARGUMENT",
+    "BareMCP",
+    "rpc_not_found",
+    "parse_uri",
     "DEFAULT_PAGE_SIZE",
     "MAX_SESSION_STATES",
     "MAX_TOOL_NAME_LENGTH",
@@ -73,6 +98,7 @@ __all__ = [
     "ProxyExecutor",
     "RecordedExecutor",
     "Recording",
+    "NullInputResponsesMiddleware",
     "ServerConfigError",
     "SessionLimits",
     "ToolServer",

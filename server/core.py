@@ -15,18 +15,22 @@ import functools
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from mcp import types
-from mcp.server import Server, ServerRequestContext
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec, suggest_names
 
 from .kg_tools import KGConfig, kg_tools
+from .middleware import _UNSET, NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, _raw_arguments
+from .prompts import PromptSpec
+from .surface import Surface
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -37,6 +41,7 @@ __all__ = [
     "EndpointNotFound",
     "EndpointRef",
     "NonObjectArgumentsMiddleware",
+    "NullInputResponsesMiddleware",
     "SessionLimits",
     "ToolServer",
     "current_endpoint",
@@ -153,39 +158,18 @@ class EndpointNotFound(LookupError):
     """An unknown benchmark or task id; the message lists what exists."""
 
 
-_UNSET: Any = object()
-_raw_arguments: ContextVar[Any] = ContextVar("raw_tool_arguments", default=_UNSET)
-
-
-class NonObjectArgumentsMiddleware:
-    """Lets ``tools/call`` with non-object ``arguments`` reach the tool handler.
-
-    The SDK validates request params against the spec before any handler runs and would answer a
-    list or a string as ``arguments`` with a bare JSON-RPC "Invalid request parameters". This
-    middleware (which runs before that validation) swaps such arguments for ``{}`` and keeps the
-    original in a context variable, so the handler can answer with a tool result that has
-    ``is_error`` set and says what was wrong: something a model can act on.
-    """
-
-    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        params = ctx.params
-        if ctx.method == "tools/call" and isinstance(params, Mapping):
-            args = params.get("arguments")
-            if args is not None and not isinstance(args, Mapping):
-                token = _raw_arguments.set(args)
-                try:
-                    return await call_next(replace(ctx, params={**params, "arguments": {}}))
-                finally:
-                    _raw_arguments.reset(token)
-        return await call_next(ctx)
-
-
 @dataclass
 class BenchmarkMount:
-    """A benchmark as the server sees it: a catalog and, optionally, a KG served as tools."""
+    """A benchmark as the server sees it: a catalog and, optionally, a KG served as tools.
+
+    ``prompts`` are offered to clients as MCP prompts; ``task_query(task_id)`` gives a task's query
+    (never its answer) for the task-description resource (``None``: no such resource).
+    """
 
     catalog: Catalog
     kg: KGConfig | None = None
+    prompts: Sequence[PromptSpec] = ()
+    task_query: Callable[[str], str | None] | None = None
     _kg_tools: list[ToolSpec] = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -235,6 +219,7 @@ class ToolServer:
         self._tools_by_spec: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}
         self.default = default
         self._session_states = _SessionStates(session_limits or SessionLimits())
+        self.surface = Surface(self.mounts, page_size)
         self.server: Server[Any] = self.mcp_server(default)
 
     @property
@@ -272,6 +257,7 @@ class ToolServer:
                 episode_id=session_key, task_id=ref.task_id, benchmark=ref.benchmark, extra={}, state=state,
             )
             result = await self.call(ref, params.name, arguments, call_ctx)
+            await self.surface.after_call(ctx, ref, params.name, result)
             return result.to_mcp()
 
         def tool_input_schema(name: str) -> Mapping[str, Any] | None:
@@ -286,7 +272,7 @@ class ToolServer:
                 return None
             return None if spec is None else spec.input_schema
 
-        server: Server[Any] = Server(
+        server: Server[Any] = _Server(
             SERVER_NAME,
             version=_version(),
             instructions=(
@@ -297,7 +283,9 @@ class ToolServer:
             on_call_tool=on_call_tool,
             get_tool_input_schema=tool_input_schema,
         )
+        server.middleware.append(NullInputResponsesMiddleware())
         server.middleware.append(NonObjectArgumentsMiddleware())
+        self.surface.register(server, lambda ctx: self._ref_from_context(ctx, default))
         return server
 
     def session_state(
@@ -457,6 +445,21 @@ class ToolServer:
                 else {"engine": m.kg.store.engine, "search_mode": m.kg.search_mode, "writes": m.kg.allow_writes},
             }
         return out
+
+
+class _Server(Server[Any]):
+    """The SDK's low-level server, announcing ``resources.listChanged`` to handshake-era clients too
+    (they are told when ``--allow-writes`` changes the KG)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(resources_changed=True), experimental_capabilities, extensions
+        )
 
 
 def _shown(name: str) -> str:

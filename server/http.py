@@ -2,7 +2,8 @@
 
 Routes:
 - ``GET /health``: liveness plus what is served (no auth, no secrets);
-- ``/mcp/<benchmark>``: the benchmark's playground; ``/mcp/<benchmark>/<task_id>``: one task.
+- ``/mcp/<benchmark>``: the benchmark's playground; ``/mcp/<benchmark>/<task_id>``: one task;
+- ``/mcp`` itself, or an unknown endpoint: HTTP 404 with a JSON-RPC error listing the endpoints.
 
 Binding to anything but a loopback address requires a bearer token; every ``/mcp`` request must
 then carry ``Authorization: Bearer <token>``.
@@ -44,6 +45,7 @@ from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .core import EndpointNotFound, EndpointRef, SessionLimits, ToolServer, current_endpoint
+from .http_errors import BareMCP, rpc_not_found
 
 __all__ = [
     "TOKEN_ENV",
@@ -333,7 +335,7 @@ class _MCPEndpoint:
         try:
             self.tool_server.check_endpoint(ref)
         except EndpointNotFound as exc:
-            await JSONResponse({"error": "not_found", "message": str(exc)}, status_code=404)(scope, receive, send)
+            await rpc_not_found(self.tool_server, str(exc), scope, receive, send)
             return
         token = current_endpoint.set(ref)
         try:
@@ -424,6 +426,8 @@ def create_app(
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/", health, methods=["GET"]),
+        Route("/mcp", BareMCP(tool_server), methods=methods),
+        Route("/mcp/", BareMCP(tool_server), methods=methods),
         Route("/mcp/{benchmark}", mcp_app, methods=methods),
         Route("/mcp/{benchmark}/{task_id:path}", mcp_app, methods=methods),
     ]

@@ -16,6 +16,44 @@ from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 __all__ = ["SEARCH_MODES", "BoundExecutor", "KGConfig", "kg_tools"]
 
 _ENTITY = {"type": "string", "minLength": 1, "maxLength": 256}
+_TRIPLE = {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3}
+_TRIPLES = {"type": "array", "items": _TRIPLE}
+
+# MCP tool annotations (hints to clients): the KG is a closed world; reads change nothing; adding
+# or removing a fact twice changes nothing the second time; kg_add_fact is flagged destructive
+# because it changes what every later search (of every client) returns.
+_READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+_WRITE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
+
+NEIGHBORS_OUTPUT = {
+    "type": "object",
+    "properties": {"entity": {"type": "string"}, "out": _TRIPLES, "in": _TRIPLES},
+    "required": ["entity", "out", "in"],
+}
+SEARCH_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "start": {"type": "string"},
+        "path": {"type": "array", "items": {"type": "string"}},
+        "mode": {"type": "string"},
+        "start_found": {"type": "boolean"},
+        "missing_relations": {"type": "array", "items": {"type": "string"}},
+        "substitutions": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}},
+        "paths": {"type": "array", "items": _TRIPLES},
+        "triples": _TRIPLES,
+        "truncated": {"type": "boolean"},
+        "note": {"type": "string"},
+    },
+    "required": ["start", "path", "mode", "start_found", "missing_relations", "paths", "triples", "note"],
+}
+
+
+def _edit_output(key: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {key: {"type": "boolean"}, "fact": _TRIPLE},
+        "required": [key, "fact"],
+    }
 
 
 @dataclass
@@ -106,6 +144,8 @@ def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
             },
             executor=bound(list_relations),
             annotations=annotations,
+            title="List KG relations",
+            hints=_READ,
         ),
         ToolSpec(
             name="kg_neighbors",
@@ -119,8 +159,11 @@ def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
                 "required": ["entity"],
                 "additionalProperties": False,
             },
+            output_schema=NEIGHBORS_OUTPUT,
             executor=bound(neighbors),
             annotations=annotations,
+            title="Facts around an entity",
+            hints=_READ,
         ),
         ToolSpec(
             name="kg_search_path",
@@ -150,8 +193,11 @@ def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
                 "required": ["start", "path"],
                 "additionalProperties": False,
             },
+            output_schema=SEARCH_OUTPUT,
             executor=bound(search_path),
             annotations=annotations,
+            title="Follow a relation path",
+            hints=_READ,
         ),
     ]
     if cfg.allow_writes:
@@ -166,15 +212,21 @@ def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
                 name="kg_add_fact",
                 description="Add a fact [head, relation, tail] to the family knowledge graph (new people and relations allowed).",
                 input_schema=fact_schema,
+                output_schema=_edit_output("added"),
                 executor=bound(add_fact),
                 annotations=annotations,
+                title="Add a KG fact",
+                hints=_WRITE,
             ),
             ToolSpec(
                 name="kg_remove_fact",
                 description="Remove the fact [head, relation, tail] from the family knowledge graph (a correction).",
                 input_schema=fact_schema,
+                output_schema=_edit_output("removed"),
                 executor=bound(remove_fact),
                 annotations=annotations,
+                title="Remove a KG fact",
+                hints=_WRITE,
             ),
         ]
     return tools

@@ -46,6 +46,8 @@ class ToolSpec(BaseModel):
     ``validation`` is the argument policy: ``"strict"`` (any schema violation is an error) or
     ``"warn"`` (schema violations become warnings and the call still runs).
     ``annotations`` is free metadata (source benchmark, original fields); it is not sent to clients.
+    ``title`` and ``hints`` are what clients are shown: a human-readable name and the MCP tool
+    annotations (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True, extra="forbid")
@@ -57,6 +59,8 @@ class ToolSpec(BaseModel):
     executor: Executor = Field(default_factory=SimulatedExecutor)
     validation: Literal["strict", "warn"] = "strict"
     annotations: dict[str, Any] = Field(default_factory=dict)
+    title: str | None = None
+    hints: dict[str, bool] | None = None
     normalization_notes: list[str] = Field(default_factory=list)
 
     _advertised: dict[str, Any] | None = PrivateAttr(default=None)
@@ -191,9 +195,14 @@ class ToolSpec(BaseModel):
         return self._advertised
 
     def to_mcp_tool(self) -> mcp.types.Tool:
-        """The MCP ``Tool`` listing entry (``annotations`` are not exported)."""
+        """The MCP ``Tool`` listing entry (``annotations`` are not exported; ``title`` and ``hints`` are)."""
+        shown = None
+        if self.title is not None or self.hints:
+            shown = mcp.types.ToolAnnotations.model_validate({"title": self.title, **(self.hints or {})})
         return mcp.types.Tool(
             name=self.name,
+            title=self.title,
+            annotations=shown,
             description=self.description or None,
             input_schema=copy.deepcopy(self.input_schema),
             output_schema=copy.deepcopy(self.advertised_output_schema),

@@ -25,7 +25,13 @@ Optional methods (looked up with ``getattr``; a benchmark without them loses onl
 * ``episode_view(task_id, trace, score) -> list[dict]``: the benchmark's own sections of an episode in
   ``evals view`` (gold beside predicted calls with the matcher's decision, a KG path, placeholder
   handles, replayed responses...), built with :mod:`evals.core.episode_view`; without it the viewer
-  shows the transcript and the scores alone.
+  shows the transcript and the scores alone;
+* ``prompts() -> Sequence[server.PromptSpec]``: its published prompts, offered to MCP clients as
+  prompts (``prompts/list``, ``prompts/get``) on its endpoints; the texts come from where the
+  benchmark keeps them for its runs (default: none);
+* ``task_query(task_id) -> str | None``: a task's query as a user would see it, never its answer,
+  served as the ``task://<benchmark>/<task_id>`` resource of the task's endpoint (default: no such
+  resource). Both are attached to every mount the benchmark returns (:func:`attach_surface`).
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ if TYPE_CHECKING:
     from .run_options import RunOptions
     from .transport import Sessions
 
-__all__ = ["Benchmark", "BenchmarkInfo", "EpisodeEnv", "PaperNumbers"]
+__all__ = ["Benchmark", "BenchmarkInfo", "EpisodeEnv", "PaperNumbers", "attach_surface"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +193,17 @@ class EpisodeEnv:
         """
         async with self.sessions.session(benchmark, task_id) as session:
             yield session
+
+
+def attach_surface(benchmark: Benchmark, mounts: list[BenchmarkMount]) -> list[BenchmarkMount]:
+    """The mounts with the benchmark's optional ``prompts()`` and ``task_query`` hooks attached
+    (what MCP clients see besides tools; a benchmark without the hooks offers neither)."""
+    prompts = getattr(benchmark, "prompts", None)
+    task_query = getattr(benchmark, "task_query", None)
+    found = tuple(prompts()) if callable(prompts) else ()
+    for mount in mounts:
+        if found and not mount.prompts:
+            mount.prompts = found
+        if callable(task_query) and mount.task_query is None:
+            mount.task_query = task_query
+    return mounts

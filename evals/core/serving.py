@@ -17,6 +17,7 @@ from typing import Any
 from server import BenchmarkMount, EndpointRef, KGConfig, McpSource, SessionLimits, ToolServer, open_sources
 from tool_specs import StaticCatalog, load_tool_dir
 
+from .plugin import attach_surface
 from .registry import load_benchmark, own_options
 
 __all__ = ["CUSTOM", "build_tool_server", "run_session_limits"]
@@ -44,7 +45,8 @@ def build_tool_server(
     given = dict(options or {})
     mounts: list[BenchmarkMount] = []
     for name in benchmarks:
-        mounts.extend(load_benchmark(name, own_options(name, given)).mounts(stack))
+        benchmark = load_benchmark(name, own_options(name, given))
+        mounts.extend(attach_surface(benchmark, benchmark.mounts(stack)))
     if tools_dirs or mcp_sources or kg_file is not None:
         custom = [spec for d in tools_dirs for spec in load_tool_dir(d)]
         custom += [spec for _, specs in open_sources(mcp_sources, stack) for spec in specs]

@@ -139,9 +139,9 @@ async def test_http_playground_health_unknown_endpoints(tool_server):
             assert health["benchmarks"]["familytool-b"]["tasks"] == 483
             assert health["benchmarks"]["familytool-e"]["tasks"] == 455
             r = await http.post(url + "/mcp/familytool-b/KGMTUbench_99999", json={})
-            assert r.status_code == 404 and "KGMTUbench_99999" in r.json()["message"]
+            assert r.status_code == 404 and "KGMTUbench_99999" in r.json()["error"]["message"]
             r = await http.post(url + "/mcp/familytol-b", json={})
-            assert r.status_code == 404 and "familytool-b" in r.json()["message"]  # did you mean
+            assert r.status_code == 404 and "familytool-b" in r.json()["error"]["message"]  # did you mean
 
 
 def test_public_bind_needs_a_token(tool_server):

@@ -55,8 +55,9 @@ import mcp.types as mcp_types
 from client.agent import result_text, run_agent
 from client.mcp_session import list_all_tools
 from client.runs import EpisodeOutcome
+from kg_store import KGStore
 from kg_store.triples import parse_triple_file
-from server import BenchmarkMount, KGConfig
+from server import BenchmarkMount, KGConfig, PromptSpec
 from tool_specs.matching import response_match, rule_match
 
 from ...core.data import data_file
@@ -79,6 +80,11 @@ from .metrics import (
     task_groups,
     tool_scores,
 )
+from .prompts import (
+    familytool_prompts,
+    kg_step_system,
+    tool_step_system,
+)
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -94,28 +100,6 @@ KG_WRITE_TOOLS = ("kg_add_fact", "kg_remove_fact")  # the harness's, never the m
 
 # The step-1 instruction of the official pipeline (``pipeline/KG_extraction.py``,
 # ``get_rewrite_prompt``, at the pinned commit; the paper's Figure 5), verbatim in
-# ``kg_step_prompt.txt``: the valid relations fill ``{relations}`` as ``- <relationship>NAME`` items
-# joined by three spaces. It is the system message; the user message is the query up to the extra
-# information (speaker tag included), as the official code sends them to API models.
-KG_STEP_TEMPLATE = Path(__file__).with_name("kg_step_prompt.txt").read_text(encoding="utf-8")
-
-
-def kg_step_system(relations: list[str]) -> str:
-    """The paper's step-1 instruction with the KG's relations."""
-    return KG_STEP_TEMPLATE.replace("{relations}", "   ".join(f"- <relationship>{r}" for r in relations))
-
-
-# The step-2 system message of the official pipeline for API models (UnifiedToolHub's
-# ``models/api_requester.py``, ``APIRequester.get_prompt``, at the pinned commit), verbatim in
-# ``tool_step_system.txt`` (its final newline is not part of it); ``{date}`` is ``--current-date``.
-TOOL_STEP_OFFICIAL = Path(__file__).with_name("tool_step_system.txt").read_text(encoding="utf-8").removesuffix("\n")
-
-
-def tool_step_system(date: str) -> str:
-    """The official step-2 system message for the date ``date`` (YYYY-MM-DD)."""
-    return TOOL_STEP_OFFICIAL.replace("{date}", date)
-
-
 # --tool-step project: the project's step-2 instruction
 TOOL_STEP_SYSTEM = (
     "You are the assistant of a family. The user's name is given in <speak> tags. Requests refer to "
@@ -224,6 +208,7 @@ class FamilyToolBenchmark:
         self.catalog = ft.shared_catalog(self.name)
         self._specs = {s.name: s for s in self.catalog.playground_tools()}
         self._schemas = {name: spec.input_schema for name, spec in self._specs.items()}
+        self._store: KGStore | None = None  # the KG of the last mounts() (its relations fill a prompt)
 
     def task_ids(self) -> list[str]:
         return self.catalog.task_ids()
@@ -250,9 +235,18 @@ class FamilyToolBenchmark:
         inductive = bool(options.get("inductive"))
         writable = inductive or bool(options.get("allow_writes"))
         store = open_family_kg(self.name, writable=writable, stack=stack, source="familytool-b" if inductive else None)
+        self._store = store
         kg = KGConfig(store=store, search_mode=options.get("kg_search", "greedy"), top_k=options.get("top_k", 3),
                       allow_writes=writable)
         return [BenchmarkMount(catalog=self.catalog, kg=kg)]
+
+    # ---- what MCP clients see besides tools (evals serve) -----------------------------------------
+    def prompts(self) -> list[PromptSpec]:
+        return familytool_prompts(self.catalog, lambda: self._store,
+                                  self.options.get("current_date", "2025-05-26"))
+
+    def task_query(self, task_id: str) -> str:
+        return self.catalog.task(task_id).official_query  # cut before the gold sub-KG
 
     def data_files(self) -> list[Path]:
         files = [data_file("familytool", f"{self.name}.jsonl"), ft.kg_file(self.name)]

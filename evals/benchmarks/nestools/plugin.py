@@ -28,7 +28,7 @@ from client.adapters.oracle import OracleAdapter
 from client.agent import run_agent
 from client.mcp_session import list_all_tools
 from client.runs import EpisodeOutcome
-from server import BenchmarkMount
+from server import BenchmarkMount, PromptSpec
 
 from ...core.data import data_file
 from ...core.formats import PredictionFormat
@@ -129,6 +129,19 @@ class NesToolsBenchmark:
 
     def data_files(self) -> list[Path]:
         return [data_file(*TEST_DATA), data_file(*API_IDS)]
+
+    # ---- what MCP clients see besides tools (evals serve) -----------------------------------------
+    def prompts(self) -> list[PromptSpec]:
+        return [PromptSpec.for_task(
+            "oneshot", "NesTools one-shot",
+            "The paper's evaluation prompt for one task: its tools (with api_id) and its description; "
+            "the model answers with the whole nested call list at once.",
+            lambda task_id: oneshot_prompt([a.with_id() for a in self.taskset.offered(task_id)],
+                                           self.tasks[task_id].query),
+        )]
+
+    def task_query(self, task_id: str) -> str:
+        return self.tasks[task_id].query
 
     async def prepare(self, env: EpisodeEnv) -> None:
         pass

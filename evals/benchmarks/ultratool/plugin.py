@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from client.agent import run_agent
 from client.runs import EpisodeOutcome
-from server import BenchmarkMount
+from server import BenchmarkMount, PromptSpec
 
 from ...core.data import data_file
 from ...core.metrics import TaskScore
@@ -144,6 +144,18 @@ class UltraToolBenchmark:
         records = (list(self.records.values()) if self.task == "tool_usage"
                    else load_records("tool_usage", language=self.language))
         return [BenchmarkMount(catalog=UltraToolCatalog(self.name, records))]
+
+    # ---- what MCP clients see besides tools (evals serve) -----------------------------------------
+    def prompts(self) -> list[PromptSpec]:
+        return [PromptSpec.for_task(
+            "few_shot_cot", f"UltraTool few-shot CoT ({self.task})",
+            "The published runs' prompt for one task, from the official code's texts: the task's "
+            "instructions, the worked example and the record.",
+            lambda task_id: build_prompt(self.records[task_id]),
+        )]
+
+    def task_query(self, task_id: str) -> str:
+        return self.records[task_id].question
 
     def data_files(self) -> list[Path]:
         return [data_file(*test_set_path(self.task, self.language).split("/"))]
