@@ -12,9 +12,11 @@ Containment model (Linux; the details are in ``tool_specs/_sandbox_worker.py``):
   ``/home``, ``/dev/shm``, no checkout); the network namespace has only a down loopback. Each call
   runs as process 1 of its own PID namespace (when it ends the kernel kills everything it
   started) with its own mount namespace and a private, size-limited tmpfs as ``/tmp`` and cwd
-  (invisible to other calls, gone with the call: nothing is written to the host's disk), no
-  capabilities, ``no_new_privs`` and a libseccomp-generated filter (sockets, ``ptrace``, mounts,
-  namespaces, ``fork``/``exec``, ``bpf``, ``keyctl``, ``io_uring``... refused).
+  (invisible to other calls, gone with the call: nothing is written to the host's disk), its own
+  IPC namespace (no shared memory, message queue or semaphore outlives the call or reaches the
+  next), no capabilities, ``no_new_privs`` and a libseccomp-generated filter (sockets, ``ptrace``,
+  mounts, namespaces, ``fork``/``exec``, ``bpf``, ``keyctl``, ``io_uring``, System V and POSIX
+  IPC... refused).
 * **Kernel limits per call** (soft = hard, so the code cannot raise them): ``RLIMIT_CPU``,
   ``RLIMIT_AS`` (memory), ``RLIMIT_NPROC`` = 0 (no fork, no threads), ``RLIMIT_FSIZE``,
   ``RLIMIT_NOFILE``, no core dumps; the scratch tmpfs's size; plus a wall-clock deadline after
