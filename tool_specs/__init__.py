@@ -75,9 +75,11 @@ from tool_specs.protocols import (
     ToolLike,
 )
 from tool_specs.results import (
+    MAX_RESULT_DEPTH,
     CallContext,
     ToolResult,
     to_json_text,
+    unsendable,
 )
 from tool_specs.sandbox import (
     NamespaceSupport,
@@ -136,6 +138,7 @@ __all__ = [
     "CostFn",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_STRING_BYTES",
+    "MAX_RESULT_DEPTH",
     "DEFAULT_MAX_TOTAL_BYTES",
     "Executor",
     "ExecutorConfigError",
@@ -210,6 +213,7 @@ __all__ = [
     "suggest_names",
     "text_cost",
     "to_json_text",
+    "unsendable",
     "validate_arguments",
     "value_to_result",
     "with_defaults",
