@@ -34,6 +34,7 @@ from .http import (
     wait_started,
 )
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
+from .loopback import loopback_security
 from .stdio import serve_stdio
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "current_endpoint",
     "is_loopback",
     "kg_tools",
+    "loopback_security",
     "serve",
     "serve_in_background",
     "serve_stdio",
