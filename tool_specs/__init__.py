@@ -8,7 +8,8 @@ placeholder and gold replay), call matching, and the ``Catalog`` protocol the se
 Modules, low to high (each imports only modules above it; ``tests/test_architecture.py`` checks it):
 ``errors``, ``names`` (did-you-mean hints), ``results`` (``ToolResult``, ``CallContext``),
 ``protocols`` (``ToolLike``, ``Executor``: what the generic parts need from a tool), ``schema``,
-``validation``, ``matching``, ``executors``, ``sandbox``, ``session_executors``, ``spec``
+``validation``, ``matching``, ``executors``, ``fair_queue`` (who gets the next sandbox worker),
+``sandbox``, ``session_executors``, ``spec``
 (``ToolSpec``), ``catalog``, ``loader``. Every name in a module's ``__all__`` is re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
@@ -36,6 +37,7 @@ from tool_specs.executors import (
     resolve_executor,
     simulated_value,
 )
+from tool_specs.fair_queue import FairGate, GateTicket, GateWaiter
 from tool_specs.loader import (
     SPEC_FILE_SUFFIXES,
     load_spec_dir,
@@ -138,6 +140,9 @@ __all__ = [
     "CostFn",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_STRING_BYTES",
+    "FairGate",
+    "GateTicket",
+    "GateWaiter",
     "MAX_RESULT_DEPTH",
     "DEFAULT_MAX_TOTAL_BYTES",
     "Executor",
