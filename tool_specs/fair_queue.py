@@ -97,6 +97,7 @@ class FairGate:
         self._lock = threading.Lock()
         self._flows: OrderedDict[Hashable, _Flow] = OrderedDict()
         self._queued: dict[Hashable, _Flow] = {}  # flows with waiting calls, in the order they queued
+        self._busy: dict[Hashable, _Flow] = {}  # flows with calls in flight
         self._free = capacity
         self._arrivals = itertools.count()
         self._grants = itertools.count()
@@ -141,7 +142,12 @@ class FairGate:
         """Wait (blocking this thread) for a slot."""
         granted = threading.Event()
         waiter = self.submit(session, lambda _t: granted.set())
-        granted.wait()
+        try:
+            granted.wait()
+        except BaseException:  # e.g. KeyboardInterrupt: leave the queue, or give back what was granted
+            if not self.cancel(waiter) and waiter.ticket is not None:
+                self.release(waiter.ticket)
+            raise
         assert waiter.ticket is not None
         return waiter.ticket
 
@@ -174,6 +180,8 @@ class FairGate:
             if flow is None or ticket not in flow.running:
                 return
             flow.running.remove(ticket)
+            if not flow.running:
+                self._busy.pop(flow.key, None)
             took = self._clock() - ticket.started
             flow.avg_s = took if flow.avg_s is None else (flow.avg_s + took) / 2
             self._free += 1
@@ -200,7 +208,7 @@ class FairGate:
     def _pick(self, now: float) -> _Flow | None:
         if not self.fair:
             return min(self._queued.values(), key=lambda f: f.waiting[0].arrived, default=None)
-        heavy = sum(len(f.running) for f in self._flows.values() if f.running and self._kind(f, now))
+        heavy = sum(len(f.running) for f in self._busy.values() if self._kind(f, now))
         best: tuple[int, int, int, int] | None = None
         chosen = None
         for flow in self._queued.values():
@@ -226,6 +234,7 @@ class FairGate:
             order = next(self._grants)
             ticket = GateTicket(flow.key, now, order)
             flow.running.append(ticket)
+            self._busy[flow.key] = flow
             flow.last_served = order
             self._free -= 1
             waiter.ticket = ticket

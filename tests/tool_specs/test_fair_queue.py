@@ -117,7 +117,7 @@ def test_twelve_slow_sessions_leave_a_worker_for_a_light_one():
 
 
 def _running(gate: FairGate) -> list[GateTicket]:
-    return [t for f in gate._flows.values() for t in f.running]
+    return [t for f in gate._busy.values() for t in f.running]
 
 
 def test_a_call_running_past_slow_s_makes_its_session_slow_at_once():
