@@ -199,14 +199,14 @@ def _worker_ipc(pid: int) -> str:
 def test_host_shared_memory_is_back_to_its_start_after_each_call():
     """Three calls each leave 128 MB of System V shared memory (the issue saw 8.9 -> 205 MB that
     stayed until the pool closed). The host's Shmem (all of the machine's shared memory) must be
-    back near where it started after each call (others on the machine may move it a little: the
-    margin is half of what one call left), and the worker's IPC namespace must hold no segment."""
+    back near where it was before each call (others on the machine may move it a little: the
+    margin is half of what one call leaves), and the worker's IPC namespace must hold no segment."""
     with SandboxPool(1, limits=SandboxLimits(wall_s=10.0, cpu_s=8.0, memory_mb=256)) as pool:
         if pool.isolation != "namespaces":
             pytest.skip("this host has no namespaces (the pool runs only with allow_unsafe)")
         pool.warm()
-        start = _shmem_kb()
         for _ in range(3):
+            start = _shmem_kb()
             reply = pool.run(HOG, "hog", {"mb": 128})
             # the raw calls were made: they either left memory or the kernel refused them (EPERM)
             assert reply.ok and (str(reply.value).startswith("left") or "errno 1 " in str(reply.value)), reply
