@@ -125,8 +125,9 @@ def unsendable(result: ToolResult) -> str | None:
 
     Checked: every string and object key of the structured result, the text and the warnings is
     valid UTF-8 (no lone surrogate, which Python strings may hold and JSON decoders produce from
-    ``"\\ud800"``), object keys are strings, every value is a JSON value, and the structured
-    result nests at most :data:`MAX_RESULT_DEPTH` levels. One pass over the structured result,
+    ``"\\ud800"``), object keys are strings (or numbers, booleans, null: sent as their text), and
+    the structured result nests at most :data:`MAX_RESULT_DEPTH` levels. Other values are left to
+    the SDK's serialiser, which knows more types than JSON (dates, decimals). One pass over the structured result,
     without serialising it (a second one, with paths, only to describe a problem found)."""
     if result.structured is not None and _structure_problem(result.structured, False) is not None:
         return _structure_problem(result.structured, True)
@@ -151,6 +152,8 @@ def _structure_problem(structured: object, paths: bool) -> str | None:
             if isinstance(value, dict):
                 for key, item in value.items():
                     if not isinstance(key, str):
+                        if key is None or isinstance(key, bool | int | float):
+                            continue  # sent as its text, as JSON encoders do
                         return f"the object at {_cut(path)} has a key that is not a string ({type(key).__name__})"
                     bad = _surrogate(key)
                     if bad is not None:
@@ -159,8 +162,6 @@ def _structure_problem(structured: object, paths: bool) -> str | None:
                     stack.append((item, f"{path}.{_escaped(key)[:40]}" if paths else path, depth + 1))
             else:
                 stack.extend((item, f"{path}[{i}]" if paths else path, depth + 1) for i, item in enumerate(value))
-        elif not (value is None or isinstance(value, bool | int | float)):
-            return f"the value at {_cut(path)} is not JSON (a {type(value).__name__})"
     return None
 
 
