@@ -6,8 +6,9 @@ limit (what the issue's ToolHop tool with a hostile argument did). Twelve hostil
 (``?session=hostile-N``) call it back to back; one victim session calls the task's first gold
 call every ``--pause`` seconds. The victim's latency is measured with the pool's queue first come
 first served (``fifo``: what the pool did before) and fair (the default now): idle (no attack)
-and under attack, after ``--warmup`` seconds of attack (the first wave of a burst of new sessions
-cannot be told apart from light ones: see tool_specs/fair_queue.py).
+and under attack, after ``--warmup`` seconds of attack; in fair mode also a victim that opens a
+new session for every call (the worst case: the gate knows nothing of a new session and keeps its
+reserve for sessions known to be light, see tool_specs/fair_queue.py).
 
     EVALS_DATA_DIR=../shared/data python bench/bench_fairness.py [--workers 4] [--hostile 12] [--calls 10]
 """
@@ -62,6 +63,21 @@ async def victim_calls(url: str, http: object, name: str, arguments: dict[str, o
     return out
 
 
+async def fresh_victim_calls(url: str, http: object, name: str, arguments: dict[str, object], n: int,
+                             pause: float) -> list[float]:
+    """Each call from a session of its own (its first call: the gate knows nothing of it)."""
+    out = []
+    for i in range(n):
+        async with connect(f"{url}-fresh-{i}", http_client=http) as client:  # type: ignore[arg-type]
+            await client.list_tools()
+            t0 = time.perf_counter()
+            res = await client.call_tool(name, arguments)
+            out.append(time.perf_counter() - t0)
+            assert not res.is_error, res
+        await asyncio.sleep(pause)
+    return out
+
+
 async def scenario(fair: bool, args: argparse.Namespace, task: object, call: object) -> dict[str, list[float] | int]:
     with SandboxPool(args.workers, limits=SandboxLimits(), fair=fair) as pool:
         pool.warm()
@@ -78,13 +94,17 @@ async def scenario(fair: bool, args: argparse.Namespace, task: object, call: obj
             await asyncio.sleep(args.warmup)
             load = os.getloadavg()[0]
             attacked = await victim_calls(base + victim_url, http, call.name, call.arguments, args.calls, args.pause)  # type: ignore[attr-defined]
+            fresh = []
+            if fair and args.fresh:
+                fresh = await fresh_victim_calls(base + victim_url, http, call.name, call.arguments, args.calls, args.pause)  # type: ignore[attr-defined]
             stop.set()
             for t in attackers:
                 t.cancel()
             for t in attackers:
                 with contextlib.suppress(BaseException):
                     await t
-    return {"idle": idle, "attacked": attacked, "hostile_calls": len(done), "load": round(load, 1)}
+    return {"idle": idle, "attacked": attacked, "attacked, new session per call": fresh, "hostile_calls": len(done),
+            "load": round(load, 1)}
 
 
 async def main() -> None:
@@ -95,6 +115,8 @@ async def main() -> None:
     ap.add_argument("--pause", type=float, default=0.5, help="seconds between the victim's calls")
     ap.add_argument("--warmup", type=float, default=6.0, help="seconds of attack before the victim's calls")
     ap.add_argument("--modes", default="fifo,fair", help="comma-separated: fifo (the queue before), fair (now)")
+    ap.add_argument("--fresh", action=argparse.BooleanOptionalAction, default=True,
+                    help="fair mode: also a victim that opens a new session for every call (the worst case)")
     args = ap.parse_args()
     task = next(t for t in load_tasks() if t.gold_calls)
     call = task.explicit_chain()[0]
@@ -104,9 +126,11 @@ async def main() -> None:
         table.add_column(col, justify="left" if col in ("queue", "phase") else "right")
     for mode in args.modes.split(","):
         got = await scenario(mode == "fair", args, task, call)
-        for phase in ("idle", "attacked"):
+        for phase in ("idle", "attacked", "attacked, new session per call"):
             secs = got[phase]
             assert isinstance(secs, list)
+            if not secs:
+                continue
             table.add_row(mode, phase, str(len(secs)), f"{statistics.median(secs):.3f}", f"{pct(secs, 90):.3f}",
                           f"{max(secs):.3f}", str(got["hostile_calls"]) if phase == "attacked" else "",
                           str(got["load"]) if phase == "attacked" else "")
