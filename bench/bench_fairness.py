@@ -50,15 +50,20 @@ async def hostile_session(url: str, http: object, stop: asyncio.Event, done: lis
             done.append(1)
 
 
+async def timed_call(client: object, name: str, arguments: dict[str, object]) -> float:
+    t0 = time.perf_counter()
+    res = await client.call_tool(name, arguments)  # type: ignore[attr-defined]
+    took = time.perf_counter() - t0
+    assert not res.is_error, res
+    return took
+
+
 async def victim_calls(url: str, http: object, name: str, arguments: dict[str, object], n: int, pause: float) -> list[float]:
     out = []
     async with connect(url, http_client=http) as client:  # type: ignore[arg-type]
         await client.list_tools()
         for _ in range(n):
-            t0 = time.perf_counter()
-            res = await client.call_tool(name, arguments)
-            out.append(time.perf_counter() - t0)
-            assert not res.is_error, res
+            out.append(await timed_call(client, name, arguments))
             await asyncio.sleep(pause)
     return out
 
@@ -70,10 +75,7 @@ async def fresh_victim_calls(url: str, http: object, name: str, arguments: dict[
     for i in range(n):
         async with connect(f"{url}-fresh-{i}", http_client=http) as client:  # type: ignore[arg-type]
             await client.list_tools()
-            t0 = time.perf_counter()
-            res = await client.call_tool(name, arguments)
-            out.append(time.perf_counter() - t0)
-            assert not res.is_error, res
+            out.append(await timed_call(client, name, arguments))
         await asyncio.sleep(pause)
     return out
 
