@@ -37,6 +37,7 @@ from .http import (
 )
 from .http_errors import BareMCP, rpc_not_found
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
+from .loopback import loopback_security
 from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
@@ -117,6 +118,7 @@ __all__ = [
     "read_recording",
     "replay_specs",
     "result_from_mcp",
+    "loopback_security",
     "serve",
     "serve_in_background",
     "serve_stdio",

@@ -427,10 +427,11 @@ class ToolServer:
             arguments = {}
         ctx = ctx or CallContext(episode_id=None, task_id=ref.task_id, benchmark=ref.benchmark, extra={})
         try:
-            return await spec.call(arguments, ctx)
+            result = await spec.call(arguments, ctx)
         except Exception as exc:  # ToolSpec.call never raises by contract; keep serving if it does
             log.exception("tool %s raised", name)
-            return ToolResult(is_error=True, text=f"{name} failed: {type(exc).__name__}: {exc}", structured=None, warnings=[])
+            result = ToolResult(is_error=True, text=f"{name} failed: {type(exc).__name__}: {exc}", structured=None, warnings=[])
+        return result.sendable(name)  # output JSON cannot carry is an error result, not a broken reply
 
     def describe(self) -> dict[str, Any]:
         """What the server serves (for ``/health`` and ``/``)."""

@@ -1,7 +1,8 @@
 """Streamable HTTP transport: a Starlette app (served by uvicorn) around a :class:`ToolServer`.
 
 Routes:
-- ``GET /health``: liveness plus what is served (no auth, no secrets);
+- ``GET /health``: liveness plus what is served (no auth, no secrets; on a loopback bind its Host
+  header is checked as ``/mcp``'s is, against DNS rebinding);
 - ``/mcp/<benchmark>``: the benchmark's playground; ``/mcp/<benchmark>/<task_id>``: one task;
 - ``/mcp`` itself, or an unknown endpoint: HTTP 404 with a JSON-RPC error listing the endpoints.
 
@@ -22,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import ipaddress
 import logging
 import resource
 import socket
@@ -35,17 +35,18 @@ import h11
 import uvicorn
 from mcp import types
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .core import EndpointNotFound, EndpointRef, SessionLimits, ToolServer, current_endpoint
 from .http_errors import BareMCP, rpc_not_found
+from .loopback import is_loopback, loopback_security
 
 __all__ = [
     "TOKEN_ENV",
@@ -69,15 +70,6 @@ TOKEN_ENV = "EVALS_SERVER_TOKEN"
 
 class ServerConfigError(ValueError):
     """The server was asked to start in a way that is unsafe or impossible."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_token(token: str | None) -> None:
@@ -398,11 +390,7 @@ def create_app(
     check_bind(host, token)
     limits = tool_server.session_limits
     if is_loopback(host):
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
+        security = loopback_security(host)
     else:  # the bearer token protects a public bind; Host headers vary with proxies
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     manager = StreamableHTTPSessionManager(
@@ -414,7 +402,12 @@ def create_app(
     )
     mcp_app = _MCPEndpoint(tool_server, manager, token, _SessionGuard(manager, limits))
 
-    async def health(request: Request) -> JSONResponse:
+    host_check = TransportSecurityMiddleware(security)
+
+    async def health(request: Request) -> Response:
+        refused = await host_check.validate_request(request)  # the Host check /mcp has (DNS rebinding)
+        if refused is not None:
+            return refused
         return JSONResponse({"status": "ok", "server": tool_server.server.name, "benchmarks": tool_server.describe()})
 
     @contextlib.asynccontextmanager

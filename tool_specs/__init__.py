@@ -8,9 +8,10 @@ placeholder and gold replay), call matching, and the ``Catalog`` protocol the se
 Modules, low to high (each imports only modules above it; ``tests/test_architecture.py`` checks it):
 ``errors``, ``names`` (did-you-mean hints), ``results`` (``ToolResult``, ``CallContext``),
 ``protocols`` (``ToolLike``, ``Executor``: what the generic parts need from a tool), ``schema``,
-``validation``, ``matching``, ``executors``, ``sandbox``, ``session_executors``, ``spec``
-(``ToolSpec``), ``catalog``, ``loader``, ``spec_formats`` (OpenAI function tools and BFCL
-function docs as spec files). Every name in a module's ``__all__`` is re-exported here.
+``validation``, ``matching``, ``executors``, ``fair_queue`` (who gets the next sandbox worker),
+``sandbox``, ``session_executors``, ``spec`` (``ToolSpec``), ``catalog``, ``loader``, ``spec_formats``
+(OpenAI function tools and BFCL function docs as spec files). Every name in a module's ``__all__`` is
+re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
 
@@ -37,6 +38,7 @@ from tool_specs.executors import (
     resolve_executor,
     simulated_value,
 )
+from tool_specs.fair_queue import FairGate, GateTicket, GateWaiter
 from tool_specs.loader import (
     SPEC_FILE_SUFFIXES,
     load_spec_dir,
@@ -76,9 +78,11 @@ from tool_specs.protocols import (
     ToolLike,
 )
 from tool_specs.results import (
+    MAX_RESULT_DEPTH,
     CallContext,
     ToolResult,
     to_json_text,
+    unsendable,
 )
 from tool_specs.sandbox import (
     NamespaceSupport,
@@ -143,6 +147,10 @@ __all__ = [
     "CostFn",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_STRING_BYTES",
+    "FairGate",
+    "GateTicket",
+    "GateWaiter",
+    "MAX_RESULT_DEPTH",
     "DEFAULT_MAX_TOTAL_BYTES",
     "Executor",
     "ExecutorConfigError",
@@ -221,6 +229,7 @@ __all__ = [
     "suggest_names",
     "text_cost",
     "to_json_text",
+    "unsendable",
     "validate_arguments",
     "value_to_result",
     "with_defaults",

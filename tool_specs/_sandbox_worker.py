@@ -16,11 +16,14 @@ preloading the standard library, the worker
    virtual environment's ``site-packages``, read-only); ``pivot_root`` into it, detaches the old
    root and remounts the new one read-only. The network namespace has only a down loopback.
 
-For every request it then clones a child (``clone(CLONE_NEWPID | CLONE_NEWNS)``), which
+For every request it then clones a child (``clone(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC)``), which
 
 1. is process 1 of its own PID namespace: when it exits, the kernel kills every process left in
    the namespace, so nothing a call starts outlives it (and it sees no other process); it leaves
-   the worker's session (``setsid``), so it cannot signal the worker's process group either;
+   the worker's session (``setsid``), so it cannot signal the worker's process group either. Its
+   own IPC namespace goes with it, and with it any System V or POSIX IPC object (shared memory,
+   message queue, semaphore) the call made: the next call cannot find one, and no shared memory
+   outlives the call;
 2. mounts a private tmpfs of ``scratch_mb`` on ``/tmp`` (its cwd and ``TMPDIR``) in its own mount
    namespace: no other call can see it, and it vanishes with the call (nothing on the host's disk);
 3. sets rlimits (soft = hard; for ``RLIMIT_CPU`` the hard limit is 1 s higher, and as a PID
@@ -32,7 +35,8 @@ For every request it then clones a child (``clone(CLONE_NEWPID | CLONE_NEWNS)``)
    ``PR_SET_PDEATHSIG``, and loads a seccomp filter
    (generated once per worker by libseccomp, when installed) that refuses ``socket``,
    ``ptrace``, ``mount``, ``unshare``, ``setns``, ``clone``/``fork``, ``execve``, ``bpf``,
-   ``keyctl``, ``io_uring`` and other kernel attack surface;
+   ``keyctl``, ``io_uring``, the System V and POSIX IPC calls (``shmget``, ``msgget``, ``semget``,
+   ``mq_open``...) and other kernel attack surface;
 5. installs the audit hook below (a tripwire, not the boundary), runs the tool's code and writes
    one JSON reply to a private pipe, then ``os._exit``.
 
@@ -125,6 +129,10 @@ SECCOMP_DENY = (
     "adjtimex", "sethostname", "setdomainname", "vhangup", "iopl", "ioperm", "uselib", "personality",
     "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "kcmp", "mbind", "migrate_pages", "move_pages",
     "set_mempolicy", "fanotify_init", "memfd_secret", "modify_ldt", "lookup_dcookie",
+    # System V and POSIX IPC: no tool needs them (each call also has its own IPC namespace)
+    "shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl", "ipc", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+    "mq_getsetattr",
 )
 
 
@@ -338,17 +346,18 @@ class _Isolation:
         return pages * os.sysconf("SC_PAGE_SIZE")
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "namespaces", "namespaces": ["user", "mount", "pid (per call)", "net", "ipc", "uts"],
+        return {"kind": "namespaces", "namespaces": ["user", "mount", "pid (per call)", "net", "ipc (per call)", "uts"],
                 "uid": f"0 inside, {self.maps_to} on the host", "read_only": self.keep,
                 "seccomp": "libseccomp deny-list" if self.seccomp else f"none: {self.seccomp_error}",
                 "capabilities": "none", "no_new_privs": True}
 
     # -- per call --
     def clone(self) -> int:
-        """fork() into a new PID and mount namespace: 0 in the child, its pid in the worker."""
+        """fork() into a new PID, mount and IPC namespace: 0 in the child, its pid in the worker."""
         c = self.ctypes
         self.api.PyOS_BeforeFork()
-        pid = int(self.pylibc.syscall(c.c_long(self.nr["clone"]), c.c_ulong(CLONE_NEWPID | CLONE_NEWNS | signal.SIGCHLD),
+        flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | signal.SIGCHLD
+        pid = int(self.pylibc.syscall(c.c_long(self.nr["clone"]), c.c_ulong(flags),
                                       c.c_ulong(0), c.c_ulong(0), c.c_ulong(0), c.c_ulong(0)))
         if pid == 0:
             self.api.PyOS_AfterFork_Child()
@@ -356,7 +365,7 @@ class _Isolation:
         err = c.get_errno()
         self.api.PyOS_AfterFork_Parent()
         if pid < 0:
-            raise IsolationError(err, f"clone(new PID and mount namespace): {os.strerror(err)}")
+            raise IsolationError(err, f"clone(new PID, mount and IPC namespace): {os.strerror(err)}")
         return pid
 
     def enter_call(self, scratch_mb: int) -> None:

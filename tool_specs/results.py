@@ -8,7 +8,11 @@ from typing import Any
 
 import mcp.types
 
-__all__ = ["CallContext", "ToolResult", "to_json_text"]
+__all__ = ["MAX_RESULT_DEPTH", "CallContext", "ToolResult", "to_json_text", "unsendable"]
+
+#: Deepest nesting of a structured result sent over MCP (the SDK's serialiser gives up past about
+#: 250 levels, envelope included, and then the whole reply fails).
+MAX_RESULT_DEPTH = 128
 
 
 @dataclass
@@ -82,6 +86,15 @@ class ToolResult:
         structured = {"result": value}
         return cls(text=_dump(value), structured=structured)
 
+    def sendable(self, tool: str) -> ToolResult:
+        """This result, or, when it cannot be sent as JSON over MCP (:func:`unsendable` says why),
+        an error result that names the problem: a tool's output never breaks the protocol."""
+        problem = unsendable(self)
+        if problem is None:
+            return self
+        name = tool.encode("utf-8", "backslashreplace").decode("utf-8")
+        return ToolResult.error(f"Error: the result of tool {name!r} cannot be sent: {problem}")
+
     def to_mcp(self) -> mcp.types.CallToolResult:
         """Convert to the MCP ``CallToolResult``: one text content block, ``structured_content`` when
         there is a structured result, ``is_error``, and any warnings under ``_meta["warnings"]``.
@@ -105,3 +118,67 @@ def _dump(value: object) -> str:
         return to_json_text(value)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"result of type {type(value).__name__} is not JSON-serialisable: {exc}") from exc
+
+
+def unsendable(result: ToolResult) -> str | None:
+    """Why ``result`` cannot be sent as JSON over MCP, or ``None`` when it can.
+
+    Checked: every string and object key of the structured result, the text and the warnings is
+    valid UTF-8 (no lone surrogate, which Python strings may hold and JSON decoders produce from
+    ``"\\ud800"``), object keys are strings (or numbers, booleans, null: sent as their text), and
+    the structured result nests at most :data:`MAX_RESULT_DEPTH` levels. Other values are left to
+    the SDK's serialiser, which knows more types than JSON (dates, decimals). One pass over the structured result,
+    without serialising it (a second one, with paths, only to describe a problem found)."""
+    if result.structured is not None and _structure_problem(result.structured, False) is not None:
+        return _structure_problem(result.structured, True)
+    for where, text in (("its text", result.text), *((f"warning {i}", w) for i, w in enumerate(result.warnings))):
+        bad = _surrogate(text)
+        if bad is not None:
+            return f"{where} holds a lone surrogate ({bad}), which UTF-8 cannot encode"
+    return None
+
+
+def _structure_problem(structured: object, paths: bool) -> str | None:
+    stack: list[tuple[object, str, int]] = [(structured, "$", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            bad = _surrogate(value)
+            if bad is not None:
+                return f"the string at {_cut(path)} holds a lone surrogate ({bad}), which UTF-8 cannot encode"
+        elif isinstance(value, dict | list | tuple):
+            if depth >= MAX_RESULT_DEPTH:
+                return f"its structured result nests deeper than {MAX_RESULT_DEPTH} levels (at {_cut(path)})"
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    if not isinstance(key, str):
+                        if key is None or isinstance(key, bool | int | float):
+                            continue  # sent as its text, as JSON encoders do
+                        return f"the object at {_cut(path)} has a key that is not a string ({type(key).__name__})"
+                    bad = _surrogate(key)
+                    if bad is not None:
+                        return (f"a key of the object at {_cut(path)} ({_escaped(key)[:80]!r}) holds a lone surrogate "
+                                f"({bad}), which UTF-8 cannot encode")
+                    stack.append((item, f"{path}.{_escaped(key)[:40]}" if paths else path, depth + 1))
+            else:
+                stack.extend((item, f"{path}[{i}]" if paths else path, depth + 1) for i, item in enumerate(value))
+    return None
+
+
+def _cut(path: str) -> str:
+    return path if len(path) <= 120 else path[:120] + "..."
+
+
+def _surrogate(text: str) -> str | None:
+    """The first lone surrogate of ``text`` as ``U+XXXX``, or ``None``."""
+    if text.isascii():
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"U+{ord(text[exc.start]):04X} at character {exc.start}"
+    return None
+
+
+def _escaped(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

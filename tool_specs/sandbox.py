@@ -5,6 +5,9 @@ Containment model (Linux; the details are in ``tool_specs/_sandbox_worker.py``):
 * **Never in the server process.** A :class:`SandboxPool` keeps a few worker processes
   (``tool_specs/_sandbox_worker.py``, started with ``python -I``); each call is sent to an idle
   worker, which clones a fresh child for it (no state survives a call) and answers with JSON.
+  Which waiting call gets the next free worker is decided by a fair queue between MCP sessions
+  (:class:`tool_specs.fair_queue.FairGate`: a cap per session on calls in flight, light sessions
+  first, workers kept in reserve from sessions whose calls run long).
 * **A kernel boundary per call** (isolation ``"namespaces"``, the default). Each worker lives in
   its own user, mount, network, IPC and UTS namespaces (uid 0 inside maps to ``nobody`` when the
   server is root, else to the server's uid), on a read-only root that shows only ``/usr``, the
@@ -12,9 +15,11 @@ Containment model (Linux; the details are in ``tool_specs/_sandbox_worker.py``):
   ``/home``, ``/dev/shm``, no checkout); the network namespace has only a down loopback. Each call
   runs as process 1 of its own PID namespace (when it ends the kernel kills everything it
   started) with its own mount namespace and a private, size-limited tmpfs as ``/tmp`` and cwd
-  (invisible to other calls, gone with the call: nothing is written to the host's disk), no
-  capabilities, ``no_new_privs`` and a libseccomp-generated filter (sockets, ``ptrace``, mounts,
-  namespaces, ``fork``/``exec``, ``bpf``, ``keyctl``, ``io_uring``... refused).
+  (invisible to other calls, gone with the call: nothing is written to the host's disk), its own
+  IPC namespace (no shared memory, message queue or semaphore outlives the call or reaches the
+  next), no capabilities, ``no_new_privs`` and a libseccomp-generated filter (sockets, ``ptrace``,
+  mounts, namespaces, ``fork``/``exec``, ``bpf``, ``keyctl``, ``io_uring``, System V and POSIX
+  IPC... refused).
 * **Kernel limits per call** (soft = hard, so the code cannot raise them): ``RLIMIT_CPU``,
   ``RLIMIT_AS`` (memory), ``RLIMIT_NPROC`` = 0 (no fork, no threads), ``RLIMIT_FSIZE``,
   ``RLIMIT_NOFILE``, no core dumps; the scratch tmpfs's size; plus a wall-clock deadline after
@@ -43,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import itertools
 import json
@@ -55,13 +61,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tool_specs.errors import ExecutorConfigError
 from tool_specs.executors import register_executor_kind
+from tool_specs.fair_queue import FairGate, GateTicket
 from tool_specs.results import CallContext, ToolResult, to_json_text
 
 if TYPE_CHECKING:
@@ -85,6 +92,7 @@ WORKER_SCRIPT = Path(__file__).with_name("_sandbox_worker.py")
 Isolation = Literal["namespaces", "none"]
 log = logging.getLogger(__name__)
 _START_TIMEOUT_S = 30.0
+_SESSION_KEY = "tool_specs.sandbox.session"  # the key of a session's token in CallContext.state
 _REPLY_GRACE_S = 5.0
 
 
@@ -275,6 +283,10 @@ class SandboxPool:
         allow_unsafe: bool = False,
         isolation: Isolation | None = None,
         python: str | None = None,
+        per_session: int | None = None,
+        reserve: int | None = None,
+        slow_s: float = 1.0,
+        fair: bool = True,
     ) -> None:
         if isolation not in (None, "namespaces", "none"):
             raise ValueError(f"isolation must be 'namespaces' or 'none', got {isolation!r}")
@@ -309,7 +321,9 @@ class SandboxPool:
         self._idle: list[_Worker] = []
         self._all: set[_Worker] = set()
         self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(self.size)
+        # which call gets the next free worker: a fair queue between sessions (tool_specs/fair_queue.py)
+        self.gate = FairGate(self.size, per_session=per_session, reserve=reserve, slow_s=slow_s, fair=fair)
+        self._threads: concurrent.futures.ThreadPoolExecutor | None = None
         self._ids = itertools.count(1)
         self._closed = False
         self.started = 0  # workers started over the pool's life
@@ -331,6 +345,8 @@ class SandboxPool:
             self._idle.clear()
         for w in workers:
             w.stop()
+        if self._threads is not None:
+            self._threads.shutdown(wait=False)
         atexit.unregister(self.close)
 
     @property
@@ -361,7 +377,8 @@ class SandboxPool:
                 "network": "audit hook only",
                 "uid": "nobody (65534)" if self._drop else "the server's uid (not root: no drop)",
             }
-        return {"workers": self.size, **out, "limits": asdict(self.limits), "fresh_process_per_call": True}
+        return {"workers": self.size, **out, "limits": asdict(self.limits), "fresh_process_per_call": True,
+                "queue": self.gate.describe()}
 
     def _argv(self) -> list[str]:
         argv = [self.python, "-I", str(WORKER_SCRIPT), "--isolation", self.isolation]
@@ -408,11 +425,22 @@ class SandboxPool:
 
     def run(
         self, code: str, function: str, arguments: dict[str, Any] | None = None, *, limits: SandboxLimits | None = None,
-        _batch: list[dict[str, Any]] | None = None,
+        session: Hashable | None = None, _batch: list[dict[str, Any]] | None = None,
     ) -> SandboxReply:
         """Run ``function(**arguments)`` defined by ``code`` in a sandbox; never raises for
         anything the tool does (see :class:`SandboxReply`). Raises :class:`SandboxError` only when
-        no worker can be started, or the pool is closed."""
+        no worker can be started, or the pool is closed. ``session`` names whose call it is for the
+        fair queue (:attr:`gate`); ``None``: a session of its own."""
+        req, lim, bad = self._request(code, function, arguments, limits, _batch)
+        if bad is not None:
+            return bad
+        ticket = self.gate.acquire(session)
+        return self._run_granted(ticket, req, lim)
+
+    def _request(
+        self, code: str, function: str, arguments: dict[str, Any] | None, limits: SandboxLimits | None,
+        batch: list[dict[str, Any]] | None,
+    ) -> tuple[dict[str, Any], SandboxLimits, SandboxReply | None]:
         if not isinstance(code, str) or not isinstance(function, str) or not function:
             raise TypeError("code and function must be strings (function non-empty)")
         arguments = dict(arguments or {})
@@ -420,30 +448,41 @@ class SandboxPool:
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         req = {"id": next(self._ids), "code": code, "function": function, "arguments": arguments, "limits": asdict(lim)}
-        if _batch is not None:
-            req["batch"] = _batch
+        if batch is not None:
+            req["batch"] = batch
         try:
             json.dumps(req, ensure_ascii=False)
         except (TypeError, ValueError) as exc:
-            return SandboxReply("bad_request", error=f"the arguments are not JSON: {exc}")
-        with self._slots:
-            with self._lock:
-                worker = self._idle.pop() if self._idle else None
-            cold = worker is None
-            if worker is None:
-                worker = self._spawn()
-            try:
-                raw = worker.request(req, time.monotonic() + lim.wall_s + _REPLY_GRACE_S)
-            except SandboxError as exc:
-                self._discard(worker)
-                return SandboxReply("crashed", error=f"{exc}; the worker was replaced", worker_pid=worker.pid, cold=cold)
-            with self._lock:
-                if self.closed:  # closed by another thread during the call
-                    worker.kill()
-                elif worker.alive():
-                    self._idle.append(worker)
-                else:
-                    self._all.discard(worker)
+            return req, lim, SandboxReply("bad_request", error=f"the arguments are not JSON: {exc}")
+        return req, lim, None
+
+    def _run_granted(self, ticket: GateTicket, req: dict[str, Any], lim: SandboxLimits) -> SandboxReply:
+        """Run a request on a worker, holding the gate's slot ``ticket`` until the worker is back."""
+        try:
+            return self._on_worker(req, lim)
+        finally:
+            self.gate.release(ticket)
+
+    def _on_worker(self, req: dict[str, Any], lim: SandboxLimits) -> SandboxReply:
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        with self._lock:
+            worker = self._idle.pop() if self._idle else None
+        cold = worker is None
+        if worker is None:
+            worker = self._spawn()
+        try:
+            raw = worker.request(req, time.monotonic() + lim.wall_s + _REPLY_GRACE_S)
+        except SandboxError as exc:
+            self._discard(worker)
+            return SandboxReply("crashed", error=f"{exc}; the worker was replaced", worker_pid=worker.pid, cold=cold)
+        with self._lock:
+            if self.closed:  # closed by another thread during the call
+                worker.kill()
+            elif worker.alive():
+                self._idle.append(worker)
+            else:
+                self._all.discard(worker)
         if raw.get("id") != req["id"]:
             self._discard(worker)
             return SandboxReply("crashed", error="the sandbox worker answered another request", worker_pid=worker.pid)
@@ -459,10 +498,26 @@ class SandboxPool:
         )
 
     async def arun(
-        self, code: str, function: str, arguments: dict[str, Any] | None = None, *, limits: SandboxLimits | None = None
+        self, code: str, function: str, arguments: dict[str, Any] | None = None, *, limits: SandboxLimits | None = None,
+        session: Hashable | None = None,
     ) -> SandboxReply:
-        """:meth:`run` in a worker thread."""
-        return await asyncio.to_thread(self.run, code, function, arguments, limits=limits)
+        """:meth:`run` without blocking the event loop: the call waits for its turn in the fair
+        queue as a task, then runs in one of the pool's own threads (at most one per worker)."""
+        req, lim, bad = self._request(code, function, arguments, limits, None)
+        if bad is not None:
+            return bad
+        ticket = await self.gate.aacquire(session)
+        with self._lock:
+            if self._threads is None:
+                self._threads = concurrent.futures.ThreadPoolExecutor(self.size, thread_name_prefix="sandbox-call")
+            threads = self._threads
+        try:
+            fut = asyncio.get_running_loop().run_in_executor(threads, self._run_granted, ticket, req, lim)
+        except RuntimeError:  # the pool was closed meanwhile (its threads shut down)
+            self.gate.release(ticket)
+            raise SandboxError("the sandbox pool is closed") from None
+        # shielded: a cancelled caller leaves the call to finish on its worker and hand its slot back
+        return await asyncio.shield(fut)
 
 
 _DEFAULT: SandboxPool | None = None
@@ -547,7 +602,10 @@ class SandboxExecutor:
 
     async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         pool = self.pool or default_pool()
-        reply = await pool.arun(self.code, self.function, arguments, limits=self.limits)
+        # the MCP session's state dict is the same object for all its calls: its token names the
+        # session in the pool's fair queue
+        session = ctx.state.setdefault(_SESSION_KEY, object())
+        reply = await pool.arun(self.code, self.function, arguments, limits=self.limits, session=session)
         return self.to_result(reply)
 
 

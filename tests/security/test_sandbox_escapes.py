@@ -93,6 +93,13 @@ def _proc_table() -> dict[int, tuple[int, str]]:
     return out
 
 
+def _user_ns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/user")
+    except OSError:
+        return None
+
+
 @pytest.fixture
 def pool():
     with SandboxPool(2, limits=LIMITS) as p:
@@ -126,8 +133,11 @@ def test_a_new_session_and_a_double_fork_do_not_outlive_the_call(pool):
     time.sleep(0.3)
     workers = set(pool.worker_pids())
     table = _proc_table()
+    # a process escaped from this pool's calls would still be in its workers' user namespace (the
+    # workers of other pools, e.g. other tests running beside this one, each have their own)
+    ours = {_user_ns(pid) for pid in workers} - {None}
     strays = [pid for pid, (ppid, cmd) in table.items()
-              if "_sandbox_worker.py" in cmd and pid not in workers and ppid not in workers]
+              if "_sandbox_worker.py" in cmd and pid not in workers and ppid not in workers and _user_ns(pid) in ours]
     assert not strays, (strays, first)
     assert not [pid for pid, (ppid, _) in table.items() if ppid in workers]  # no call child left
     later = pool.run(f"import os\ndef f():\n    return os.path.exists('/tmp/{marker}')\n", "f")

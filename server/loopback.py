@@ -1,0 +1,55 @@
+"""Which addresses keep the HTTP server on this machine, and the Host/Origin headers it then accepts."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+from mcp.server.transport_security import TransportSecuritySettings
+
+__all__ = ["is_loopback", "loopback_security"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the server on this machine: ``localhost``, any address of
+    127.0.0.0/8 in any form the system accepts (``127.1``, ``127.0.0.2``, ``2130706433``), ``::1``
+    (bracketed or not, also IPv4-mapped ``::ffff:127.x.y.z``). Names other than ``localhost`` are
+    not looked up: they count as public."""
+    if not host or host != host.strip():
+        return False
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    addr = _ip_address(host)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr is not None and addr.is_loopback
+
+
+def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address ``host`` names as a literal (also the short IPv4 forms ``inet_aton`` takes, which
+    the socket layer binds), or ``None`` for a name."""
+    text = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    if text and all(c in "0123456789abcdefxABCDEFX." for c in text):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(text))
+        except OSError:
+            return None
+    return None
+
+
+def loopback_security(host: str) -> TransportSecuritySettings:
+    """DNS-rebinding protection for a loopback bind: the Host (and Origin) a browser or client sends
+    must name a loopback address, the bound one included (e.g. ``127.1:8765`` for ``--host 127.1``)."""
+    names = ["127.0.0.1", "localhost", "[::1]"]
+    bound = f"[{host.strip('[]')}]" if ":" in host else host
+    if bound not in names:
+        names.append(bound)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*(f"{n}:*" for n in names), *names],
+        allowed_origins=[f"http://{n}:*" for n in names],
+    )
