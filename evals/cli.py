@@ -213,7 +213,21 @@ def _model_args(items: list[str]) -> dict[str, Any]:
             out[key] = json.loads(value)
         except ValueError:
             out[key] = value
+    _refuse_secrets(out)
     return out
+
+
+def _refuse_secrets(model_args: dict[str, Any]) -> None:
+    """Exit 2 when a ``--model-arg`` holds a key, token or password: it would be written to the run's
+    ``config.json``; the key belongs in an environment variable named by ``--api-key-env``."""
+    from client.runs import secret_paths
+
+    found = secret_paths(model_args)
+    if found:
+        print(f"evals run: error: --model-arg {', '.join(found)}: a key, token or password is never passed as a "
+              "model argument (it would be written to the run's config.json); put it in an environment variable "
+              "and name that with --api-key-env VAR", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -365,7 +379,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result, summary = eventloop.run(run_benchmark(opts))
     except (RunConfigMismatch, RunLocked, ValueError, ModelError, ServerProcessError, WorkerError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        err.print(f"[red]error:[/] {escape(str(exc))}", emoji=False)  # "openai:m: set" is no emoji code
         return EXIT_USAGE
     except RunDiskFull as exc:  # finished episodes are kept; the same command resumes the run
         err.print(f"[red]error:[/] {escape(exc.strerror or str(exc))}")
