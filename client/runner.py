@@ -15,7 +15,8 @@ Semantics:
   process from writing to the same run.
 * **Errors.** An exception escaping the episode function becomes an ``errored`` trace (type, message,
   ``retryable``, the ``attempts`` of a ``ModelError``, traceback) and the run goes on. Errors raised by
-  the run directory itself (disk full) stop the run: the episode could not be recorded.
+  the run directory itself (disk full; ``traces.jsonl`` deleted or replaced under the run, after
+  which what the run held is saved to a fresh file: ``RunTracesLost``) stop the run.
 * **Budget.** :class:`Budget` caps what *this call* spends (tokens and/or estimated USD, counted live
   from the recorders' model responses). When a cap is reached no new episode starts; episodes in flight
   are allowed to finish and are recorded (what they spent is already paid for, so cancelling would
@@ -510,6 +511,9 @@ async def run_episodes(
         except asyncio.CancelledError:
             await cancel_all(workers, cancel_grace_s)
             raise
+        # traces.jsonl deleted or replaced after the last line was written: say so now, not after a
+        # summary of an empty file (RunTracesLost; what the run held is saved first)
+        run_dir.verify_traces()
         if runner.stop_reason is None and control.interrupted:  # interrupted before anything started
             runner.stop_reason, runner.message = "interrupted", control.reason
         started = runner.completed + runner.errored + runner.cancelled

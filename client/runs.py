@@ -17,7 +17,7 @@ from client._runs.jsonutil import canonical_json, error_info, to_jsonable
 from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
 from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
-from client._runs.rundir import RunDir, RunDirClosed, RunLocked
+from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost
 from client._runs.secrets import REDACTED, redact_secrets, secret_paths
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "RunDiskFull",
     "RunLocked",
     "RunSummary",
+    "RunTracesLost",
     "TraceScan",
     "Totals",
     "append_line",

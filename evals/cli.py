@@ -354,7 +354,7 @@ _RUN_FIELDS = (
 
 def cmd_run(args: argparse.Namespace) -> int:
     from client.adapters.errors import ModelError
-    from client.runs import RunConfigMismatch, RunDiskFull, RunLocked
+    from client.runs import RunConfigMismatch, RunDiskFull, RunLocked, RunTracesLost
 
     from .core.run import RunOptions, run_benchmark
     from .core.server_process import ServerProcessError
@@ -383,6 +383,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except RunDiskFull as exc:  # finished episodes are kept; the same command resumes the run
         err.print(f"[red]error:[/] {escape(exc.strerror or str(exc))}")
+        return EXIT_INCOMPLETE
+    except RunTracesLost as exc:  # traces.jsonl deleted/replaced mid-run: what was held is kept elsewhere
+        print(f"evals run: error (exit {EXIT_INCOMPLETE}): {exc}", file=sys.stderr, flush=True)
         return EXIT_INCOMPLETE
     table = summary_table(summary)
     table.add_row("tokens (this call)", str(result.tokens), "", "")
