@@ -56,7 +56,7 @@ from rich.markup import escape
 from client.breaker import CircuitBreaker
 from client.eventloop import episode_gc
 from client.progress import RunProgress, format_tokens
-from client.runs import EpisodeOutcome, EpisodeRecorder, EpisodeStatus, RunDir
+from client.runs import EpisodeOutcome, EpisodeRecorder, EpisodeStatus, RunDir, finished_task_ids
 
 __all__ = ["Budget", "EpisodeFn", "RunControl", "RunResult", "ScoreFn", "StopReason", "run_episodes"]
 
@@ -482,7 +482,7 @@ async def run_episodes(
         scan = run_dir.scan_traces()
         attempts: Counter[str] = Counter(r["task_id"] for r in scan.records)
         wanted = set(task_ids)
-        finished = run_dir.finished_task_ids(retry_errored=retry_errored) & wanted
+        finished = finished_task_ids(scan.latest(), retry_errored=retry_errored) & wanted
         pending = [t for t in task_ids if t not in finished]
         reporter = RunProgress(len(task_ids), done=len(finished), enabled=progress)
         runner = _Runner(

@@ -7,7 +7,7 @@ and a lock that keeps a second writer out. An :class:`EpisodeRecorder` logs one 
 builds its trace record; :func:`request_history` rebuilds the model requests from one.
 
 The code lives in ``client._runs`` (one module per concern: ``jsonutil``, ``records``, ``recorder``,
-``jsonl``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
+``sharing``, ``jsonl``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
 here, and this is where other code imports them from.
 """
 
@@ -19,9 +19,11 @@ from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, 
 from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
 from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost
 from client._runs.secrets import REDACTED, redact_secrets, secret_paths
+from client._runs.sharing import CUT_NOTE, call_arguments, outcome_raw_arguments
 
 __all__ = [
     "DEFAULT_HASH_KEYS",
+    "CUT_NOTE",
     "REDACTED",
     "SCHEMA_VERSION",
     "EpisodeOutcome",
@@ -44,6 +46,8 @@ __all__ = [
     "secret_paths",
     "finished_task_ids",
     "iter_jsonl",
+    "call_arguments",
+    "outcome_raw_arguments",
     "package_version",
     "request_history",
     "summarize_traces",

@@ -6,6 +6,7 @@ Low to high:
   ``error_info``).
 * ``records``: the trace record format (``SCHEMA_VERSION``, ``Totals``, ``EpisodeOutcome``,
   ``request_history``).
+* ``sharing``: what a trace keeps of a long value (each tool-call argument once; the cap).
 * ``recorder``: ``EpisodeRecorder``, one episode's events as they happen and its record.
 * ``jsonl``: append-only JSONL files, torn-line repair and scanning (``TraceScan``).
 * ``secrets``: keys, tokens and passwords replaced before a config or report is written.

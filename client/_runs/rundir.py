@@ -133,6 +133,8 @@ class RunDir:
         force: re-open despite a mismatch; ``config.json`` keeps the original and the new config is
             appended to ``config.history.jsonl``; new traces carry the new ``config_hash``.
         event_log: write ``events.jsonl`` while episodes run.
+        max_value_bytes: cap on what a trace keeps of one string value (``None``: no cap); see
+            :mod:`client._runs.sharing`. Record it in ``config`` when it can change results.
     """
 
     def __init__(
@@ -143,9 +145,11 @@ class RunDir:
         hash_keys: Sequence[str] | None = None,
         force: bool = False,
         event_log: bool = True,
+        max_value_bytes: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.event_log = event_log
+        self.max_value_bytes = max_value_bytes or None
         self.path.mkdir(parents=True, exist_ok=True)
         self._lock_fd: int | None = None
         self._traces_fd: int | None = None
@@ -157,6 +161,7 @@ class RunDir:
         self._sync_future: asyncio.Future[None] | None = None
         self._fd_lock = threading.Lock()
         self._traces_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the traces.jsonl we opened
+        self._scan_cache: tuple[tuple[int, ...], TraceScan] | None = None  # scan_traces of an unchanged file
         self.config: dict[str, Any] | None = read_config(self.path)
         self.config_hash: str | None = (self.config or {}).get("config_hash")
         if config is not None:
@@ -407,6 +412,7 @@ class RunDir:
             config_hash=self.config_hash,
             sink=self.append_event if self.event_log else None,
             on_usage=on_usage,
+            max_value_bytes=self.max_value_bytes,
         )
 
     def close(self) -> None:
@@ -442,8 +448,22 @@ class RunDir:
     # ---- reading -------------------------------------------------------------------------------
 
     def scan_traces(self) -> TraceScan:
-        """Read ``traces.jsonl``: every record in file order, plus a torn tail and bad lines (logged)."""
-        return scan_jsonl(self.traces_path)
+        """Read ``traces.jsonl``: every record in file order, plus a torn tail and bad lines (logged).
+
+        The file is parsed again only when it changed since the last call (its inode, size or
+        modification time), so reading a run for resuming, scoring and summing up parses it once;
+        the records are shared between the calls: do not change them."""
+        try:
+            st = os.stat(self.traces_path)
+            key: tuple[int, ...] | None = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        cached = self._scan_cache
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        scan = scan_jsonl(self.traces_path)
+        self._scan_cache = None if key is None else (key, scan)
+        return scan
 
     def iter_traces(self, *, dedupe: bool = True) -> Iterator[dict[str, Any]]:
         """The trace records; with ``dedupe`` only the newest per task (in order of first appearance)."""
