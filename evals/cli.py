@@ -61,7 +61,7 @@ def ensure_benchmark_data(
 # ---- evals serve -------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
     from server import EndpointRef, HTTPLimits, ServerConfigError, SessionLimits, check_bind
-    from tool_specs import SandboxError
+    from tool_specs import SandboxError, SpecLoadError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
     token = args.token or os.environ.get("EVALS_SERVER_TOKEN") or None
@@ -96,6 +96,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         _serve(args, benchmarks, given, default, token, sessions, limits)
     except SandboxError as exc:  # e.g. no kernel namespaces for untrusted tool code: say why, no traceback
         err.print(f"[red]error:[/] {exc}")
+        return 2
+    except SpecLoadError as exc:  # every problem of every --tools-dir file, one line each
+        print(f"evals serve: error: {exc}", file=sys.stderr, flush=True)
         return 2
     return 0
 
@@ -348,7 +351,7 @@ def _workers_arg(value: str) -> int | None:
 _RUN_FIELDS = (
     "model", "strategy", "limit", "concurrency", "server_url", "server_process", "transport", "workers", "executor", "ray_address", "max_turns", "tool_choice",
     "max_tokens", "temperature", "base_url", "api_key_env", "max_budget_tokens", "max_budget_usd", "rpm", "tpm",
-    "retry_errored", "max_attempts", "max_consecutive_errors",
+    "retry_errored", "max_attempts", "max_consecutive_errors", "trace_max_value_bytes",
 )
 
 
@@ -471,6 +474,12 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
                    "small); 0 = never stop (default 3)")
     r.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="adapter option, repeatable; VALUE is JSON if it parses (e.g. parallel_tool_calls=false, seed=0)")
+    from .core.run_options import TRACE_MAX_VALUE_BYTES
+
+    r.add_argument("--trace-max-value-bytes", type=_non_negative_int, default=TRACE_MAX_VALUE_BYTES, metavar="N",
+                   help="what a trace keeps of one value (a tool-call argument, a tool result), in bytes: a longer "
+                   "one is cut, marked and its length kept; recorded in config.json; 0 = keep everything "
+                   f"(default {TRACE_MAX_VALUE_BYTES})")
     r.add_argument("--cache", metavar="PATH", help="response cache (sqlite file): identical model requests are answered from it")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")

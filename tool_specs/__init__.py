@@ -25,6 +25,7 @@ from tool_specs.errors import (
     ExecutorConfigError,
     SchemaNormalizationError,
     SpecLoadError,
+    SpecLoadErrors,
 )
 from tool_specs.executors import (
     Executor,
@@ -165,6 +166,7 @@ __all__ = [
     "SchemaNormalizationError",
     "SimulatedExecutor",
     "SpecLoadError",
+    "SpecLoadErrors",
     "StaticCatalog",
     "TaskNotFound",
     "ToolLike",
