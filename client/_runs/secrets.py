@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REDACTED", "is_secret_name", "looks_like_secret", "redact_secrets", "secret_paths"]
+__all__ = ["REDACTED", "redact_secrets", "secret_paths"]
 
 REDACTED = "<redacted>"
 """What a secret is replaced by."""

@@ -27,8 +27,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CUT_NOTE", "SHARED_MIN", "call_arguments", "cap_value", "outcome_raw_arguments", "resolve_message_arguments",
-           "same_arguments", "share_message_arguments", "share_response_arguments", "unshare_response_arguments"]
+__all__ = ["CUT_NOTE", "call_arguments", "outcome_raw_arguments"]
 
 SHARED_MIN = 4096
 """Tool-call argument strings at least this long are kept once per trace (see the module docstring)."""
