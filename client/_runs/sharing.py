@@ -52,24 +52,16 @@ def cap_value(value: Any, cap: int | None) -> Any:
         return value
     if isinstance(value, str):
         return _cut(value, cap)
-    if isinstance(value, dict):
-        out: dict[Any, Any] | None = None
-        for key, item in value.items():
+    if isinstance(value, dict | list):
+        pairs = value.items() if isinstance(value, dict) else enumerate(value)
+        copy: Any = None
+        for key, item in pairs:
             new = cap_value(item, cap)
             if new is not item:
-                if out is None:
-                    out = dict(value)
-                out[key] = new
-        return value if out is None else out
-    if isinstance(value, list):
-        items: list[Any] | None = None
-        for i, item in enumerate(value):
-            new = cap_value(item, cap)
-            if new is not item:
-                if items is None:
-                    items = list(value)
-                items[i] = new
-        return value if items is None else items
+                if copy is None:
+                    copy = dict(value) if isinstance(value, dict) else list(value)
+                copy[key] = new
+        return value if copy is None else copy
     return value
 
 
