@@ -151,7 +151,7 @@ class EpisodeRecorder:
         self._tool_results: dict[str, tuple[int, str]] = {}  # call id -> (seq, result text) of long results
         # long tool-call arguments kept once (client._runs.sharing): the calls whose tool_call event is
         # awaited (call id -> (seq of their model_response, the call)), those responses (seq -> (body as
-        # given, body as recorded, calls put back)), and where each call's arguments are (call id -> seq)
+        # given, body as recorded, calls put back)), and the model_response of each call (call id -> seq)
         self._pending_calls: dict[str, tuple[int, dict[str, Any]]] = {}
         self._shared_responses: dict[int, tuple[Mapping[str, Any], dict[str, Any], set[str]]] = {}
         self._argument_holders: dict[str, int] = {}
@@ -408,8 +408,8 @@ class EpisodeRecorder:
         call_id = data.get("call_id")
         pending = self._pending_calls.pop(str(call_id), None) if call_id is not None else None
         if pending is not None:
-            if same_arguments(pending[1], to_jsonable(arguments)):
-                self._argument_holders[str(call_id)] = len(self._event_lines)  # this event keeps them
+            if same_arguments(pending[1], to_jsonable(arguments)):  # this event keeps them
+                self._argument_holders[str(call_id)] = pending[0]  # later requests refer to the response
             else:
                 self._put_back(pending[0], {str(call_id)})
         if call_id is not None and isinstance(result_text, str) and len(result_text) >= SHARED_CONTENT_MIN:

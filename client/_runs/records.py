@@ -148,7 +148,7 @@ def request_history(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     events = trace.get("events", [])
     by_seq = {e.get("seq"): e for e in events if e.get("kind") == "tool_call"}
-    holders: dict[Any, Any] = {e.get("seq"): e for e in events if e.get("kind") in ("tool_call", "model_response")}
+    holders: dict[Any, Any] = {e.get("seq"): e for e in events if e.get("kind") == "model_response"}
     holders.update({("call", e.get("call_id")): e for e in events if e.get("kind") == "tool_call"})
     for event in events:
         if event.get("kind") != "model_request":

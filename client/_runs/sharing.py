@@ -5,12 +5,13 @@ adapter's parsed ``arguments`` and ``raw_arguments`` string, as the ``tool_call`
 (which scorers read), and again in the assistant message of every later request. When
 ``raw_arguments`` is long (:data:`SHARED_MIN` characters or more) the ``tool_call`` event alone keeps
 it: the ``model_response`` event's call says ``"arguments_in": "tool_call"`` (its copy in the raw reply
-becomes ``{"same_as": "tool_calls[i]"}``) and a later request's assistant message says
-``"arguments_from": <seq of the tool_call event>``. :func:`call_arguments` and
+becomes ``{"same_as": "tool_calls[i]"}``; ``"raw_form"`` says how the raw text is rebuilt: JSON with
+or without spaces, ASCII or not) and a later request's assistant message says ``"arguments_from":
+<seq of the model_response event>``. :func:`call_arguments` and
 :func:`~client.runs.request_history` put the arguments back. Where no ``tool_call`` event with the
-very same arguments follows (the tool was not called; the raw text is not the JSON of the parsed
-value), the ``model_response`` event keeps them as they were. The agent's outcome (what scorers read)
-lists each call's ``arguments``, and its ``raw_arguments`` only where that text is not just their JSON
+very same arguments follows (the tool was not called), or the raw text is not the JSON of the parsed
+value in one of four spellings, the ``model_response`` event keeps them as they were. The agent's
+outcome (what scorers read) lists each call's ``arguments``, and its ``raw_arguments`` only where that text is not just their JSON
 (:func:`outcome_raw_arguments`): so a long argument is in a trace twice, in its ``tool_call`` event and
 in the outcome, never more.
 
@@ -90,46 +91,63 @@ def outcome_raw_arguments(call: Any) -> str | None:
     beside it) is ``None``, so the outcome does not hold the argument twice."""
     raw: str = call.raw_arguments
     if len(raw) >= SHARED_MIN and call.arguments is not None:
-        try:
-            if json.dumps(call.arguments, ensure_ascii=False) == raw:
-                return None
-        except (TypeError, ValueError, RecursionError):
-            pass
+        if _raw_form({"raw_arguments": raw, "arguments": call.arguments}) in _RAW_FORMS:
+            return None
     return raw
 
 
+_RAW_FORMS: dict[str, dict[str, Any]] = {
+    "json": {"ensure_ascii": False},
+    "json_compact": {"ensure_ascii": False, "separators": (",", ":")},
+    "json_ascii": {},
+    "json_ascii_compact": {"separators": (",", ":")},
+}
+"""How ``raw_arguments`` may be written from the parsed arguments (``json.dumps`` options), by name."""
+
+
+def _raw_form(call: Mapping[str, Any]) -> str | None:
+    """How a call's ``raw_arguments`` can be rebuilt from what its ``tool_call`` event records:
+    ``"raw"`` (unparsed: the event records the string), the name of a :data:`_RAW_FORMS` entry, or
+    ``None`` (it cannot: the text has other spacing or key order)."""
+    raw, arguments = call["raw_arguments"], call.get("arguments")
+    if arguments is None:
+        return "raw"
+    for name, options in _RAW_FORMS.items():
+        try:
+            if json.dumps(arguments, **options) == raw:
+                return name
+        except (TypeError, ValueError, RecursionError):
+            return None
+    return None
+
+
 def same_arguments(call: Mapping[str, Any], arguments: Any) -> bool:
-    """Whether a ``tool_call`` event's ``arguments`` let its model tool call (``call``) be rebuilt
-    exactly: the same parsed value whose JSON text is ``raw_arguments``, or the same raw string."""
-    raw = call.get("raw_arguments")
-    if isinstance(arguments, str):
-        return call.get("arguments") is None and arguments == raw
-    if arguments != call.get("arguments"):
-        return False
-    try:
-        return json.dumps(arguments, ensure_ascii=False) == raw
-    except (TypeError, ValueError, RecursionError):
-        return False
+    """Whether a ``tool_call`` event's ``arguments`` (JSON) are what its model tool call (``call``, as
+    the model sent it) records there: the parsed arguments, or the raw string when they did not parse."""
+    if call.get("arguments") is None:
+        return isinstance(arguments, str) and arguments == call.get("raw_arguments")
+    return bool(arguments == call.get("arguments"))
 
 
 def share_response_arguments(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """A ``model_response`` body whose long tool-call arguments are left to the ``tool_call`` events
-    (``arguments`` and ``raw_arguments`` null, ``"arguments_in": "tool_call"``; a copy in the raw reply
-    becomes ``{"same_as": "tool_calls[i]"}``), and the ids of those calls. ``body`` is not changed; the
-    recorder puts a call back (:func:`unshare_response_arguments`) when no matching ``tool_call`` follows."""
-    long_calls = _long_calls(body.get("tool_calls"))
+    (``arguments`` and ``raw_arguments`` null, ``"arguments_in": "tool_call"`` and ``"raw_form"``, how the
+    raw text is rebuilt; a copy in the raw reply becomes ``{"same_as": "tool_calls[i]"}``), and the ids
+    of those calls. ``body`` is not changed; the recorder puts a call back
+    (:func:`unshare_response_arguments`) when no matching ``tool_call`` event follows."""
+    long_calls = [(i, c, form) for i, c in _long_calls(body.get("tool_calls")) if (form := _raw_form(c)) is not None]
     if not long_calls:
         return dict(body), []
     out = dict(body)
     calls = list(out["tool_calls"])
     copies: dict[str, str] = {}
-    for i, call in long_calls:
-        calls[i] = {**call, "arguments": None, "raw_arguments": None, "arguments_in": "tool_call"}
+    for i, call, form in long_calls:
+        calls[i] = {**call, "arguments": None, "raw_arguments": None, "arguments_in": "tool_call", "raw_form": form}
         copies.setdefault(call["raw_arguments"], f"tool_calls[{i}]")
     out["tool_calls"] = calls
     if "raw" in out:
         out["raw"] = _replace_copies(out["raw"], copies)
-    return out, [c["id"] for _, c in long_calls]
+    return out, [c["id"] for _, c, _ in long_calls]
 
 
 def unshare_response_arguments(shared: Mapping[str, Any], original: Mapping[str, Any], ids: set[str]) -> dict[str, Any]:
@@ -165,30 +183,25 @@ def share_message_arguments(message: Any, holders: Mapping[str, int]) -> Any:
 def call_arguments(call: Mapping[str, Any], events: Mapping[Any, Mapping[str, Any]]) -> tuple[Any, Any]:
     """``(arguments, raw_arguments)`` of a model tool call as recorded in a ``model_response`` event's
     ``tool_calls`` or a request's assistant message, following the references this module writes
-    (``events``: seq -> event, for messages; tool_call events by ``("call", id)``)."""
+    (``events``: seq -> ``model_response`` event, and ``("call", id)`` -> the ``tool_call`` event of
+    that call id)."""
     call_id = call.get("id")
     if "arguments_from" in call:
         holder = events.get(call["arguments_from"])
         if holder is None:
             raise ValueError(f"a message refers to event {call['arguments_from']!r}, which the trace lacks")
-        if holder.get("kind") == "model_response":
-            source = next((c for c in (holder.get("response") or {}).get("tool_calls") or []
-                           if isinstance(c, Mapping) and c.get("id") == call_id), {})
-            return call_arguments(source, events)
-        return _from_tool_call(holder)
+        source = next((c for c in (holder.get("response") or {}).get("tool_calls") or []
+                       if isinstance(c, Mapping) and c.get("id") == call_id), {})
+        return call_arguments(source, events)
     if call.get("arguments_in") == "tool_call":
-        holder = events.get(("call", call_id))
-        if holder is None:
+        event = events.get(("call", call_id))
+        if event is None:
             raise ValueError(f"a model_response refers to the tool_call event of call {call_id!r}, which the trace lacks")
-        return _from_tool_call(holder)
+        arguments, form = event.get("arguments"), call.get("raw_form")
+        if form not in _RAW_FORMS:  # "raw": the arguments did not parse; the event has the text
+            return None, arguments
+        return arguments, json.dumps(arguments, **_RAW_FORMS[str(form)])
     return call.get("arguments"), call.get("raw_arguments")
-
-
-def _from_tool_call(event: Mapping[str, Any]) -> tuple[Any, Any]:
-    arguments = event.get("arguments")
-    if isinstance(arguments, str):
-        return None, arguments
-    return arguments, json.dumps(arguments, ensure_ascii=False)
 
 
 def resolve_message_arguments(message: Any, events: Mapping[Any, Mapping[str, Any]]) -> Any:

@@ -32,7 +32,12 @@ def _calls_three_times(body: dict[str, Any]) -> dict[str, Any]:
     turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
     if turn >= 3:
         return openai_chat(text="stored", usage=(10, 2))
-    return openai_chat(tool_calls=[tool_call("store", {"blob": _big(turn)}, id=f"call-{turn}")], usage=(10, 2))
+    return openai_chat(tool_calls=[tool_call("store", _raw(turn), id=f"call-{turn}")], usage=(10, 2))
+
+
+def _raw(turn: int) -> str:
+    """The argument text as the model writes it: with spaces, then compact (as most real models do)."""
+    return json.dumps({"blob": _big(turn)}, separators=(",", ":") if turn == 1 else None)
 
 
 async def _ok(spec: Any, arguments: dict[str, Any], ctx: Any) -> str:
@@ -82,7 +87,7 @@ async def test_each_huge_argument_is_stored_once_and_the_requests_can_be_rebuilt
     last = requests[-1]["messages"]
     sent = [tc for m in last if m.get("role") == "assistant" for tc in m.get("tool_calls") or []]
     assert [tc["arguments"] for tc in sent] == [{"blob": _big(n)} for n in range(3)]
-    assert [tc["raw_arguments"] for tc in sent] == [json.dumps({"blob": _big(n)}) for n in range(3)]
+    assert [tc["raw_arguments"] for tc in sent] == [_raw(n) for n in range(3)]  # exactly as the model wrote it
 
 
 async def test_a_trace_keeps_at_most_the_cap_of_one_value_and_marks_the_cut(tmp_path):
