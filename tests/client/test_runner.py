@@ -279,12 +279,12 @@ async def test_interrupt_cancels_in_flight_without_traces_and_resume_completes(t
         run_episodes(run, task_ids(10), episode, concurrency=4, control=control, progress=False)
     )
     await wait_for_traces(run, 3)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120
     while len(started) < 7:  # the three quick ones and four in flight (however slow the machine)
-        assert time.monotonic() < deadline, f"only {started} started after 10 s"
+        assert time.monotonic() < deadline, f"only {started} started after 120 s"
         await asyncio.sleep(0.005)
     control.interrupt("test says stop")
-    result = await asyncio.wait_for(running, 5)
+    result = await asyncio.wait_for(running, 120)  # a bound for a hang, not a speed check
     assert (result.stopped_reason, result.message) == ("interrupted", "test says stop")
     assert (result.completed, result.cancelled, result.not_started) == (3, 4, 3) and result.remaining == 7
     assert set(run.latest_traces()) == {"t-000", "t-001", "t-002"}
@@ -427,7 +427,7 @@ async def test_sigkill_mid_run_then_resume_loses_nothing(tmp_path: Path) -> None
     proc = start_script(tmp_path, run_path, n=50, sleep_s=0.05, concurrency=8)
     wait_for_lines(run_path / "traces.jsonl", 10, proc)
     proc.kill()  # SIGKILL: no clean-up at all
-    proc.communicate(timeout=10)
+    proc.communicate(timeout=120)
     assert proc.returncode == -signal.SIGKILL
 
     traces = run_path / "traces.jsonl"
@@ -468,7 +468,7 @@ async def test_sigint_stops_cleanly_and_the_run_resumes(tmp_path: Path) -> None:
     # Interrupt while the second wave runs (not while the first one's trace fsync is in flight).
     wait_for_marks(run_path / "events.jsonl", "episode_started", 8, proc)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=10)
+    out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "stopped_reason=interrupted" in out and "received SIGINT" in out and "remaining" in out
 
