@@ -113,12 +113,16 @@ async def test_duplicate_task_ids_and_bad_concurrency_are_rejected(tmp_path: Pat
 
 
 async def test_concurrency_bound_is_honoured(tmp_path: Path) -> None:
-    in_flight = peak = 0
+    in_flight = peak = started = 0
+    first_five = asyncio.Barrier(5)  # the first five wait for each other: 5 in flight on any machine
 
     async def episode(task_id: str, rec: EpisodeRecorder) -> None:
-        nonlocal in_flight, peak
+        nonlocal in_flight, peak, started
         in_flight += 1
+        started += 1
         peak = max(peak, in_flight)
+        if started <= 5:
+            await first_five.wait()
         await asyncio.sleep(0.01)
         in_flight -= 1
 
@@ -314,7 +318,10 @@ async def test_cancelling_the_caller_cleans_up_and_reraises(tmp_path: Path) -> N
 
 
 async def test_an_episode_that_swallows_cancellation_gets_no_trace(tmp_path: Path) -> None:
+    started: list[str] = []
+
     async def stubborn(task_id: str, rec: EpisodeRecorder) -> EpisodeOutcome:
+        started.append(task_id)
         try:
             await asyncio.sleep(30)
         except asyncio.CancelledError:
@@ -324,7 +331,8 @@ async def test_an_episode_that_swallows_cancellation_gets_no_trace(tmp_path: Pat
     run = RunDir(tmp_path / "run")
     control = RunControl()
     running = asyncio.create_task(run_episodes(run, task_ids(2), stubborn, control=control, progress=False))
-    await asyncio.sleep(0.05)
+    while len(started) < 2:  # both in flight, however slow the machine
+        await asyncio.sleep(0.005)
     control.interrupt()
     result = await running
     assert result.cancelled == 2 and run.scan_traces().records == []
