@@ -111,6 +111,12 @@ from tool_specs.spec import (
     OUTPUT_SCHEMA_KEYS,
     ToolSpec,
 )
+from tool_specs.spec_checks import (
+    TOOL_NAME_RULE,
+    sandbox_code_problems,
+    schema_problems,
+    tool_name_problem,
+)
 from tool_specs.validation import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_STRING_BYTES,
@@ -168,6 +174,7 @@ __all__ = [
     "SpecLoadError",
     "SpecLoadErrors",
     "StaticCatalog",
+    "TOOL_NAME_RULE",
     "TaskNotFound",
     "ToolLike",
     "ToolNotFound",
@@ -205,6 +212,8 @@ __all__ = [
     "resolve_executor",
     "response_match",
     "rule_match",
+    "sandbox_code_problems",
+    "schema_problems",
     "schema_validator",
     "short_repr",
     "simulated_value",
@@ -212,6 +221,7 @@ __all__ = [
     "suggest_names",
     "text_cost",
     "to_json_text",
+    "tool_name_problem",
     "validate_arguments",
     "value_to_result",
     "with_defaults",
