@@ -18,8 +18,8 @@ run_pytest() {
 # one pytest worker per core (pytest-xdist): the suite is mostly subprocesses, servers and waits,
 # so two workers on two cores take about 2/3 of the time of one; loadgroup keeps the tests of one
 # xdist_group on one worker (the Ray tests share one local Ray head)
-run_pytest -q -n auto --dist loadgroup "$@"
+run_pytest -q -rf -n auto --dist loadgroup "$@"
 if [ $# -eq 0 ]; then
   echo "== KG store and server tests on the LadybugDB engine =="
-  EVALS_KG_ENGINE=ladybug run_pytest -q -n auto tests/kg_store tests/server
+  EVALS_KG_ENGINE=ladybug run_pytest -q -rf -n auto tests/kg_store tests/server
 fi

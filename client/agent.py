@@ -32,7 +32,7 @@ from .messages import (
 )
 from .ratelimit import RateLimiter, estimate_request_tokens
 from .retry import RetryPolicy, call_with_retries
-from .runs import EpisodeOutcome, EpisodeRecorder
+from .runs import EpisodeOutcome, EpisodeRecorder, outcome_raw_arguments
 
 __all__ = ["AgentConfig", "provider_finish_reason", "result_text", "run_agent"]
 
@@ -195,7 +195,7 @@ async def run_agent(
                 structured=structured, is_error=is_error, latency_s=latency, call_id=tc.id, turn=turn,
                 **unparsable,
             )
-            calls.append({"name": tc.name, "arguments": tc.arguments, "raw_arguments": tc.raw_arguments,
+            calls.append({"name": tc.name, "arguments": tc.arguments, "raw_arguments": outcome_raw_arguments(tc),
                           "is_error": is_error, "turn": turn})
             messages.append(ToolResultMessage(tc.id, tc.name, text, is_error))
         if cfg.stop_after_tools and any(c["name"] in cfg.stop_after_tools for c in calls):

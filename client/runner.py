@@ -15,7 +15,8 @@ Semantics:
   process from writing to the same run.
 * **Errors.** An exception escaping the episode function becomes an ``errored`` trace (type, message,
   ``retryable``, the ``attempts`` of a ``ModelError``, traceback) and the run goes on. Errors raised by
-  the run directory itself (disk full) stop the run: the episode could not be recorded.
+  the run directory itself (disk full; ``traces.jsonl`` deleted or replaced under the run, after
+  which what the run held is saved to a fresh file: ``RunTracesLost``) stop the run.
 * **Budget.** :class:`Budget` caps what *this call* spends (tokens and/or estimated USD, counted live
   from the recorders' model responses). When a cap is reached no new episode starts; episodes in flight
   are allowed to finish and are recorded (what they spent is already paid for, so cancelling would
@@ -55,7 +56,7 @@ from rich.markup import escape
 from client.breaker import CircuitBreaker
 from client.eventloop import episode_gc
 from client.progress import RunProgress, format_tokens
-from client.runs import EpisodeOutcome, EpisodeRecorder, EpisodeStatus, RunDir
+from client.runs import EpisodeOutcome, EpisodeRecorder, EpisodeStatus, RunDir, finished_task_ids
 
 __all__ = ["Budget", "EpisodeFn", "RunControl", "RunResult", "ScoreFn", "StopReason", "run_episodes"]
 
@@ -481,7 +482,7 @@ async def run_episodes(
         scan = run_dir.scan_traces()
         attempts: Counter[str] = Counter(r["task_id"] for r in scan.records)
         wanted = set(task_ids)
-        finished = run_dir.finished_task_ids(retry_errored=retry_errored) & wanted
+        finished = finished_task_ids(scan.latest(), retry_errored=retry_errored) & wanted
         pending = [t for t in task_ids if t not in finished]
         reporter = RunProgress(len(task_ids), done=len(finished), enabled=progress)
         runner = _Runner(
@@ -510,6 +511,9 @@ async def run_episodes(
         except asyncio.CancelledError:
             await cancel_all(workers, cancel_grace_s)
             raise
+        # traces.jsonl deleted or replaced after the last line was written: say so now, not after a
+        # summary of an empty file (RunTracesLost; what the run held is saved first)
+        run_dir.verify_traces()
         if runner.stop_reason is None and control.interrupted:  # interrupted before anything started
             runner.stop_reason, runner.message = "interrupted", control.reason
         started = runner.completed + runner.errored + runner.cancelled

@@ -7,7 +7,7 @@ and a lock that keeps a second writer out. An :class:`EpisodeRecorder` logs one 
 builds its trace record; :func:`request_history` rebuilds the model requests from one.
 
 The code lives in ``client._runs`` (one module per concern: ``jsonutil``, ``records``, ``recorder``,
-``jsonl``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
+``sharing``, ``jsonl``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
 here, and this is where other code imports them from.
 """
 
@@ -17,10 +17,14 @@ from client._runs.jsonutil import canonical_json, error_info, to_jsonable
 from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
 from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
-from client._runs.rundir import RunDir, RunDirClosed, RunLocked
+from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost
+from client._runs.secrets import REDACTED, redact_secrets, secret_paths
+from client._runs.sharing import CUT_NOTE, call_arguments, outcome_raw_arguments
 
 __all__ = [
     "DEFAULT_HASH_KEYS",
+    "CUT_NOTE",
+    "REDACTED",
     "SCHEMA_VERSION",
     "EpisodeOutcome",
     "EpisodeRecorder",
@@ -31,14 +35,19 @@ __all__ = [
     "RunDiskFull",
     "RunLocked",
     "RunSummary",
+    "RunTracesLost",
     "TraceScan",
     "Totals",
     "append_line",
     "canonical_json",
     "config_hash",
     "error_info",
+    "redact_secrets",
+    "secret_paths",
     "finished_task_ids",
     "iter_jsonl",
+    "call_arguments",
+    "outcome_raw_arguments",
     "package_version",
     "request_history",
     "summarize_traces",

@@ -105,8 +105,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except KGError as exc:  # --kg-file: a missing file or a bad line (file:line), no traceback
         err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return 2
-    except (SandboxError, McpSourceError, SpecLoadError) as exc:  # e.g. no kernel namespaces: say why, no traceback
+    except (SandboxError, McpSourceError) as exc:  # e.g. no kernel namespaces: say why, no traceback
         err.print(f"[red]error:[/] {exc}")
+        return 2
+    except SpecLoadError as exc:  # every problem of every --tools-dir file, one line each
+        print(f"evals serve: error: {exc}", file=sys.stderr, flush=True)
         return 2
     return 0
 
@@ -171,7 +174,21 @@ def _model_args(items: list[str]) -> dict[str, Any]:
             out[key] = json.loads(value)
         except ValueError:
             out[key] = value
+    _refuse_secrets(out)
     return out
+
+
+def _refuse_secrets(model_args: dict[str, Any]) -> None:
+    """Exit 2 when a ``--model-arg`` holds a key, token or password: it would be written to the run's
+    ``config.json``; the key belongs in an environment variable named by ``--api-key-env``."""
+    from client.runs import secret_paths
+
+    found = secret_paths(model_args)
+    if found:
+        print(f"evals run: error: --model-arg {', '.join(found)}: a key, token or password is never passed as a "
+              "model argument (it would be written to the run's config.json); put it in an environment variable "
+              "and name that with --api-key-env VAR", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -312,14 +329,14 @@ def _task_ids_arg(value: str) -> list[str]:
 _RUN_FIELDS = (
     "model", "strategy", "limit", "task_ids", "sample", "sample_seed", "concurrency", "server_url", "server_process", "transport", "workers", "executor", "ray_address", "max_turns", "tool_choice",
     "max_tokens", "temperature", "base_url", "api_key_env", "max_budget_tokens", "max_budget_usd", "rpm", "tpm",
-    "retry_errored", "max_attempts", "max_consecutive_errors", "epochs",
+    "retry_errored", "max_attempts", "max_consecutive_errors", "epochs", "trace_max_value_bytes",
 )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from client import eventloop
     from client.adapters.errors import ModelError
-    from client.runs import RunConfigMismatch, RunDiskFull, RunLocked
+    from client.runs import RunConfigMismatch, RunDiskFull, RunLocked, RunTracesLost
 
     from .core.run import RunOptions, run_benchmark
     from .core.server_process import ServerProcessError
@@ -344,11 +361,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         result, summary = eventloop.run(run_benchmark(opts))
     except (RunConfigMismatch, RunLocked, ValueError, ModelError, ServerProcessError, WorkerError) as exc:
-        # a list of problems (one FILE:LINE each) is printed as it is, not wrapped at the terminal's width
-        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap="\n" in str(exc))
+        # a list of problems (one FILE:LINE each) is printed as it is, not wrapped at the terminal's width;
+        # "openai:m: set" is no emoji code
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap="\n" in str(exc), emoji=False)
         return EXIT_USAGE
     except RunDiskFull as exc:  # finished episodes are kept; the same command resumes the run
         err.print(f"[red]error:[/] {escape(exc.strerror or str(exc))}")
+        return EXIT_INCOMPLETE
+    except RunTracesLost as exc:  # traces.jsonl deleted/replaced mid-run: what was held is kept elsewhere
+        print(f"evals run: error (exit {EXIT_INCOMPLETE}): {exc}", file=sys.stderr, flush=True)
         return EXIT_INCOMPLETE
     table = summary_table(summary)
     table.add_row("tokens (this call)", str(result.tokens), "", "")
@@ -455,6 +476,12 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
                    "small); 0 = never stop (default 3)")
     r.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="adapter option, repeatable; VALUE is JSON if it parses (e.g. parallel_tool_calls=false, seed=0)")
+    from .core.run_options import TRACE_MAX_VALUE_BYTES
+
+    r.add_argument("--trace-max-value-bytes", type=_non_negative_int, default=TRACE_MAX_VALUE_BYTES, metavar="N",
+                   help="what a trace keeps of one value (a tool-call argument, a tool result), in bytes: a longer "
+                   "one is cut, marked and its length kept; recorded in config.json; 0 = keep everything "
+                   f"(default {TRACE_MAX_VALUE_BYTES})")
     r.add_argument("--cache", metavar="PATH", help="response cache (sqlite file): identical model requests are answered from it")
     r.add_argument("--no-progress", action="store_true", help="no progress bar (the summary is printed all the same)")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")

@@ -27,6 +27,7 @@ from tool_specs.errors import (
     ExecutorConfigError,
     SchemaNormalizationError,
     SpecLoadError,
+    SpecLoadErrors,
 )
 from tool_specs.executors import (
     Executor,
@@ -115,6 +116,12 @@ from tool_specs.spec import (
     OUTPUT_SCHEMA_KEYS,
     ToolSpec,
 )
+from tool_specs.spec_checks import (
+    TOOL_NAME_RULE,
+    sandbox_code_problems,
+    schema_problems,
+    tool_name_problem,
+)
 from tool_specs.spec_formats import (
     TOOL_FILE_SUFFIXES,
     detect_tool_format,
@@ -180,7 +187,9 @@ __all__ = [
     "SchemaNormalizationError",
     "SimulatedExecutor",
     "SpecLoadError",
+    "SpecLoadErrors",
     "StaticCatalog",
+    "TOOL_NAME_RULE",
     "TaskNotFound",
     "TOOL_FILE_SUFFIXES",
     "ToolLike",
@@ -222,6 +231,8 @@ __all__ = [
     "resolve_executor",
     "response_match",
     "rule_match",
+    "sandbox_code_problems",
+    "schema_problems",
     "schema_validator",
     "short_repr",
     "simulated_value",
@@ -230,6 +241,7 @@ __all__ = [
     "text_cost",
     "to_json_text",
     "unsendable",
+    "tool_name_problem",
     "validate_arguments",
     "value_to_result",
     "with_defaults",

@@ -215,6 +215,13 @@ def _load_module_from_file(path: Path) -> Any:
     return module
 
 
+PYTHON_TARGET_FORMS = (
+    "'module:function' (an importable module, e.g. 'mypkg.tools:lookup') or 'path/file.py:function' "
+    "(a file, relative to the spec file's folder)"
+)
+"""The forms of a python executor's ``target``, as error messages name them."""
+
+
 class PythonExecutor:
     """Answer calls with a Python function: ``function(**arguments)``.
 
@@ -234,10 +241,7 @@ class PythonExecutor:
         self, target: str, *, base_dir: str | Path | None = None, timeout_s: float | None = None
     ) -> None:
         if not isinstance(target, str) or target.count(":") != 1 or not all(target.split(":")):
-            raise ExecutorConfigError(
-                f"python executor target must look like 'package.module:function' or 'file.py:function', "
-                f"got {target!r}"
-            )
+            raise ExecutorConfigError(f"python executor target must be {PYTHON_TARGET_FORMS}, got {target!r}")
         if timeout_s is not None and (not isinstance(timeout_s, int | float) or timeout_s <= 0):
             raise ExecutorConfigError(
                 f"python executor timeout_s must be a positive number, got {timeout_s!r}"
@@ -391,7 +395,8 @@ def resolve_executor(
         if ":" in config:
             return _python_factory({"target": config}, base)
         raise ExecutorConfigError(
-            f"unknown executor kind {config!r}; known kinds: {', '.join(known_executor_kinds())}"
+            f"unknown executor kind {config!r}; known kinds: {', '.join(known_executor_kinds())}; "
+            f"a python function is named {PYTHON_TARGET_FORMS}"
         )
     if isinstance(config, Mapping):
         options = dict(config)

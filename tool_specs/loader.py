@@ -21,16 +21,17 @@ index and name when the problem is inside one tool.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from tool_specs.errors import ExecutorConfigError, SchemaNormalizationError, SpecLoadError
+from tool_specs.errors import ExecutorConfigError, SchemaNormalizationError, SpecLoadError, SpecLoadErrors
 from tool_specs.executors import resolve_executor
 from tool_specs.spec import INPUT_SCHEMA_KEYS, OUTPUT_SCHEMA_KEYS, ToolSpec
+from tool_specs.spec_checks import sandbox_code_problems, schema_problems, tool_name_problem
 
 __all__ = ["SPEC_FILE_SUFFIXES", "load_spec_dir", "load_spec_file", "spec_from_mapping"]
 
@@ -50,17 +51,22 @@ _ALLOWED_KEYS = frozenset(
 )
 
 
-def _parse(path: Path) -> Any:
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecLoadError(f"cannot read file: {exc}", path=path) from exc
+
+
+def _parse(path: Path, text: str | None = None) -> Any:
+    if text is None:
+        text = _read(path)
     if path.suffix.lower() == ".json":
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
             raise SpecLoadError(
-                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path
+                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path, line=exc.lineno
             ) from exc
     try:
         return yaml.safe_load(text)
@@ -68,7 +74,45 @@ def _parse(path: Path) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecLoadError(f"invalid YAML{where}: {problem}", path=path) from exc
+        raise SpecLoadError(
+            f"invalid YAML{where}: {problem}", path=path, line=None if mark is None else mark.line + 1
+        ) from exc
+
+
+def _entry_nodes(text: str) -> list[yaml.Node]:
+    """The YAML nodes of a file's tool entries (for line numbers; JSON parses as YAML too), or none."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    if isinstance(root, yaml.SequenceNode):
+        return list(root.value)
+    if isinstance(root, yaml.MappingNode):
+        for key, value in root.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == "tools" and isinstance(value, yaml.SequenceNode):
+                return list(value.value)
+        return [root]
+    return []
+
+
+def _node_at(node: yaml.Node | None, path: Sequence[Any]) -> tuple[yaml.Node | None, int | None]:
+    """The node at ``path`` below ``node`` (as deep as it goes) and the line (1-based) of the key that
+    leads to it (of the node itself for list items)."""
+    if node is None:
+        return None, None
+    line = node.start_mark.line + 1
+    for step in path:
+        if isinstance(node, yaml.MappingNode):
+            pair = next(((k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(step)), None)
+            if pair is None:
+                break
+            line, node = pair[0].start_mark.line + 1, pair[1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+            node = node.value[step]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return node, line
 
 
 def _entries(document: Any, path: Path) -> list[Any]:
@@ -107,93 +151,158 @@ def _describe_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+#: keys whose value must already be JSON Schema (checked against the meta-schema); the other schema
+#: keys take the loose benchmark forms
+_JSON_SCHEMA_KEYS = ("input_schema", "inputSchema", "output_schema", "outputSchema")
+#: normalisation notes that mean a constraint was dropped (an unknown type, an invalid keyword value)
+_DROPPED = ("unknown type", "had an invalid value")
+
+
 def spec_from_mapping(
     entry: Any,
     *,
     path: str | Path | None = None,
     index: int | None = None,
     base_dir: str | Path | None = None,
+    node: yaml.Node | None = None,
 ) -> ToolSpec:
     """Build one :class:`ToolSpec` from a spec-file tool mapping (see the module docstring).
 
-    ``path``/``index`` only label errors; ``base_dir`` resolves ``file.py:function`` targets.
+    ``path``/``index`` only label errors; ``base_dir`` resolves ``file.py:function`` targets;
+    ``node`` (the entry's YAML node) gives problems their line numbers.
 
     Raises:
-        SpecLoadError: missing or bad name, unknown keys, a schema that cannot be normalised, a bad
-            executor config or a python target that cannot be imported.
+        SpecLoadErrors: every problem of the entry (a :class:`SpecLoadError`): missing or bad name
+            (MCP's tool-name rules), unknown keys, a JSON Schema that breaks the meta-schema, a schema
+            that cannot be normalised, a bad executor config, a python target that cannot be imported,
+            sandbox code that does not compile.
     """
+    problems: list[SpecLoadError] = []
+    shown_name: str | None = None
 
-    def fail(message: str, name: str | None = None) -> SpecLoadError:
-        return SpecLoadError(message, path=path, tool_index=index, tool_name=name)
+    def fail(message: str, *where: Any, line: int | None = None) -> None:
+        at = line if line is not None else _node_at(node, where)[1]
+        problems.append(SpecLoadError(message, path=path, tool_index=index, tool_name=shown_name, line=at))
 
     if not isinstance(entry, Mapping):
-        raise fail(f"a tool must be a mapping, got {type(entry).__name__}")
+        fail(f"a tool must be a mapping, got {type(entry).__name__}")
+        raise SpecLoadErrors(problems)
     name = entry.get("name")
     if name is None:
-        raise fail(f"tool has no 'name' (keys: {', '.join(map(str, entry)) or 'none'})")
-    if not isinstance(name, str):
-        raise fail(f"'name' must be a string, got {type(name).__name__}")
+        fail(f"tool has no 'name' (keys: {', '.join(map(str, entry)) or 'none'})")
+    elif not isinstance(name, str):
+        fail(f"'name' must be a string, got {type(name).__name__}", "name")
+    else:
+        shown_name = name
+        problem = tool_name_problem(name)
+        if problem is not None:
+            fail(problem, "name")
     unknown = sorted(str(k) for k in entry if k not in _ALLOWED_KEYS)
     if unknown:
-        raise fail(
-            f"unknown key(s) {', '.join(map(repr, unknown))}; allowed keys: {', '.join(sorted(_ALLOWED_KEYS))}",
-            name,
-        )
+        fail(f"unknown key(s) {', '.join(map(repr, unknown))}; allowed keys: {', '.join(sorted(_ALLOWED_KEYS))}",
+             unknown[0])
     for group in (INPUT_SCHEMA_KEYS, OUTPUT_SCHEMA_KEYS):
         present = [k for k in group if k in entry]
         if len(present) > 1:
-            raise fail(f"give only one of {', '.join(present)}", name)
+            fail(f"give only one of {', '.join(present)}", present[1])
+    for key in _JSON_SCHEMA_KEYS:
+        if key in entry and isinstance(entry[key], Mapping):
+            for where, message in schema_problems(entry[key]):
+                shown = ".".join([key, *map(str, where)])
+                fail(f"{shown}: {message} (not a valid JSON Schema)", key, *where)
+    executor: Any = None
+    base = Path(base_dir) if base_dir is not None else None
     try:
         executor = resolve_executor(entry.get("executor"), base_dir=base_dir)
         resolve = getattr(executor, "resolve", None)
         if callable(resolve):
             resolve()
     except ExecutorConfigError as exc:
-        raise fail(f"bad executor: {exc}", name) from exc
+        fail(f"bad executor: {exc}", "executor")
+    for code_line, message in sandbox_code_problems(entry.get("executor"), base):
+        code_node, key_line = _node_at(node, ["executor", "code"])
+        line = key_line
+        if code_line is not None and isinstance(code_node, yaml.ScalarNode) and code_node.style in ("|", ">"):
+            line = code_node.start_mark.line + 1 + code_line  # a block scalar starts on the next line
+        fail(f"bad executor: {message}", "executor", line=line if "code" in (entry.get("executor") or {}) else None)
+    if "annotations" in entry and not isinstance(entry["annotations"], Mapping):
+        fail("'annotations' must be a mapping", "annotations")
+    if problems:
+        raise SpecLoadErrors(problems)
     raw = {k: v for k, v in entry.items() if k not in ("executor", "validation", "annotations")}
     overrides: dict[str, Any] = {"executor": executor}
     if "validation" in entry:
         overrides["validation"] = entry["validation"]
     if "annotations" in entry:
-        if not isinstance(entry["annotations"], Mapping):
-            raise fail("'annotations' must be a mapping", name)
         overrides["annotations"] = dict(entry["annotations"])
     try:
-        return ToolSpec.from_benchmark(raw, **overrides)
+        spec = ToolSpec.from_benchmark(raw, **overrides)
     except ValidationError as exc:
-        raise fail(_describe_validation_error(exc), name) from exc
+        fail(_describe_validation_error(exc))
+        raise SpecLoadErrors(problems) from exc
     except SchemaNormalizationError as exc:
-        raise fail(f"invalid schema: {exc}", name) from exc
+        fail(f"invalid schema: {exc}")
+        raise SpecLoadErrors(problems) from exc
+    for note in spec.normalization_notes:
+        if any(phrase in note for phrase in _DROPPED):
+            fail(f"schema: {note}; fix the schema (a spec file's schema is used as written, never loosened)")
+    if problems:
+        raise SpecLoadErrors(problems)
+    return spec
 
 
 def load_spec_file(path: str | Path) -> list[ToolSpec]:
     """Load the tools of one ``.yaml``/``.yml``/``.json`` spec file, in file order.
 
     Raises:
-        SpecLoadError: unreadable or unparsable file, a bad tool entry, or one name used twice in
-            the file. The message names the file (and the tool index and name).
+        SpecLoadErrors: every problem of the file (each tool is checked; see :func:`spec_from_mapping`),
+            including a name used twice in it; each problem names the file, the line where known, and
+            the tool's index and name.
     """
-    file = Path(path)
-    if not file.is_file():
-        raise SpecLoadError("no such file", path=file)
-    if file.suffix.lower() not in SPEC_FILE_SUFFIXES:
-        raise SpecLoadError(
-            f"unsupported file type {file.suffix!r}; use one of {', '.join(SPEC_FILE_SUFFIXES)}", path=file
-        )
-    specs: list[ToolSpec] = []
-    first_index: dict[str, int] = {}
-    for index, entry in enumerate(_entries(_parse(file), file)):
-        spec = spec_from_mapping(entry, path=file, index=index, base_dir=file.parent)
-        if spec.name in first_index:
-            raise SpecLoadError(
-                f"tool name {spec.name!r} is used twice in this file (tools #{first_index[spec.name]} and #{index})",
-                path=file,
-                tool_index=index,
-                tool_name=spec.name,
-            )
-        first_index[spec.name] = index
-        specs.append(spec)
+    specs, problems, _ = _load_file(Path(path))
+    if problems:
+        raise SpecLoadErrors.of(problems)
     return specs
+
+
+def _load_file(file: Path) -> tuple[list[ToolSpec], list[SpecLoadError], list[str]]:
+    """The tools of one spec file that load, the problems of the file, and every tool name it gives
+    (loaded or not; each once)."""
+    if not file.is_file():
+        return [], [SpecLoadError("no such file", path=file)], []
+    if file.suffix.lower() not in SPEC_FILE_SUFFIXES:
+        return [], [SpecLoadError(
+            f"unsupported file type {file.suffix!r}; use one of {', '.join(SPEC_FILE_SUFFIXES)}", path=file
+        )], []
+    try:
+        text = _read(file)
+        entries = _entries(_parse(file, text), file)
+    except SpecLoadError as exc:
+        return [], [exc], []
+    nodes = _entry_nodes(text)
+    specs: list[ToolSpec] = []
+    problems: list[SpecLoadError] = []
+    first_index: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        node = nodes[index] if index < len(nodes) else None
+        name = entry.get("name") if isinstance(entry, Mapping) else None
+        twice = isinstance(name, str) and name in first_index
+        try:
+            spec = spec_from_mapping(entry, path=file, index=index, base_dir=file.parent, node=node)
+        except SpecLoadError as exc:
+            problems.append(exc)
+            spec = None
+        if isinstance(name, str) and twice:
+            problems.append(SpecLoadError(
+                f"tool name {name!r} is used twice in this file (tools #{first_index[name]} and #{index})",
+                path=file, tool_index=index, tool_name=name, line=_node_at(node, ["name"])[1],
+            ))
+            continue
+        if isinstance(name, str):
+            first_index[name] = index
+        if spec is not None:
+            specs.append(spec)
+    return specs, problems, list(first_index)
 
 
 def load_spec_dir(directory: str | Path) -> list[ToolSpec]:
@@ -202,12 +311,12 @@ def load_spec_dir(directory: str | Path) -> list[ToolSpec]:
     Only ``.yaml``/``.yml``/``.json`` files are read; other files and dot-files are ignored.
 
     Raises:
-        SpecLoadError: ``directory`` is not a directory, any file fails to load, or two files
-            define the same tool name (the message names both files).
+        SpecLoadErrors: ``directory`` is not a directory, or the problems of every file (each tool of
+            each file is checked), including a tool name defined in two files (naming both).
     """
     folder = Path(directory)
     if not folder.is_dir():
-        raise SpecLoadError("not a directory", path=folder)
+        raise SpecLoadErrors([SpecLoadError("not a directory", path=folder)])
     files = sorted(
         (
             p
@@ -217,15 +326,19 @@ def load_spec_dir(directory: str | Path) -> list[ToolSpec]:
         key=lambda p: p.name,
     )
     specs: list[ToolSpec] = []
+    problems: list[SpecLoadError] = []
     origin: dict[str, Path] = {}
     for file in files:
-        for spec in load_spec_file(file):
-            if spec.name in origin:
-                raise SpecLoadError(
-                    f"tool name {spec.name!r} is defined in both {origin[spec.name]} and {file}",
-                    path=file,
-                    tool_name=spec.name,
-                )
-            origin[spec.name] = file
-            specs.append(spec)
+        loaded, found, names = _load_file(file)
+        problems.extend(found)
+        for name in names:
+            if name in origin:
+                problems.append(SpecLoadError(
+                    f"tool name {name!r} is defined in both {origin[name]} and {file}", path=file, tool_name=name,
+                ))
+            else:
+                origin[name] = file
+        specs.extend(spec for spec in loaded if origin[spec.name] == file)
+    if problems:
+        raise SpecLoadErrors.of(problems)
     return specs

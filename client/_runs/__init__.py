@@ -6,8 +6,10 @@ Low to high:
   ``error_info``).
 * ``records``: the trace record format (``SCHEMA_VERSION``, ``Totals``, ``EpisodeOutcome``,
   ``request_history``).
+* ``sharing``: what a trace keeps of a long value (each tool-call argument once; the cap).
 * ``recorder``: ``EpisodeRecorder``, one episode's events as they happen and its record.
 * ``jsonl``: append-only JSONL files, torn-line repair and scanning (``TraceScan``).
+* ``secrets``: keys, tokens and passwords replaced before a config or report is written.
 * ``config``: ``config.json``, written once and compared on re-open (``RunConfigMismatch``,
   ``config_hash``).
 * ``resume``: which tasks a resumed run skips, and the run's ``RunSummary``.

@@ -24,6 +24,7 @@ from typing import Any
 
 from .jsonl import disk_full
 from .jsonutil import canonical_json, dumps_line, json_default, now_iso, short_json, to_jsonable
+from .secrets import redact_secrets
 
 __all__ = ["DEFAULT_HASH_KEYS", "RunConfigMismatch", "config_hash", "package_version"]
 
@@ -140,7 +141,9 @@ def settle_config(
     Returns the run's config (as in ``config.json``) and the hash the run's new traces carry. Raises
     :class:`RunConfigMismatch` when a hash key differs, unless ``force``.
     """
-    config = to_jsonable(dict(config))  # tuples -> lists etc., so comparisons are about JSON values
+    # tuples -> lists etc., so comparisons are about JSON values; a key, token or password is never
+    # written (nor hashed: a run resumed with another key is the same run)
+    config = redact_secrets(to_jsonable(dict(config)))
     if stored is None:
         keys = list(hash_keys) if hash_keys is not None else list(DEFAULT_HASH_KEYS)
         record = {k: v for k, v in config.items() if k not in _META_KEYS}

@@ -169,8 +169,29 @@ class TraceScan:
         return len(self.records) - len({r["task_id"] for r in self.records})
 
 
+_TRACE_STATUSES = ("completed", "errored")
+_warned: set[tuple[str, int, str]] = set()  # bad lines already reported by this process
+
+
+def _not_a_record(record: Any, raw: bytes) -> str:
+    """Why a complete line (``raw``, parsed: ``record``, ``None`` when it is not JSON) is no trace record."""
+    if record is None and raw.strip() != b"null":
+        return "not JSON"
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    if not isinstance(record.get("task_id"), str):
+        return "no task_id"
+    shown = json.dumps(record.get("status"), ensure_ascii=False, default=str)[:40]
+    return f"status {shown} is neither completed nor errored"
+
+
 def scan_jsonl(path: Path) -> TraceScan:
+    """Read a traces file: its records, a torn last line, and complete lines that are not trace
+    records (not JSON, not an object, no ``task_id``, no ``completed``/``errored`` status: such a
+    line is skipped, never taken as a task's newest record, and reported once per process with its
+    line number; its task runs again on resume unless another line records it)."""
     scan = TraceScan()
+    reasons: dict[int, str] = {}
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
@@ -186,8 +207,13 @@ def scan_jsonl(path: Path) -> TraceScan:
                 record = json.loads(raw)
             except ValueError:
                 record = None
-            if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
+            if (
+                not isinstance(record, dict)
+                or not isinstance(record.get("task_id"), str)
+                or record.get("status") not in _TRACE_STATUSES
+            ):
                 scan.bad_lines.append((lineno, raw[:200].decode("utf-8", errors="replace")))
+                reasons[lineno] = _not_a_record(record, raw)
                 continue
             scan.records.append(record)
     if scan.torn_tail is not None:
@@ -197,5 +223,15 @@ def scan_jsonl(path: Path) -> TraceScan:
             len(scan.torn_tail),
         )
     for lineno, head in scan.bad_lines:
-        log.warning("%s:%d: skipped a line that is not a trace record: %s", path, lineno, head[:80])
+        key = (str(path), lineno, head)
+        if key not in _warned:
+            _warned.add(key)
+            log.warning(
+                "%s:%d: skipped a line that is not a trace record (%s): %s; its task runs again on resume "
+                "unless another line records it",
+                path,
+                lineno,
+                reasons[lineno],
+                "".join(c if c.isprintable() else "\ufffd" for c in head[:80].strip()),
+            )
     return scan

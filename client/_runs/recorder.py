@@ -6,37 +6,22 @@ import hashlib
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..messages import ToolDef
 from .jsonutil import canonical_json, dumps_line, now_iso, to_jsonable
-from .records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, error_payload
+from .records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, RecordView, Totals, error_payload
+from .sharing import (
+    cap_value,
+    same_arguments,
+    share_message_arguments,
+    share_response_arguments,
+    unshare_response_arguments,
+)
 
 __all__ = ["EpisodeRecorder"]
 
-
-class _RecordView(Mapping[str, Any]):
-    """A trace record's fields, with ``events`` parsed from its JSON lines on first access."""
-
-    def __init__(self, head: dict[str, Any], event_lines: Sequence[str]):
-        self._head = head
-        self._event_lines = list(event_lines)
-        self._events: list[Any] | None = None
-
-    def __getitem__(self, key: str) -> Any:
-        if key != "events":
-            return self._head[key]
-        if self._events is None:
-            self._events = [json.loads(line) for line in self._event_lines]
-        return self._events
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._head
-        yield "events"
-
-    def __len__(self) -> int:
-        return len(self._head) + 1
 
 _RESERVED_EVENT_KEYS = frozenset({"seq", "t", "kind", "episode_id", "task_id", "ts"})
 
@@ -131,6 +116,8 @@ class EpisodeRecorder:
         sink: called with each event's JSON line (no newline) as it happens (``events.jsonl``).
         on_usage: called with ``(tokens, cost_usd)`` increments after each model response (budgets,
             progress).
+        max_value_bytes: cap on what the record keeps of one string value (``None``/0: no cap); a
+            longer one is cut and marked (:mod:`client._runs.sharing`).
     """
 
     def __init__(
@@ -142,8 +129,10 @@ class EpisodeRecorder:
         config_hash: str | None = None,
         sink: Callable[[str], None] | None = None,
         on_usage: Callable[[int, float], None] | None = None,
+        max_value_bytes: int | None = None,
     ) -> None:
         self.task_id = task_id
+        self.max_value_bytes = max_value_bytes or None
         self.episode_id = episode_id or uuid.uuid4().hex[:16]
         self.run_attempt = run_attempt
         self.config_hash = config_hash
@@ -160,6 +149,12 @@ class EpisodeRecorder:
         self._logged_tools_hash: str | None = None
         self._logged_tools: tuple[Any, ...] | None = None  # the ToolDef objects the hash is of
         self._tool_results: dict[str, tuple[int, str]] = {}  # call id -> (seq, result text) of long results
+        # long tool-call arguments kept once (client._runs.sharing): the calls whose tool_call event is
+        # awaited (call id -> (seq of their model_response, the call)), those responses (seq -> (body as
+        # given, body as recorded, calls put back)), and the model_response of each call (call id -> seq)
+        self._pending_calls: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._shared_responses: dict[int, tuple[Mapping[str, Any], dict[str, Any], set[str]]] = {}
+        self._argument_holders: dict[str, int] = {}
         self._prefix = (
             '{"episode_id":' + json.dumps(self.episode_id) + ',"task_id":' + json.dumps(task_id) + ","
         )
@@ -246,7 +241,18 @@ class EpisodeRecorder:
         self.totals.add(totals)
         self.answer = answer
 
+    def _capped(self, line: str, record: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None]:
+        """``line`` (and its ``record``, when known) with every string past the cap cut."""
+        cap = self.max_value_bytes
+        if cap is not None and len(line) > cap:  # only a line this long can hold a string past the cap
+            parsed = json.loads(line) if record is None else record
+            capped = cap_value(parsed, cap)
+            if capped is not parsed:
+                return dumps_line(capped), capped
+        return line, record
+
     def _append(self, line: str, record: dict[str, Any] | None, kind: str | None) -> None:
+        line, record = self._capped(line, record)
         self._event_lines.append(line)
         self._event_kinds.append(kind)
         if self._sink is not None:
@@ -303,8 +309,13 @@ class EpisodeRecorder:
         self._event_raw("model_request", payload, "tools", tools_text, data)
 
     def _shared_content(self, message: Any) -> Any:
-        """A tool message repeating its call's long result text, as a reference to the tool_call event."""
-        if not isinstance(message, dict) or message.get("role") != "tool":
+        """A tool message repeating its call's long result text, as a reference to the tool_call event;
+        an assistant message's long tool-call arguments, as references to the model_response event."""
+        if not isinstance(message, dict):
+            return message
+        if message.get("role") == "assistant" and self._argument_holders:
+            return share_message_arguments(message, self._argument_holders)
+        if message.get("role") != "tool":
             return message
         content = message.get("content")
         known = self._tool_results.get(str(message.get("tool_call_id")))
@@ -334,6 +345,15 @@ class EpisodeRecorder:
                 latency_s = float(body["latency_s"])
             if usage is None:
                 usage = body.get("usage")
+        if isinstance(body, Mapping) and body.get("tool_calls"):  # long arguments: kept by the tool_call events
+            seq = len(self._event_lines)
+            given = body
+            body, shared = share_response_arguments(given)
+            if shared:
+                self._shared_responses[seq] = (given, body, set())
+                for call in given["tool_calls"]:
+                    if isinstance(call, dict) and call.get("id") in shared:
+                        self._pending_calls[call["id"]] = (seq, call)
         numbers = _usage_numbers(usage)
         totals = self.totals
         for key, value in numbers.items():
@@ -386,6 +406,12 @@ class EpisodeRecorder:
         if is_error:
             self.totals.tool_errors += 1
         call_id = data.get("call_id")
+        pending = self._pending_calls.pop(str(call_id), None) if call_id is not None else None
+        if pending is not None:
+            if same_arguments(pending[1], to_jsonable(arguments)):  # this event keeps them
+                self._argument_holders[str(call_id)] = pending[0]  # later requests refer to the response
+            else:
+                self._put_back(pending[0], {str(call_id)})
         if call_id is not None and isinstance(result_text, str) and len(result_text) >= SHARED_CONTENT_MIN:
             self._tool_results[str(call_id)] = (len(self._event_lines), result_text)
         self.event(
@@ -398,6 +424,17 @@ class EpisodeRecorder:
             latency_s=latency_s,
             **data,
         )
+
+    def _put_back(self, seq: int, call_ids: set[str]) -> None:
+        """Rewrite the ``model_response`` event ``seq`` with the arguments of ``call_ids`` in it again
+        (their tool_call event did not come, or records other arguments)."""
+        given, shared, back = self._shared_responses[seq]
+        back |= call_ids
+        event = json.loads(self._event_lines[seq])
+        event["response"] = unshare_response_arguments(shared, given, back)
+        self._event_lines[seq] = self._capped(dumps_line(event), event)[0]
+        for call_id in call_ids:
+            self._argument_holders[call_id] = seq
 
     def note(self, message: str, **data: Any) -> None:
         """Record a free-form note (a strategy decision, a warning, …)."""
@@ -418,6 +455,12 @@ class EpisodeRecorder:
         outcome: EpisodeOutcome | None = None,
     ) -> str:
         """The finished episode's trace record as one JSON line (without the newline)."""
+        by_response: dict[int, set[str]] = {}
+        for call_id, (seq, _) in self._pending_calls.items():  # calls the episode never made: put back
+            by_response.setdefault(seq, set()).add(call_id)
+        self._pending_calls.clear()
+        for seq, ids in by_response.items():
+            self._put_back(seq, ids)
         answer = (
             outcome.final_answer if outcome is not None and outcome.final_answer is not None else self.answer
         )
@@ -437,6 +480,8 @@ class EpisodeRecorder:
             "outcome": outcome.data if outcome is not None else {},
         }
         head = dumps_line(header)
+        if self.max_value_bytes is not None and len(head) > self.max_value_bytes:
+            head = dumps_line(cap_value(header, self.max_value_bytes))
         self._record_head = head
         return head[:-1] + ',"events":[' + ",".join(self._event_lines) + "]}"
 
@@ -446,4 +491,4 @@ class EpisodeRecorder:
         as a progress score, does not parse the whole episode)."""
         if self._record_head is None:
             raise RuntimeError("build_record has not been called")
-        return _RecordView(json.loads(self._record_head), self._event_lines)
+        return RecordView(json.loads(self._record_head), self._event_lines)

@@ -24,11 +24,13 @@ is stored once, there: the message has ``"content": null, "content_from": <that 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .jsonutil import error_info, to_jsonable
+from .sharing import resolve_message_arguments
 
 __all__ = ["SCHEMA_VERSION", "EpisodeOutcome", "EpisodeStatus", "Totals", "request_history"]
 
@@ -100,6 +102,29 @@ class EpisodeOutcome:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+class RecordView(Mapping[str, Any]):
+    """A trace record's fields, with ``events`` parsed from its JSON lines on first access."""
+
+    def __init__(self, head: dict[str, Any], event_lines: Sequence[str]):
+        self._head = head
+        self._event_lines = list(event_lines)
+        self._events: list[Any] | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key != "events":
+            return self._head[key]
+        if self._events is None:
+            self._events = [json.loads(line) for line in self._event_lines]
+        return self._events
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._head
+        yield "events"
+
+    def __len__(self) -> int:
+        return len(self._head) + 1
+
+
 def error_payload(error: Any) -> Any:
     """The ``error`` of a record or event: :func:`~client.runs.error_info` of an exception,
     a minimal non-retryable error for a string, else ``error`` as JSON (package-internal)."""
@@ -114,7 +139,8 @@ def request_history(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Rebuild every model request of a trace in full: ``[{"messages": [...], "tools": [...], ...}]``.
 
     Undoes the delta encoding of ``model_request`` events (see
-    :meth:`~client.runs.EpisodeRecorder.model_request`); other fields of each event (model,
+    :meth:`~client.runs.EpisodeRecorder.model_request`) and the references to long tool results and
+    tool-call arguments kept once (:mod:`client._runs.sharing`); other fields of each event (model,
     options, …) are kept as they are.
     """
     messages: list[Any] = []
@@ -122,6 +148,8 @@ def request_history(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     events = trace.get("events", [])
     by_seq = {e.get("seq"): e for e in events if e.get("kind") == "tool_call"}
+    holders: dict[Any, Any] = {e.get("seq"): e for e in events if e.get("kind") == "model_response"}
+    holders.update({("call", e.get("call_id")): e for e in events if e.get("kind") == "tool_call"})
     for event in events:
         if event.get("kind") != "model_request":
             continue
@@ -129,7 +157,7 @@ def request_history(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
             k: v for k, v in event.items() if k not in ("seq", "t", "kind", "messages_from", "tools_hash")
         }
         if "messages" in event:
-            new = [_resolve_content(m, by_seq) for m in event["messages"]]
+            new = [resolve_message_arguments(_resolve_content(m, by_seq), holders) for m in event["messages"]]
             messages = messages[: event.get("messages_from", 0)] + new
             request["messages"] = list(messages)
         if "tools" in event:

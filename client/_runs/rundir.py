@@ -10,6 +10,7 @@ A *run* is a directory::
       events.torn.jsonl    the same for events.jsonl
       config.history.jsonl configs that re-opened the run with ``force=True`` despite a mismatch
       .lock                held (``flock``) by the one process writing to the run
+      traces.kept-*.jsonl  what a run held when its traces.jsonl was replaced under it (see below)
 
 Durability: every trace line is written with a single ``os.write`` on an ``O_APPEND`` descriptor and
 then ``fsync``-ed, so a ``SIGKILL`` (or power loss after the fsync) leaves at most a torn *last*
@@ -23,6 +24,14 @@ an ``fsync`` that runs in a worker thread and is shared by every line written me
 commit). So the event loop never blocks on the disk, a ``SIGKILL`` still loses at most the episodes
 in flight, and an episode is reported finished once its line is fsync-ed (or, if the run is
 interrupted during that wait, once :meth:`RunDir.close` has fsync-ed it).
+
+Integrity: before each trace line is written (and when a run ends, :meth:`RunDir.verify_traces`) the
+file at ``traces.jsonl`` is checked to be the one the writer opened (its ``st_dev``/``st_ino``). When it
+was deleted or replaced meanwhile, every line the open descriptor holds (the episodes finished so
+far, of this call and earlier ones) is written to a fresh file: a new ``traces.jsonl`` where the
+path is free, else ``traces.kept-<time>.jsonl`` beside the file that took its place (which is left
+as it is); then :class:`RunTracesLost` says what happened and where the episodes are. Nothing
+finished is lost, and the run stops instead of writing on into a file nobody can read.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import CONFIG_FILE, read_config, settle_config
-from .jsonl import RunDiskFull, TraceScan, append_line, disk_full, repair_torn_tail, scan_jsonl
+from .jsonl import RunDiskFull, TraceScan, append_line, disk_full, repair_torn_tail, scan_jsonl, write_all
 from .jsonutil import dumps_line, now_iso
 from .recorder import EpisodeRecorder
 from .resume import RunSummary, finished_task_ids, summarize_traces
@@ -47,7 +56,7 @@ try:  # POSIX only; without it a run dir is not protected against two writers
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]  # no flock on this platform: the run is not locked
 
-__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked"]
+__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked", "RunTracesLost"]
 
 TRACES_FILE = "traces.jsonl"
 EVENTS_FILE = "events.jsonl"
@@ -56,6 +65,11 @@ EVENTS_TORN_FILE = "events.torn.jsonl"
 LOCK_FILE = ".lock"
 
 log = logging.getLogger(__name__)
+
+
+def _stamp() -> str:
+    """A file-name-safe UTC time stamp (``20260101T120000.123456Z``)."""
+    return now_iso().replace(":", "").replace("-", "").replace("+0000", "Z")
 
 
 class RunLocked(Exception):
@@ -86,6 +100,19 @@ def _lock_holder(note: str) -> str:
     return note
 
 
+class RunTracesLost(RuntimeError):
+    """``traces.jsonl`` was deleted or replaced while the run was writing it.
+
+    The message says which, how many finished episodes the run held and which file now holds them
+    (:attr:`kept_in`), and how to go on. See the module docstring.
+    """
+
+    def __init__(self, message: str, kept_in: Path, records: int) -> None:
+        super().__init__(message)
+        self.kept_in = kept_in
+        self.records = records
+
+
 class RunDirClosed(RuntimeError):
     """Trace lines could not be fsync-ed: the run directory was closed and its own fsync failed."""
 
@@ -106,6 +133,8 @@ class RunDir:
         force: re-open despite a mismatch; ``config.json`` keeps the original and the new config is
             appended to ``config.history.jsonl``; new traces carry the new ``config_hash``.
         event_log: write ``events.jsonl`` while episodes run.
+        max_value_bytes: cap on what a trace keeps of one string value (``None``: no cap); see
+            :mod:`client._runs.sharing`. Record it in ``config`` when it can change results.
     """
 
     def __init__(
@@ -116,9 +145,11 @@ class RunDir:
         hash_keys: Sequence[str] | None = None,
         force: bool = False,
         event_log: bool = True,
+        max_value_bytes: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.event_log = event_log
+        self.max_value_bytes = max_value_bytes or None
         self.path.mkdir(parents=True, exist_ok=True)
         self._lock_fd: int | None = None
         self._traces_fd: int | None = None
@@ -129,6 +160,8 @@ class RunDir:
         self._traces_synced = 0
         self._sync_future: asyncio.Future[None] | None = None
         self._fd_lock = threading.Lock()
+        self._traces_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the traces.jsonl we opened
+        self._scan_cache: tuple[tuple[int, ...], TraceScan] | None = None  # scan_traces of an unchanged file
         self.config: dict[str, Any] | None = read_config(self.path)
         self.config_hash: str | None = (self.config or {}).get("config_hash")
         if config is not None:
@@ -198,7 +231,10 @@ class RunDir:
         try:
             repair_torn_tail(self.traces_path, self.path / TRACES_TORN_FILE)
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
-            self._traces_fd = os.open(self.traces_path, flags, 0o644)
+            # read-write: if the file is deleted or replaced under us, what it holds is read back from here
+            self._traces_fd = os.open(self.traces_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            st = os.fstat(self._traces_fd)
+            self._traces_id = (st.st_dev, st.st_ino)
             if self.event_log:
                 repair_torn_tail(self.events_path, self.path / EVENTS_TORN_FILE)
                 self._events_fd = os.open(self.events_path, flags, 0o644)
@@ -220,6 +256,9 @@ class RunDir:
         line = record if isinstance(record, str) else dumps_line(record)
         if "\n" in line:
             raise ValueError("a trace record must be a single line of JSON")
+        lost = self._traces_changed()
+        if lost is not None:
+            self._recover_traces(lost, (line + "\n").encode("utf-8"))
         append_line(self._traces_fd, (line + "\n").encode("utf-8"), self.traces_path)
         self._traces_written += 1
         if fsync:
@@ -268,6 +307,71 @@ class RunDir:
                 raise disk_full(exc, self.traces_path) from exc
             return True
 
+    def _traces_changed(self) -> str | None:
+        """``"deleted"`` / ``"replaced"`` when the file at :attr:`traces_path` is no longer the one we
+        write to; ``None`` while it is (or nothing is open)."""
+        if self._traces_id is None:
+            return None
+        try:
+            st = os.stat(self.traces_path)
+        except FileNotFoundError:
+            return "deleted"
+        except OSError:
+            return None  # cannot tell (e.g. a permission change): go on writing
+        return None if (st.st_dev, st.st_ino) == self._traces_id else "replaced"
+
+    def verify_traces(self) -> None:
+        """Raise :class:`RunTracesLost` (after saving what the run holds) if ``traces.jsonl`` was deleted
+        or replaced since this object opened it; a no-op while it is the same file."""
+        lost = self._traces_changed()
+        if lost is not None:
+            self._recover_traces(lost, b"")
+
+    def _recover_traces(self, what: str, pending: bytes) -> None:
+        """Write every line of the open (deleted or replaced) traces file plus ``pending`` to a fresh
+        file, write on into that one, and raise :class:`RunTracesLost` saying so."""
+        assert self._traces_fd is not None
+        held = bytearray()
+        offset = 0
+        while chunk := os.pread(self._traces_fd, 1 << 20, offset):
+            held += chunk
+            offset += len(chunk)
+        if held and not held.endswith(b"\n"):  # a torn tail cannot be kept as a record
+            held = held[: held.rfind(b"\n") + 1]
+        data = bytes(held) + pending
+        records = data.count(b"\n")
+        fresh = self.traces_path if what == "deleted" else self.path / f"traces.kept-{_stamp()}.jsonl"
+        try:
+            fd = os.open(fresh, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:  # traces.jsonl came back meanwhile: leave it, keep ours apart
+            fresh = self.path / f"traces.kept-{_stamp()}.jsonl"
+            fd = os.open(fresh, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise disk_full(exc, fresh) from exc
+        with self._fd_lock:  # from now on, lines (of episodes still finishing) go to the fresh file
+            old, self._traces_fd = self._traces_fd, fd
+            st = os.fstat(fd)
+            self._traces_id = (st.st_dev, st.st_ino) if fresh == self.traces_path else None
+            self._traces_written += 1 if pending else 0
+            self._traces_synced = self._traces_written
+            os.close(old)
+        where = (
+            f"they were written to a fresh {fresh.name}; run the same command again to resume"
+            if fresh == self.traces_path
+            else f"they were written to {fresh.name} (the new {TRACES_FILE} was left as it is); to resume, "
+            f"move {fresh.name} back to {TRACES_FILE} and run the same command again"
+        )
+        raise RunTracesLost(
+            f"{str(self.traces_path)!r} was {what} while the run was writing it; the run stopped. "
+            f"Nothing finished is lost: the {records} finished episode(s) the run held are kept, {where}",
+            fresh,
+            records,
+        )
+
     def append_event(self, line: Mapping[str, Any] | str) -> None:
         """Append one line to ``events.jsonl`` (no fsync; survives a process crash). No-op without event log."""
         if not self.event_log:
@@ -308,6 +412,7 @@ class RunDir:
             config_hash=self.config_hash,
             sink=self.append_event if self.event_log else None,
             on_usage=on_usage,
+            max_value_bytes=self.max_value_bytes,
         )
 
     def close(self) -> None:
@@ -323,6 +428,7 @@ class RunDir:
                         os.fsync(fd)
                         if name == "_traces_fd":
                             self._traces_synced = self._traces_written
+                            self._traces_id = None
                 os.close(fd)  # closing the lock descriptor releases the flock
 
     def __enter__(self) -> RunDir:
@@ -342,8 +448,22 @@ class RunDir:
     # ---- reading -------------------------------------------------------------------------------
 
     def scan_traces(self) -> TraceScan:
-        """Read ``traces.jsonl``: every record in file order, plus a torn tail and bad lines (logged)."""
-        return scan_jsonl(self.traces_path)
+        """Read ``traces.jsonl``: every record in file order, plus a torn tail and bad lines (logged).
+
+        The file is parsed again only when it changed since the last call (its inode, size or
+        modification time), so reading a run for resuming, scoring and summing up parses it once;
+        the records are shared between the calls: do not change them."""
+        try:
+            st = os.stat(self.traces_path)
+            key: tuple[int, ...] | None = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = None
+        cached = self._scan_cache
+        if key is not None and cached is not None and cached[0] == key:
+            return cached[1]
+        scan = scan_jsonl(self.traces_path)
+        self._scan_cache = None if key is None else (key, scan)
+        return scan
 
     def iter_traces(self, *, dedupe: bool = True) -> Iterator[dict[str, Any]]:
         """The trace records; with ``dedupe`` only the newest per task (in order of first appearance)."""

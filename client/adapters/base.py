@@ -77,8 +77,8 @@ def resolve_api_key(
     if base_url and allow_placeholder:
         return LOCAL_PLACEHOLDER_API_KEY
     raise ValueError(
-        f"no API key for {provider}: set the environment variable {api_key_env} "
-        f"(or pass api_key=..., or a base_url for a local server that needs no key)"
+        f"no API key for {provider}: set the environment variable {api_key_env}, or put the key in another "
+        f"variable and name it (evals run: --api-key-env VAR); a base_url for a local server needs no key"
     )
 
 

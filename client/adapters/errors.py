@@ -7,6 +7,7 @@ the retry layer (``client.retry``) what to do and the trace what happened.
 from __future__ import annotations
 
 import email.utils
+import json
 import re
 import time
 from collections.abc import Mapping
@@ -303,6 +304,21 @@ def _body_message(body: Any, fallback: str) -> tuple[str, str | None]:
 # --------------------------------------------------------------------------------------------------
 
 
+def _not_json_reply(exc: json.JSONDecodeError, provider: str | None, model: str | None) -> ModelError:
+    """A reply whose body is not JSON although it said so (a proxy's or gateway's error page sent
+    with status 200): transient, like a 502 from the same proxy, so retried and re-run on resume."""
+    body = " ".join(str(exc.doc or "").split())
+    shown = body if len(body) <= 200 else body[:199] + "…"
+    return ModelError(
+        "server_error",
+        f"the API answered with a body that is not JSON ({exc.msg} at position {exc.pos}; a proxy's error "
+        f"page?): {shown!r}",
+        retryable=True,
+        provider=provider,
+        model=model,
+    )
+
+
 def from_openai_exception(
     exc: BaseException, *, provider: str | None = None, model: str | None = None
 ) -> ModelError:
@@ -339,6 +355,8 @@ def from_openai_exception(
             provider=provider,
             model=model,
         )
+    if isinstance(exc, json.JSONDecodeError):
+        return _not_json_reply(exc, provider, model)
     return ModelError(
         "other", f"{type(exc).__name__}: {exc}", retryable=False, provider=provider, model=model
     )
@@ -380,6 +398,8 @@ def from_anthropic_exception(
             provider=provider,
             model=model,
         )
+    if isinstance(exc, json.JSONDecodeError):
+        return _not_json_reply(exc, provider, model)
     return ModelError(
         "other", f"{type(exc).__name__}: {exc}", retryable=False, provider=provider, model=model
     )

@@ -23,6 +23,7 @@ PACKAGE = "evals.benchmarks"
 # names the core uses in a run's ``options``: a benchmark's option may not take one of them
 CORE_OPTION_NAMES = frozenset({
     "max_turns", "tool_choice", "max_tokens", "temperature", "base_url", "model_args", "judge_model",
+    "trace_max_value_bytes",
 })
 
 

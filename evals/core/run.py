@@ -262,7 +262,8 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             from .ray_executor import open_cluster
 
             start_worker = open_cluster(opts, stack)
-        run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS)
+        run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS,
+                         max_value_bytes=opts.trace_max_value_bytes)
 
         def open_cache(path: Path) -> ResponseCache:
             cache = ResponseCache(path)

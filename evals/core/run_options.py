@@ -9,7 +9,10 @@ from typing import Any
 
 from .options import Option
 
-__all__ = ["RunOptions"]
+__all__ = ["TRACE_MAX_VALUE_BYTES", "RunOptions"]
+
+TRACE_MAX_VALUE_BYTES = 1_048_576
+"""``--trace-max-value-bytes``' default: 1 MiB, far above any value the benchmarks' tasks produce."""
 
 
 @dataclass
@@ -63,6 +66,10 @@ class RunOptions:
     judge_rpm: float | None = None
     judge_tpm: float | None = None
     cache: Path | None = None  # response cache (sqlite) keyed by the exact request
+    # what a trace keeps of one string value (a tool-call argument, a tool result...), in bytes; a
+    # longer one is cut and marked with its length (client._runs.sharing). 0/None: no cap. It can change
+    # scores (a scorer reads the kept value), so it is one of the result options
+    trace_max_value_bytes: int | None = TRACE_MAX_VALUE_BYTES
     benchmark_options: dict[str, Any] = field(default_factory=dict)
     # trials per task (evals.core.epochs): each its own episode and trace; the papers' metrics stay
     # the first trial's. In the config's run settings, not the result config: a run can be extended
@@ -79,6 +86,7 @@ class RunOptions:
             "temperature": self.temperature,
             "base_url": self.base_url,
             "model_args": dict(self.adapter_options),
+            "trace_max_value_bytes": self.trace_max_value_bytes or 0,
         }
         if uses_judge:
             options["judge_model"] = self.judge_model

@@ -473,6 +473,7 @@ class WorkerCore:
         recorder = EpisodeRecorder(
             task_id, episode_id=msg["episode_id"], run_attempt=msg["attempt"], config_hash=msg["config_hash"],
             sink=None if self.events is None else self.events.add, on_usage=usage,
+            max_value_bytes=self.opts.trace_max_value_bytes,
         )
         error: Any = None
         final: str | None = None

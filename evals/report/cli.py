@@ -91,7 +91,10 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path | None = No
     """
     if not run_dirs and not summaries:
         raise ValueError("no run directories given")
-    sums = list(summaries) if summaries is not None else summaries_of(run_dirs)
+    from client.runs import redact_secrets
+
+    # a key or token in a run's settings (a config.json written before secrets were refused) is not copied
+    sums = [redact_secrets(s) for s in (summaries if summaries is not None else summaries_of(run_dirs))]
     rows = load_paper_numbers() if paper_rows is None else list(paper_rows)
     out = Path(out_dir) if out_dir else default_out_dir(run_dirs)
     out.mkdir(parents=True, exist_ok=True)

@@ -655,7 +655,7 @@ class FakeProviderServer:
             target=self._server.run, kwargs={"sockets": [sock]}, name="fake-provider-server", daemon=True
         )
         self._thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a loaded machine can take seconds to start a thread
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("fake provider server did not start")

@@ -37,7 +37,7 @@ async def cache(tmp_path: Path) -> AsyncIterator[ResponseCache]:
 
 @pytest.fixture
 async def adapter(fake_server: FakeProviderServer, cache: ResponseCache) -> AsyncIterator[CachingAdapter]:
-    inner = OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url, timeout=5.0)
+    inner = OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url, timeout=60.0)
     a = CachingAdapter(inner, cache)
     yield a
     await a.aclose()
@@ -89,9 +89,9 @@ async def test_any_change_to_the_request_misses(
 
 async def test_another_model_or_base_url_misses(fake_server: FakeProviderServer, cache: ResponseCache) -> None:
     fake_server.openai.respond_with(answer)
-    a = CachingAdapter(OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url, timeout=5.0), cache)
-    b = CachingAdapter(OpenAIAdapter("gpt-other", base_url=fake_server.openai_base_url, timeout=5.0), cache)
-    c = CachingAdapter(OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url + "/", timeout=5.0), cache)
+    a = CachingAdapter(OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url, timeout=60.0), cache)
+    b = CachingAdapter(OpenAIAdapter("gpt-other", base_url=fake_server.openai_base_url, timeout=60.0), cache)
+    c = CachingAdapter(OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url + "/", timeout=60.0), cache)
     try:
         for adapter in (a, b, c, a):
             await adapter.complete(CONVERSATION, TOOLS)

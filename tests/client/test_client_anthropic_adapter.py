@@ -43,7 +43,7 @@ FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
 
 @pytest.fixture
 async def adapter(fake_server: FakeProviderServer) -> AsyncIterator[AnthropicAdapter]:
-    a = AnthropicAdapter("claude-test", base_url=fake_server.anthropic_base_url, timeout=5.0, max_tokens=1000)
+    a = AnthropicAdapter("claude-test", base_url=fake_server.anthropic_base_url, timeout=60.0, max_tokens=1000)
     yield a
     await a.aclose()
 
@@ -55,7 +55,7 @@ async def thinking_adapter(fake_server: FakeProviderServer) -> AsyncIterator[Ant
         base_url=fake_server.anthropic_base_url,
         thinking_budget=2048,
         max_tokens=8000,
-        timeout=5.0,
+        timeout=60.0,
     )
     yield a
     await a.aclose()

@@ -45,7 +45,7 @@ FAST = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05)
 
 @pytest.fixture
 async def adapter(fake_server: FakeProviderServer) -> AsyncIterator[OpenAIAdapter]:
-    a = OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url, timeout=5.0)
+    a = OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url, timeout=60.0)
     yield a
     await a.aclose()
 

@@ -235,7 +235,7 @@ def pid_alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2 :].split()[0] != "Z"
 
 
-def wait_gone(pid: int, timeout: float = 3.0) -> bool:
+def wait_gone(pid: int, timeout: float = 30.0) -> bool:
     """True once ``pid`` has exited (orphaned workers are reaped by init, which takes a moment)."""
     deadline = time.monotonic() + timeout
     while pid_alive(pid):
@@ -335,7 +335,7 @@ async def test_startup_timeout_reports_log_tail_and_command(fake: FakeVLLM) -> N
     started = time.monotonic()
     with pytest.raises(VLLMStartError) as info:
         await adapter.start()
-    assert time.monotonic() - started < 4.0
+    assert time.monotonic() - started < 20.0  # not the 30 s the server takes (loose: a loaded machine)
     message = str(info.value)
     assert "not ready within startup_timeout=1s" in message
     assert "loading safetensors shard" in message  # the server's own last log lines
@@ -352,7 +352,7 @@ async def test_exit_during_startup_fails_at_once_and_is_remembered(fake: FakeVLL
     started = time.monotonic()
     with pytest.raises(VLLMStartError, match="exited with code 3") as info:
         await adapter.complete([UserMessage("hi")], TOOLS)
-    assert time.monotonic() - started < 5.0
+    assert time.monotonic() - started < 30.0  # not startup_timeout=60 (loose: a loaded machine)
     assert info.value.exit_code == 3
     assert "CUDA out of memory" in str(info.value) and "engine core failed to start" in str(info.value)
     # the next episode fails the same way at once, without starting vLLM again
@@ -421,7 +421,7 @@ async def test_sigkill_after_shutdown_timeout_when_sigterm_is_ignored(fake: Fake
     [run] = fake.runs()
     started = time.monotonic()
     await adapter.aclose()
-    assert 0.4 < time.monotonic() - started < 3.0
+    assert 0.4 < time.monotonic() - started < 20.0  # waited shutdown_timeout, then killed (loose upper bound)
     assert wait_gone(run["pid"]) and wait_gone(run["child_pid"])
 
 
@@ -730,7 +730,7 @@ def test_server_is_stopped_when_its_parent_is_killed(fake: FakeVLLM) -> None:
     finally:
         parent.kill()
         parent.wait()
-    assert wait_gone(server, timeout=10.0)
+    assert wait_gone(server, timeout=60.0)
 
 
 # ------------------------------------------------------------------ through `evals run`

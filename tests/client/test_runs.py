@@ -441,7 +441,8 @@ async def test_cancelled_while_syncing_keeps_the_line_and_close_syncs_it(tmp_pat
 
     run = RunDir(tmp_path / "run", CONFIG)
     real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (time.sleep(0.05), real_fsync(fd))[1])
+    # a slow fsync (2 s): still in flight when the task is cancelled, even on a loaded machine
+    monkeypatch.setattr(os, "fsync", lambda fd: (time.sleep(2.0), real_fsync(fd))[1])
     task = asyncio.ensure_future(run.append_trace_async(record("t1")))
     await asyncio.sleep(0.01)
     task.cancel()

@@ -52,7 +52,7 @@ class FakeSession:
 async def adapter(fake_server: FakeProviderServer) -> AsyncIterator[OpenAIAdapter]:
     # as the vllm: adapter builds it for a hermes-format model
     a = OpenAIAdapter(
-        "smol", base_url=fake_server.openai_base_url, timeout=5.0, tool_call_markers=HERMES,
+        "smol", base_url=fake_server.openai_base_url, timeout=60.0, tool_call_markers=HERMES,
         history_malformed_arguments="empty", seed=0,
     )
     yield a
@@ -144,7 +144,7 @@ async def test_two_blocks_give_two_calls(fake_server: FakeProviderServer, adapte
 async def test_without_markers_text_stays_text_and_the_turn_is_still_marked_truncated(
     fake_server: FakeProviderServer,
 ) -> None:
-    plain = OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url, timeout=5.0)
+    plain = OpenAIAdapter("gpt-test", base_url=fake_server.openai_base_url, timeout=60.0)
     try:
         fake_server.openai.script(openai_chat("a long answer that ran o", finish_reason="length"))
         recorder = EpisodeRecorder("t1")

@@ -205,7 +205,7 @@ def test_a_second_fetch_waits_for_the_first(data_dir, tmp_path):
             fcntl.flock(held, fcntl.LOCK_EX)  # another process is downloading
             t = threading.Thread(target=lambda: result.append(fetch("familytool", data, url_prefix=prefix, report=msgs.append)))
             t.start()
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 60
             while not msgs and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert msgs and msgs[0].startswith("waiting for another download") and not result

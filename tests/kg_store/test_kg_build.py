@@ -211,4 +211,4 @@ def test_ensure_built_that_lost_the_race_to_build_opens_what_the_winner_built(
     with KGStore.open(db, read_only=True):  # A's reader, open for its run
         started = time.monotonic()
         assert KGStore.ensure_built(db, kg_b_file, lock_timeout=30) == "unchanged"
-        assert time.monotonic() - started < 10 and len(looks) == 2
+        assert time.monotonic() - started < 25 and len(looks) == 2  # not the lock_timeout of 30 s (loose: load)

@@ -30,7 +30,7 @@ async def test_responses_are_not_held_back_by_nagle() -> None:
     server = await asyncio.start_server(accepted, sock=sock)
     async with server:
         _, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
-        for _ in range(100):
+        for _ in range(3000):  # up to 30 s: a loaded machine may take a while to run the accept callback
             if nodelay:
                 break
             await asyncio.sleep(0.01)
@@ -140,10 +140,11 @@ async def test_concurrent_sessions_borrow_http_clients_of_their_own(tool_server:
                     borrowed.append(http)
                     async with connect(f"{url}/mcp/familytool-b/{TASK}", http_client=http, discovery_key=url) as client:
                         assert [t.name for t in await list_all_tools(client)]
-                        await asyncio.sleep(0.05)  # all of them open at once
+                        await all_open.wait()  # all of them open at once, however slow the machine
                     in_use.discard(http)
 
             in_use: set[httpx2.AsyncClient] = set()
+            all_open = asyncio.Barrier(6)  # resets once the six have passed: the second round uses it again
             await asyncio.gather(*(session() for _ in range(6)))
             assert pool.size == 6 and len(set(borrowed)) == 6
             first_discovers = methods.count("server/discover")

@@ -236,7 +236,7 @@ def test_python_resolve_errors_name_the_target(tmp_path: Path, module_dir: Path)
         PythonExecutor("ts_test_tools:missing").resolve()
     with pytest.raises(ExecutorConfigError, match="does not exist"):
         PythonExecutor("nope.py:f", base_dir=tmp_path).resolve()
-    with pytest.raises(ExecutorConfigError, match="must look like"):
+    with pytest.raises(ExecutorConfigError, match="must be 'module:function'.*or 'path/file.py:function'"):
         PythonExecutor("no_colon")
     (tmp_path / "broken_mod.py").write_text("raise ImportError('needs numpy')\n", encoding="utf-8")
     with pytest.raises(ExecutorConfigError, match="needs numpy"):

@@ -96,7 +96,7 @@ def test_duplicate_names_across_files_name_both_files(tmp_path: Path) -> None:
 
 def test_duplicate_names_in_one_file(tmp_path: Path) -> None:
     path = write(tmp_path / "d.yaml", "- name: x\n- name: y\n- name: x\n")
-    with pytest.raises(SpecLoadError, match=r"d\.yaml: tool #2 \('x'\): .*used twice.*#0 and #2"):
+    with pytest.raises(SpecLoadError, match=r"d\.yaml:3: tool #2 \('x'\): .*used twice.*#0 and #2"):
         load_spec_file(path)
 
 
@@ -111,7 +111,7 @@ def test_bad_yaml_names_the_file_and_line(tmp_path: Path) -> None:
 
 def test_bad_json_names_the_file(tmp_path: Path) -> None:
     path = write(tmp_path / "broken.json", '[{"name": "a",}]')
-    with pytest.raises(SpecLoadError, match=r"broken\.json: invalid JSON at line 1"):
+    with pytest.raises(SpecLoadError, match=r"broken\.json:1: invalid JSON at line 1"):
         load_spec_file(path)
 
 
@@ -119,7 +119,7 @@ def test_missing_name_names_file_and_index(tmp_path: Path) -> None:
     path = write(tmp_path / "nameless.yaml", "- name: ok\n- description: no name here\n")
     with pytest.raises(SpecLoadError) as info:
         load_spec_file(path)
-    assert str(info.value).startswith(f"{path}: tool #1: tool has no 'name'")
+    assert str(info.value).startswith(f"{path}:2: tool #1: tool has no 'name'")
     assert info.value.tool_index == 1
 
 
@@ -130,7 +130,7 @@ def test_missing_name_names_file_and_index(tmp_path: Path) -> None:
         ("just a string\n", "got str"),
         ("- 42\n", r"tool #0: a tool must be a mapping"),
         ("name: [1]\n", "'name' must be a string"),
-        ("name: ''\n", "tool name must not be empty"),
+        ("name: ''\n", "the tool name is empty"),
         ("name: t\ncolour: red\n", r"tool #0 \('t'\): unknown key\(s\) 'colour'"),
         ("name: t\nparameters: {}\ninput_schema: {}\n", "give only one of input_schema, parameters"),
         ("name: t\ninput_schema: {type: string}\n", "root must describe an object"),
@@ -150,7 +150,7 @@ def test_unknown_executor_kind(tmp_path: Path) -> None:
     with pytest.raises(SpecLoadError) as info:
         load_spec_file(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: tool #0 ('t'): bad executor: unknown executor kind 'quantum'")
+    assert message.startswith(f"{path}:2: tool #0 ('t'): bad executor: unknown executor kind 'quantum'")
     assert "known kinds:" in message and "python" in message and "simulated" in message
 
 
@@ -167,7 +167,7 @@ def test_bad_python_target_fails_at_load_time(tmp_path: Path) -> None:
         "name: t\nexecutor: {kind: python, target: 'tool_specs.examples.unit_converter:nope'}\n",
     )
     with pytest.raises(
-        SpecLoadError, match=r"py2\.yaml: tool #0 \('t'\): bad executor: .*has no attribute 'nope'"
+        SpecLoadError, match=r"py2\.yaml:2: tool #0 \('t'\): bad executor: .*has no attribute 'nope'"
     ):
         load_spec_file(missing_attr)
 
