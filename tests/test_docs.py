@@ -91,7 +91,10 @@ def test_every_evals_command_in_the_docs_parses(where, command, capsys):
     try:
         build_parser().parse_args(argv)
     except SystemExit as exc:  # --help / --version exit 0; a usage error exits 2
-        assert exc.code == 0, f"{where}: `{command}` does not parse: {capsys.readouterr().err.strip()[-400:]}"
+        message = capsys.readouterr().err.strip()
+        # a file the page names as an example of your own (my_tasks.jsonl) parses; only the file is missing
+        placeholder_file = exc.code == 2 and "no such file" in message.splitlines()[-1]
+        assert exc.code == 0 or placeholder_file, f"{where}: `{command}` does not parse: {message[-400:]}"
 
 
 def test_first_use_download_numbers_in_the_docs_are_the_pinned_lists(tmp_path):

@@ -49,6 +49,8 @@ def _data_status(name: str) -> str:
     from ..core.data import data_dir
     from ..core.fetch import needed_files
 
+    if get_benchmark(name).needed_files is None:  # its tasks come from a file the user names (no data to fetch)
+        return "none needed (the tasks come from a file you name)"
     try:
         missing = needed_files(name, data_dir())
     except Exception as exc:  # a broken data directory must not break the listing
@@ -78,7 +80,7 @@ def benchmark_listing(*, sizes: bool = True) -> list[dict[str, Any]]:
         out.append({
             "name": name,
             "description": info.description,
-            "tasks": _size(name) if sizes and status == "present" else None,
+            "tasks": _size(name) if sizes and status == "present" else None,  # a file-defined benchmark: None
             "data": status,
             "strategies": [info.default_strategy] + [s for s in info.strategies if s != info.default_strategy],
             "default_strategy": info.default_strategy,

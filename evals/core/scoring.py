@@ -181,7 +181,10 @@ async def summarize(
     (:func:`~evals.core.selection.coverage`)."""
     traces = run_dir.latest_traces()
     ran = [t for t in task_ids if t in traces]
-    partial = 0 < len(ran) < len(task_ids)
+    # predictions imported from an official-format file are scored as the official code scores them: a
+    # task without a prediction counts (as failed), it does not make the run partial
+    imported = "imported" in (run_dir.config or {})
+    partial = 0 < len(ran) < len(task_ids) and not imported
     scored = ran if partial else list(task_ids)
     trials = further_trials(traces, scored)
     scores, judge_totals = await score_run(run_dir, bench, scored, judge=judge, trials=trials)

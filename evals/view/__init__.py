@@ -9,14 +9,35 @@
 * :mod:`.cli`: the sub-commands.
 """
 
-from .cli import add_leaderboard_parser, add_view_parser, cmd_leaderboard, cmd_view
-from .compare import CompareError, compare_runs, mcnemar_exact, paired_bootstrap
-from .export import export_site, static_name
-from .index import RunIndex, TraceEntry, find_run_dirs, is_run_dir
-from .leaderboard import leaderboard, render_leaderboard
-from .runs import RunView
-from .site import NotFound, Site
-from .transcript import episode, transcript_items
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# each public name -> the module that defines it; a module is imported on the first use of one of its names
+_MODULE_OF = {
+    "CompareError": ".compare",
+    "NotFound": ".site",
+    "RunIndex": ".index",
+    "RunView": ".runs",
+    "Site": ".site",
+    "TraceEntry": ".index",
+    "add_leaderboard_parser": ".cli",
+    "add_view_parser": ".cli",
+    "cmd_leaderboard": ".cli",
+    "cmd_view": ".cli",
+    "compare_runs": ".compare",
+    "episode": ".transcript",
+    "export_site": ".export",
+    "find_run_dirs": ".index",
+    "is_run_dir": ".index",
+    "leaderboard": ".leaderboard",
+    "mcnemar_exact": ".compare",
+    "paired_bootstrap": ".compare",
+    "render_leaderboard": ".leaderboard",
+    "static_name": ".export",
+    "transcript_items": ".transcript",
+}
 
 __all__ = [
     "CompareError",
@@ -41,3 +62,12 @@ __all__ = [
     "static_name",
     "transcript_items",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, from its module imported now (``evals --help`` registers the sub-commands without
+    loading the web app, numpy or scipy)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)

@@ -32,7 +32,7 @@ RUNS = sorted(p for p in (HERE / "runs").iterdir() if (p / "expected.json").is_f
 
 # top-level keys of the summary that are compared; everything inside them is walked
 COMPARED = ("tasks", "completed", "errored", "metrics", "strict_metrics", "nonstrict_metrics", "project_metrics",
-            "project_strict_metrics", "breakdowns", "matchers")
+            "project_strict_metrics", "agent_kg_metrics", "breakdowns", "matchers")
 FIRST_ERROR_KEYS = ("task_id", "type", "retryable")
 
 
