@@ -21,7 +21,7 @@ index and name when the problem is inside one tool.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -305,10 +305,17 @@ def _load_file(file: Path) -> tuple[list[ToolSpec], list[SpecLoadError], list[st
     return specs, problems, list(first_index)
 
 
-def load_spec_dir(directory: str | Path) -> list[ToolSpec]:
+def load_spec_dir(
+    directory: str | Path,
+    *,
+    suffixes: tuple[str, ...] = SPEC_FILE_SUFFIXES,
+    load_file: Callable[[Path], tuple[list[ToolSpec], list[SpecLoadError], list[str]]] | None = None,
+) -> list[ToolSpec]:
     """Load every spec file directly inside ``directory`` (not recursive), files sorted by name.
 
-    Only ``.yaml``/``.yml``/``.json`` files are read; other files and dot-files are ignored.
+    Only ``suffixes`` files (default ``.yaml``/``.yml``/``.json``) are read; other files and dot-files
+    are ignored. ``load_file(path)`` gives a file's tools that load, its problems and every tool name it
+    gives (default: this project's spec format; :func:`tool_specs.load_tool_dir` reads other formats too).
 
     Raises:
         SpecLoadErrors: ``directory`` is not a directory, or the problems of every file (each tool of
@@ -321,7 +328,7 @@ def load_spec_dir(directory: str | Path) -> list[ToolSpec]:
         (
             p
             for p in folder.iterdir()
-            if p.is_file() and p.suffix.lower() in SPEC_FILE_SUFFIXES and not p.name.startswith(".")
+            if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith(".")
         ),
         key=lambda p: p.name,
     )
@@ -329,7 +336,7 @@ def load_spec_dir(directory: str | Path) -> list[ToolSpec]:
     problems: list[SpecLoadError] = []
     origin: dict[str, Path] = {}
     for file in files:
-        loaded, found, names = _load_file(file)
+        loaded, found, names = (load_file or _load_file)(file)
         problems.extend(found)
         for name in names:
             if name in origin:

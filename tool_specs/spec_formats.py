@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tool_specs.errors import SpecLoadError
-from tool_specs.loader import SPEC_FILE_SUFFIXES, load_spec_file, spec_from_mapping
+from tool_specs.errors import SpecLoadError, SpecLoadErrors
+from tool_specs.loader import SPEC_FILE_SUFFIXES, _load_file, load_spec_dir, load_spec_file, spec_from_mapping
 from tool_specs.spec import ToolSpec
 
 __all__ = ["TOOL_FILE_SUFFIXES", "detect_tool_format", "load_tool_dir", "load_tool_file"]
@@ -84,11 +84,11 @@ def _bfcl_entry(item: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown key(s) in a BFCL function: {', '.join(unknown)}")
     out: dict[str, Any] = {"name": item.get("name"), "annotations": {"format": "bfcl"},
-                           "input_schema": dict(item["parameters"])}
+                           "parameters": dict(item["parameters"])}  # a loose form: BFCL type names normalised
     if item.get("description") is not None:
         out["description"] = item["description"]
     if item.get("response") is not None:
-        out["output_schema"] = item["response"]
+        out["response"] = item["response"]
     return out
 
 
@@ -132,36 +132,47 @@ def load_tool_file(path: str | Path) -> list[ToolSpec]:
         return load_spec_file(file)
     convert = _openai_entry if kind == "openai" else _bfcl_entry
     specs: list[ToolSpec] = []
+    problems: list[SpecLoadError] = []  # every problem of the file, reported at once
     seen: dict[str, int] = {}
     for index, item in enumerate(_items(document) or []):
         try:
             entry = convert(item)
+            spec = spec_from_mapping(entry, path=file, index=index, base_dir=file.parent)
         except ValueError as exc:
-            raise SpecLoadError(str(exc), path=file, tool_index=index, tool_name=str(item.get("name"))) from None
-        spec = spec_from_mapping(entry, path=file, index=index, base_dir=file.parent)
+            problems.append(SpecLoadError(str(exc), path=file, tool_index=index, tool_name=str(item.get("name"))))
+            continue
+        except SpecLoadError as exc:
+            problems.append(exc)
+            continue
         if spec.name in seen:
-            raise SpecLoadError(f"tool name {spec.name!r} is used twice in this file (tools #{seen[spec.name]} and "
-                                f"#{index})", path=file, tool_index=index, tool_name=spec.name)
+            problems.append(SpecLoadError(f"tool name {spec.name!r} is used twice in this file (tools "
+                                          f"#{seen[spec.name]} and #{index})", path=file, tool_index=index,
+                                          tool_name=spec.name))
+            continue
         seen[spec.name] = index
         specs.append(spec)
+    if problems:
+        raise SpecLoadErrors.of(problems)
     return specs
+
+
+def _load_any(file: Path) -> tuple[list[ToolSpec], list[SpecLoadError], list[str]]:
+    """A tool file of any format: its tools that load, its problems, every tool name it gives."""
+    try:
+        kind = detect_tool_format(_read(file))
+    except SpecLoadError as exc:
+        return [], [exc], []
+    if kind is None and file.suffix.lower() != ".jsonl":
+        return _load_file(file)  # the project's own format: problems and names of every tool
+    try:
+        loaded = load_tool_file(file)
+    except SpecLoadError as exc:
+        return [], [exc], []
+    return loaded, [], [spec.name for spec in loaded]
 
 
 def load_tool_dir(directory: str | Path) -> list[ToolSpec]:
     """Every tool file directly inside ``directory`` (``.yaml``, ``.yml``, ``.json``, ``.jsonl``),
-    files sorted by name; a name defined in two files is an error naming both."""
-    folder = Path(directory)
-    if not folder.is_dir():
-        raise SpecLoadError("not a directory", path=folder)
-    files = sorted((p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in TOOL_FILE_SUFFIXES
-                    and not p.name.startswith(".")), key=lambda p: p.name)
-    specs: list[ToolSpec] = []
-    origin: dict[str, Path] = {}
-    for file in files:
-        for spec in load_tool_file(file):
-            if spec.name in origin:
-                raise SpecLoadError(f"tool name {spec.name!r} is defined in both {origin[spec.name]} and {file}",
-                                    path=file, tool_name=spec.name)
-            origin[spec.name] = file
-            specs.append(spec)
-    return specs
+    files sorted by name; every problem of every file is reported at once (:class:`SpecLoadErrors`),
+    a name defined in two files among them (naming both)."""
+    return load_spec_dir(directory, suffixes=TOOL_FILE_SUFFIXES, load_file=_load_any)
