@@ -14,6 +14,8 @@ import httpx2
 from mcp import Client, StdioServerParameters, types
 from mcp.client.streamable_http import streamable_http_client
 
+from server.upstream import list_all_tools  # one paging loop for the tool server's proxy and this client
+
 __all__ = [
     "HTTPClientPool",
     "connect",
@@ -205,18 +207,6 @@ class HTTPClientPool:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-async def list_all_tools(client: Client) -> list[types.Tool]:
-    """Every tool of the session, following ``next_cursor`` pages."""
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    while True:
-        page = await client.list_tools(cursor=cursor)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
 
 
 # ---- output-schema validators shared across sessions --------------------------------------------

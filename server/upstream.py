@@ -34,11 +34,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
 from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from mcp import Client
 
 __all__ = [
     "UPSTREAM_UNAVAILABLE",
@@ -47,6 +50,7 @@ __all__ = [
     "ProxyExecutor",
     "UpstreamConnection",
     "UpstreamUnavailable",
+    "list_all_tools",
     "load_mcp_config",
     "open_sources",
     "parse_mcp_server",
@@ -60,6 +64,18 @@ UPSTREAM_UNAVAILABLE = "MCP server unavailable:"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
+
+async def list_all_tools(client: Client) -> list[types.Tool]:
+    """Every tool of an MCP client session, following ``next_cursor`` pages (also the evaluation
+    client's, :mod:`client.mcp_session`)."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
 
 class McpSourceError(ValueError):
     """A tool source that is badly described or cannot be started; the message names it."""
@@ -274,14 +290,7 @@ class UpstreamConnection:
             async with contextlib.AsyncExitStack() as stack:
                 client = await stack.enter_async_context(
                     Client(self._transport(stack), read_timeout_seconds=self.source.timeout, cache=None))
-                tools: list[types.Tool] = []
-                cursor: str | None = None
-                while True:
-                    page = await client.list_tools(cursor=cursor)
-                    tools.extend(page.tools)
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
+                tools = await list_all_tools(client)
                 self._client = client
                 ready.set_result(tools)
                 await self._closing.wait()
