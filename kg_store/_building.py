@@ -354,8 +354,8 @@ class BuildingMixin(StoreBase):
         self._reset_caches()
 
     def _copy_load(self, triples: CanonicalTriples) -> None:
-        """Bulk-load with ``COPY FROM`` one CSV file of the rows (much faster than inserts for big
-        graphs): the entities are the distinct ends of its rows, read by the engine itself."""
+        """Bulk-load with ``COPY FROM`` a CSV file of the entities, then one of the rows (much faster
+        than inserts for big graphs)."""
         with tempfile.TemporaryDirectory(prefix="kg_store_load_") as tmp:
             if "'" in tmp or "\\" in tmp:
                 raise KGError(f"temporary directory {tmp!r} has a quote or backslash; set TMPDIR elsewhere")
@@ -365,8 +365,8 @@ class BuildingMixin(StoreBase):
             # COPY takes no parameter for the file; this path is our own temporary file. A field with a
             # line break needs the serial CSV reader.
             options = f"(HEADER=true, PARALLEL={str(not triples.multiline).lower()}, QUOTE='\"', ESCAPE='\"')"
-            self._execute(
-                f"COPY Entity FROM (LOAD FROM '{rel_csv}' {options} "
-                "WITH [from, to] AS pair UNWIND pair AS name RETURN DISTINCT name)"
-            )
+            entity_csv = Path(tmp, "entities.csv")
+            triples.write_entities_csv(entity_csv)  # the parser's distinct names: no DISTINCT in the engine
+            triples.entities = []
+            self._execute(f"COPY Entity FROM '{entity_csv}' {options}")
             self._execute(f"COPY Rel FROM '{rel_csv}' {options}")

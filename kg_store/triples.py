@@ -13,11 +13,14 @@ quotes, a double quote inside doubled), which is what the engine's ``COPY FROM``
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,6 +40,7 @@ _FAST_LINES = re.compile(rf"^{_TRIPLE_LINE}$", re.M)
 # a blank line or a comment, with its line feed (comment text: no line break of any kind)
 _SKIPPED_LINE = re.compile(r"^[ \t]*(?:#[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*)?\r?\n", re.M)
 _CHUNK = 100_000  # rows per write when hashing or writing the canonical rows
+_SLICE_CHARS = 4_000_000  # characters of a triple file matched at a time
 
 
 class Triple(NamedTuple):
@@ -123,6 +127,8 @@ class CanonicalTriples:
     rows: list[str]
     multiline: bool = False
     """Some field holds a line break (the engine must read the CSV serially)."""
+    entities: list[str] = field(default_factory=list)
+    """The distinct heads and tails, in any order (what the engine loads as its entities)."""
 
     @cached_property
     def checksum(self) -> str:
@@ -140,10 +146,18 @@ class CanonicalTriples:
 
     def write_csv(self, path: Path) -> None:
         """Write the rows as a CSV file with the header ``from,to,relation``."""
-        with path.open("w", encoding="utf-8", newline="") as f:
-            f.write("from,to,relation\n")
-            for i in range(0, len(self.rows), _CHUNK):
-                f.write("\n".join(self.rows[i : i + _CHUNK]) + "\n")
+        _write_lines(path, "from,to,relation", self.rows)
+
+    def write_entities_csv(self, path: Path) -> None:
+        """Write :attr:`entities` as a CSV file with the header ``name``."""
+        _write_lines(path, "name", [_quote(name) for name in self.entities])
+
+
+def _write_lines(path: Path, header: str, lines: list[str]) -> None:
+    with path.open("w", encoding="utf-8", newline="") as f:
+        f.write(header + "\n")
+        for i in range(0, len(lines), _CHUNK):
+            f.write("\n".join(lines[i : i + _CHUNK]) + "\n")
 
 
 def _quote(field: str) -> str:
@@ -152,32 +166,73 @@ def _quote(field: str) -> str:
 
 def canonical_triples(triples: Iterable[Sequence[str]]) -> CanonicalTriples:
     """The canonical form of already valid triples (see :func:`coerce_triples`)."""
-    rows = {f"{_quote(h)},{_quote(t)},{_quote(r)}" for h, r, t in triples}
-    return CanonicalTriples(sorted(rows), multiline=any("\n" in row or "\r" in row for row in rows))
+    rows: set[str] = set()
+    names: set[str] = set()
+    for h, r, t in triples:
+        rows.add(f"{_quote(h)},{_quote(t)},{_quote(r)}")
+        names.add(h)
+        names.add(t)
+    return CanonicalTriples(sorted(rows), multiline=any("\n" in row or "\r" in row for row in rows),
+                            entities=list(names))
 
 
 def read_triple_file(path: str | Path) -> CanonicalTriples:
     """Parse a triple file (see :func:`parse_triple_file`, same errors) straight into canonical form.
 
     When every line is a plain ``['head', 'relation', 'tail']`` (or blank, or a comment), the rows
-    come from two regular-expression passes over the whole text, with no Python object per triple
-    but its row; otherwise each line is parsed on its own.
+    come from one regular-expression pass over the whole text (a second after removing blank and
+    comment lines, if any); otherwise each line is parsed on its own.
     """
     p = Path(path)
-    text = _read_text(p)
-    if _SKIPPED_LINE.search(text) is not None:  # most files have no blank line: no copy of the text then
-        text = _SKIPPED_LINE.sub("", text)
-    rows_text, matched = _FAST_LINES.subn(r'"\1","\3","\2"', text)
-    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    with _gc_paused():  # a million tuples in a row: the collector would walk them again and again
+        return _read_fast(p, _read_text(p))
+
+
+def _read_fast(p: Path, text: str) -> CanonicalTriples:
+    parsed = _fast_rows(text)
+    if parsed is None and _SKIPPED_LINE.search(text) is not None:
+        text = _SKIPPED_LINE.sub("", text)  # blank lines or comments: only then a copy of the text
+        parsed = _fast_rows(text)
     del text
-    if matched != lines:
-        del rows_text
+    if parsed is None:
         return canonical_triples(_parse_lines(p, _read_text(p)))
-    rows = rows_text.split("\n")
-    del rows_text
-    if rows and not rows[-1]:
-        rows.pop()
-    return CanonicalTriples(sorted(set(rows)))
+    rows, names = parsed
+    return CanonicalTriples(sorted(rows), entities=list(names))
+
+
+def _fast_rows(text: str) -> tuple[set[str], set[str]] | None:
+    """The distinct CSV rows and entity names of ``text`` if every line is a plain triple, else None.
+
+    The text is matched a slice of lines at a time, so that only one slice's matches are held."""
+    rows: set[str] = set()
+    names: set[str] = set()
+    matched, pos, size = 0, 0, len(text)
+    while pos < size:
+        end = text.find("\n", pos + _SLICE_CHARS)
+        end = size if end < 0 else end + 1
+        found = _FAST_LINES.findall(text, pos, end)
+        matched += len(found)
+        # the fast path's fields hold no quote: each is its own CSV field in double quotes
+        rows |= {f'"{h}","{t}","{r}"' for h, r, t in found}
+        names.update(map(itemgetter(0), found))
+        names.update(map(itemgetter(2), found))
+        pos = end
+    return (rows, names) if matched == _line_count(text) else None
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _line_count(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
 def coerce_triples(triples: Iterable[Sequence[str]], source: str = "<triples>") -> list[Triple]:

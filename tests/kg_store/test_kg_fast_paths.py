@@ -37,6 +37,23 @@ def test_whole_file_parse_equals_line_by_line(tmp_path: Path, content: str) -> N
     assert sorted(read_triple_file(f).triples()) == sorted(set(parse_triple_file(f)))
 
 
+@pytest.mark.parametrize("slice_chars", [1, 10, 30, 10_000])
+def test_whole_file_parse_in_slices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slice_chars: int) -> None:
+    """A big file is matched a slice of lines at a time: any slice size gives the same rows and the
+    entities (heads and tails) the bulk load reads."""
+    import kg_store.triples as triples_module
+
+    monkeypatch.setattr(triples_module, "_SLICE_CHARS", slice_chars)
+    f = tmp_path / "kg.txt"
+    lines = [f"['p{i % 7}', 'r{i % 3}', 'p{(i * 5) % 11}']" for i in range(40)]
+    for content in ("\n".join(lines), "\n".join(lines) + "\n", "\r\n".join(lines), "\n".join(lines) + "\n# end\n"):
+        f.write_text(content, encoding="utf-8", newline="")
+        fast = read_triple_file(f)
+        assert fast.rows == canonical_triples(parse_triple_file(f)).rows
+        facts = parse_triple_file(f)
+        assert sorted(fast.entities) == sorted({t.head for t in facts} | {t.tail for t in facts})
+
+
 def test_canonical_rows_are_csv_the_engine_reads_back(tmp_path: Path) -> None:
     f = tmp_path / "kg.txt"
     f.write_text(MIXED, encoding="utf-8")
