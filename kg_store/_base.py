@@ -23,6 +23,7 @@ and is not used once they differ; a write through a store (a build, :meth:`add_f
 from __future__ import annotations
 
 import contextlib
+import csv
 import difflib
 import functools
 import marshal
@@ -39,6 +40,7 @@ from ._lock import DirLock
 from .engine import Engine
 from .errors import KGError
 from .scorers import LexicalScorer, RelationScorer
+from .triples import gc_paused
 
 SCHEMA_VERSION = "1"
 BuildAction = Literal["created", "unchanged", "rebuilt"]
@@ -217,11 +219,31 @@ class StoreBase:
         return self._out
 
     def _query_adjacency(self) -> dict[str, list[tuple[str, str]]]:
-        # one row per head with its edges collected in the engine: ~2x faster than a row per edge
-        rows = self._execute("MATCH (a:Entity)-[r:Rel]->(b:Entity) RETURN a.name, collect([r.relation, b.name])")
+        """All edges, exported by the engine as one CSV file and read back with :mod:`csv`: at 1M edges
+        about a fifth of the time of turning a query's result into Python objects."""
         names: dict[str, str] = {}  # one string object per name: less memory, a smaller saved file
         one = names.setdefault
-        return {one(h, h): sorted((one(r, r), one(t, t)) for r, t in edges) for h, edges in rows}
+        out: dict[str, list[tuple[str, str]]] = {}
+        with tempfile.TemporaryDirectory(prefix="kg_store_adjacency_") as tmp, gc_paused():
+            path = Path(tmp, "edges.csv")
+            if "'" in str(path) or "\\" in str(path):  # COPY takes no parameter for the file
+                rows = self._execute(
+                    "MATCH (a:Entity)-[r:Rel]->(b:Entity) RETURN a.name, collect([r.relation, b.name])"
+                )
+                return {one(h, h): sorted((one(r, r), one(t, t)) for r, t in edges) for h, edges in rows}
+            self._execute(
+                "COPY (MATCH (a:Entity)-[r:Rel]->(b:Entity) RETURN a.name, r.relation, b.name) "
+                f"TO '{path}' (HEADER=false)"
+            )
+            with path.open(encoding="utf-8", newline="") as f:
+                for h, r, t in csv.reader(f):
+                    edges = out.get(h)
+                    if edges is None:
+                        edges = out[one(h, h)] = []
+                    edges.append((one(r, r), one(t, t)))
+        for edges in out.values():
+            edges.sort()
+        return out
 
     @property
     def _adjacency_path(self) -> Path:

@@ -184,7 +184,7 @@ def read_triple_file(path: str | Path) -> CanonicalTriples:
     comment lines, if any); otherwise each line is parsed on its own.
     """
     p = Path(path)
-    with _gc_paused():  # a million tuples in a row: the collector would walk them again and again
+    with gc_paused():  # a million tuples in a row: the collector would walk them again and again
         return _read_fast(p, _read_text(p))
 
 
@@ -221,7 +221,8 @@ def _fast_rows(text: str) -> tuple[set[str], set[str]] | None:
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector off inside (it would walk a million new tuples again and again)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
