@@ -4,8 +4,9 @@ Modules: ``messages`` (provider-neutral messages, tool calls, responses), ``adap
 interface over OpenAI-compatible, Anthropic and vLLM models; :func:`make_adapter`), ``retry``,
 ``ratelimit``, ``breaker`` (stops a run on errors that will repeat), ``cache`` (the response
 cache), ``runs`` (run directories, traces and the episode recorder), ``mcp_session`` (MCP sessions
-to the tool server), ``agent`` (the tool-use loop of one episode), ``runner`` and ``progress``
-(many episodes at once, resumable, with a progress display) and ``eventloop``.
+to the tool server), ``agent`` (the tool-use loop of one episode), ``runner``, ``run_control``
+(a run's budget, interrupt and result) and ``progress`` (many episodes at once, resumable, with a
+progress display) and ``eventloop``.
 
 Every name in a module's ``__all__`` is listed here (``_NAMES``) and can be imported from ``client``;
 each is loaded on first use, so ``import client.runs`` does not import the MCP SDK or the provider
@@ -105,7 +106,8 @@ _NAMES: dict[str, tuple[str, ...]] = {
     "progress": ("RunProgress", "format_tokens"),
     "ratelimit": ("RateLimiter", "Reservation", "estimate_request_tokens"),
     "retry": ("AttemptCallback", "RetryPolicy", "call_with_retries"),
-    "runner": ("Budget", "EpisodeFn", "RunControl", "RunResult", "ScoreFn", "StopReason", "run_episodes"),
+    "run_control": ("Budget", "RunControl", "RunResult", "StopReason"),
+    "runner": ("EpisodeFn", "ScoreFn", "run_episodes"),
     "runs": (
         "CUT_NOTE",
         "DEFAULT_HASH_KEYS",

@@ -1,6 +1,7 @@
 """Run untrusted tool code (benchmark tools written in Python) in isolated worker processes.
 
-Containment model (Linux; the details are in ``tool_specs/_sandbox_worker.py``):
+Containment model (Linux; the details are in ``tool_specs/_sandbox_worker.py``; one worker process
+as the pool sees it is ``tool_specs/_sandbox_process.py``):
 
 * **Never in the server process.** A :class:`SandboxPool` keeps a few worker processes
   (``tool_specs/_sandbox_worker.py``, started with ``python -I``); each call is sent to an idle
@@ -54,10 +55,6 @@ import itertools
 import json
 import logging
 import os
-import selectors
-import shutil
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -66,6 +63,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tool_specs._sandbox_process import _SUPPORT as _SUPPORT  # per interpreter: what the probe found
+from tool_specs._sandbox_process import (
+    WORKER_SCRIPT,
+    NamespaceSupport,
+    SandboxError,
+    SandboxLimits,
+    SandboxReply,
+    WorkerProcess,
+    namespace_support,
+)
 from tool_specs.errors import ExecutorConfigError
 from tool_specs.executors import register_executor_kind
 from tool_specs.fair_queue import FairGate, GateTicket
@@ -88,183 +95,10 @@ __all__ = [
     "value_to_result",
 ]
 
-WORKER_SCRIPT = Path(__file__).with_name("_sandbox_worker.py")
 Isolation = Literal["namespaces", "none"]
 log = logging.getLogger(__name__)
-_START_TIMEOUT_S = 30.0
 _SESSION_KEY = "tool_specs.sandbox.session"  # the key of a session's token in CallContext.state
 _REPLY_GRACE_S = 5.0
-
-
-class SandboxError(RuntimeError):
-    """The sandbox itself could not do its job (a worker would not start, a required isolation
-    feature is unavailable). A failing *tool* is never a SandboxError: it is a reply."""
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Per-call limits. ``memory_mb`` is address space on top of the preloaded interpreter."""
-
-    wall_s: float = 5.0
-    cpu_s: float = 5.0
-    memory_mb: int = 512
-    fsize_mb: int = 8
-    scratch_mb: int = 32  # the call's private tmpfs (/tmp, its cwd); isolation "namespaces" only
-    nofile: int = 32
-    max_result_bytes: int = 1 << 20
-
-    def __post_init__(self) -> None:
-        for name in ("wall_s", "cpu_s", "memory_mb", "fsize_mb", "scratch_mb", "nofile", "max_result_bytes"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"sandbox limit {name} must be a positive number, got {value!r}")
-
-
-@dataclass
-class SandboxReply:
-    """What one call produced. ``status``: ``ok`` (``value`` holds the function's return value,
-    JSON-converted; anything not JSON becomes its ``repr``), ``exception`` (the tool raised;
-    ``error`` is ``"<Type>: <message>"``), ``timeout``, ``killed`` (a CPU/memory/file-size limit),
-    ``too_large``, ``crashed`` (no result, e.g. the worker died) or ``bad_request``."""
-
-    status: str
-    value: Any = None
-    error: str | None = None
-    error_type: str | None = None
-    wall_s: float = 0.0
-    cpu_s: float = 0.0
-    worker_pid: int | None = None
-    cold: bool = False  # this call started its worker
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-
-@dataclass(frozen=True)
-class NamespaceSupport:
-    """Whether this host lets a sandbox worker set up its namespaces (``ok``); else ``reason``.
-    ``isolation`` is what a worker reported (namespaces, uid map, read-only paths, seccomp)."""
-
-    ok: bool
-    reason: str = ""
-    isolation: dict[str, Any] = field(default_factory=dict)
-
-
-_SUPPORT: dict[str, NamespaceSupport] = {}
-_SUPPORT_LOCK = threading.Lock()
-
-
-def namespace_support(python: str | None = None) -> NamespaceSupport:
-    """Try the worker's namespace set-up once per interpreter and process (``--probe``: no
-    preloads, about 50 ms) and say whether it works on this host, and why not."""
-    exe = python or sys.executable
-    with _SUPPORT_LOCK:
-        if exe not in _SUPPORT:
-            if not sys.platform.startswith("linux"):
-                _SUPPORT[exe] = NamespaceSupport(False, f"kernel namespaces need Linux, not {sys.platform}")
-            else:
-                try:
-                    proc = subprocess.run(
-                        [exe, "-I", str(WORKER_SCRIPT), "--probe"], capture_output=True, timeout=_START_TIMEOUT_S,
-                        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}, cwd="/",
-                    )
-                    line = proc.stdout.decode("utf-8", "replace").strip().splitlines()
-                    hello = json.loads(line[-1]) if line else {}
-                except (OSError, subprocess.SubprocessError, ValueError) as exc:
-                    hello = {"error": f"the probe did not run: {exc}"}
-                if hello.get("ready"):
-                    _SUPPORT[exe] = NamespaceSupport(True, isolation=dict(hello.get("isolation") or {}))
-                else:
-                    _SUPPORT[exe] = NamespaceSupport(False, str(hello.get("error") or "the probe gave no answer"))
-        return _SUPPORT[exe]
-
-
-class _Worker:
-    """One worker process and its pipes (used by one thread at a time)."""
-
-    def __init__(self, argv: list[str], cwd: str, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=cwd, env=env, start_new_session=True, close_fds=True, bufsize=0,
-        )
-        self.pid = self.proc.pid
-        self._buf = b""
-        self.calls = 0
-        try:
-            hello = self._read_line(time.monotonic() + _START_TIMEOUT_S)
-        except SandboxError:
-            self.kill()
-            raise
-        if not hello.get("ready"):
-            self.kill()
-            if hello.get("error"):
-                raise SandboxError(f"the sandbox worker could not isolate itself: {hello['error']}")
-            raise SandboxError(f"sandbox worker sent an unexpected greeting: {hello!r}")
-        self.hello = hello
-        scratch = hello.get("scratch_root")  # isolation "none": the worker's own scratch directory
-        self.scratch_root = scratch if isinstance(scratch, str) and os.path.basename(scratch).startswith("tool-sandbox-") else None
-
-    def _read_line(self, deadline: float) -> dict[str, Any]:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self._buf:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise SandboxError("the sandbox worker did not answer in time")
-                if not sel.select(left):
-                    continue
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    raise SandboxError(f"the sandbox worker exited (code {self.proc.poll()})")
-                self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
-        try:
-            reply = json.loads(line)
-        except ValueError as exc:
-            raise SandboxError(f"the sandbox worker sent a malformed reply: {exc}") from exc
-        if not isinstance(reply, dict):
-            raise SandboxError(f"the sandbox worker sent a reply that is not a JSON object: {line[:200]!r}")
-        return reply
-
-    def request(self, req: dict[str, Any], deadline: float) -> dict[str, Any]:
-        assert self.proc.stdin is not None
-        data = json.dumps(req, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
-        try:
-            self.proc.stdin.write(data)
-        except OSError as exc:
-            raise SandboxError(f"the sandbox worker is gone ({exc})") from exc
-        self.calls += 1
-        return self._read_line(deadline)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL the worker's whole process group (the worker and any child it forked)."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            with contextlib.suppress(OSError):
-                if stream is not None:
-                    stream.close()
-        if getattr(self, "scratch_root", None):  # a worker killed before it could remove it
-            shutil.rmtree(str(self.scratch_root), ignore_errors=True)
-
-    def stop(self) -> None:
-        """Close the request pipe (the worker leaves on EOF), then make sure the group is gone."""
-        with contextlib.suppress(OSError):
-            if self.proc.stdin is not None:
-                self.proc.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=2)
-        self.kill()
 
 
 class SandboxPool:
@@ -318,8 +152,8 @@ class SandboxPool:
                 support.reason, ", the nobody uid" if os.geteuid() == 0 else "",
             )
         self._drop = self.isolation == "none" and os.geteuid() == 0
-        self._idle: list[_Worker] = []
-        self._all: set[_Worker] = set()
+        self._idle: list[WorkerProcess] = []
+        self._all: set[WorkerProcess] = set()
         self._lock = threading.Lock()
         # which call gets the next free worker: a fair queue between sessions (tool_specs/fair_queue.py)
         self.gate = FairGate(self.size, per_session=per_session, reserve=reserve, slow_s=slow_s, fair=fair)
@@ -384,10 +218,10 @@ class SandboxPool:
         argv = [self.python, "-I", str(WORKER_SCRIPT), "--isolation", self.isolation]
         return argv + (["--drop-to-nobody"] if self._drop else [])
 
-    def _spawn(self) -> _Worker:
+    def _spawn(self) -> WorkerProcess:
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         try:
-            worker = _Worker(self._argv(), "/", env)
+            worker = WorkerProcess(self._argv(), "/", env)
         except OSError as exc:
             raise SandboxError(f"cannot start a sandbox worker ({' '.join(self._argv())}): {exc}") from exc
         with self._lock:
@@ -408,7 +242,7 @@ class SandboxPool:
             with self._lock:
                 self._idle.append(worker)
 
-    def _discard(self, worker: _Worker) -> None:
+    def _discard(self, worker: WorkerProcess) -> None:
         with self._lock:
             self._all.discard(worker)
         worker.kill()

@@ -16,12 +16,13 @@ Shutdown. :meth:`~VLLMAdapter.aclose` stops the whole process group (SIGTERM, th
 SIGTERM). It is also registered with :mod:`atexit`, and on Linux the server gets a parent-death
 signal, so no server outlives the evaluation.
 
-The code is in three parts; every public name is importable from here:
+The code is in four parts; every public name is importable from here:
 
 * ``client/adapters/_vllm_flags.py``: the flags for a model and a build (tool-call parser guessing,
   chat template, ``--tool-strict-level``, CPU build detection, ``--enforce-eager``/``--dtype``);
 * ``client/adapters/_vllm_server.py``: the server process (executable, spawn, health wait, stop,
   process group) and the :class:`VLLMError` family;
+* ``client/adapters/_vllm_options.py``: checking the options, the environment's machine settings;
 * this module: :class:`VLLMAdapter` (options, start-up retries, requests) and the ``vllm:`` factory.
 
 Options. Everything that can change a result is an adapter option, never an environment variable:
@@ -45,7 +46,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 import os
 import shlex
@@ -72,6 +72,15 @@ from client.adapters._vllm_flags import (
     resolve_chat_template,
     resolve_device,
     strict_flags,
+)
+from client.adapters._vllm_options import (
+    ENV_EXECUTABLE,
+    ENV_LOG,
+    ENV_STARTUP_TIMEOUT,
+    check_option,
+    check_unknown_options,
+    extra_args_list,
+    warn_removed_env,
 )
 from client.adapters._vllm_server import (
     ADDRESS_IN_USE,
@@ -109,49 +118,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# Machine settings (paths and waiting): they do not change results, so they may come from the environment.
-ENV_EXECUTABLE = "EVALS_VLLM_EXECUTABLE"
-ENV_LOG = "EVALS_VLLM_LOG"
-ENV_STARTUP_TIMEOUT = "EVALS_VLLM_STARTUP_TIMEOUT"
-
-#: Variables that used to set options that change results, and the ``--model-arg`` key for each now.
-_REMOVED_ENV = {
-    "EVALS_VLLM_TOOL_PARSER": "tool_parser=NAME",
-    "EVALS_VLLM_CHAT_TEMPLATE": "chat_template=FILE_OR_NAME",
-    "EVALS_VLLM_DEVICE": "device=cpu|cuda|auto",
-    "EVALS_VLLM_ARGS": "extra_args='--max-model-len 4096 ...'",
-    "EVALS_VLLM_OPTIONS": "KEY=VALUE, once per option",
-}
-_warned_env: set[str] = set()
-
-
-def _warn_removed_env() -> None:
-    for var, replacement in _REMOVED_ENV.items():
-        if os.environ.get(var, "").strip() and var not in _warned_env:
-            _warned_env.add(var)
-            log.warning(
-                "$%s is no longer read (it changed results without being recorded); "
-                "give the option instead: evals run ... --model-arg %s",
-                var,
-                replacement,
-            )
-
-
-def _extra_args(value: object) -> list[str]:
-    """``extra_args`` as a list: a string (``--model-arg extra_args='--max-model-len 4096'``) is split
-    like a shell command line; a list's items may be numbers (``["--max-model-len", 4096]``)."""
-    if isinstance(value, str):
-        return shlex.split(value)
-    if isinstance(value, Sequence) and all(isinstance(a, str | int | float) and not isinstance(a, bool) for a in value):
-        return [str(a) for a in value]
-    raise ValueError(f"extra_args must be a list of vllm serve arguments or one string of them, got {value!r}")
-
-
-def _check_option(name: str, value: object, *types: type) -> None:
-    if value is not None and (not isinstance(value, types) or (isinstance(value, bool) and bool not in types)):
-        wanted = " or ".join(t.__name__ for t in types)
-        raise ValueError(f"vllm adapter option {name} must be {wanted}, got {value!r}")
 
 
 class VLLMAdapter:
@@ -228,16 +194,16 @@ class VLLMAdapter:
                 "the vllm adapter starts its own server and takes no base_url; to use a vLLM server that "
                 "is already running, use 'openai:<model>' with base_url='http://HOST:PORT/v1'"
             )
-        _check_unknown_options(openai_options)  # caught now, not after vLLM spent minutes loading the weights
-        _warn_removed_env()
-        _check_option("tool_parser", tool_parser, str)
-        _check_option("chat_template", chat_template, str, os.PathLike)
-        _check_option("device", device, str)
-        _check_option("host", host, str)
-        _check_option("port", port, int)
-        _check_option("strict_tools", strict_tools, bool)
-        _check_option("startup_timeout", startup_timeout, int, float)
-        _check_option("shutdown_timeout", shutdown_timeout, int, float)
+        check_unknown_options(openai_options, VLLMAdapter)  # caught now, not after vLLM spent minutes loading the weights
+        warn_removed_env()
+        check_option("tool_parser", tool_parser, str)
+        check_option("chat_template", chat_template, str, os.PathLike)
+        check_option("device", device, str)
+        check_option("host", host, str)
+        check_option("port", port, int)
+        check_option("strict_tools", strict_tools, bool)
+        check_option("startup_timeout", startup_timeout, int, float)
+        check_option("shutdown_timeout", shutdown_timeout, int, float)
         if port is not None and not 0 < port < 65536:
             raise ValueError(f"port must be in 1..65535, got {port}")
         if startup_timeout is None:
@@ -264,7 +230,7 @@ class VLLMAdapter:
         self.host = host
         self.port = port
         self._auto_port = port is None
-        self.extra_args = _extra_args(extra_args)
+        self.extra_args = extra_args_list(extra_args)
         flags = flag_names(self.extra_args)
         reserved = sorted(flags & set(RESERVED_FLAGS))
         if reserved:
@@ -513,26 +479,6 @@ class VLLMAdapter:
             raise
 
 
-def _accepted_options() -> list[str]:
-    """The option names the ``vllm:`` adapter accepts (``--model-arg`` keys): :class:`VLLMAdapter`'s own
-    parameters and those of the internal OpenAIAdapter it passes on."""
-    from client.adapters.openai_adapter import OpenAIAdapter
-
-    own = set(inspect.signature(VLLMAdapter).parameters) - {"model", "openai_options"}
-    passed_on = set(inspect.signature(OpenAIAdapter).parameters) - {"model", "base_url", "name_prefix"}
-    return sorted(own | passed_on)
-
-
-def _check_unknown_options(openai_options: Mapping[str, Any]) -> None:
-    from client.adapters.openai_adapter import OpenAIAdapter
-
-    passed_on = set(inspect.signature(OpenAIAdapter).parameters) - {"model", "base_url", "name_prefix"}
-    unknown = sorted(set(openai_options) - passed_on)
-    if unknown:
-        raise ValueError(
-            f"unknown vllm adapter option(s) {unknown} (evals run: --model-arg KEY=VALUE); "
-            f"accepted: {', '.join(_accepted_options())}"
-        )
 
 
 def make_vllm_adapter(model: str, **options: Any) -> VLLMAdapter:

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from ..core.registry import all_benchmarks, get_benchmark
 
-__all__ = ["build_data_parser", "cmd_data_fetch", "cmd_data_stats", "json_line"]
+__all__ = ["build_data_parser", "cmd_data_fetch", "cmd_data_stats", "ensure_benchmark_data", "json_line"]
 
 err = Console(stderr=True)
 
@@ -24,6 +24,30 @@ def json_line(obj: Any) -> None:
     """The machine-readable last line of a ``--json`` command."""
     sys.stdout.write(json.dumps(obj, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+# ---- first use: fetch missing data ----------------------------------------------------------------
+def ensure_benchmark_data(
+    benchmarks: list[str], *, required: bool, options: dict[str, dict[str, Any]] | None = None
+) -> list[str]:
+    """Download the missing data of ``benchmarks`` (pinned, sha256-checked); the benchmarks that have it.
+
+    A benchmark whose data cannot be had (the network is unreachable, say) raises
+    :class:`~evals.data.DataNotFound` (exit status 2, the message says how to fix it) when
+    ``required``; otherwise it is left out with a warning, unless every benchmark is.
+    """
+    from ..core.data import DataNotFound, data_dir
+    from ..core.fetch import ensure_data, unavailable_message
+
+    missing = ensure_data(benchmarks, data_dir(), options=options, console=err)
+    if not missing:
+        return benchmarks
+    if required or len(missing) == len(benchmarks):
+        raise DataNotFound(unavailable_message(missing.values()))
+    for m in missing.values():
+        err.print(f"[yellow]warning:[/] not serving {escape(m.message())}")
+    return [b for b in benchmarks if b not in missing]
+
 
 
 def cmd_data_stats(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["no_metrics", "paper_hint", "print_summary", "summary_notes", "summary_table"]
+__all__ = ["no_metrics", "paper_hint", "print_summary", "print_warnings", "summary_notes", "summary_table"]
 
 
 def no_metrics(summary: Mapping[str, Any]) -> bool:
@@ -109,3 +110,10 @@ def print_summary(out: Console, summary: Mapping[str, Any], table: Table | None 
     out.print(table if table is not None else summary_table(summary))
     for line in summary_notes(summary):
         out.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def print_warnings(summary: dict[str, Any]) -> None:
+    """The summary's warnings (counts that must not pass unnoticed, e.g. unreadable judge outputs;
+    what an import found), one plain line each on stderr."""
+    for line in summary.get("warnings") or ():
+        print(f"warning: {line}", file=sys.stderr, flush=True)

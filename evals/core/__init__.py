@@ -4,6 +4,8 @@ use) the run pipeline, scoring, the judge, serving and data fetching. See ``docs
 
 from typing import TYPE_CHECKING, Any
 
+from ..lazy import lazy_attribute
+
 if TYPE_CHECKING:
     from .context import ScoreContext
     from .data import DataNotFound, RemoteFile, cache_dir, data_dir, data_file
@@ -23,11 +25,7 @@ _HOME = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _HOME:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_attribute(__name__, _HOME, name)
 
 
 __all__ = [

@@ -182,7 +182,8 @@ async def summarize(
     traces = run_dir.latest_traces()
     ran = [t for t in task_ids if t in traces]
     # predictions imported from an official-format file are scored as the official code scores them: a
-    # task without a prediction counts (as failed), it does not make the run partial
+    # task without a prediction counts (as failed), it does not make the run partial. (Not
+    # ``run.only_traced``: an import whose reader ``covers_all`` has it false and untraced tasks.)
     imported = "imported" in (run_dir.config or {})
     partial = 0 < len(ran) < len(task_ids) and not imported
     scored = ran if partial else list(task_ids)

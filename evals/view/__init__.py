@@ -11,32 +11,33 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from ..lazy import lazy_attribute
 
 # each public name -> the module that defines it; a module is imported on the first use of one of its names
 _MODULE_OF = {
-    "CompareError": ".compare",
-    "NotFound": ".site",
-    "RunIndex": ".index",
-    "RunView": ".runs",
-    "Site": ".site",
-    "TraceEntry": ".index",
-    "add_leaderboard_parser": ".cli",
-    "add_view_parser": ".cli",
-    "cmd_leaderboard": ".cli",
-    "cmd_view": ".cli",
-    "compare_runs": ".compare",
-    "episode": ".transcript",
-    "export_site": ".export",
-    "find_run_dirs": ".index",
-    "is_run_dir": ".index",
-    "leaderboard": ".leaderboard",
-    "mcnemar_exact": ".compare",
-    "paired_bootstrap": ".compare",
-    "render_leaderboard": ".leaderboard",
-    "static_name": ".export",
-    "transcript_items": ".transcript",
+    "CompareError": "compare",
+    "NotFound": "site",
+    "RunIndex": "index",
+    "RunView": "runs",
+    "Site": "site",
+    "TraceEntry": "index",
+    "add_leaderboard_parser": "cli",
+    "add_view_parser": "cli",
+    "cmd_leaderboard": "cli",
+    "cmd_view": "cli",
+    "compare_runs": "compare",
+    "episode": "transcript",
+    "export_site": "export",
+    "find_run_dirs": "index",
+    "is_run_dir": "index",
+    "leaderboard": "leaderboard",
+    "mcnemar_exact": "compare",
+    "paired_bootstrap": "compare",
+    "render_leaderboard": "leaderboard",
+    "static_name": "export",
+    "transcript_items": "transcript",
 }
 
 __all__ = [
@@ -67,7 +68,4 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """A public name, from its module imported now (``evals --help`` registers the sub-commands without
     loading the web app, numpy or scipy)."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module, __name__), name)
+    return lazy_attribute(__name__, _MODULE_OF, name)

@@ -669,7 +669,7 @@ def test_removed_variables_change_nothing_and_the_options_do(
     """Settings that change results are adapter options (``--model-arg``, recorded in config.json); the
     variables that used to set them are ignored, with a warning that names the option to use."""
     monkeypatch.setattr("client.adapters._vllm_flags.cpu_has_bf16", lambda: True)
-    monkeypatch.setattr("client.adapters.vllm_adapter._warned_env", set())
+    monkeypatch.setattr("client.adapters._vllm_options._warned_env", set())
     exe = [sys.executable]
 
     def built(**options: Any) -> tuple[VLLMAdapter, list[str]]:

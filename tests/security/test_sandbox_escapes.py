@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the san
 LIMITS = SandboxLimits(wall_s=4.0, cpu_s=4.0, memory_mb=256)
 
 # Tool-side helpers, prepended to every attack. ``blind_hook`` defeats the audit hook (it looks
-# ``tuple`` up in its module's globals, which tool code can reach through its frames: every open
+# ``tuple`` up in its module's globals, which tool code can reach through the worker's frames: every open
 # then looks like a read of a scratch file); ``read_any`` also opens relative to a ``dir_fd``.
 BYPASS = textwrap.dedent('''
     import os, sys
@@ -36,8 +36,9 @@ BYPASS = textwrap.dedent('''
     def blind_hook():
         frame = sys._getframe(1)
         while frame is not None:
-            if "_make_hook" in frame.f_globals:
-                frame.f_globals["tuple"] = lambda args: ("decoy.txt", "r", 0)
+            audit = frame.f_globals.get("audit")  # the worker's handle on the hook's module
+            if hasattr(audit, "make_hook"):
+                vars(audit)["tuple"] = lambda args: ("decoy.txt", "r", 0)
                 return True
             frame = frame.f_back
         return False

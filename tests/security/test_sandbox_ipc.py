@@ -44,11 +44,11 @@ RAW = textwrap.dedent('''
                 seen["ok"] = True
             return ("decoy.txt", "r", 0)
         frame = sys._getframe(0)
-        while frame is not None and "_make_hook" not in frame.f_globals:
+        while frame is not None and not hasattr(frame.f_globals.get("audit"), "make_hook"):
             frame = frame.f_back
         if frame is None:
             return "no worker frame"
-        g = frame.f_globals
+        g = vars(frame.f_globals["audit"])  # the hook's module's globals
         g["tuple"] = spy
         try:
             open("decoy.txt", "w").close()
