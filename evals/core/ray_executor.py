@@ -16,6 +16,11 @@ channel differs (:class:`RayChannel`):
 * ``writes_events`` is false: a remote node cannot append to the run's ``events.jsonl``, so the
   parent writes an episode's event lines when its ``done`` arrives.
 
+Start: each actor is placed first (its ``where()`` answers once a node has given it a CPU), then
+loads the benchmark on its node (``start()``: the data fetched if the node lacks it, the KG built);
+the pool hands out no episode before every actor is ready, and the first refusal stops the run.
+``PLACE_TIMEOUT_S`` and ``LOAD_TIMEOUT_S`` are safety nets of many minutes, not expected waits.
+
 An actor that dies (killed, its node lost) fails its poll: the pool stops the run like a dead local
 worker, naming the worker; its episodes in flight get no trace and run again on resume (actors are
 not restarted: an episode is never run twice into the traces). A driver that dies takes its actors

@@ -36,7 +36,11 @@ from test_data_fetch import _dead_port, _mirror, _stand_in  # noqa: E402  (tests
 pytestmark = pytest.mark.xdist_group("ray")
 
 LIMIT = 40
-LATENCY = 0.5  # seconds per model turn: the run lasts long enough to lose a node in the middle
+LATENCY = 1.0
+"""Seconds per model turn (a sleep, which load cannot shorten): the run lasts long enough to lose a
+node in the middle. After the fourth trace at least 36 tasks are left, 4 at a time, each of at least
+2 turns: at least 18 s before the run could end, against the few milliseconds the test takes to
+kill the node once it sees that trace."""
 ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}  # Ray on 127.0.0.1 only
 SAFETY_S = 900  # a safety net, never reached on a working setup however loaded: the waits are on state
 
@@ -132,8 +136,7 @@ async def test_two_nodes_a_node_killed_mid_run_and_a_resume_give_the_numbers_of_
         assert (tmp_path / "node-b" / "data" / "familytool" / "familykg-b.txt").is_file()
         assert list((tmp_path / "node-b" / "cache" / "kg").iterdir())
         assert list((head_cache / "kg").iterdir())
-        # the node is lost, with its actor; the run cannot have ended: node b's actor holds half of the
-        # 36 or more tasks left, and its episodes alone wait 0.5 s per turn for more than 10 s
+        # the node is lost, with its actor, while the run has at least 18 s of model turns left (LATENCY)
         cluster.remove_node(node_b, allow_graceful=False)
         _, err = proc.communicate(timeout=SAFETY_S)
     finally:
