@@ -60,12 +60,13 @@ def run_traces():  # noqa: ANN201
 
 @pytest.fixture
 def wait_for_traces():  # noqa: ANN201
-    """``wait_for_traces(traces_path, n, proc)``: wait (up to 120 s) until a run's ``traces.jsonl``
-    has ``n`` lines, while the ``evals run`` process ``proc`` runs; fail if it exits first."""
+    """``wait_for_traces(traces_path, n, proc, timeout=120)``: wait until a run's ``traces.jsonl``
+    has ``n`` lines, while the ``evals run`` process ``proc`` runs; fail if it exits first (or after
+    ``timeout`` seconds, a safety net)."""
     import time
 
-    def wait(traces: Path, n: int, proc: Any) -> None:
-        deadline = time.time() + 120
+    def wait(traces: Path, n: int, proc: Any, timeout: float = 120) -> None:
+        deadline = time.time() + timeout
         while time.time() < deadline and proc.poll() is None:
             if traces.exists() and traces.read_bytes().count(b"\n") >= n:
                 return
@@ -78,16 +79,16 @@ def wait_for_traces():  # noqa: ANN201
 
 @pytest.fixture
 def resume_to_the_end():  # noqa: ANN201
-    """``resume_to_the_end(args, run_path, n)``: run the ``evals run`` command ``args`` (a resume) to
-    its end and check that it exits 0, that its summary has all ``n`` tasks completed at tool_em 100,
+    """``resume_to_the_end(args, run_path, n, timeout=300)``: run the ``evals run`` command ``args`` (a
+    resume) to its end (``timeout``: a safety net) and check that it exits 0, that its summary has all ``n`` tasks completed at tool_em 100,
     and that the traces hold each task exactly once; returns the traced task ids."""
     import json
     import subprocess
 
     from client.runs import RunDir
 
-    def resume(args: list[str], run: Path, n: int) -> list[str]:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    def resume(args: list[str], run: Path, n: int, timeout: float = 300) -> list[str]:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
         assert done.returncode == 0, done.stderr[-3000:]
         summary = json.loads(done.stdout.strip().splitlines()[-1])
         assert summary["completed"] == n and summary["metrics"]["tool_em"] == 100.0

@@ -16,6 +16,11 @@ channel differs (:class:`RayChannel`):
 * ``writes_events`` is false: a remote node cannot append to the run's ``events.jsonl``, so the
   parent writes an episode's event lines when its ``done`` arrives.
 
+Start: each actor is placed first (its ``where()`` answers once a node has given it a CPU), then
+loads the benchmark on its node (``start()``: the data fetched if the node lacks it, the KG built);
+the pool hands out no episode before every actor is ready, and the first refusal stops the run.
+``PLACE_TIMEOUT_S`` and ``LOAD_TIMEOUT_S`` are safety nets of many minutes, not expected waits.
+
 An actor that dies (killed, its node lost) fails its poll: the pool stops the run like a dead local
 worker, naming the worker; its episodes in flight get no trace and run again on resume (actors are
 not restarted: an episode is never run twice into the traces). A driver that dies takes its actors
@@ -45,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 from client.eventloop import episode_gc, name_asyncio
 
 from .server_process import _decode_options, _encode_options
-from .workers import START_TIMEOUT_S, Channel, WorkerCore, WorkerError
+from .workers import Channel, WorkerCore, WorkerError
 
 if TYPE_CHECKING:
     from .run_options import RunOptions
@@ -56,6 +61,14 @@ log = logging.getLogger(__name__)
 
 RAY_MISSING = "--executor ray needs Ray, which is not installed: pip install 'mcp-multihop-evals[ray]'"
 STOP_TIMEOUT_S = 30.0
+PLACE_TIMEOUT_S = 600.0
+"""How long an actor may wait for a node with a free CPU. Only a safety net: an actor that a cluster
+of enough CPUs places late (nodes still joining, a loaded machine) is waited for; a cluster that has
+too few CPUs for ``--workers`` never places it, and this turns that wait into an error naming it."""
+LOAD_TIMEOUT_S = 1800.0
+"""How long a placed actor may take to get the data and build the KG on its node. Also only a safety
+net against a node that hangs: a node that cannot get the data refuses at once (``DataNotFound``),
+and an actor whose node is lost fails its call as soon as Ray knows."""
 POLL_GATHER_S = 0.003
 POLL_GATHER_FROM = 16
 """With at least ``POLL_GATHER_FROM`` episodes running on an actor, its poll waits ``POLL_GATHER_S``,
@@ -164,6 +177,14 @@ class RayWorker:
     async def pid(self) -> int:
         return os.getpid()
 
+    async def where(self) -> dict[str, Any]:
+        """Where the actor was placed: ``{"pid", "node" (its address), "node_id" (Ray's)}``; the
+        first call the parent makes, so that it knows the actor is placed before it waits for it to load."""
+        import ray
+
+        return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
+                "node_id": ray.get_runtime_context().get_node_id()}
+
 
 def _ensure_data(opts: RunOptions) -> None:
     """The benchmark's data on this node: ``$EVALS_DATA_DIR``, or the pinned files fetched into the
@@ -209,6 +230,9 @@ class RayChannel:
 
     @classmethod
     async def start(cls, index: int, opts: RunOptions, remote: Any, tag: str) -> RayChannel:
+        """Place the actor, then wait until it has loaded the benchmark on its node (or refused);
+        the pool hands out no episode before every actor is ready, so a run either has all its
+        ``--workers`` or stops before its first episode."""
         import ray
 
         actor = remote.options(
@@ -216,12 +240,21 @@ class RayChannel:
         ).remote()
         try:
             try:
-                info = await asyncio.wait_for(_wrap(actor.start.remote(_encode_options(opts))), START_TIMEOUT_S)
+                where = await asyncio.wait_for(_wrap(actor.where.remote()), PLACE_TIMEOUT_S)
             except TimeoutError:
+                cpus = ray.cluster_resources().get("CPU", 0)  # type: ignore[no-untyped-call]
                 raise WorkerError(
-                    f"worker {index} (a Ray actor) did not start within {START_TIMEOUT_S:.0f} s "
-                    "(does the cluster have a free CPU for each of the --workers?)"
+                    f"worker {index} (a Ray actor) was not placed on any node within {PLACE_TIMEOUT_S:.0f} s: "
+                    f"it needs a free CPU, and the cluster has {cpus:g} CPUs for --workers {opts.workers}"
                 ) from None
+            except ray.exceptions.RayError as exc:
+                raise WorkerError(f"worker {index} (a Ray actor) died before it was placed: {_why(exc)}") from None
+            log.info("worker %d placed on node %s (%s), pid %d", index, where["node_id"], where["node"], where["pid"])
+            here = f"worker {index} (Ray actor on {where['node']}, pid {where['pid']})"
+            try:
+                info = await asyncio.wait_for(_wrap(actor.start.remote(_encode_options(opts))), LOAD_TIMEOUT_S)
+            except TimeoutError:
+                raise WorkerError(f"{here} did not load the benchmark within {LOAD_TIMEOUT_S:.0f} s") from None
             except ray.exceptions.RayError as exc:
                 raise WorkerError(f"worker {index} (a Ray actor) died before it was ready: {_why(exc)}") from None
             if "error" in info:
