@@ -29,6 +29,7 @@ OUTPUT_SCHEMA_KEYS = ("output_schema", "outputSchema", "response", "responses", 
 _NAME_KEYS = ("name", "api_name")
 _DESCRIPTION_KEYS = ("description", "api_description")
 _MAX_ERROR_TEXT = 2000
+_CACHED = ("advertised_output_schema", "input_validator", "output_validator")  # ToolSpec's cached properties
 
 
 class ToolSpec(BaseModel):
@@ -191,9 +192,16 @@ class ToolSpec(BaseModel):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> ToolSpec:
         """pydantic's copy, without the per-spec caches (they may describe the fields ``update`` replaces)."""
         copied = super().model_copy(update=update, deep=deep)
-        for name in ("advertised_output_schema", "input_validator", "output_validator"):
+        for name in _CACHED:
             copied.__dict__.pop(name, None)
         return copied
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """pydantic's pickled state, without the per-spec caches (validators do not pickle; they are
+        made again on first use)."""
+        state = super().__getstate__()
+        state["__dict__"] = {k: v for k, v in state["__dict__"].items() if k not in _CACHED}
+        return state
 
     @functools.cached_property
     def advertised_output_schema(self) -> dict[str, Any] | None:

@@ -105,3 +105,16 @@ def test_results_checked_through_their_json_text_are_judged_as_by_the_walk() -> 
         assert (problem is None) == (named is None), name
         if named:
             assert problem is not None and named in problem, (name, problem)
+
+
+def test_a_spec_that_has_validated_still_pickles() -> None:
+    import asyncio
+    import pickle
+
+    from tool_specs import ToolSpec
+
+    spec = ToolSpec(name="t", input_schema={"type": "object", "properties": {"a": {"type": "string"}}},
+                    output_schema={"type": "object"})
+    assert asyncio.run(spec.call({"a": 1})).is_error
+    again = pickle.loads(pickle.dumps(spec))
+    assert again == spec and asyncio.run(again.call({"a": 1})).is_error
