@@ -30,8 +30,9 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench_kg import pct  # noqa: E402  (bench/ is on sys.path when run as a script)
-from bench_mcp import CALL, free_port, wait_for_health  # noqa: E402
+from _common import cpu_s, free_port, wait_for_health  # noqa: E402  (bench/ is on sys.path when run as a script)
+from bench_kg import pct  # noqa: E402
+from bench_mcp import CALL  # noqa: E402
 
 from client.mcp_session import HTTPClientPool, connect  # noqa: E402
 
@@ -44,13 +45,6 @@ def rss_mib(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
-
-
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds the process has used."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def open_fds(pid: int) -> int:

@@ -13,19 +13,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import httpx2
 from mcp import StdioServerParameters
 from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench_kg import pct  # noqa: E402  (bench/ is on sys.path when run as a script)
+from _common import free_port, wait_for_health  # noqa: E402  (bench/ is on sys.path when run as a script)
+from bench_kg import pct  # noqa: E402
 
 from client.mcp_session import connect  # noqa: E402
 
@@ -61,25 +60,6 @@ async def run_case(targets: list, calls_per_session: int) -> dict:
     await asyncio.gather(*tasks)
     wall = time.perf_counter() - t0
     return {"calls": len(lat), "p50": pct(lat, 50) * 1e3, "p99": pct(lat, 99) * 1e3, "rate": len(lat) / wall}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-async def wait_for_health(base: str, tries: int) -> None:
-    """Poll ``base``/health every 0.1 s until it answers 200; exit after ``tries`` polls."""
-    async with httpx2.AsyncClient() as http:
-        for _ in range(tries):
-            try:
-                if (await http.get(base + "/health")).status_code == 200:
-                    return
-            except httpx2.HTTPError:
-                pass
-            await asyncio.sleep(0.1)
-    raise SystemExit("HTTP server did not start")
 
 
 async def main() -> None:

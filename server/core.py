@@ -313,6 +313,8 @@ class ToolServer:
     # ---- endpoints -------------------------------------------------------------------------
     def check_endpoint(self, ref: EndpointRef) -> None:
         """Raise :class:`EndpointNotFound` unless ``ref`` names a mounted benchmark (and task)."""
+        if ref in self._cache:  # checked when it was cached (every HTTP request checks its endpoint)
+            return
         mount = self.mounts.get(ref.benchmark)
         if mount is None:
             known = sorted(self.mounts)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import hmac
 import logging
 import resource
@@ -442,7 +443,13 @@ def uvicorn_config(
 def serve(
     app: Starlette, host: str = "127.0.0.1", port: int = 8765, log_level: str = "info", *, limits: HTTPLimits | None = None
 ) -> None:
-    """Run the app in the foreground until interrupted."""
+    """Run the app in the foreground until interrupted.
+
+    What start-up built (catalogs, tool specs, the KG's adjacency: most of the process's objects) is
+    moved out of the garbage collector's generations first (:func:`gc.freeze`), so that its
+    collections, triggered by every request's allocations, no longer walk it (issue 32)."""
+    gc.collect()
+    gc.freeze()
     uvicorn.Server(uvicorn_config(app, host, port, log_level, limits=limits)).run()
 
 

@@ -56,6 +56,9 @@ class ToolResult:
     text: str = ""
     structured: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)
+    #: ``text`` is the JSON of ``structured`` (set by :meth:`from_value`): :func:`unsendable` then
+    #: checks the text, which holds every key and string of the result, instead of walking the result.
+    text_is_json: bool = field(default=False, repr=False, compare=False, kw_only=True)
 
     @classmethod
     def error(cls, text: str, *, warnings: list[str] | None = None) -> ToolResult:
@@ -82,7 +85,7 @@ class ToolResult:
             bad = [k for k in value if not isinstance(k, str)]
             if bad:
                 raise TypeError(f"result object has non-string key(s): {bad[:5]!r}")
-            return cls(text=_dump(value), structured=value)
+            return cls(text=_dump(value), structured=value, text_is_json=True)
         structured = {"result": value}
         return cls(text=_dump(value), structured=structured)
 
@@ -128,9 +131,16 @@ def unsendable(result: ToolResult) -> str | None:
     ``"\\ud800"``), object keys are strings (or numbers, booleans, null: sent as their text), and
     the structured result nests at most :data:`MAX_RESULT_DEPTH` levels. Other values are left to
     the SDK's serialiser, which knows more types than JSON (dates, decimals). One pass over the structured result,
-    without serialising it (a second one, with paths, only to describe a problem found)."""
-    if result.structured is not None and _structure_problem(result.structured, False) is not None:
-        return _structure_problem(result.structured, True)
+    without serialising it (a second one, with paths, only to describe a problem found); none when ``text`` is
+    the result's JSON (``text_is_json``) and shows it sendable: a string of JSON holds every key and string of
+    the value unescaped (``ensure_ascii=False``), and it has at least as many ``[``/``{`` as the value nests.
+    """
+    structured = result.structured
+    if structured is not None and not (
+        result.text_is_json and result.text.count("[") + result.text.count("{") <= MAX_RESULT_DEPTH
+        and _surrogate(result.text) is None
+    ) and _structure_problem(structured, False) is not None:
+        return _structure_problem(structured, True)
     for where, text in (("its text", result.text), *((f"warning {i}", w) for i, w in enumerate(result.warnings))):
         bad = _surrogate(text)
         if bad is not None:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import copy
+import functools
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import mcp.types
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from jsonschema import Draft202012Validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from tool_specs._fast_schema import Check
 from tool_specs.executors import SimulatedExecutor, resolve_executor
 from tool_specs.protocols import Executor
 from tool_specs.results import CallContext, ToolResult
 from tool_specs.schema import normalize_output_schema, normalize_schema
-from tool_specs.validation import format_problems, schema_validator, short_repr, validate_arguments
+from tool_specs.validation import format_problems, prepared_validator, short_repr, validate_arguments
 
 __all__ = ["INPUT_SCHEMA_KEYS", "MAX_NAME_LENGTH", "OUTPUT_SCHEMA_KEYS", "ToolSpec"]
 
@@ -26,6 +29,7 @@ OUTPUT_SCHEMA_KEYS = ("output_schema", "outputSchema", "response", "responses", 
 _NAME_KEYS = ("name", "api_name")
 _DESCRIPTION_KEYS = ("description", "api_description")
 _MAX_ERROR_TEXT = 2000
+_CACHED = ("advertised_output_schema", "input_validator", "output_validator")  # ToolSpec's cached properties
 
 
 class ToolSpec(BaseModel):
@@ -63,8 +67,6 @@ class ToolSpec(BaseModel):
     hints: dict[str, bool] | None = None
     normalization_notes: list[str] = Field(default_factory=list)
 
-    _advertised: dict[str, Any] | None = PrivateAttr(default=None)
-    _advertised_ready: bool = PrivateAttr(default=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -184,15 +186,43 @@ class ToolSpec(BaseModel):
 
     # ------------------------------------------------------------------ MCP views
 
-    @property
+    # Per-spec caches are cached properties (kept in the instance's ``__dict__``): a pydantic private
+    # attribute is read through ``__getattr__``, which cost more per call than what it caches.
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> ToolSpec:
+        """pydantic's copy, without the per-spec caches (they may describe the fields ``update`` replaces)."""
+        copied = super().model_copy(update=update, deep=deep)
+        for name in _CACHED:
+            copied.__dict__.pop(name, None)
+        return copied
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """pydantic's pickled state, without the per-spec caches (validators do not pickle; they are
+        made again on first use)."""
+        state = super().__getstate__()
+        state["__dict__"] = {k: v for k, v in state["__dict__"].items() if k not in _CACHED}
+        return state
+
+    @functools.cached_property
     def advertised_output_schema(self) -> dict[str, Any] | None:
         """The output schema clients see: the executor's ``output_schema_for(spec)`` when it defines
         one (the simulated executor's envelope), else ``output_schema``."""
-        if not self._advertised_ready:
-            hook = getattr(self.executor, "output_schema_for", None)
-            self._advertised = hook(self) if callable(hook) else self.output_schema
-            self._advertised_ready = True
-        return self._advertised
+        hook = getattr(self.executor, "output_schema_for", None)
+        advertised: dict[str, Any] | None = hook(self) if callable(hook) else self.output_schema
+        return advertised
+
+    @functools.cached_property
+    def input_validator(self) -> tuple[Draft202012Validator, Check | None]:
+        """The validator of the arguments (objects closed) and its fast yes-check, prepared on first use
+        (see :func:`~tool_specs.validation.prepared_validator`); the model is frozen, so they stay right."""
+        return prepared_validator(self.input_schema, closed=True)
+
+    @functools.cached_property
+    def output_validator(self) -> tuple[Draft202012Validator, Check | None] | None:
+        """The validator of structured results against :attr:`advertised_output_schema` and its fast
+        yes-check (``None``: no output schema), prepared on first use."""
+        schema = self.advertised_output_schema
+        return None if schema is None else prepared_validator(schema, closed=False)
 
     def to_mcp_tool(self) -> mcp.types.Tool:
         """The MCP ``Tool`` listing entry (``annotations`` are not exported; ``title`` and ``hints`` are)."""
@@ -233,7 +263,7 @@ class ToolSpec(BaseModel):
         if not isinstance(arguments, Mapping):  # validation accepts only JSON objects; this narrows the type
             return ToolResult.error(f"{self.name} failed: arguments must be a JSON object", warnings=warnings)
         try:
-            raw = await self.executor(self, copy.deepcopy(dict(arguments)), ctx)
+            raw = await self.executor(self, _copy_json(arguments), ctx)
             result = ToolResult.from_value(raw)
         except Exception as exc:
             message = str(exc)
@@ -254,12 +284,15 @@ class ToolSpec(BaseModel):
         return result
 
     def _output_problem(self, result: ToolResult) -> str | None:
-        schema = self.advertised_output_schema
-        if schema is None:
+        prepared = self.output_validator
+        if prepared is None:
             return None
         if result.structured is None:
             return "it returned no structured result, but the tool declares an output schema"
-        error = next(iter(schema_validator(schema).iter_errors(result.structured)), None)
+        validator, fast = prepared
+        if fast is not None and fast(result.structured):
+            return None
+        error = next(iter(validator.iter_errors(result.structured)), None)
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path) or "(root)"
@@ -267,6 +300,22 @@ class ToolSpec(BaseModel):
             f"its result does not match the tool's output schema at {where}: "
             f"{error.validator} {short_repr(error.validator_value, 60)}; got {short_repr(error.instance)}"
         )
+
+
+def _copy_json(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of validated arguments for the executor (which may change its copy): plain dicts,
+    lists and immutable scalars are copied directly, ``copy.deepcopy`` does the rest (several times
+    slower: it keeps a memo of every object)."""
+    out: dict[str, Any] = {}
+    for key, value in arguments.items():
+        kind = type(value)
+        if kind is str or kind is int or kind is float or kind is bool or value is None:
+            out[key] = value
+        elif kind is list and all(type(v) is str for v in value):
+            out[key] = list(value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 def _pop_first(data: dict[str, Any], keys: tuple[str, ...]) -> Any:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError, best_match
 
+from tool_specs._fast_schema import Check, compile_check
 from tool_specs.names import suggest_names
 from tool_specs.protocols import Policy, ToolLike
 from tool_specs.schema import _META_VALIDATOR, describe_schema, is_normalized_json
@@ -40,6 +41,7 @@ __all__ = [
     "ValidationOutcome",
     "check_schema",
     "compiled_validator",
+    "prepared_validator",
     "format_problems",
     "json_type_name",
     "schema_validator",
@@ -326,6 +328,20 @@ def schema_validator(schema: Mapping[str, Any] | bool) -> Draft202012Validator:
     return _plain(json.dumps(schema, ensure_ascii=False))
 
 
+@lru_cache(maxsize=4096)
+def _prepared(schema_json: str, closed: bool) -> tuple[Draft202012Validator, Check | None]:
+    validator = _compiled(schema_json) if closed else _plain(schema_json)
+    return validator, compile_check(validator.schema)
+
+
+def prepared_validator(schema: Mapping[str, Any] | bool, *, closed: bool) -> tuple[Draft202012Validator, Check | None]:
+    """The cached validator of ``schema`` (:func:`compiled_validator` when ``closed``, else
+    :func:`schema_validator`) and its fast yes-check (``None`` when the schema uses keywords the
+    fast check does not handle): when the check passes jsonschema would find no error, when it fails
+    jsonschema finds the errors."""
+    return _prepared(json.dumps(schema, ensure_ascii=False), closed)
+
+
 def compiled_validator(schema: Mapping[str, Any]) -> Draft202012Validator:
     """The (cached) validator used for ``schema``: checked against the meta-schema, objects closed.
 
@@ -538,10 +554,14 @@ def validate_arguments(
             ]
         )
 
-    validator = compiled_validator(schema)
+    prepared = getattr(spec_or_schema, "input_validator", None)  # a ToolSpec's, prepared once
+    validator, fast = prepared if isinstance(prepared, tuple) else prepared_validator(schema, closed=True)
+    instance = arguments if type(arguments) is dict else dict(arguments)
+    if fast is not None and fast(instance):  # the common case: valid, and known so in microseconds
+        return ValidationOutcome()
     problems: list[ArgumentProblem] = []
     seen: set[tuple[str, str, str]] = set()
-    for error in validator.iter_errors(dict(arguments)):
+    for error in validator.iter_errors(instance):
         for problem in _problems_from_error(error):
             key = (problem.parameter, problem.problem, problem.message)
             if key not in seen:

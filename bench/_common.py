@@ -1,0 +1,39 @@
+"""Helpers shared by the bench scripts: a free port, waiting for a server, a process's CPU time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+
+import httpx2
+
+__all__ = ["cpu_s", "free_port", "wait_for_health"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def wait_for_health(base: str, tries: int, path: str = "/health") -> None:
+    """Poll ``base + path`` every 0.1 s until it answers (200, or any status when ``path`` is not
+    ``/health``); exit after ``tries`` polls."""
+    async with httpx2.AsyncClient() as http:
+        for _ in range(tries):
+            try:
+                status = (await http.get(base + path)).status_code
+                if status == 200 or path != "/health":
+                    return
+            except httpx2.HTTPError:
+                pass
+            await asyncio.sleep(0.1)
+    raise SystemExit(f"HTTP server at {base} did not start")
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process has used (from ``/proc``)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -1,0 +1,219 @@
+"""Server CPU per tool call: our server against the MCP SDK's own ``MCPServer`` (not a test).
+
+Two servers, each in its own process, over streamable HTTP on 127.0.0.1, driven by the MCP SDK's
+client from this process (persistent sessions, the calls of a session back to back):
+
+* ``sdk``: the SDK's high-level server (``mcp.server.mcpserver.MCPServer``, run by its own
+  ``run_streamable_http_async``), with two tools: ``echo(text) -> text`` (an ``async`` function,
+  unstructured output) and ``kg_2hop(start, path)``, which walks a plain Python dict
+  (head -> relation -> tails) built from the same FamilyTool-b KG file and returns the matching
+  triples and paths: a bare server with no KG engine, validation or limits of its own beyond the SDK's.
+* ``ours``: ``evals serve --benchmarks familytool-b --tools-dir DIR``, default limits and checks.
+  ``echo`` is a spec file in DIR whose executor is the python kind with an ``async`` function (the
+  cheapest in-process path: no thread, no sandbox), served at ``/mcp/custom``; the KG tool is the real
+  ``kg_search_path`` of task ``KGMTUbench_0`` (``/mcp/familytool-b/KGMTUbench_0``: schema-checked
+  arguments, the KG store's adjacency, the output schema check, the encodability check), the way
+  ``evals run`` calls it (``?session=<id>`` per session).
+
+Both KG tools answer ``start='Bob', path=['mother', 'prefer_dinnertime']`` with the same triples.
+
+For each concurrency (``--concurrency``, default 1 8 32) and each tool, ``c`` sessions are opened
+and warmed up, then make ``--calls`` calls in all; the server's CPU time (user + system, from
+``/proc/PID/stat``) is read just before and after, so start-up and session set-up are not counted.
+Repetitions are interleaved between the servers (a change of load on the machine hits both alike);
+the table shows medians over ``--repeats`` and the ratio ours/SDK of those medians (lower is better;
+the goal is <= 1.00). Only server CPU is measured: the machine may be loaded, wall times are not shown.
+
+    EVALS_DATA_DIR=../shared/data python bench/bench_server_cpu.py [--calls 1000] [--repeats 3] \\
+        [--concurrency 1 8 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import cpu_s, free_port, wait_for_health  # noqa: E402  (bench/ is on sys.path when run as a script)
+
+from client.mcp_session import connect  # noqa: E402
+
+TASK = "KGMTUbench_0"
+KG_ARGS = {"start": "Bob", "path": ["mother", "prefer_dinnertime"]}
+ECHO_ARGS = {"text": "hello, server"}
+# tool -> server -> (endpoint path, tool name, arguments)
+CALLS: dict[str, dict[str, tuple[str, str, dict[str, Any]]]] = {
+    "echo": {"sdk": ("/mcp", "echo", ECHO_ARGS), "ours": ("/mcp/custom", "echo", ECHO_ARGS)},
+    "kg 2-hop": {"sdk": ("/mcp", "kg_2hop", KG_ARGS),
+                 "ours": (f"/mcp/familytool-b/{TASK}", "kg_search_path", KG_ARGS)},
+}
+SERVERS = ("sdk", "ours")
+
+ECHO_SPEC = """\
+name: echo
+description: Return the text it is given.
+input_schema:
+  type: object
+  properties:
+    text: {type: string, description: The text to return.}
+  required: [text]
+executor: {kind: python, target: echo_tool.py:echo}
+"""
+ECHO_MODULE = '''\
+async def echo(text: str) -> str:
+    return text
+'''
+
+
+# ---- the SDK's server (this script run with --serve-sdk PORT, in a child process) ---------------
+async def serve_sdk(port: int, kg_file: Path) -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    from kg_store import parse_triple_file
+
+    graph: dict[str, dict[str, list[str]]] = {}
+    for t in parse_triple_file(kg_file):
+        graph.setdefault(t.head, {}).setdefault(t.relation, []).append(t.tail)
+
+    server = MCPServer("sdk-baseline", log_level="WARNING")
+
+    @server.tool(structured_output=False)
+    async def echo(text: str) -> str:
+        """Return the text it is given."""
+        return text
+
+    @server.tool()
+    async def kg_2hop(start: str, path: list[str]) -> dict[str, Any]:
+        """Follow a path of relations from a start entity; the matching triples and paths."""
+        paths: list[list[list[str]]] = [[]]
+        ends = [start]
+        for relation in path:
+            next_paths, next_ends = [], []
+            for walked, node in zip(paths, ends, strict=True):
+                for tail in graph.get(node, {}).get(relation, ()):
+                    next_paths.append([*walked, [node, relation, tail]])
+                    next_ends.append(tail)
+            paths, ends = next_paths, next_ends
+        triples = list({tuple(t): t for p in paths for t in p}.values())
+        return {"start": start, "path": path, "start_found": start in graph, "paths": paths, "triples": triples}
+
+    await server.run_streamable_http_async(host="127.0.0.1", port=port)
+
+
+# ---- the driver ---------------------------------------------------------------------------------
+async def session(url: str, name: str, arguments: dict[str, Any], calls: int,
+                  ready: asyncio.Event, counter: list[int], go: asyncio.Event) -> None:
+    async with connect(url) as client:
+        for _ in range(3):  # warm-up: connection up, first calls served
+            res = await client.call_tool(name, arguments)
+            assert not res.is_error, res
+        counter[0] -= 1
+        if counter[0] == 0:
+            ready.set()
+        await go.wait()
+        for _ in range(calls):
+            res = await client.call_tool(name, arguments)
+            assert not res.is_error, res
+
+
+async def measure(pid: int, url: str, name: str, arguments: dict[str, Any], concurrency: int, calls: int,
+                  per_session_url: bool) -> float:
+    """Server CPU ms per call: ``concurrency`` warmed-up sessions making ``calls`` calls in all."""
+    ready, go = asyncio.Event(), asyncio.Event()
+    counter = [concurrency]
+    each = max(1, calls // concurrency)
+    urls = [f"{url}?session={uuid.uuid4().hex}" if per_session_url else url for _ in range(concurrency)]
+    tasks = [asyncio.create_task(session(u, name, arguments, each, ready, counter, go)) for u in urls]
+    waiting = asyncio.create_task(ready.wait())
+    await asyncio.wait([waiting, *tasks], return_when=asyncio.FIRST_COMPLETED)
+    for t in tasks:
+        if t.done() and t.exception():
+            raise t.exception()  # type: ignore[misc]
+    await asyncio.sleep(0.2)  # the warm-up's last replies are out
+    cpu0 = cpu_s(pid)
+    go.set()
+    await asyncio.gather(*tasks)
+    return 1000 * (cpu_s(pid) - cpu0) / (each * concurrency)
+
+
+def start_servers(tmp: Path, kg_file: Path) -> tuple[dict[str, subprocess.Popen[bytes]], dict[str, str]]:
+    tools = tmp / "tools"
+    tools.mkdir()
+    (tools / "echo.yaml").write_text(ECHO_SPEC)
+    (tools / "echo_tool.py").write_text(ECHO_MODULE)
+    ports = {s: free_port() for s in SERVERS}
+    env = dict(os.environ)
+    procs = {
+        "sdk": subprocess.Popen([sys.executable, __file__, "--serve-sdk", str(ports["sdk"]), "--kg-file", str(kg_file)],
+                                env=env),
+        "ours": subprocess.Popen([sys.executable, "-m", "evals.cli", "serve", "--port", str(ports["ours"]),
+                                  "--benchmarks", "familytool-b", "--tools-dir", str(tools)], env=env),
+    }
+    return procs, {s: f"http://127.0.0.1:{p}" for s, p in ports.items()}
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=1000, help="calls per measurement, over all sessions (default 1000)")
+    ap.add_argument("--repeats", type=int, default=3, help="measurements per cell; the table shows medians (default 3)")
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    ap.add_argument("--tools", nargs="+", choices=list(CALLS), default=list(CALLS))
+    ap.add_argument("--serve-sdk", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    ap.add_argument("--kg-file", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    data = Path(os.environ.get("EVALS_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data")
+    kg_file = args.kg_file or data / "familytool" / "familykg-b.txt"
+    if args.serve_sdk:
+        await serve_sdk(args.serve_sdk, kg_file)
+        return
+
+    results: dict[tuple[str, int, str], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        procs, bases = start_servers(Path(tmp), kg_file)
+        try:
+            await wait_for_health(bases["ours"], tries=600)
+            await wait_for_health(bases["sdk"], tries=600, path="/mcp")
+            for _ in range(args.repeats):
+                for c in args.concurrency:
+                    for tool in args.tools:
+                        for server in SERVERS:  # interleaved: one of each, then again
+                            path, name, arguments = CALLS[tool][server]
+                            ms = await measure(procs[server].pid, bases[server] + path, name, arguments, c,
+                                               args.calls, per_session_url=server == "ours")
+                            results.setdefault((tool, c, server), []).append(ms)
+        finally:
+            for p in procs.values():
+                p.terminate()
+            for p in procs.values():
+                p.wait(timeout=15)
+
+    load = os.getloadavg()
+    table = Table(title=f"server CPU per tool call over HTTP, ours vs the MCP SDK's MCPServer (median of {args.repeats}, "
+                        f"{args.calls} calls each)")
+    for col in ("tool", "concurrency", "SDK ms/call", "ours ms/call", "ours/SDK", "ratios per repeat"):
+        table.add_column(col, justify="right")
+    for tool in args.tools:
+        for c in args.concurrency:
+            sdk, ours = results[tool, c, "sdk"], results[tool, c, "ours"]
+            per = " ".join(f"{o / s:.2f}" for o, s in zip(ours, sdk, strict=True))
+            table.add_row(tool, str(c), f"{statistics.median(sdk):.3f}", f"{statistics.median(ours):.3f}",
+                          f"{statistics.median(ours) / statistics.median(sdk):.2f}", per)
+    console = Console(width=max(Console().width, 120))
+    console.print(table)
+    console.print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (at the end); "
+                  "goal: ours/SDK <= 1.00 on every row")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
