@@ -107,10 +107,24 @@ class RunTracesLost(RuntimeError):
     (:attr:`kept_in`), and how to go on. See the module docstring.
     """
 
-    def __init__(self, message: str, kept_in: Path, records: int) -> None:
-        super().__init__(message)
-        self.kept_in = kept_in
-        self.records = records
+    def __init__(self, traces_path: Path, what: str, kept_in: Path, records: int, where: str) -> None:
+        self.traces_path, self.what, self.kept_in, self.records, self.where = traces_path, what, kept_in, records, where
+        super().__init__(self.describe(records))
+
+    def describe(self, records: int) -> str:
+        return (
+            f"{str(self.traces_path)!r} was {self.what} while the run was writing it; the run stopped. "
+            f"Nothing finished is lost: the {records} finished episode(s) the run held are kept, {self.where}"
+        )
+
+    def describe_now(self) -> str:
+        """The message with the episodes :attr:`kept_in` holds now: once the run has stopped, also those
+        that finished after the loss was noticed (they are written to the same file)."""
+        try:
+            records = Path(self.kept_in).read_bytes().count(b"\n")
+        except OSError:
+            records = self.records
+        return self.describe(max(records, self.records))
 
 
 class RunDirClosed(RuntimeError):
@@ -365,12 +379,7 @@ class RunDir:
             else f"they were written to {fresh.name} (the new {TRACES_FILE} was left as it is); to resume, "
             f"move {fresh.name} back to {TRACES_FILE} and run the same command again"
         )
-        raise RunTracesLost(
-            f"{str(self.traces_path)!r} was {what} while the run was writing it; the run stopped. "
-            f"Nothing finished is lost: the {records} finished episode(s) the run held are kept, {where}",
-            fresh,
-            records,
-        )
+        raise RunTracesLost(self.traces_path, what, fresh, records, where)
 
     def append_event(self, line: Mapping[str, Any] | str) -> None:
         """Append one line to ``events.jsonl`` (no fsync; survives a process crash). No-op without event log."""

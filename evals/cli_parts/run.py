@@ -152,7 +152,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/] {escape(exc.strerror or str(exc))}")
         return EXIT_INCOMPLETE
     except RunTracesLost as exc:  # traces.jsonl deleted/replaced mid-run: what was held is kept elsewhere
-        print(f"evals run: error (exit {EXIT_INCOMPLETE}): {exc}", file=sys.stderr, flush=True)
+        print(f"evals run: error (exit {EXIT_INCOMPLETE}): {exc.describe_now()}", file=sys.stderr, flush=True)
         return EXIT_INCOMPLETE
     table = summary_table(summary)
     table.add_row("tokens (this call)", str(result.tokens), "", "")

@@ -40,7 +40,7 @@ async def test_kg_file_is_served_with_the_kg_tools(tmp_path: Path, env: dict[str
     params = StdioServerParameters(command=sys.executable, args=["-m", "evals.cli", "serve", "--stdio", "--kg-file",
                                                                   str(kg)], env=env)
     for _ in range(2):  # built on first use, then served from the cached database
-        async with connect(params) as client:
+        async with connect(params, timeout=600) as client:  # start-up builds the KG
             names = [t.name for t in await list_all_tools(client)]
             assert names == ["kg_list_relations", "kg_neighbors", "kg_search_path"]
             res = await client.call_tool("kg_search_path", {"start": "Ann", "path": ["employer", "located_in"]})

@@ -45,7 +45,7 @@ async def _session(tool_server: ToolServer, transport: str, path: str) -> AsyncI
         if len(parts) > 1:
             args += ["--task", parts[1]]
         params = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
-        async with connect(params) as client:
+        async with connect(params, timeout=600) as client:  # a loaded machine: start-up can pass 60 s
             yield client
 
 

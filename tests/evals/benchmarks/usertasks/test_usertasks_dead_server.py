@@ -68,7 +68,9 @@ async def test_evals_serve_proxies_another_servers_tools_next_to_the_benchmarks(
     params = StdioServerParameters(command=sys.executable, args=[
         "-m", "evals.cli", "serve", "--stdio", "--mcp-server", f"echo={sys.executable} {ECHO}",
         "--tools-dir", str(Path(__file__).resolve().parents[4] / "docs" / "examples" / "tools")])
-    async with connect(params) as session:
+    # a fresh cache makes `evals serve` build the benchmarks' KGs before it answers: on a loaded machine
+    # that can take longer than the client's default 60 s read timeout
+    async with connect(params, timeout=600) as session:
         names = {t.name for t in await list_all_tools(session)}
         assert {"echo", "add", "get_weather", "math.factorial"} <= names
         result = await session.call_tool("echo", {"text": "via us"})
