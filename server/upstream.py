@@ -61,6 +61,7 @@ __all__ = [
 
 UPSTREAM_UNAVAILABLE = "MCP server unavailable:"
 """How the text of a call's result starts when the server behind the tool is gone."""
+STDERR_TAIL_BYTES = 64 * 1024  # of a stdio server's stderr, read for an error message
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -227,12 +228,16 @@ class UpstreamConnection:
 
     def stderr_tail(self, lines: int = 5) -> str:
         """The last lines the server wrote on stderr (stdio servers), for error messages."""
+        # pread: no seek of the file position the server's own writes share, so that two threads asking
+        # at once (the caller and the owner task, when a server exits at start) both read it whole
         try:
-            self._stderr.flush()
-            self._stderr.seek(0)
-            tail = [line.rstrip() for line in self._stderr.read().splitlines() if line.strip()][-lines:]
+            fd = self._stderr.fileno()
+            size = os.fstat(fd).st_size
+            start = max(0, size - STDERR_TAIL_BYTES)
+            text = os.pread(fd, size - start, start).decode("utf-8", errors="replace")
         except (OSError, ValueError):
             return ""
+        tail = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
         return " | ".join(tail)
 
     def _why(self, exc: BaseException | str) -> str:

@@ -36,6 +36,39 @@ def echo_source(**env: str) -> McpSource:
     return McpSource("echo", command=sys.executable, args=(str(ECHO),), env=env)
 
 
+def test_stderr_tail_is_whole_when_two_threads_ask_at_once() -> None:
+    """When a server exits at start, the caller and the connection's own task both read its stderr:
+    neither may move the file position the other (and the server) relies on."""
+    import os
+    import threading
+
+    conn = UpstreamConnection(echo_source())
+    try:
+        fd = conn._stderr.fileno()
+        os.write(fd, b"starting\nmissing ECHO_API_KEY\n")  # as the server writes it: through its own fd
+        tails: list[str] = []
+
+        def ask() -> None:
+            for _ in range(300):
+                tails.append(conn.stderr_tail())
+
+        threads = [threading.Thread(target=ask) for _ in range(2)]
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+        try:
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            sys.setswitchinterval(interval)
+        assert set(tails) == {"starting | missing ECHO_API_KEY"}
+        os.write(fd, b"later\n")  # a later write by the server still lands after what it wrote
+        assert conn.stderr_tail() == "starting | missing ECHO_API_KEY | later"
+    finally:
+        conn.close()
+
+
 def test_a_stdio_server_is_listed_and_called_through_our_validation() -> None:
     conn = UpstreamConnection(echo_source())
     try:
