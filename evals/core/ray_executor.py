@@ -1,6 +1,6 @@
 """``evals run --executor ray``: the run's workers as Ray actors, on this machine or across a cluster.
 
-Ray only places and carries: each actor (:class:`RayWorker`) is a :class:`~evals.core.workers.WorkerCore`
+Ray only places and carries: each actor (:class:`RayWorker`) is a :class:`~evals.core.worker_process.WorkerCore`
 on the actor's event loop, so it loads the benchmark and serves its tools itself, in-process (no
 shared server), and runs the episodes the parent hands it. The parent is the same
 :class:`~evals.core.workers.WorkerPool` as with local worker processes: it holds the run directory,
@@ -50,7 +50,8 @@ from typing import TYPE_CHECKING, Any
 from client.eventloop import episode_gc, name_asyncio
 
 from .server_process import _decode_options, _encode_options
-from .workers import Channel, WorkerCore, WorkerError
+from .worker_process import WorkerCore
+from .workers import Channel, WorkerError
 
 if TYPE_CHECKING:
     from .run_options import RunOptions

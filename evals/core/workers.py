@@ -5,9 +5,9 @@ model at high concurrency needs more. With ``--workers N`` the parent keeps ever
 run *one* run, and the workers only run episodes:
 
 * the parent holds the run directory (its lock, ``traces.jsonl``), the one progress display, the
-  budget, the circuit breaker, and the rate limiter (:class:`RemoteLimiter`: a worker asks the parent
+  budget, the circuit breaker, and the rate limiter (:class:`~evals.core.worker_process.RemoteLimiter`: a worker asks the parent
   before each model request, so ``--rpm``/``--tpm`` hold across all workers);
-* each worker (:class:`WorkerCore`; here a ``python -m evals.core.workers`` child process, on Ray an
+* each worker (:class:`~evals.core.worker_process.WorkerCore`; here a ``python -m evals.core.worker_process`` child process, on Ray an
   actor) loads the benchmark, serves its tools itself (its own tool server, over the run's
   ``--transport``), opens its own models, and runs the episodes the parent hands it, recording with
   an :class:`~client.runs.EpisodeRecorder` of the same episode id. A local worker appends its events
@@ -40,31 +40,25 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
-import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from client.breaker import RemoteError
-from client.eventloop import episode_gc
 from client.ratelimit import RateLimiter, Reservation
-from client.runner import sole_exception
-from client.runs import EpisodeOutcome, EpisodeRecorder, RunDiskFull, append_line, error_info, to_jsonable
+from client.runs import EpisodeOutcome, EpisodeRecorder
 
-from .epochs import split_key
 from .server_process import _encode_options, _stop
 
 if TYPE_CHECKING:
     from client.runner import RunControl
 
-    from .plugin import Benchmark, EpisodeEnv
     from .run_options import RunOptions
 
-__all__ = ["Channel", "ProcessChannel", "RemoteLimiter", "WorkerCore", "WorkerError", "WorkerPool"]
+__all__ = ["Channel", "ProcessChannel", "WorkerError", "WorkerPool"]
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +107,7 @@ class Channel(Protocol):
 
 
 class ProcessChannel:
-    """A worker as a child process (``python -m evals.core.workers``) on this machine, over its pipes."""
+    """A worker as a child process (``python -m evals.core.worker_process``) on this machine, over its pipes."""
 
     writes_events = True
 
@@ -127,7 +121,7 @@ class ProcessChannel:
         """Start the worker process: it imports what every run needs while the parent goes on, then
         waits for :meth:`configure`; :meth:`ready` waits until it is ready."""
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "evals.core.workers",
+            sys.executable, "-m", "evals.core.worker_process",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,  # stderr: the parent's (logs)
             start_new_session=True,  # a Ctrl-C reaches the parent only; it stops the workers
             limit=LINE_LIMIT,
@@ -344,233 +338,3 @@ class WorkerPool:
                 w.reader.cancel()
                 with contextlib.suppress(BaseException):
                     await w.reader
-
-
-# ---- a worker ---------------------------------------------------------------------------------
-
-
-class RemoteLimiter(RateLimiter):
-    """A worker's rate limiter: each request waits for the parent's (shared) limiter."""
-
-    def __init__(self, opts: RunOptions, send: Callable[[dict[str, Any]], None]):
-        super().__init__(opts.rpm, opts.tpm, name=opts.model)
-        self._send = send
-        self._next = 0
-        self.waiting: dict[int, asyncio.Future[None]] = {}
-
-    async def acquire(self, estimated_tokens: int = 0) -> Reservation:
-        if estimated_tokens < 0:
-            raise ValueError(f"estimated_tokens must be >= 0, got {estimated_tokens}")
-        self._next += 1
-        rid = self._next
-        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.waiting[rid] = granted
-        loop = asyncio.get_running_loop()
-        t0 = loop.time()
-        self._send({"acquire": rid, "tokens": estimated_tokens})
-        try:
-            await granted
-        finally:
-            self.waiting.pop(rid, None)
-        self.acquired += 1
-        waited = loop.time() - t0
-        self.total_wait_s += waited
-        return _RemoteReservation(self, estimated_tokens, waited, rid=rid)
-
-    def granted(self, rid: int) -> None:
-        if (fut := self.waiting.get(rid)) is not None and not fut.done():
-            fut.set_result(None)
-
-
-@dataclass
-class _RemoteReservation(Reservation):
-    rid: int = 0
-
-    def record(self, actual_tokens: int) -> None:
-        if self.recorded_tokens is not None:
-            return
-        self.recorded_tokens = int(actual_tokens)
-        assert isinstance(self.limiter, RemoteLimiter)
-        self.limiter._send({"record": self.rid, "tokens": self.recorded_tokens})
-
-
-class EventLog:
-    """A worker's end of ``events.jsonl``: lines gathered during one event-loop turn, then appended in
-    one ``O_APPEND`` write of whole lines (so they never interleave with another process's lines)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._lines: list[str] = []
-
-    def add(self, line: str) -> None:
-        if self._fd is None:
-            return
-        if not self._lines:
-            asyncio.get_running_loop().call_soon(self.flush)
-        self._lines.append(line)
-
-    def flush(self) -> None:
-        lines, self._lines = self._lines, []
-        if self._fd is None or not lines:
-            return
-        try:
-            append_line(self._fd, "".join(line + "\n" for line in lines).encode("utf-8"), self.path)
-        except RunDiskFull as exc:  # the event log is a debugging aid: a full disk stops it, not the run
-            log.warning("%s; this worker logs no more events", exc.strerror)
-            self.close()
-
-    def close(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
-
-
-class WorkerCore:
-    """A worker's side, whatever carries its messages: runs the episodes it is handed.
-
-    :meth:`open` loads the benchmark and opens the episode environment (models, tool server,
-    sessions); :meth:`handle` takes each message from the parent; ``send`` carries the worker's
-    messages back (see the module docstring)."""
-
-    def __init__(self, opts: RunOptions, send: Callable[[dict[str, Any]], None], events: EventLog | None = None):
-        self.opts = opts
-        self.send = send
-        self.events = events
-        self.limiter = RemoteLimiter(opts, send) if (opts.rpm or opts.tpm) else None
-        self.running: dict[str, asyncio.Task[None]] = {}
-        self._bench: Benchmark | None = None
-        self._env: EpisodeEnv | None = None
-
-    async def open(self, stack: contextlib.AsyncExitStack) -> None:
-        from .episodes import open_episode_env
-        from .registry import load_benchmark
-
-        self._bench = load_benchmark(self.opts.benchmark, self.opts.benchmark_options)
-        self._env = await open_episode_env(self.opts, self._bench, stack, self.limiter)
-
-    def handle(self, msg: dict[str, Any]) -> None:
-        op = msg["op"]
-        if op == "run":
-            task_id = msg["task"]
-            task = self.running[task_id] = asyncio.create_task(self._run(msg))
-            task.add_done_callback(lambda _: self.running.pop(task_id, None))
-        elif op == "cancel":
-            if (target := self.running.get(msg["task"])) is not None:
-                target.cancel()
-        elif op == "granted" and self.limiter is not None:
-            self.limiter.granted(int(msg["rid"]))
-
-    async def _run(self, msg: dict[str, Any]) -> None:
-        assert self._bench is not None and self._env is not None
-        task_id = msg["task"]
-        send = self.send
-
-        def usage(tokens: int, cost: float) -> None:
-            if tokens or cost:
-                send({"usage": task_id, "tokens": tokens, "cost": cost})
-
-        recorder = EpisodeRecorder(
-            task_id, episode_id=msg["episode_id"], run_attempt=msg["attempt"], config_hash=msg["config_hash"],
-            sink=None if self.events is None else self.events.add, on_usage=usage,
-            max_value_bytes=self.opts.trace_max_value_bytes,
-        )
-        error: Any = None
-        final: str | None = None
-        data: Any = {}
-        try:
-            # a trial of --epochs K is keyed <task id>#<k>: the episode is the task's
-            result: object = await self._bench.episode(self._env, split_key(task_id, self.opts.epochs)[0], recorder)
-        except asyncio.CancelledError as exc:
-            if (me := asyncio.current_task()) is not None and me.cancelling():
-                raise  # the parent cancelled it: no answer
-            error = exc
-        except Exception as exc:
-            error = sole_exception(exc)
-        else:
-            if isinstance(result, EpisodeOutcome):
-                final, error, data = result.final_answer, result.error, result.data
-            elif result is not None:
-                error = TypeError(f"the episode function returned {type(result).__name__}; expected EpisodeOutcome or None")
-        send({"done": task_id, "totals": recorder.totals.to_dict(), "answer": recorder.answer,
-              "final_answer": final, "data": to_jsonable(data),
-              "error": error_info(error) if isinstance(error, BaseException) else to_jsonable(error),
-              "error_mro": [c.__name__ for c in type(error).__mro__] if isinstance(error, BaseException) else None,
-              "lines": recorder.event_lines})
-
-    async def aclose(self) -> None:
-        for task in list(self.running.values()):
-            task.cancel()
-        await asyncio.gather(*self.running.values(), return_exceptions=True)
-        if self.events is not None:
-            self.events.flush()
-            self.events.close()
-
-
-async def _work(out: Any) -> int:
-    from .server_process import _decode_options
-
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    from . import episodes, registry  # noqa: F401  (what every run needs, while the parent prepares)
-
-    line = await reader.readline()
-    if not line:
-        return 2
-    opts = _decode_options(line.decode())
-    opts.workers, opts.progress = 1, False
-
-    flush_due = False
-
-    def flush() -> None:
-        nonlocal flush_due
-        flush_due = False
-        out.flush()  # a pipe: a full one makes the worker wait for the parent
-
-    def send(msg: dict[str, Any]) -> None:
-        nonlocal flush_due
-        out.write(_encode(msg))
-        if not flush_due:  # one write per turn of the event loop, however many messages
-            flush_due = True
-            loop.call_soon(flush)
-
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            core = WorkerCore(opts, send)
-            stack.push_async_callback(core.aclose)
-            await core.open(stack)  # while the parent prepares the run directory
-            # then the second line: the event log, once the parent has opened (and repaired) it
-            events_path = json.loads(await reader.readline() or b"{}").get("events_path")
-            if events_path:
-                core.events = EventLog(Path(events_path))
-        except Exception as exc:
-            traceback.print_exc()
-            send({"error": f"{type(exc).__name__}: {exc}"})
-            out.flush()
-            return 0
-        send({"ready": True})
-        with episode_gc():  # as run_episodes does in one process: the loaded benchmark out of collections
-            while line := await reader.readline():  # EOF: the parent is done, or died
-                core.handle(json.loads(line))
-    return 0
-
-
-def main() -> int:
-    from client import eventloop
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it closes our stdin
-    out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # the protocol owns stdout; anything printed goes to the log
-    return eventloop.run(_work(out))
-
-
-if __name__ == "__main__":
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    code = main()
-    # everything is closed and flushed (the event log, the tool server): skip the interpreter's
-    # teardown of the loaded benchmark, seconds on a busy machine that the parent would wait for
-    for stream in (sys.__stdout__, sys.__stderr__):
-        if stream is not None:
-            stream.flush()
-    os._exit(code)
