@@ -14,8 +14,11 @@ TASK = "KGMTUbench_0"
 
 
 def _inspect(npm_env: dict[str, str], target: list[str], *args: str) -> Any:
-    proc = subprocess.run(["mcp-inspector", "--cli", *target, *args], env=npm_env, capture_output=True, text=True,
-                          timeout=180)
+    # --connect-timeout 0: the Inspector waits for the server however long it takes to start (its own
+    # default, 15 s, was too short for a stdio server starting on a starved machine); the subprocess
+    # timeout is the bound for a hang
+    proc = subprocess.run(["mcp-inspector", "--cli", "--connect-timeout", "0", *target, *args], env=npm_env,
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return json.loads(proc.stdout)
 
