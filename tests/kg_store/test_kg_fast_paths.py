@@ -89,6 +89,25 @@ def test_saved_adjacency_is_used_and_dropped_on_writes(tmp_path: Path) -> None:
         assert store.follow("Carol", ["mother"]) == [[Triple("Carol", "mother", "Alice")]]
 
 
+def test_saved_adjacency_carries_the_relation_counts(tmp_path: Path) -> None:
+    f = tmp_path / "kg.txt"
+    f.write_text(PLAIN, encoding="utf-8")
+    db = tmp_path / "db"
+    KGStore.ensure_built(db, f)
+    with KGStore.open(db, read_only=True, cache=False) as store:
+        engine_counts = store._rel_counts()  # counted by the engine: no adjacency in memory
+        relations = store.relations()
+    assert sum(engine_counts.values()) == len(set(parse_triple_file(f)))
+    with KGStore.open(db, read_only=True) as store:
+        store.follow("Bob", ["mother"])  # loads the adjacency from the engine and saves it
+    with KGStore.open(db, read_only=True) as store:
+        saved = store._read_adjacency_file()
+        assert saved is not None and saved[1] == dict(engine_counts)
+        store._adjacency()  # a warm open: the counts come from the file, not from walking the edges
+        assert store._relation_counts == engine_counts
+        assert store.relations() == relations
+
+
 def test_ensure_built_skips_parsing_the_same_file_and_checks_content_of_another(tmp_path: Path) -> None:
     f = tmp_path / "kg.txt"
     f.write_text(PLAIN, encoding="utf-8")
