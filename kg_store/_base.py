@@ -271,14 +271,15 @@ class StoreBase:
             return None
         if not (isinstance(data, tuple) and len(data) == 4 and data[0] == ADJACENCY_FORMAT):
             return None
-        if data[1] != self._database_signature() or not isinstance(data[2], dict) or not isinstance(data[3], dict):
+        if data[1] != self._database_signature() or not (isinstance(data[2], dict) and isinstance(data[3], dict)):
             return None
         out: dict[str, list[tuple[str, str]]] = data[2]
         counts: dict[str, int] = data[3]
         return out, counts
 
     def _write_adjacency_file(self, out: dict[str, list[tuple[str, str]]], counts: Counter[str]) -> None:
-        """Save ``out`` and the relation ``counts`` for the next store (best effort: an unwritable directory just goes without)."""
+        """Save ``out`` and the relation ``counts`` for the next store (best effort: an unwritable
+        directory just goes without)."""
         try:
             fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=".adjacency-")
         except OSError:

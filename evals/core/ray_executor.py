@@ -1,8 +1,9 @@
 """``evals run --executor ray``: the run's workers as Ray actors, on this machine or across a cluster.
 
-Ray only places and carries: each actor (:class:`RayWorker`) is a :class:`~evals.core.worker_process.WorkerCore`
-on the actor's event loop, so it loads the benchmark and serves its tools itself, in-process (no
-shared server), and runs the episodes the parent hands it. The parent is the same
+Ray only places and carries: each actor (:class:`RayWorker`) is a
+:class:`~evals.core.worker_process.WorkerCore` on the actor's event loop, so it loads the benchmark
+and serves its tools itself, in-process (no shared server), and runs the episodes the parent hands
+it. The parent is the same
 :class:`~evals.core.workers.WorkerPool` as with local worker processes: it holds the run directory,
 the progress display, rate limits, budget and breaker, and writes every trace line. Only the
 channel differs (:class:`RayChannel`):

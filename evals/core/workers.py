@@ -5,12 +5,13 @@ model at high concurrency needs more. With ``--workers N`` the parent keeps ever
 run *one* run, and the workers only run episodes:
 
 * the parent holds the run directory (its lock, ``traces.jsonl``), the one progress display, the
-  budget, the circuit breaker, and the rate limiter (:class:`~evals.core.worker_process.RemoteLimiter`: a worker asks the parent
-  before each model request, so ``--rpm``/``--tpm`` hold across all workers);
-* each worker (:class:`~evals.core.worker_process.WorkerCore`; here a ``python -m evals.core.worker_process`` child process, on Ray an
-  actor) loads the benchmark, serves its tools itself (its own tool server, over the run's
-  ``--transport``), opens its own models, and runs the episodes the parent hands it, recording with
-  an :class:`~client.runs.EpisodeRecorder` of the same episode id. A local worker appends its events
+  budget, the circuit breaker, and the rate limiter (:class:`~evals.core.worker_process.RemoteLimiter`:
+  a worker asks the parent before each model request, so ``--rpm``/``--tpm`` hold across all workers);
+* each worker (:class:`~evals.core.worker_process.WorkerCore`; here a ``python -m
+  evals.core.worker_process`` child process, on Ray an actor) loads the benchmark, serves its tools
+  itself (its own tool server, over the run's ``--transport``), opens its own models, and runs the
+  episodes the parent hands it, recording with an :class:`~client.runs.EpisodeRecorder` of the same
+  episode id. A local worker appends its events
   to the run's ``events.jsonl`` itself as they happen (whole lines, one ``O_APPEND`` write per
   event-loop turn); when an episode ends it sends its totals and event lines, and the parent writes
   the trace line, as with one process.
