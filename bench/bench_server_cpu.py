@@ -26,6 +26,10 @@ the goal is <= 1.00). Only server CPU is measured: the machine may be loaded, wa
 
     EVALS_DATA_DIR=../shared/data python bench/bench_server_cpu.py [--calls 1000] [--repeats 3] \\
         [--concurrency 1 8 32]
+
+``--tool-path`` instead times, in this process and without HTTP, each step of our server's own path
+for the KG call (argument checks, the KG search, the whole spec call, the endpoint's call, the MCP
+result model and its JSON): how much of a call's CPU is ours at all.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -163,12 +168,71 @@ def start_servers(tmp: Path, kg_file: Path) -> tuple[dict[str, subprocess.Popen[
     return procs, {s: f"http://127.0.0.1:{p}" for s, p in ports.items()}
 
 
+def _per_call_us(fn: Any, calls: int) -> float:
+    for _ in range(min(calls, 300)):  # warm-up
+        fn()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+async def _per_await_us(make: Any, calls: int) -> float:
+    for _ in range(min(calls, 300)):
+        await make()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        await make()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+async def tool_path(calls: int) -> None:
+    """``--tool-path``: our server's own steps for the KG call, in process (see the module docs)."""
+    import contextlib
+
+    from evals.core.serving import build_tool_server
+    from server.core import EndpointRef
+    from tool_specs import CallContext
+    from tool_specs.validation import _check_json, _check_size, validate_arguments
+
+    with contextlib.ExitStack() as stack:
+        server = build_tool_server(["familytool-b"], stack=stack)
+        ref = EndpointRef("familytool-b", TASK)
+        spec = server.endpoint_tools(ref)["kg_search_path"]
+        ctx = CallContext(episode_id="bench", task_id=TASK, benchmark="familytool-b", extra={}, state={})
+        result = (await server.call(ref, "kg_search_path", KG_ARGS, ctx)).to_mcp()
+        body = result.model_dump_json(by_alias=True, exclude_none=True)
+        rows = [
+            ("argument size walk", _per_call_us(lambda: _check_size(KG_ARGS, 65536, 524288, 64), calls)),
+            ("argument JSON check", _per_call_us(lambda: _check_json(KG_ARGS), calls)),
+            ("argument validation, whole", _per_call_us(lambda: validate_arguments(spec, KG_ARGS), calls)),
+            ("executor (the KG search)", await _per_await_us(lambda: spec.executor(spec, dict(KG_ARGS), ctx), calls)),
+            ("spec.call (checks + executor + result checks)", await _per_await_us(lambda: spec.call(KG_ARGS, ctx), calls)),
+            ("ToolServer.call (+ endpoint lookup)",
+             await _per_await_us(lambda: server.call(ref, "kg_search_path", KG_ARGS, ctx), calls)),
+        ]
+        last = await server.call(ref, "kg_search_path", KG_ARGS, ctx)
+        rows.append(("the MCP result model", _per_call_us(last.to_mcp, calls)))
+        rows.append((f"its JSON ({len(body)} bytes)",
+                     _per_call_us(lambda: result.model_dump_json(by_alias=True, exclude_none=True), calls)))
+    table = Table(title=f"our server's own path for kg_search_path, in process ({calls} calls each)")
+    table.add_column("step")
+    table.add_column("us per call", justify="right")
+    for step, us in rows:
+        table.add_row(step, f"{us:.1f}")
+    Console(width=max(Console().width, 100)).print(table)
+    print("compare with the server's CPU ms per call over HTTP in the main table (the steps are nested: "
+          "ToolServer.call holds spec.call, which holds the others)")
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=1000, help="calls per measurement, over all sessions (default 1000)")
     ap.add_argument("--repeats", type=int, default=3, help="measurements per cell; the table shows medians (default 3)")
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     ap.add_argument("--tools", nargs="+", choices=list(CALLS), default=list(CALLS))
+    ap.add_argument("--tool-path", action="store_true",
+                    help="time our server's own steps for the KG call in process instead (see above)")
     ap.add_argument("--serve-sdk", type=int, metavar="PORT", help=argparse.SUPPRESS)
     ap.add_argument("--kg-file", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -176,6 +240,9 @@ async def main() -> None:
     kg_file = args.kg_file or data / "familytool" / "familykg-b.txt"
     if args.serve_sdk:
         await serve_sdk(args.serve_sdk, kg_file)
+        return
+    if args.tool_path:
+        await tool_path(max(args.calls, 5000))
         return
 
     results: dict[tuple[str, int, str], list[float]] = {}
