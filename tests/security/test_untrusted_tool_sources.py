@@ -87,6 +87,26 @@ def test_a_ref_to_a_local_http_server_in_an_upstream_schema_is_refused_and_never
     assert hits == []
 
 
+def test_no_validator_fetches_a_ref_even_in_a_schema_that_skipped_the_load_checks(
+    schema_host: tuple[str, list[str]]
+) -> None:
+    """The second wall: every validator resolves references with a registry that retrieves nothing."""
+    from jsonschema import SchemaError
+
+    from tool_specs import schema_validator, validate_arguments
+    from tool_specs.validation import prepared_validator
+
+    url, hits = schema_host
+    remote = {"type": "object", "properties": {"thing": {"$ref": url}}}
+    with pytest.raises(SchemaError, match="only local references"):
+        validate_arguments(remote, {"thing": "x"})
+    for validator in (schema_validator(remote), prepared_validator(remote, closed=False)[0]):
+        with pytest.raises(Exception, match="Unresolvable") as unresolvable:
+            list(validator.iter_errors({"thing": "x"}))
+        assert SECRET not in str(unresolvable.value)
+    assert hits == []
+
+
 def test_a_file_ref_in_an_upstream_schema_is_refused_and_the_file_never_read(tmp_path: Path) -> None:
     secret_file = tmp_path / "secret.json"
     secret_file.write_text(json.dumps({"type": "integer", "description": SECRET}))
