@@ -7,7 +7,9 @@ processes of one run: each line is written with one ``write`` on a file opened f
 * ``{"kind": "call", "source": NAME, "task_id": ID, "episode": KEY, "tool": NAME, "arguments": {...},
   "result": {"text": ..., "structured": ..., "is_error": ...}}`` for each answered call.
 
-Replaying needs no server: the tools are the recorded listing and :class:`RecordedExecutor` answers
+A recording is untrusted: its listing follows the rules every tool source does
+(:func:`server.upstream.listed_specs`) and a recorded result over :data:`tool_specs.MAX_RESULT_BYTES`
+is replayed as an error. Replaying needs no server: the tools are the recorded listing and :class:`RecordedExecutor` answers
 a call with a recorded result, deterministically:
 
 1. the same task's recorded call with equal arguments (after type normalisation by the tool's

@@ -6,6 +6,11 @@ connects to it), lists its tools, and answers calls; :func:`upstream_specs` turn
 every call is validated against the tool's schema, limited, traced and scored by our server exactly
 as our own tools are.
 
+A server is untrusted: its listing follows the rules of a spec file (:func:`listed_specs`: tool
+names, valid schemas, local ``$ref`` only; a schema is never fetched), a result larger than
+:data:`tool_specs.MAX_RESULT_BYTES` is an error result, and its stderr is kept to its last
+:data:`STDERR_TAIL_BYTES`.
+
 The connection lives on an event loop of its own in a daemon thread: the server may call it from
 any loop (the run's, a worker's, the HTTP server's) and a synchronous caller (``mounts``) can list
 the tools before serving starts. A server that cannot be started is a :class:`McpSourceError` (a

@@ -16,13 +16,22 @@ import os
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from evals.cli import main
-from server import CallRecording, McpSource, McpSourceError, UpstreamConnection, open_sources, read_recording, replay_specs
+from server import (
+    CallRecording,
+    McpSource,
+    McpSourceError,
+    UpstreamConnection,
+    open_sources,
+    read_recording,
+    replay_specs,
+    upstream_specs,
+)
 from tool_specs import MAX_RESULT_BYTES, SpecLoadError, load_tool_file
 
 HOSTILE = Path(__file__).with_name("hostile_mcp_server.py")
@@ -115,7 +124,7 @@ def test_a_file_ref_in_an_upstream_schema_is_refused_and_the_file_never_read(tmp
     assert SECRET not in str(refused.value)
 
 
-def _recording(path: Path, tools: list[dict[str, object]], calls: list[dict[str, object]] = ()) -> Path:  # type: ignore[assignment]
+def _recording(path: Path, tools: Sequence[dict[str, object]], calls: Sequence[dict[str, object]] = ()) -> Path:
     lines = [{"kind": "tools", "source": "remote", "tools": tools}, *calls]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path
@@ -237,8 +246,6 @@ def test_a_server_writing_20_mb_on_stderr_holds_no_file_and_keeps_answering() ->
     before = _large_files()
     conn = UpstreamConnection(hostile("stderr", HOSTILE_STDERR_BYTES=str(20 << 20), HOSTILE_STDERR_LAST="done talking"))
     try:
-        from server import upstream_specs
-
         (spec,) = upstream_specs(conn.open(), conn)  # it wrote 20 MB before answering: the pipe was drained
         assert asyncio.run(spec.call({})).text == "pong"
         assert _large_files() - before == set()  # nothing of its stderr went to a (temp) file
