@@ -261,7 +261,8 @@ def compiled_validator(schema: Mapping[str, Any]) -> Draft202012Validator:
     """The (cached) validator used for ``schema``: checked against the meta-schema, objects closed.
 
     Raises:
-        jsonschema.SchemaError: ``schema`` is not valid JSON Schema (normalise it first).
+        jsonschema.SchemaError: ``schema`` is not valid JSON Schema (normalise it first), or it has a
+            ``$ref`` that is not local (nothing is ever fetched).
     """
     return _compiled(json.dumps(schema, ensure_ascii=False))
 
