@@ -259,8 +259,11 @@ class _StderrTail:
         return self._pipe().fileno()
 
     def _drain(self) -> bool:
-        """Read what the pipe holds now, keeping the tail; ``False`` at its end (the lock is held)."""
-        while self._read_fd >= 0:
+        """Read what the pipe holds now (at most 4 MiB: a writer that never stops cannot hold a reader
+        here), keeping the tail; ``False`` at its end (the lock is held)."""
+        for _ in range(64):
+            if self._read_fd < 0:
+                return False
             try:
                 chunk = os.read(self._read_fd, 65536)
             except BlockingIOError:
@@ -272,7 +275,7 @@ class _StderrTail:
             self._kept += chunk
             if len(self._kept) > 2 * STDERR_TAIL_BYTES:
                 del self._kept[:-STDERR_TAIL_BYTES]
-        return False
+        return True
 
     def _on_readable(self) -> None:
         with self._lock:
