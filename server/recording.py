@@ -7,7 +7,9 @@ processes of one run: each line is written with one ``write`` on a file opened f
 * ``{"kind": "call", "source": NAME, "task_id": ID, "episode": KEY, "tool": NAME, "arguments": {...},
   "result": {"text": ..., "structured": ..., "is_error": ...}}`` for each answered call.
 
-Replaying needs no server: the tools are the recorded listing and :class:`RecordedExecutor` answers
+A recording is untrusted: its listing follows the rules every tool source does
+(:func:`server.upstream.listed_specs`) and a recorded result over :data:`tool_specs.MAX_RESULT_BYTES`
+is replayed as an error. Replaying needs no server: the tools are the recorded listing and :class:`RecordedExecutor` answers
 a call with a recorded result, deterministically:
 
 1. the same task's recorded call with equal arguments (after type normalisation by the tool's
@@ -33,7 +35,7 @@ from mcp import types
 from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 from tool_specs.matching import Matcher, decide, normalize_arguments
 
-from .upstream import McpSourceError, tool_spec_of
+from .upstream import McpSourceError, listed_specs
 
 __all__ = ["CallRecording", "RecordedExecutor", "Recording", "read_recording", "replay_specs"]
 
@@ -144,6 +146,10 @@ class RecordedExecutor:
         return [c for c in mine if c.get("episode") == last]
 
     async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        """The recorded answer (a recorded result larger than :data:`tool_specs.MAX_RESULT_BYTES` is an error)."""
+        return (await self._answer(spec, arguments, ctx)).bounded(spec.name)
+
+    async def _answer(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         schema = spec.input_schema
         key = _key(arguments, schema)
         same = [c for c in self._task_calls(ctx.task_id) if _key(c["arguments"], schema) == key]
@@ -167,11 +173,18 @@ class RecordedExecutor:
 
 
 def replay_specs(rec: Recording, sources: Sequence[str] | None = None, *, matchers: Sequence[Matcher] = ()) -> list[ToolSpec]:
-    """The recorded tools (of ``sources``, default all) answered from the recording."""
+    """The recorded tools (of ``sources``, default all) answered from the recording.
+
+    Raises:
+        McpSourceError: a recorded tool breaks the rules every tool source follows (a name, a
+            schema; :func:`server.upstream.listed_specs`); the message names the file and the server.
+    """
     out: list[ToolSpec] = []
     for source, tools in rec.tools.items():
         if sources is not None and source not in sources:
             continue
-        for tool in tools:
-            out.append(tool_spec_of(tool, RecordedExecutor(rec.path, rec.calls.get(tool.name, []), matchers=matchers), source))
+        out += listed_specs(
+            tools, lambda tool: RecordedExecutor(rec.path, rec.calls.get(tool.name, []), matchers=matchers), source,
+            f"{rec.path}: the recorded MCP server {source!r}",
+        )
     return out

@@ -6,6 +6,11 @@ connects to it), lists its tools, and answers calls; :func:`upstream_specs` turn
 every call is validated against the tool's schema, limited, traced and scored by our server exactly
 as our own tools are.
 
+A server is untrusted: its listing follows the rules of a spec file (:func:`listed_specs`: tool
+names, valid schemas, local ``$ref`` only; a schema is never fetched), a result larger than
+:data:`tool_specs.MAX_RESULT_BYTES` is an error result, and its stderr is kept to its last
+:data:`STDERR_TAIL_BYTES`.
+
 The connection lives on an event loop of its own in a daemon thread: the server may call it from
 any loop (the run's, a worker's, the HTTP server's) and a synchronous caller (``mounts``) can list
 the tools before serving starts. A server that cannot be started is a :class:`McpSourceError` (a
@@ -29,16 +34,16 @@ import json
 import os
 import re
 import shlex
-import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp import types
+from pydantic import ValidationError
 
-from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec, listed_tool_problems
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -51,6 +56,7 @@ __all__ = [
     "UpstreamConnection",
     "UpstreamUnavailable",
     "list_all_tools",
+    "listed_specs",
     "load_mcp_config",
     "open_sources",
     "parse_mcp_server",
@@ -61,7 +67,13 @@ __all__ = [
 
 UPSTREAM_UNAVAILABLE = "MCP server unavailable:"
 """How the text of a call's result starts when the server behind the tool is gone."""
-STDERR_TAIL_BYTES = 64 * 1024  # of a stdio server's stderr, read for an error message
+STDERR_TAIL_BYTES = 64 * 1024  # of a stdio server's stderr, kept for error messages
+_MAX_ERROR_TEXT = 2000  # of an error a server answers a call with
+_MAX_PROBLEMS_SHOWN = 10
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -213,6 +225,90 @@ def _connection_lost(exc: BaseException) -> bool:
                          "TransportError", "ConnectError", "RemoteProtocolError"})
 
 
+class _StderrTail:
+    """A stdio server's stderr, bounded: a pipe the connection's event loop drains as the server writes,
+    keeping only the last :data:`STDERR_TAIL_BYTES` (a server that logs without end holds no disk and
+    at most a few times that in memory, and never blocks on a full pipe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept = bytearray()
+        self._read_fd = -1
+        self._writer: TextIO | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _pipe(self) -> TextIO:
+        with self._lock:
+            if self._writer is None:
+                read_fd, write_fd = os.pipe()
+                os.set_blocking(read_fd, False)
+                self._read_fd = read_fd
+                self._writer = open(write_fd, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+            return self._writer
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> TextIO:
+        """The writing end to give the server as its stderr; ``loop`` (running, in this thread) drains the pipe."""
+        writer = self._pipe()
+        if self._loop is None:
+            self._loop = loop
+            loop.add_reader(self._read_fd, self._on_readable)
+        return writer
+
+    def fileno(self) -> int:
+        """The writing end's descriptor (what the server writes to)."""
+        return self._pipe().fileno()
+
+    def _drain(self) -> bool:
+        """Read what the pipe holds now (at most 4 MiB: a writer that never stops cannot hold a reader
+        here), keeping the tail; ``False`` at its end (the lock is held)."""
+        for _ in range(64):
+            if self._read_fd < 0:
+                return False
+            try:
+                chunk = os.read(self._read_fd, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self._kept += chunk
+            if len(self._kept) > 2 * STDERR_TAIL_BYTES:
+                del self._kept[:-STDERR_TAIL_BYTES]
+        return True
+
+    def _on_readable(self) -> None:
+        with self._lock:
+            more = self._drain()
+        if not more and self._loop is not None:
+            with contextlib.suppress(ValueError, OSError):
+                self._loop.remove_reader(self._read_fd)
+
+    def tail(self, lines: int = 5) -> str:
+        """The last ``lines`` non-blank lines written, joined with ``" | "`` (what is written before
+        this call, even if the loop has not drained it yet)."""
+        with self._lock:
+            self._drain()
+            text = bytes(self._kept[-STDERR_TAIL_BYTES:]).decode("utf-8", errors="replace")
+        tail = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
+        return " | ".join(tail)
+
+    def close(self) -> None:
+        """Keep what was written, close the pipe (the loop is stopped first)."""
+        with self._lock:
+            self._drain()
+            if self._loop is not None and not self._loop.is_closed():
+                with contextlib.suppress(ValueError, OSError, RuntimeError):
+                    self._loop.remove_reader(self._read_fd)
+            if self._read_fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(self._read_fd)
+                self._read_fd = -1
+            if self._writer is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    self._writer.close()
+
+
 class UpstreamConnection:
     """One connection to one :class:`McpSource`, on an event loop of its own (see the module doc)."""
 
@@ -224,21 +320,11 @@ class UpstreamConnection:
         self._closing: asyncio.Event | None = None
         self._client: Any = None
         self._owner: concurrent.futures.Future[None] | None = None
-        self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self._stderr = _StderrTail()
 
     def stderr_tail(self, lines: int = 5) -> str:
         """The last lines the server wrote on stderr (stdio servers), for error messages."""
-        # pread: no seek of the file position the server's own writes share, so that two threads asking
-        # at once (the caller and the owner task, when a server exits at start) both read it whole
-        try:
-            fd = self._stderr.fileno()
-            size = os.fstat(fd).st_size
-            start = max(0, size - STDERR_TAIL_BYTES)
-            text = os.pread(fd, size - start, start).decode("utf-8", errors="replace")
-        except (OSError, ValueError):
-            return ""
-        tail = [line.rstrip() for line in text.splitlines() if line.strip()][-lines:]
-        return " | ".join(tail)
+        return self._stderr.tail(lines)
 
     def _why(self, exc: BaseException | str) -> str:
         while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -284,7 +370,7 @@ class UpstreamConnection:
         # the SDK's safe subset of this process's environment (PATH, HOME, ...), plus the source's own
         env = {**get_default_environment(), **src.env} if src.env else None
         params = StdioServerParameters(command=str(src.command), args=list(src.args), env=env, cwd=src.cwd)
-        return stdio_client(params, errlog=self._stderr)
+        return stdio_client(params, errlog=self._stderr.start(self._loop))
 
     async def _hold(self, ready: concurrent.futures.Future[list[types.Tool]]) -> None:
         """The owner task: enters the client, lists the tools, holds the connection until closed."""
@@ -319,8 +405,8 @@ class UpstreamConnection:
             if _connection_lost(exc):
                 self.dead = self.dead or self._why(exc)
                 raise UpstreamUnavailable(self.dead) from None
-            return ToolResult.error(f"{name} failed: {exc}")
-        return result_from_mcp(result)
+            return ToolResult.error(f"{name} failed: {_cut(str(exc), _MAX_ERROR_TEXT)}")
+        return result_from_mcp(result).bounded(name)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a tool of the server from any event loop; :class:`UpstreamUnavailable` once it is gone."""
@@ -343,8 +429,7 @@ class UpstreamConnection:
             self._loop.close()
         if self.dead is None:
             self.dead = "closed"
-        with contextlib.suppress(OSError, ValueError):
-            self._stderr.close()
+        self._stderr.close()
 
 
 CallRecorder = Callable[[str, str | None, str, dict[str, Any], ToolResult, str | None], None]
@@ -377,7 +462,7 @@ class ProxyExecutor:
 
 
 def tool_spec_of(tool: types.Tool, executor: Any, source: str) -> ToolSpec:
-    """A listed MCP tool as our :class:`ToolSpec` with ``executor``."""
+    """A listed MCP tool as our :class:`ToolSpec` with ``executor`` (unchecked: see :func:`listed_specs`)."""
     return ToolSpec(
         name=tool.name, description=tool.description or "", input_schema=dict(tool.input_schema or {}),
         output_schema=dict(tool.output_schema) if tool.output_schema else None, executor=executor,
@@ -385,10 +470,42 @@ def tool_spec_of(tool: types.Tool, executor: Any, source: str) -> ToolSpec:
     )
 
 
+def listed_specs(tools: Sequence[types.Tool], executor_of: Callable[[types.Tool], Any], source: str, where: str) -> list[ToolSpec]:
+    """The tools an MCP server listed (or a recording of one holds) as specs, each held to the rules
+    of a spec file: its name follows MCP's tool-name rules (no ``/``, spaces, ``<`` or look-alike
+    letters), its input and output schemas are valid JSON Schema with local ``$ref`` only, no name
+    twice (:func:`tool_specs.listed_tool_problems`).
+
+    Raises:
+        McpSourceError: ``where``, then every problem found (the first ten, and how many more).
+    """
+    specs: list[ToolSpec] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for tool in tools:
+        found = listed_tool_problems(tool.name, tool.input_schema, tool.output_schema)
+        if tool.name in seen:
+            found.append("the name is listed twice")
+        seen.add(tool.name)
+        if not found:
+            try:
+                specs.append(tool_spec_of(tool, executor_of(tool), source))
+            except ValidationError as exc:
+                found += [str(e.get("msg", "")).removeprefix("Value error, ") for e in exc.errors()]
+        problems += [f"tool {_cut(tool.name, 80)!r}: {_cut(p, 300)}" for p in found]
+    if problems:
+        shown = "; ".join(problems[:_MAX_PROBLEMS_SHOWN])
+        more = f"; and {len(problems) - _MAX_PROBLEMS_SHOWN} more" if len(problems) > _MAX_PROBLEMS_SHOWN else ""
+        raise McpSourceError(f"{where}: its tools break the rules every tool source follows ({len(problems)} "
+                             f"problem(s)): {shown}{more}")
+    return specs
+
+
 def upstream_specs(tools: Sequence[types.Tool], connection: UpstreamConnection, record: CallRecorder | None = None) -> list[ToolSpec]:
-    """The listed tools of ``connection`` as specs that forward their calls to it."""
+    """The listed tools of ``connection`` as specs that forward their calls to it, checked by
+    :func:`listed_specs` (:class:`McpSourceError` names each tool it refuses)."""
     executor = ProxyExecutor(connection, record)
-    return [tool_spec_of(t, executor, connection.source.name) for t in tools]
+    return listed_specs(tools, lambda _: executor, connection.source.name, f"MCP server {connection.source.describe()}")
 
 
 def open_sources(
@@ -408,7 +525,8 @@ def open_sources(
         conn = UpstreamConnection(source)
         tools = conn.open()
         stack.callback(conn.close)
+        specs = upstream_specs(tools, conn, record)  # checked before anything of it is recorded
         if on_listed is not None:
             on_listed(source, tools)
-        out.append((source, upstream_specs(tools, conn, record)))
+        out.append((source, specs))
     return out

@@ -79,6 +79,7 @@ from tool_specs.protocols import (
     ToolLike,
 )
 from tool_specs.results import (
+    MAX_RESULT_BYTES,
     MAX_RESULT_DEPTH,
     CallContext,
     ToolResult,
@@ -118,6 +119,7 @@ from tool_specs.spec import (
 )
 from tool_specs.spec_checks import (
     TOOL_NAME_RULE,
+    listed_tool_problems,
     sandbox_code_problems,
     schema_problems,
     tool_name_problem,
@@ -158,6 +160,7 @@ __all__ = [
     "FairGate",
     "GateTicket",
     "GateWaiter",
+    "MAX_RESULT_BYTES",
     "MAX_RESULT_DEPTH",
     "DEFAULT_MAX_TOTAL_BYTES",
     "Executor",
@@ -213,6 +216,7 @@ __all__ = [
     "format_problems",
     "json_type_name",
     "known_executor_kinds",
+    "listed_tool_problems",
     "load_spec_dir",
     "load_spec_file",
     "load_tool_dir",

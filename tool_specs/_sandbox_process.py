@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tool_specs.results import MAX_RESULT_BYTES
+
 __all__ = [
     "NamespaceSupport",
     "SandboxError",
@@ -50,7 +52,7 @@ class SandboxLimits:
     fsize_mb: int = 8
     scratch_mb: int = 32  # the call's private tmpfs (/tmp, its cwd); isolation "namespaces" only
     nofile: int = 32
-    max_result_bytes: int = 1 << 20
+    max_result_bytes: int = MAX_RESULT_BYTES
 
     def __post_init__(self) -> None:
         for name in ("wall_s", "cpu_s", "memory_mb", "fsize_mb", "scratch_mb", "nofile", "max_result_bytes"):

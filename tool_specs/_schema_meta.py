@@ -9,6 +9,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 
+from tool_specs._schema_refs import NO_RETRIEVAL
+
 __all__ = ["META_VALIDATOR"]
 
 _META_BASE = "https://json-schema.org/draft/2020-12/"
@@ -77,7 +79,7 @@ def _meta_validator() -> Draft202012Validator:
         meta = _flat_meta_schema()
     except (KeyError, ValueError, LookupError):  # a future meta-schema layout: use the official one
         meta = Draft202012Validator.META_SCHEMA
-    return Draft202012Validator(meta, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    return Draft202012Validator(meta, format_checker=Draft202012Validator.FORMAT_CHECKER, registry=NO_RETRIEVAL)
 
 
 

@@ -209,7 +209,7 @@ def spec_from_mapping(
         if key in entry and isinstance(entry[key], Mapping):
             for where, message in schema_problems(entry[key]):
                 shown = ".".join([key, *map(str, where)])
-                fail(f"{shown}: {message} (not a valid JSON Schema)", key, *where)
+                fail(f"{shown}: {message}", key, *where)
     executor: Any = None
     base = Path(base_dir) if base_dir is not None else None
     try:

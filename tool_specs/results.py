@@ -8,7 +8,11 @@ from typing import Any
 
 import mcp.types
 
-__all__ = ["MAX_RESULT_DEPTH", "CallContext", "ToolResult", "to_json_text", "unsendable"]
+__all__ = ["MAX_RESULT_BYTES", "MAX_RESULT_DEPTH", "CallContext", "ToolResult", "to_json_text", "unsendable"]
+
+#: Largest result a tool from outside may hand the model, in bytes of UTF-8 (its text, and its
+#: structured content as JSON, each): a sandboxed tool's limit, and an MCP server's or a recording's.
+MAX_RESULT_BYTES = 1 << 20
 
 #: Deepest nesting of a structured result sent over MCP (the SDK's serialiser gives up past about
 #: 250 levels, envelope included, and then the whole reply fails).
@@ -98,6 +102,19 @@ class ToolResult:
         name = tool.encode("utf-8", "backslashreplace").decode("utf-8")
         return ToolResult.error(f"Error: the result of tool {name!r} cannot be sent: {problem}")
 
+    def bounded(self, tool: str, limit: int = MAX_RESULT_BYTES) -> ToolResult:
+        """This result, or, when its text or its structured content (as JSON) is larger than ``limit``
+        bytes, an error result that says so (a tool's output never reaches the model unbounded)."""
+        size = _utf8_size(self.text, limit)
+        if size <= limit and self.structured is not None and not self.text_is_json:
+            try:
+                size = _utf8_size(json.dumps(self.structured, ensure_ascii=False, default=str), limit)
+            except (ValueError, RecursionError):  # unsendable: left to :meth:`sendable`
+                size = 0
+        if size <= limit:
+            return self
+        return ToolResult.error(f"{tool} failed: the tool's result is larger than {limit} bytes; it was not passed on")
+
     def to_mcp(self) -> mcp.types.CallToolResult:
         """Convert to the MCP ``CallToolResult``: one text content block, ``structured_content`` when
         there is a structured result, ``is_error``, and any warnings under ``_meta["warnings"]``.
@@ -173,6 +190,13 @@ def _structure_problem(structured: object, paths: bool) -> str | None:
             else:
                 stack.extend((item, f"{path}[{i}]" if paths else path, depth + 1) for i, item in enumerate(value))
     return None
+
+
+def _utf8_size(text: str, limit: int) -> int:
+    """The UTF-8 size of ``text``, or its length when that shows it within ``limit`` (4 bytes a character at most)."""
+    if len(text) * 4 <= limit:
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
 
 
 def _cut(path: str) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 
 from tool_specs._schema_meta import META_VALIDATOR
 from tool_specs._schema_nodes import normalize_node, repair, short_json
+from tool_specs._schema_refs import nonlocal_ref_message, nonlocal_refs
 from tool_specs._schema_types import JSON_TYPES, looks_like_schema, map_type_name
 from tool_specs.errors import SchemaNormalizationError
 
@@ -138,7 +139,18 @@ def _normalize_input(raw_json: str, required_json: str) -> tuple[str, tuple[str,
     if "properties" not in schema:
         schema["properties"] = {}
     schema = repair(schema, notes)
+    _refuse_nonlocal_refs(schema, "input")
     return _canonical_keep_order(schema), tuple(notes)
+
+
+def _refuse_nonlocal_refs(schema: object, which: str) -> None:
+    """A schema that names another document is refused, wherever it comes from (nothing is fetched)."""
+    found = nonlocal_refs(schema)
+    if found:
+        where, ref = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        at = ".".join(map(str, where[:-1])) or "the root"
+        raise SchemaNormalizationError(f"the {which} schema at {at}: {nonlocal_ref_message(str(where[-1]), ref)}{more}")
 
 
 def _canonical_keep_order(value: object) -> str:
@@ -181,7 +193,8 @@ def normalize_schema(
       moved to ``x-invalid-<keyword>``.
 
     Raises:
-        SchemaNormalizationError: the root is not an object schema, or a property entry has no name.
+        SchemaNormalizationError: the root is not an object schema, a property entry has no name, or
+            a ``$ref`` is not local (``#...``): a schema is never fetched from a URL or a file.
     """
     required_list = list(required or [])
     try:
@@ -223,6 +236,7 @@ def _normalize_output(raw_json: str) -> tuple[str, tuple[str, ...]]:
             "(non-object results are returned as {'result': value})"
         )
     schema = repair(schema, notes)
+    _refuse_nonlocal_refs(schema, "output")
     return _canonical_keep_order(schema), tuple(notes)
 
 

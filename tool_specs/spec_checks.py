@@ -4,13 +4,15 @@
   ``_``, ``-`` or ``.`` (so no spaces, no ``/``: ``../../etc/passwd`` and ``has space`` are refused).
 * **Schemas** given as JSON Schema (``input_schema``/``inputSchema``, ``output_schema``/``outputSchema``)
   must be valid against the JSON Schema meta-schema of their draft (``$schema``, default 2020-12):
-  ``type: strng`` or ``minimum: "one"`` is an error, not a constraint silently dropped. Loose
+  ``type: strng`` or ``minimum: "one"`` is an error, not a constraint silently dropped; so is a
+  ``$ref`` that is not local (``#...``): a schema is never fetched from a URL or a file. Loose
   benchmark forms (``parameters``, ``arguments``, ``response`` ...) are normalised, but a type or
   keyword value that normalisation would have to drop is an error there too.
 * **Sandbox code** (``executor: {kind: sandbox, code: ...}`` or ``file: ...``) must compile.
 
 Each check returns the problems it found (an empty list when there are none); the loader reports
-every problem of every file at once.
+every problem of every file at once. The same rules hold for the tools an MCP server lists and a
+recording replays (:func:`listed_tool_problems`, used by :mod:`server.upstream`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TOOL_NAME_RULE", "sandbox_code_problems", "schema_problems", "tool_name_problem"]
+from tool_specs._schema_refs import nonlocal_ref_message, nonlocal_refs
+
+__all__ = [
+    "TOOL_NAME_RULE",
+    "listed_tool_problems",
+    "sandbox_code_problems",
+    "schema_problems",
+    "tool_name_problem",
+]
 
 TOOL_NAME_RULE = "1 to 128 characters, each a letter A-Z/a-z, a digit, '_', '-' or '.' (MCP's tool-name rules)"
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -50,7 +60,8 @@ def _message(error: Any) -> str:
 
 def schema_problems(schema: Any) -> list[tuple[list[Any], str]]:
     """``(path in the schema, what is wrong)`` for every place where ``schema`` breaks the JSON Schema
-    meta-schema of its draft (``$schema``; default draft 2020-12)."""
+    meta-schema of its draft (``$schema``; default draft 2020-12; the message ends "(not a valid JSON
+    Schema)"), and every ``$ref`` that is not local (the path ends with the keyword)."""
     from jsonschema import Draft202012Validator
     from jsonschema.validators import validator_for
 
@@ -61,7 +72,32 @@ def schema_problems(schema: Any) -> list[tuple[list[Any], str]]:
     except Exception as exc:  # an unknown $schema
         return [(["$schema"], f"unknown $schema: {exc}")]
     errors = sorted(cls(cls.META_SCHEMA).iter_errors(schema), key=lambda e: [str(p) for p in e.absolute_path])
-    return [(list(e.absolute_path), _message(e)) for e in errors]
+    found: list[tuple[list[Any], str]] = [
+        (list(e.absolute_path), f"{_message(e)} (not a valid JSON Schema)") for e in errors
+    ]
+    found += [(where, nonlocal_ref_message(str(where[-1]), ref)) for where, ref in nonlocal_refs(schema)]
+    return found
+
+
+_MAX_LISTED_PROBLEMS = 5
+
+
+def listed_tool_problems(name: object, input_schema: object, output_schema: object) -> list[str]:
+    """Why a tool that an MCP server lists (or a recording of one replays) may not be served: the
+    rules of a spec file's ``name``, ``inputSchema`` and ``outputSchema`` (:func:`tool_name_problem`,
+    :func:`schema_problems`). At most five problems per schema, then a count of the rest."""
+    problems: list[str] = []
+    problem = tool_name_problem(name) if isinstance(name, str) else f"the tool name must be a string, got {type(name).__name__}"
+    if problem is not None:
+        problems.append(problem)
+    for key, schema in (("inputSchema", input_schema), ("outputSchema", output_schema)):
+        if schema is None and key == "outputSchema":
+            continue
+        found = schema_problems(schema)
+        problems += [f"{'.'.join([key, *map(str, where)])}: {message}" for where, message in found[:_MAX_LISTED_PROBLEMS]]
+        if len(found) > _MAX_LISTED_PROBLEMS:
+            problems.append(f"{key}: {len(found) - _MAX_LISTED_PROBLEMS} more problem(s)")
+    return problems
 
 
 def sandbox_code_problems(executor: Any, base_dir: Path | None) -> list[tuple[int | None, str]]:

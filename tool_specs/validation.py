@@ -8,6 +8,10 @@ Validation is done by ``jsonschema`` (draft 2020-12); this module only maps its 
   constraint failures) are warnings and the call still runs. Arguments that are not a JSON object,
   are not JSON, or exceed the size limits are always errors.
 
+References are resolved within the schema only: every validator uses a registry that retrieves
+nothing (:data:`tool_specs._schema_refs.NO_RETRIEVAL`), so a ``$ref`` to a URL or a file is an error,
+never a request.
+
 Unknown parameters are reported even when the schema does not say ``additionalProperties: false``
 (benchmark schemas never do, but a model must learn that it invented a parameter): object schemas
 with ``properties`` and no ``additionalProperties``/``patternProperties``/``unevaluatedProperties``
@@ -36,6 +40,7 @@ from tool_specs._problems import (
     problems_from_error,
     short_repr,
 )
+from tool_specs._schema_refs import NO_RETRIEVAL, nonlocal_ref_message, nonlocal_refs
 from tool_specs.protocols import Policy, ToolLike
 from tool_specs.schema import _META_VALIDATOR, is_normalized_json
 
@@ -223,12 +228,14 @@ def _compiled(schema_json: str) -> Draft202012Validator:
     schema = json.loads(schema_json)
     if not is_normalized_json(schema_json):  # normalisation checked it already
         check_schema(schema)
-    return Draft202012Validator(_close_objects(schema))
+        for where, ref in nonlocal_refs(schema):
+            raise SchemaError(nonlocal_ref_message(str(where[-1]), ref))
+    return Draft202012Validator(_close_objects(schema), registry=NO_RETRIEVAL)
 
 
 @lru_cache(maxsize=4096)
 def _plain(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_json))
+    return Draft202012Validator(json.loads(schema_json), registry=NO_RETRIEVAL)
 
 
 def schema_validator(schema: Mapping[str, Any] | bool) -> Draft202012Validator:
@@ -254,7 +261,8 @@ def compiled_validator(schema: Mapping[str, Any]) -> Draft202012Validator:
     """The (cached) validator used for ``schema``: checked against the meta-schema, objects closed.
 
     Raises:
-        jsonschema.SchemaError: ``schema`` is not valid JSON Schema (normalise it first).
+        jsonschema.SchemaError: ``schema`` is not valid JSON Schema (normalise it first), or it has a
+            ``$ref`` that is not local (nothing is ever fetched).
     """
     return _compiled(json.dumps(schema, ensure_ascii=False))
 

@@ -37,8 +37,8 @@ def echo_source(**env: str) -> McpSource:
 
 
 def test_stderr_tail_is_whole_when_two_threads_ask_at_once() -> None:
-    """When a server exits at start, the caller and the connection's own task both read its stderr:
-    neither may move the file position the other (and the server) relies on."""
+    """When a server exits at start, the caller and the connection's own task both read its stderr
+    (a pipe whose tail is kept, issue 36): both see it whole, and later writes land after it."""
     import os
     import threading
 

@@ -135,3 +135,55 @@ def test_evals_serve_tools_dir_exits_2_with_every_problem_and_no_traceback(broke
     assert lines[0] == f"evals serve: error: {len(EXPECTED)} problems in 7 tool spec file(s):", lines
     for (where, what), line in zip(EXPECTED, lines[1:], strict=True):
         assert line.startswith(str(broken / where)) and what in line, (where, what, line)
+
+
+# ---------------------------------------------------------------- issue 36: $ref, and the same rules for every source
+
+
+@pytest.mark.parametrize("ref", ["http://127.0.0.1:19199/s.json", "file:///etc/passwd", "other.json#/x", "//host/x"])
+def test_a_non_local_ref_is_refused_by_normalisation_wherever_the_schema_comes_from(ref: str) -> None:
+    from tool_specs import SchemaNormalizationError, normalize_output_schema, normalize_schema
+
+    schema = {"type": "object", "properties": {"a": {"anyOf": [{"type": "null"}, {"$ref": ref}]}}}
+    with pytest.raises(SchemaNormalizationError, match=r"input schema at properties\.a\.anyOf\.1: \$ref .* points outside"):
+        normalize_schema(schema)
+    with pytest.raises(SchemaNormalizationError, match="output schema .* only local references"):
+        normalize_output_schema(schema)
+
+
+def test_local_refs_and_ref_shaped_data_are_kept() -> None:
+    from tool_specs import ToolSpec
+
+    schema = {"type": "object", "$defs": {"n": {"type": "integer"}},
+              "properties": {"a": {"$ref": "#/$defs/n"}, "b": {"enum": [{"$ref": "http://x/"}]},
+                             "$ref": {"type": "string", "default": {"$ref": "file:///etc/passwd"}}}}
+    spec = ToolSpec(name="t", input_schema=schema)
+    assert spec.input_schema["properties"]["a"] == {"$ref": "#/$defs/n"}
+    assert not spec.input_validator[0].is_valid({"a": "one"}) and spec.input_validator[0].is_valid({"a": 1})
+
+
+def test_a_spec_file_with_a_file_ref_is_refused_with_its_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, "tools.yaml", """\
+        - name: reader
+          output_schema:
+            type: object
+            properties:
+              content: {$ref: "file:///etc/passwd"}
+        """)
+    with pytest.raises(SpecLoadError, match=rf"^{path}:5: tool #0 \('reader'\): output_schema\.properties\.content\.\$ref: "
+                                            r"\$ref 'file:///etc/passwd' points outside the schema"):
+        load_spec_file(path)
+
+
+def test_listed_tool_problems_apply_the_spec_file_rules() -> None:
+    from tool_specs import listed_tool_problems
+
+    assert listed_tool_problems("fine.name-1", {"type": "object"}, None) == []
+    problems = listed_tool_problems("a/b", {"type": "object", "properties": {"x": {"type": "strng"}}},
+                                    {"type": "object", "properties": {"y": {"$ref": "http://127.0.0.1/"}}})
+    assert len(problems) == 3
+    assert "'/'" in problems[0]
+    assert problems[1].startswith("inputSchema.properties.x.type: ") and "(not a valid JSON Schema)" in problems[1]
+    assert problems[2].startswith("outputSchema.properties.y.$ref: $ref 'http://127.0.0.1/' points outside")
+    many = listed_tool_problems("ok", {"type": "object", "properties": {f"p{i}": {"type": "strng"} for i in range(50)}}, None)
+    assert len(many) == 6 and many[-1] == "inputSchema: 45 more problem(s)"

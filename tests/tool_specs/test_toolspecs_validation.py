@@ -247,3 +247,4 @@ def test_a_normalised_schema_is_not_checked_against_the_meta_schema_twice(monkey
     assert checked == [raw]
     with pytest.raises(SchemaError):
         compiled_validator({"type": "object", "properties": {"q": {"type": "string", "maxLength": -1}}})
+
