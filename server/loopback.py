@@ -7,7 +7,7 @@ import socket
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-__all__ = ["host_security", "is_loopback", "loopback_security"]
+__all__ = ["host_security", "is_ip_literal", "is_loopback", "loopback_security"]
 
 
 def is_loopback(host: str) -> bool:
@@ -23,6 +23,12 @@ def is_loopback(host: str) -> bool:
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
     return addr is not None and addr.is_loopback
+
+
+def is_ip_literal(host: str) -> bool:
+    """Whether ``host`` (a ``Host`` header's name part, bracketed or not) is an address, not a DNS name:
+    no DNS-rebinding page can make a browser send one as its own ``Host``."""
+    return _ip_address(host) is not None
 
 
 def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.loopback import host_security
+from server.loopback import host_security, is_ip_literal, is_loopback
 
 from .jsonsafe import dumps_finite
 from .site import NotFound, Site
@@ -58,17 +58,30 @@ class _RequestGuard:
     def __init__(self, app: ASGIApp, host: str):
         self.app = app
         self.host_check = TransportSecurityMiddleware(host_security(host))
+        self.public_bind = None if is_loopback(host) else host.lower()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             request = Request(scope)
             refused = await self.host_check.validate_request(request)
+            if refused is None and self.public_bind is not None:
+                refused = self._public_host(request)
             if refused is None and scope["path"].startswith("/api/"):
                 refused = _cross_site(request)
             if refused is not None:
                 await refused(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+    def _public_host(self, request: Request) -> Response | None:
+        """On a public bind (no bearer token here, unlike ``evals serve``'s): a ``Host`` that is an
+        address, ``localhost`` or the bound name; a DNS name a page could rebind is refused."""
+        host = request.headers.get("host", "")
+        name = host[:host.find("]") + 1] if host.startswith("[") else host.rpartition(":")[0] or host
+        if is_ip_literal(name) or name.lower() in ("localhost", self.public_bind):
+            return None
+        return Response("Invalid Host header", status_code=421)
 
 
 def _cross_site(request: Request) -> Response | None:

@@ -58,7 +58,8 @@ def cmd_view(args: argparse.Namespace) -> int:
     from .app import make_app
 
     if not is_loopback(args.host):
-        sys.stderr.write(f"warning: serving on {args.host}: anyone who can reach it can read these runs\n")
+        sys.stderr.write(f"warning: serving on {args.host}: anyone who can reach it can read these runs "
+                         "(a Host header must be an address, localhost or that name)\n")
     import socket
 
     try:  # a clear error for a port in use (uvicorn would log it and exit 1)

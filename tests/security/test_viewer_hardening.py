@@ -160,6 +160,22 @@ def test_the_viewer_answers_only_a_loopback_host_as_the_mcp_server_does(viewer):
         assert "t1" not in r.text and "model-a" not in r.text
 
 
+async def test_a_public_bind_still_refuses_a_dns_name_a_page_could_rebind(sound_runs):
+    """``--host 0.0.0.0`` (no token, unlike ``evals serve``): addresses and localhost answer, DNS names do
+    not. The app is built for that bind and served on 127.0.0.1 (tests reach nothing beyond loopback)."""
+    from evals.view import Site
+    from evals.view.app import make_app
+    from server import serve_in_background
+
+    async with serve_in_background(make_app(Site([sound_runs]), "0.0.0.0")) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+            port = url.rsplit(":", 1)[1]
+            for host in (f"192.168.1.5:{port}", f"[fe80::1]:{port}", "10.0.0.2", f"localhost:{port}", f"127.0.0.1:{port}"):
+                assert (await client.get("/api/runs", headers={"Host": host})).status_code == 200, host
+            for host in (f"rebound.example:{port}", "rebound.example", f"cafe.bad:{port}"):
+                assert (await client.get("/api/runs", headers={"Host": host})).status_code == 421, host
+
+
 def test_the_viewer_api_refuses_requests_made_by_other_sites_pages(viewer):
     port = viewer.rsplit(":", 1)[1]
     assert _get(viewer, "/api/runs", Origin=f"http://127.0.0.1:{port}").status_code == 200  # its own page
