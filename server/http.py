@@ -36,7 +36,7 @@ import h11
 import uvicorn
 from mcp import types
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -47,7 +47,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from .core import EndpointNotFound, EndpointRef, SessionLimits, ToolServer, current_endpoint
 from .http_errors import BareMCP, rpc_not_found
-from .loopback import is_loopback, loopback_security
+from .loopback import host_security, is_loopback
 
 __all__ = [
     "TOKEN_ENV",
@@ -390,10 +390,7 @@ def create_app(
     """
     check_bind(host, token)
     limits = tool_server.session_limits
-    if is_loopback(host):
-        security = loopback_security(host)
-    else:  # the bearer token protects a public bind; Host headers vary with proxies
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = host_security(host)  # a public bind is protected by the bearer token
     manager = StreamableHTTPSessionManager(
         app=tool_server.server,
         json_response=json_response,

@@ -7,7 +7,7 @@ import socket
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-__all__ = ["is_loopback", "loopback_security"]
+__all__ = ["host_security", "is_ip_literal", "is_loopback", "loopback_security"]
 
 
 def is_loopback(host: str) -> bool:
@@ -23,6 +23,12 @@ def is_loopback(host: str) -> bool:
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         addr = addr.ipv4_mapped
     return addr is not None and addr.is_loopback
+
+
+def is_ip_literal(host: str) -> bool:
+    """Whether ``host`` (a ``Host`` header's name part, bracketed or not) is an address, not a DNS name:
+    no DNS-rebinding page can make a browser send one as its own ``Host``."""
+    return _ip_address(host) is not None
 
 
 def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -53,3 +59,12 @@ def loopback_security(host: str) -> TransportSecuritySettings:
         allowed_hosts=[*(f"{n}:*" for n in names), *names],
         allowed_origins=[f"http://{n}:*" for n in names],
     )
+
+
+def host_security(host: str) -> TransportSecuritySettings:
+    """The Host/Origin checks of an HTTP server bound to ``host``: :func:`loopback_security` on a
+    loopback bind; none on a public one (what protects it is the caller's: a bearer token, or a
+    warning that anyone who can reach it can read it; Host headers vary with proxies)."""
+    if is_loopback(host):
+        return loopback_security(host)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)

@@ -5,7 +5,7 @@
 * :mod:`.transcript`: one episode turn by turn, with the benchmark's own sections;
 * :mod:`.compare`: paired comparison of runs (bootstrap intervals, McNemar / bootstrap tests);
 * :mod:`.leaderboard`: runs grouped by benchmark and setting, one row per model;
-* :mod:`.site`: the data of every page; :mod:`.app`: the Starlette app; :mod:`.export`: the static site;
+* :mod:`.jsonsafe`: JSON without ``NaN``; :mod:`.site`: the data of every page (damaged runs left out); :mod:`.app`: the Starlette app; :mod:`.export`: the static site;
 * :mod:`.cli`: the sub-commands.
 """
 
@@ -27,6 +27,8 @@ _MODULE_OF = {
     "add_view_parser": "cli",
     "cmd_leaderboard": "cli",
     "cmd_view": "cli",
+    "check_run_ids": "compare",
+    "dumps_finite": "jsonsafe",
     "compare_runs": "compare",
     "episode": "transcript",
     "export_site": "export",
@@ -51,6 +53,8 @@ __all__ = [
     "add_view_parser",
     "cmd_leaderboard",
     "cmd_view",
+    "check_run_ids",
+    "dumps_finite",
     "compare_runs",
     "episode",
     "export_site",

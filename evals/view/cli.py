@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .site import Site
 
 __all__ = ["add_leaderboard_parser", "add_view_parser", "cmd_leaderboard", "cmd_view"]
 
@@ -16,6 +19,16 @@ def _error(message: str) -> int:
     return 2
 
 
+def _warn_damaged(site: Site) -> bool:
+    """Say on standard error which runs are left out and why; False when no run is left."""
+    for d in site.damaged:
+        sys.stderr.write(f"warning: skipping the damaged run {d['run_dir']}: {d['reason']}\n")
+    if site.views:
+        return True
+    sys.stderr.write("error: every run found is damaged (see above)\n")
+    return False
+
+
 def cmd_view(args: argparse.Namespace) -> int:
     from .site import Site
 
@@ -23,22 +36,30 @@ def cmd_view(args: argparse.Namespace) -> int:
         site = Site(args.run_dirs or ["runs"], load_benchmarks=not args.no_benchmark_views)
     except (FileNotFoundError, ValueError) as exc:
         return _error(str(exc))
+    if not _warn_damaged(site):
+        return 2
     if args.export:
         from .export import export_site
 
+        damaged_before = site.damaged
         try:
             done = export_site(site, args.export)
         except (OSError, ValueError) as exc:
             return _error(str(exc))
         sys.stdout.write(f"{done['index']}\n")
         sys.stderr.write(f"{done['runs']} run(s), {done['episodes']} episode(s), {done['comparisons']} comparison(s) written\n")
+        for d in done["damaged"][len(damaged_before):]:  # runs found damaged while exporting
+            sys.stderr.write(f"warning: skipped the damaged run {d['run_dir']}: {d['reason']}\n")
         return 0
     import uvicorn
 
+    from server.loopback import is_loopback
+
     from .app import make_app
 
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        sys.stderr.write(f"warning: serving on {args.host}: anyone who can reach it can read these runs\n")
+    if not is_loopback(args.host):
+        sys.stderr.write(f"warning: serving on {args.host}: anyone who can reach it can read these runs "
+                         "(a Host header must be an address, localhost or that name)\n")
     import socket
 
     try:  # a clear error for a port in use (uvicorn would log it and exit 1)
@@ -46,7 +67,7 @@ def cmd_view(args: argparse.Namespace) -> int:
             pass
     except OSError as exc:
         return _error(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
-    config = uvicorn.Config(make_app(site), host=args.host, port=args.port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(make_app(site, args.host), host=args.host, port=args.port, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     url = f"http://{args.host}:{args.port}/"
     sys.stdout.write(f"evals view: {len(site.views)} run(s) at {url} (Ctrl-C to stop)\n")
@@ -68,7 +89,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         site = Site([args.dir], load_benchmarks=False)
     except (FileNotFoundError, ValueError) as exc:
         return _error(str(exc))
-    text = render_leaderboard(leaderboard(list(site.views.values())), args.format)
+    if not _warn_damaged(site):
+        return 2
+    text = render_leaderboard(leaderboard(list(site.views.values())), args.format, damaged=site.damaged)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)

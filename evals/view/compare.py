@@ -30,9 +30,11 @@ from ..core.metrics import Metric
 from ..report.metrics import MAIN_BLOCK, paper_numbers_of
 from .runs import RunView, metric_info, task_passed
 
-__all__ = ["BOOTSTRAP_RESAMPLES", "CompareError", "compare_runs", "mcnemar_exact", "paired_bootstrap"]
+__all__ = ["BOOTSTRAP_RESAMPLES", "MAX_COMPARED_RUNS", "CompareError", "check_run_ids", "compare_runs", "mcnemar_exact",
+           "paired_bootstrap"]
 
 BOOTSTRAP_RESAMPLES = 2000
+MAX_COMPARED_RUNS = 16  # a comparison's cost grows with its runs (a bootstrap per other run): bounded
 SEED = 20240601
 MCNEMAR = "exact McNemar test (two-sided binomial test of the discordant tasks)"
 BOOTSTRAP = f"paired bootstrap test ({BOOTSTRAP_RESAMPLES} resamples of the paired tasks, two-sided)"
@@ -40,6 +42,18 @@ BOOTSTRAP = f"paired bootstrap test ({BOOTSTRAP_RESAMPLES} resamples of the pair
 
 class CompareError(ValueError):
     """Runs that cannot be compared (one run, different benchmarks, nothing scored)."""
+
+
+def check_run_ids(run_ids: Sequence[str]) -> None:
+    """Refuse a comparison of more than :data:`MAX_COMPARED_RUNS` runs, or one naming a run twice
+    (a request names them: its cost is bounded before any work)."""
+    if len(run_ids) > MAX_COMPARED_RUNS:
+        raise CompareError(f"a comparison of {len(run_ids)} runs: at most {MAX_COMPARED_RUNS} are compared at once")
+    seen: set[str] = set()
+    for rid in run_ids:
+        if rid in seen:
+            raise CompareError(f"run {rid[:200]!r} is named twice in the comparison")
+        seen.add(rid)
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -103,6 +117,7 @@ def _compare_metric(m: Metric, base: dict[str, list[float]], other: dict[str, li
 def compare_runs(views: Sequence[RunView]) -> dict[str, Any]:
     """The comparison page's data: per task and run the pass/fail of each pass/fail metric, the
     flipped tasks, and per other run and metric the paired difference with its interval and test."""
+    check_run_ids([v.id for v in views])
     if len(views) < 2:
         raise CompareError("a comparison needs two runs or more")
     benches = {v.benchmark for v in views}

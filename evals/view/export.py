@@ -1,7 +1,7 @@
 """``evals view --export DIR``: the viewer's pages as a static site that opens from disk.
 
 The same page and script as the app (:mod:`.app`); the data of every path (:mod:`.site`) is written
-as a small script, ``data/<name>.js``, that hands it to the page (``EVALS_DATA(path, data)``): a page
+as a small script, ``data/<name>.js`` (``<name>``: a hash of the path, :func:`static_name`), that hands it to the page (``EVALS_DATA(path, data)``): a page
 opened from ``file://`` may load scripts beside it but not fetch files. Written: the runs list, the
 leaderboard, every run, its tasks and every episode, and the comparisons of each benchmark's runs
 (all of them together, and each pair, in the runs list's order).
@@ -9,6 +9,7 @@ leaderboard, every run, its tasks and every episode, and the comparisons of each
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import shutil
@@ -16,27 +17,32 @@ from pathlib import Path
 from typing import Any
 
 from .app import STATIC_DIR
-from .compare import CompareError
+from .compare import MAX_COMPARED_RUNS, CompareError
+from .jsonsafe import dumps_finite
 from .site import Site
 
-__all__ = ["MAX_PAIRWISE", "export_site", "static_name"]
+__all__ = ["MAX_PAIRWISE", "NAME_HEX_DIGITS", "export_site", "static_name"]
 
 MAX_PAIRWISE = 8  # a benchmark with more runs gets the comparison of all of them only
+NAME_HEX_DIGITS = 32  # 128 bits of SHA-256: no two paths share a name, whatever their ids
 
 
 def static_name(path: str) -> str:
-    """The file name of a path's data: letters, digits and ``-`` kept, any other character as ``_<hex>_``
-    (the page computes the same name)."""
-    return "".join(c if (c.isascii() and (c.isalnum() or c == "-")) else f"_{ord(c):x}_" for c in path)
+    """The file name (without ``.js``) of a path's data: the first :data:`NAME_HEX_DIGITS` hex digits
+    of the SHA-256 of its UTF-8 bytes. Short and stable whatever the ids in it (a task id of any
+    length or characters; a file system refuses names over 255 bytes); the page computes the same."""
+    text = path.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")  # a lone surrogate: U+FFFD, as the page's TextEncoder
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:NAME_HEX_DIGITS]
 
 
 def _write(data_dir: Path, path: str, data: Any) -> None:
-    text = json.dumps(data, ensure_ascii=False, default=str, allow_nan=False)
+    text = dumps_finite(data, ensure_ascii=False, default=str)
     (data_dir / f"{static_name(path)}.js").write_text(f"EVALS_DATA({json.dumps(path)}, {text});\n", encoding="utf-8")
 
 
 def export_site(site: Site, out: str | Path) -> dict[str, Any]:
-    """Write the site into ``out`` (created; the files it writes are replaced). Returns counts."""
+    """Write the site into ``out`` (created; the files it writes are replaced). Returns counts and the
+    damaged runs (left out, see :attr:`Site.damaged`)."""
     out = Path(out)
     data_dir = out / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -49,22 +55,28 @@ def export_site(site: Site, out: str | Path) -> dict[str, Any]:
     (data_dir / "site.js").write_text("window.EVALS_STATIC = {exported: true};\n", encoding="utf-8")
 
     counts = {"runs": 0, "episodes": 0, "comparisons": 0}
+    for rid in list(site.views):
+        try:  # a run whose pages cannot be computed is left out (not listed), the others written
+            _write(data_dir, f"run/{rid}", site.run(rid))
+            tasks = site.tasks(rid)
+            _write(data_dir, f"run/{rid}/tasks", tasks)
+            for t in tasks["tasks"]:
+                _write(data_dir, f"run/{rid}/episode/{t['id']}", site.episode(rid, t["id"]))
+        except OSError:
+            raise  # the export directory's fault (a full disk), not the run's
+        except Exception as exc:
+            site.mark_damaged(rid, exc)
+            continue
+        counts["runs"] += 1
+        counts["episodes"] += len(tasks["tasks"])
     runs = site.runs()
     _write(data_dir, "runs", runs)
     _write(data_dir, "leaderboard", site.leaderboard())
-    for rid in site.views:
-        _write(data_dir, f"run/{rid}", site.run(rid))
-        tasks = site.tasks(rid)
-        _write(data_dir, f"run/{rid}/tasks", tasks)
-        counts["runs"] += 1
-        for t in tasks["tasks"]:
-            _write(data_dir, f"run/{rid}/episode/{t['id']}", site.episode(rid, t["id"]))
-            counts["episodes"] += 1
     by_bench: dict[str, list[str]] = {}
     for r in runs["runs"]:
         by_bench.setdefault(str(r["benchmark"]), []).append(r["id"])
     for ids in by_bench.values():
-        combos = [ids] if len(ids) >= 2 else []
+        combos = [ids] if 2 <= len(ids) <= MAX_COMPARED_RUNS else []
         if 2 < len(ids) <= MAX_PAIRWISE:
             combos += [list(p) for p in itertools.combinations(ids, 2)]
         for combo in combos:
@@ -74,4 +86,4 @@ def export_site(site: Site, out: str | Path) -> dict[str, Any]:
                 continue
             _write(data_dir, "compare/" + ",".join(combo), data)
             counts["comparisons"] += 1
-    return {"out_dir": str(out), "index": str(out / "index.html"), **counts}
+    return {"out_dir": str(out), "index": str(out / "index.html"), **counts, "damaged": site.damaged}

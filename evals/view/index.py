@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -143,9 +144,12 @@ class RunIndex:
         cfg = self.path / CONFIG_FILE
         if not self.config and cfg.is_file():
             try:
-                self.config = json.loads(cfg.read_text(encoding="utf-8"))
-            except ValueError as exc:
+                config = json.loads(cfg.read_text(encoding="utf-8"))
+            except ValueError as exc:  # UnicodeDecodeError too
                 raise ValueError(f"{cfg}: not valid JSON ({exc})") from exc
+            if not isinstance(config, dict):
+                raise ValueError(f"{cfg}: not a JSON object")
+            self.config = config
             changed = True
         changed |= self._read_traces()
         changed |= self._read_scores()
@@ -196,14 +200,13 @@ class RunIndex:
             return False
         scores: dict[str, dict[str, Any]] = {}
         with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    scores[str(record["task_id"])] = record
-                except (ValueError, KeyError, TypeError) as exc:
-                    raise ValueError(f"{path}:{n}: not a scores record ({exc})") from exc
+            try:
+                for n, line in enumerate(f, 1):
+                    if line.strip():
+                        record = _scores_record(line, f"{path}:{n}")
+                        scores[str(record["task_id"])] = record
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}: not UTF-8 text ({exc})") from exc
         self.scores, self.scores_mtime = scores, mtime
         return True
 
@@ -256,6 +259,45 @@ class RunIndex:
             with contextlib.suppress(OSError):
                 os.close(fd)  # closing releases a shared lock we took
         return False
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise ValueError(f"{text} is out of range")
+    return value
+
+
+def _scores_record(line: str, where: str) -> dict[str, Any]:
+    """One line of ``scores.jsonl``, checked for what the viewer computes with: a JSON object with a
+    ``task_id``, its ``score`` an object whose ``samples`` map names to pairs of finite numbers
+    (``NaN`` and ``Infinity`` refused). Raises ValueError naming FILE:LINE."""
+    try:
+        record = json.loads(line, parse_constant=_no_constant, parse_float=_finite_float)
+    except ValueError as exc:
+        raise ValueError(f"{where}: not a scores record ({exc})") from exc
+    if not isinstance(record, dict) or "task_id" not in record:
+        raise ValueError(f"{where}: not a scores record (not a JSON object with a task_id)")
+    score = record.get("score")
+    if score is None:
+        return record
+    if not isinstance(score, dict):
+        raise ValueError(f"{where}: its score is not a JSON object")
+    samples = score.get("samples") or {}
+    if not isinstance(samples, dict):
+        raise ValueError(f"{where}: its samples are not a JSON object")
+    for key, sample in samples.items():
+        if not (isinstance(sample, list) and len(sample) >= 2
+                and all(isinstance(x, int | float) and not isinstance(x, bool) for x in sample[:2])):
+            raise ValueError(f"{where}: sample {key!r} is not a pair of numbers")
+    for name in ("groups", "details"):
+        if not isinstance(score.get(name) or {}, dict):
+            raise ValueError(f"{where}: its {name} are not a JSON object")
+    return record
 
 
 def _read_query(f: BinaryIO, e: TraceEntry) -> None:

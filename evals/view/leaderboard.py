@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from ..report.paper import setting_key
+from .jsonsafe import dumps_finite
 from .runs import RunView
 
 __all__ = ["leaderboard", "render_leaderboard"]
@@ -89,10 +89,11 @@ def _flat(groups: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]
     return header, rows
 
 
-def render_leaderboard(groups: Sequence[dict[str, Any]], fmt: str) -> str:
-    """``table`` (aligned text, a block per group), ``csv`` (one row per model and group) or ``json``."""
+def render_leaderboard(groups: Sequence[dict[str, Any]], fmt: str, *, damaged: Sequence[dict[str, str]] = ()) -> str:
+    """``table`` (aligned text, a block per group), ``csv`` (one row per model and group) or ``json``
+    (with the ``damaged`` runs left out, and no ``NaN``: valid JSON whatever the runs held)."""
     if fmt == "json":
-        return json.dumps({"groups": list(groups)}, indent=2, sort_keys=True, default=str) + "\n"
+        return dumps_finite({"groups": list(groups), "damaged": list(damaged)}, indent=2, sort_keys=True, default=str) + "\n"
     if fmt == "csv":
         header, rows = _flat(groups)
         buf = io.StringIO()

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..report.metrics import MAIN_BLOCK, metric_blocks
-from .compare import compare_runs
-from .index import RunIndex, find_run_dirs
+from .compare import check_run_ids, compare_runs
+from .index import CONFIG_FILE, SCORES_FILE, TRACES_FILE, RunIndex, find_run_dirs
 from .leaderboard import leaderboard
 from .runs import RunView, metric_info, metrics_of
 from .transcript import episode
@@ -59,8 +59,31 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
 
 
+def _stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
+    """What changes when a run's files do (to look at a damaged run again only then)."""
+    out: list[tuple[int, int] | None] = []
+    for name in (CONFIG_FILE, TRACES_FILE, SCORES_FILE):
+        try:
+            st = (path / name).stat()
+        except OSError:
+            out.append(None)
+        else:
+            out.append((st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a run is damaged, in one line (a file's own errors name FILE:LINE already)."""
+    text = str(exc) if isinstance(exc, ValueError | OSError) else f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())[:500]
+
+
 class Site:
-    """The runs found under the given paths (each a run directory or a directory holding runs)."""
+    """The runs found under the given paths (each a run directory or a directory holding runs).
+
+    A *damaged* run (a ``config.json`` that is not a JSON object, a ``scores.jsonl`` line that is not a
+    scores record or holds ``NaN``, files the summary cannot be computed from) is left out of every
+    page and listed in :attr:`damaged` with the reason; it is read again when its files change."""
 
     def __init__(self, paths: Sequence[str | Path], *, load_benchmarks: bool = True):
         self.roots = [Path(p) for p in paths]
@@ -69,32 +92,64 @@ class Site:
                 raise FileNotFoundError(f"{p}: no such directory")
         self.views: dict[str, RunView] = {}
         self._by_path: dict[Path, str] = {}
+        self._damaged: dict[Path, tuple[tuple[Any, ...], str, str]] = {}  # resolved -> (stamp, run_dir, reason)
         self.loader = load_view_benchmark if load_benchmarks else None
         self._lock = threading.Lock()
         self._run_pages: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.discover()
-        if not self.views:
+        if not self.views and not self._damaged:
             raise FileNotFoundError(f"no run directories found under {', '.join(map(str, self.roots))}")
 
+    @property
+    def damaged(self) -> list[dict[str, str]]:
+        """The damaged runs: ``{"run_dir", "reason"}`` each, in path order."""
+        return [{"run_dir": d, "reason": r} for _, d, r in sorted(self._damaged.values(), key=lambda x: x[1])]
+
     def discover(self) -> None:
-        """Add the runs that appeared under the roots since the last look."""
+        """Add the runs that appeared under the roots since the last look (and the damaged ones whose
+        files changed, when they now read)."""
         for root in self.roots:
             for d in find_run_dirs(root):
                 key = d.resolve()
                 if key in self._by_path:
                     continue
+                stamp = _stamp(d)
+                known = self._damaged.get(key)
+                if known is not None and known[0] == stamp:
+                    continue
                 base = _slug(d.name)
                 rid, n = base, 2
                 while rid in self.views:
                     rid, n = f"{base}-{n}", n + 1
-                self.views[rid] = RunView(rid, RunIndex.open(d))
+                try:
+                    view = RunView(rid, RunIndex.open(d))
+                    view.listing()  # what every page is computed from: a run it fails on is damaged
+                except Exception as exc:  # whatever a run's files hold, the other runs are shown
+                    self._damaged[key] = (stamp, str(d), _reason(exc))
+                    continue
+                self._damaged.pop(key, None)
+                self.views[rid] = view
                 self._by_path[key] = rid
+
+    def mark_damaged(self, run_id: str, exc: BaseException) -> None:
+        """Leave a run out from now on (until its files change), with the reason."""
+        v = self.views.pop(run_id, None)
+        if v is None:
+            return
+        key = v.path.resolve()
+        self._by_path.pop(key, None)
+        self._run_pages.pop(run_id, None)
+        self._damaged[key] = (_stamp(v.path), str(v.path), _reason(exc))
 
     def refresh(self) -> None:
         with self._lock:
             self.discover()
-            for v in self.views.values():
-                v.index.refresh()
+            for rid, v in list(self.views.items()):
+                try:
+                    v.index.refresh()
+                    v.listing()
+                except Exception as exc:  # damaged since the last look: the other runs are still shown
+                    self.mark_damaged(rid, exc)
 
     def view(self, run_id: str) -> RunView:
         v = self.views.get(run_id)
@@ -106,7 +161,7 @@ class Site:
     def runs(self) -> dict[str, Any]:
         rows = [v.listing() for v in self.views.values()]
         rows.sort(key=lambda r: (str(r.get("benchmark")), str(r.get("created_at") or "")), reverse=False)
-        return {"runs": rows}
+        return {"runs": rows, "damaged": self.damaged}
 
     def run(self, run_id: str) -> dict[str, Any]:
         v = self.view(run_id)
@@ -170,10 +225,11 @@ class Site:
         return data
 
     def compare(self, run_ids: Sequence[str]) -> dict[str, Any]:
+        check_run_ids(run_ids)  # bounded before the runs are looked up
         return compare_runs([self.view(r) for r in run_ids])
 
     def leaderboard(self) -> dict[str, Any]:
-        return {"groups": leaderboard(list(self.views.values()))}
+        return {"groups": leaderboard(list(self.views.values())), "damaged": self.damaged}
 
     def page(self, path: str) -> dict[str, Any]:
         """The data of one path (see the module docstring)."""
@@ -191,4 +247,4 @@ class Site:
                 return self.tasks(parts[1])
             if len(parts) >= 4 and parts[2] == "episode":
                 return self.episode(parts[1], "/".join(parts[3:]))
-        raise NotFound(f"no page {path!r}")
+        raise NotFound(f"no page {path[:200]!r}")

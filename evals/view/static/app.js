@@ -36,11 +36,52 @@
 
   // ---- data -----------------------------------------------------------------------------------
   const pending = {};
-  function staticName(path) {
-    let out = "";
-    for (const ch of path) out += /^[A-Za-z0-9-]$/.test(ch) ? ch : "_" + ch.codePointAt(0).toString(16) + "_";
-    return out;
+  // staticName: an exported file's name, as evals/view/export.py's static_name writes it: the first 32 hex
+  // digits of the SHA-256 of the path's UTF-8 bytes (synchronous: crypto.subtle is async and may be missing
+  // on file:// pages).
+  // BEGIN staticName
+  const SHA = {  // FIPS 180-4: the first 32 bits of the fractional parts of the primes' cube (k) and square (h) roots
+    k: [
+      0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+      0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+      0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+      0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+      0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+      0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+      0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+      0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2],
+    h: [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19],
+  };
+  function sha256Hex(text) {
+    const bytes = new TextEncoder().encode(text);
+    const len = bytes.length, total = Math.ceil((len + 9) / 64) * 64;
+    const m = new Uint8Array(total);
+    m.set(bytes);
+    m[len] = 0x80;
+    const dv = new DataView(m.buffer);
+    dv.setUint32(total - 8, Math.floor(len / 536870912));  // the length in bits, big-endian, 64 bits
+    dv.setUint32(total - 4, (len * 8) >>> 0);
+    const rotr = (x, n) => (x >>> n) | (x << (32 - n));
+    const w = new Uint32Array(64);
+    const hv = SHA.h.slice();
+    for (let off = 0; off < total; off += 64) {
+      for (let i = 0; i < 16; i++) w[i] = dv.getUint32(off + 4 * i);
+      for (let i = 16; i < 64; i++) {
+        const x = w[i - 15], y = w[i - 2];
+        w[i] = w[i - 16] + (rotr(x, 7) ^ rotr(x, 18) ^ (x >>> 3)) + w[i - 7] + (rotr(y, 17) ^ rotr(y, 19) ^ (y >>> 10));
+      }
+      let [a, b, c, d, e, f, g, k] = hv;
+      for (let i = 0; i < 64; i++) {
+        const t1 = (k + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + SHA.k[i] + w[i]) >>> 0;
+        const t2 = ((rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) >>> 0;
+        k = g; g = f; f = e; e = (d + t1) >>> 0; d = c; c = b; b = a; a = (t1 + t2) >>> 0;
+      }
+      [a, b, c, d, e, f, g, k].forEach((v, i) => { hv[i] = (hv[i] + v) >>> 0; });
+    }
+    return hv.map((v) => v.toString(16).padStart(8, "0")).join("");
   }
+  const staticName = (path) => sha256Hex(path).slice(0, 32);
+  // END staticName
   window.EVALS_DATA = (path, data) => { const p = pending[path]; if (p) { delete pending[path]; p.resolve(data); } };
   function load(path) {
     if (STATIC) {
@@ -109,6 +150,12 @@
   }
 
   // ---- runs -----------------------------------------------------------------------------------
+  const MAX_COMPARED = 16;  // evals/view/compare.py's MAX_COMPARED_RUNS
+  function damagedCard(list) {
+    if (!list || !list.length) return null;
+    return h("section", { class: "card error" }, h("h3", {}, "Damaged runs (left out)"),
+      table(["run directory", "why"], list.map((d) => h("tr", {}, h("td", {}, d.run_dir), h("td", {}, d.reason))), "damaged"));
+  }
   async function pageRuns(seq) {
     const data = await load("runs");
     if (seq !== routeSeq) return;
@@ -120,8 +167,9 @@
     const hint = h("span", { class: "muted" }, "Select two or more runs of one benchmark to compare them.");
     function update() {
       const benches = new Set(data.runs.filter((r) => selected.has(r.id)).map((r) => r.benchmark));
-      cmpButton.disabled = !(selected.size >= 2 && benches.size === 1);
+      cmpButton.disabled = !(selected.size >= 2 && selected.size <= MAX_COMPARED && benches.size === 1);
       hint.textContent = benches.size > 1 ? "The selected runs are of different benchmarks." :
+        selected.size > MAX_COMPARED ? "At most " + MAX_COMPARED + " runs are compared at once." :
         selected.size >= 2 ? selected.size + " runs selected." : "Select two or more runs of one benchmark to compare them.";
     }
     const rows = data.runs.map((r) => {
@@ -151,11 +199,12 @@
     });
     const byBench = {};
     for (const r of data.runs) (byBench[r.benchmark] = byBench[r.benchmark] || []).push(r.id);
-    const quick = Object.entries(byBench).filter(([, ids]) => ids.length >= 2).map(([b, ids]) =>
+    const quick = Object.entries(byBench).filter(([, ids]) => ids.length >= 2 && ids.length <= MAX_COMPARED).map(([b, ids]) =>
       link("#/compare/" + ids.map(encodeURIComponent).join(","), "Compare all " + ids.length + " " + b + " runs"));
     show(h("div", { class: "pagehead" }, h("h1", {}, "Runs"), h("div", { class: "actions" }, hint, cmpButton)),
       h("section", { class: "card" }, table(["", "benchmark", "model", "strategy", "date", "tasks", "headline metrics (± standard error)", "cost", ""], rows, "runs")),
-      quick.length ? h("p", { class: "quick" }, quick.map((q, i) => [i ? " · " : "", q])) : null);
+      quick.length ? h("p", { class: "quick" }, quick.map((q, i) => [i ? " · " : "", q])) : null,
+      damagedCard(data.damaged));
     if (!STATIC && data.runs.some((r) => r.in_progress)) {
       statusEl.textContent = "refreshing every 3 s while a run is in progress";
       refreshTimer = setTimeout(() => { if (seq === routeSeq) route(true); }, 3000);
@@ -468,6 +517,7 @@
             g.metrics.map((m) => h("td", { class: "num" }, valueSe(r.metrics[m.key] ? { ...r.metrics[m.key], kind: "percent" } : null))),
             h("td", { class: "num" }, String(r.tasks)), h("td", { class: "num" }, String(r.runs)), h("td", { class: "num" }, cost(r.cost_usd)))), "leader"))) :
         h("p", { class: "muted" }, "No scored runs."),
+      damagedCard(data.damaged),
       h("p", { class: "muted small" }, "One row per model (its newest run) in each benchmark and setting, best first; values ± standard error. Also: evals leaderboard DIR --format table|csv|json."));
   }
 
