@@ -159,6 +159,7 @@ async def run_agent(
         except Exception as exc:
             recorder.model_error(exc)
             raise
+        response = response.valid_unicode()  # whatever adapter answered: no lone surrogate goes on
         _truncated_forced_call(response, choice, tools, turn)
         # a turn cut off by the token limit says so, with the provider's own finish reason
         cut: dict[str, Any] = {}
@@ -168,6 +169,8 @@ async def run_agent(
             recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True, **cut)
         else:
             recorder.model_response(response, cost_usd=response.usage.cost_usd(price), **cut)
+        for note in response.notes:
+            recorder.note(note, turn=turn)
         messages.append(response.to_assistant_message())
         if not response.tool_calls:
             recorder.final_answer(response.text)

@@ -19,7 +19,8 @@ Conventions shared by all adapters:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -38,6 +39,7 @@ __all__ = [
     "Price",
     "SystemMessage",
     "ToolCall",
+    "replace_surrogates",
     "ToolChoice",
     "ToolDef",
     "ToolResultMessage",
@@ -435,6 +437,8 @@ class ModelResponse:
     raw: dict[str, Any]
     provider_blocks: list[dict[str, Any]] | None = None
     request_id: str | None = None
+    notes: list[str] = field(default_factory=list)
+    """What the client changed in the reply before anyone used it (e.g. invalid Unicode replaced)."""
 
     def to_assistant_message(self) -> AssistantMessage:
         """The assistant turn to append to the conversation."""
@@ -458,7 +462,34 @@ class ModelResponse:
             "raw": self.raw,
             "provider_blocks": self.provider_blocks,
             "request_id": self.request_id,
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
+
+    def valid_unicode(self) -> ModelResponse:
+        """This response, or a copy with every lone surrogate (``"\\ud800"`` in the provider's JSON: no
+        character, not encodable as UTF-8) replaced by U+FFFD in its text, reasoning, tool calls
+        (names, parsed arguments, argument text) and raw reply, and a :attr:`notes` entry saying how
+        many. Adapters return it, so a trace, a cache or the next request never meets one."""
+        count = 0
+
+        def fix(value: Any) -> Any:
+            nonlocal count
+            value, n = replace_surrogates(value)
+            count += n
+            return value
+
+        calls = [
+            replace(tc, name=fix(tc.name), arguments=fix(tc.arguments), raw_arguments=fix(tc.raw_arguments),
+                    parse_error=fix(tc.parse_error))
+            for tc in self.tool_calls
+        ]
+        fixed = replace(self, text=fix(self.text), reasoning=fix(self.reasoning), tool_calls=calls,
+                        raw=fix(self.raw), provider_blocks=fix(self.provider_blocks))
+        if not count:
+            return self
+        fixed.notes = [*self.notes, f"the reply held {count} lone surrogate(s) (\\ud800-\\udfff: not valid Unicode); "
+                       "each was replaced by U+FFFD"]
+        return fixed
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelResponse:
@@ -474,4 +505,31 @@ class ModelResponse:
             raw=data.get("raw") or {},
             provider_blocks=data.get("provider_blocks"),
             request_id=data.get("request_id"),
+            notes=[str(n) for n in data.get("notes") or []],
         )
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def replace_surrogates(value: Any) -> tuple[Any, int]:
+    """``value`` (JSON-like) with every lone surrogate in its strings (keys too) replaced by U+FFFD,
+    and how many there were; ``value`` itself when there were none."""
+    if isinstance(value, str):
+        return _SURROGATE.subn("\ufffd", value) if _SURROGATE.search(value) else (value, 0)
+    if isinstance(value, dict):
+        total, out = 0, {}
+        for key, item in value.items():
+            new_key, n = replace_surrogates(key)
+            new_item, m = replace_surrogates(item)
+            total += n + m
+            out[new_key] = new_item
+        return (out, total) if total else (value, 0)
+    if isinstance(value, list | tuple):
+        total, items = 0, []
+        for item in value:
+            new_item, n = replace_surrogates(item)
+            total += n
+            items.append(new_item)
+        return (items, total) if total else (value, 0)
+    return value, 0

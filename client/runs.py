@@ -7,18 +7,19 @@ and a lock that keeps a second writer out. An :class:`EpisodeRecorder` logs one 
 builds its trace record; :func:`request_history` rebuilds the model requests from one.
 
 The code lives in ``client._runs`` (one module per concern: ``jsonutil``, ``records``, ``recorder``,
-``sharing``, ``jsonl``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
+``sharing``, ``jsonl``, ``nofollow``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
 here, and this is where other code imports them from.
 """
 
 from client._runs.config import DEFAULT_HASH_KEYS, RunConfigMismatch, config_hash, package_version
-from client._runs.jsonl import RunDiskFull, TraceScan, append_line, iter_jsonl
-from client._runs.jsonutil import canonical_json, error_info, to_jsonable
+from client._runs.jsonl import RunDiskFull, TraceScan, append_line, iter_jsonl, utf8_lines
+from client._runs.jsonutil import canonical_json, error_info, is_transient, to_jsonable
+from client._runs.nofollow import RunFileIsLink, check_run_dir, open_run_file, refuse_link, write_run_text
 from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
 from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
 from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost
-from client._runs.secrets import REDACTED, redact_secrets, secret_paths
+from client._runs.secrets import REDACTED, redact_secrets, redact_urls, secret_paths
 from client._runs.sharing import CUT_NOTE, call_arguments, outcome_raw_arguments
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "RunDir",
     "RunDirClosed",
     "RunDiskFull",
+    "RunFileIsLink",
     "RunLocked",
     "RunSummary",
     "RunTracesLost",
@@ -40,6 +42,13 @@ __all__ = [
     "Totals",
     "append_line",
     "canonical_json",
+    "check_run_dir",
+    "is_transient",
+    "open_run_file",
+    "redact_urls",
+    "refuse_link",
+    "utf8_lines",
+    "write_run_text",
     "config_hash",
     "error_info",
     "redact_secrets",

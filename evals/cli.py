@@ -18,7 +18,7 @@ from rich.markup import escape
 from .cli_parts.data import build_data_parser, ensure_benchmark_data, json_line
 from .cli_parts.listing import add_list_parser, version_string
 from .cli_parts.parser import EvalsParser, LazySubParsers
-from .cli_parts.run import EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_STATUSES, build_run_parser
+from .cli_parts.run import EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_STATUSES, build_run_parser, redacted
 from .cli_parts.serve import build_serve_parser
 from .cli_parts.summary import print_summary, print_warnings
 from .core.options import OptionError, add_options, load_config_file
@@ -48,7 +48,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             raise ValueError("--benchmark, --strategy and --out go with --format (scoring predictions made elsewhere)")
         summary = eventloop.run(score_run_dir(run_dir, judge_model=args.judge, options=given))
     except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        err.print(f"[red]error:[/] {escape(redacted(str(exc)))}")
         return 2
     print_summary(Console(stderr=args.json), summary)
     print_warnings(summary)
@@ -79,7 +79,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     try:
         files = export_run(args.run_dir, args.format, args.out)
     except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
+        err.print(f"[red]error:[/] {escape(redacted(str(exc)))}")
         return 2
     for f in files:
         err.print(f"wrote {escape(str(f))}")
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except DataNotFound as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {escape(redacted(str(exc)))}")
         return 2
     except KeyboardInterrupt:  # a second Ctrl-C (or one before the run started): finished traces are intact
         return EXIT_INTERRUPTED

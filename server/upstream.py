@@ -45,6 +45,8 @@ from pydantic import ValidationError
 
 from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec, listed_tool_problems
 
+from .url_secrets import redact_urls
+
 if TYPE_CHECKING:
     from mcp import Client
 
@@ -122,14 +124,14 @@ class McpSource:
         if (self.command is None) == (self.url is None):
             raise McpSourceError(f"MCP server {self.name!r}: give exactly one of a command or a url")
         if self.url is not None and not re.match(r"^https?://", self.url):
-            raise McpSourceError(f"MCP server {self.name!r}: url must start with http:// or https://, got {self.url!r}")
+            raise McpSourceError(f"MCP server {self.name!r}: url must start with http:// or https://, got {redact_urls(self.url)!r}")
         if self.timeout <= 0:
             raise McpSourceError(f"MCP server {self.name!r}: timeout must be positive")
 
     def describe(self) -> str:
         """The server as a user would recognise it (no secrets: headers and tokens are left out)."""
         if self.url is not None:
-            return f"{self.name} ({self.url})"
+            return f"{self.name} ({redact_urls(self.url)})"
         return f"{self.name} ({shlex.join([str(self.command), *self.args])})"
 
 
@@ -331,7 +333,7 @@ class UpstreamConnection:
             exc = exc.exceptions[0]
         text = exc if isinstance(exc, str) else (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         tail = self.stderr_tail()
-        return f"{text}" + (f"; its stderr ends: {tail}" if tail else "")
+        return redact_urls(f"{text}" + (f"; its stderr ends: {tail}" if tail else ""))
 
     def open(self) -> list[types.Tool]:
         """Start (or connect to) the server and list its tools; :class:`McpSourceError` when it cannot."""
@@ -455,7 +457,7 @@ class ProxyExecutor:
         try:
             result = await self.connection.call(spec.name, arguments)
         except UpstreamUnavailable as exc:
-            return ToolResult.error(f"{UPSTREAM_UNAVAILABLE} {self.connection.source.describe()}: {exc}")
+            return ToolResult.error(redact_urls(f"{UPSTREAM_UNAVAILABLE} {self.connection.source.describe()}: {exc}"))
         if self.record is not None:
             self.record(self.connection.source.name, ctx.task_id, spec.name, arguments, result, ctx.episode_id)
         return result

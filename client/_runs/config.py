@@ -24,6 +24,7 @@ from typing import Any
 
 from .jsonl import disk_full
 from .jsonutil import canonical_json, dumps_line, json_default, now_iso, short_json, to_jsonable
+from .nofollow import open_run_file, write_run_text
 from .secrets import redact_secrets
 
 __all__ = ["DEFAULT_HASH_KEYS", "RunConfigMismatch", "config_hash", "package_version"]
@@ -91,7 +92,8 @@ def read_config(run_path: Path) -> dict[str, Any] | None:
     """The run's ``config.json``, or ``None`` when there is none; ``ValueError`` when it is not a JSON object."""
     path = run_path / CONFIG_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        with os.fdopen(open_run_file(path, os.O_RDONLY), encoding="utf-8") as f:
+            text = f.read()
     except FileNotFoundError:
         return None
     try:
@@ -109,7 +111,7 @@ def create_config(run_path: Path, record: Mapping[str, Any]) -> bool:
     tmp = run_path / f".{CONFIG_FILE}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     text = json.dumps(record, indent=2, ensure_ascii=False, default=json_default) + "\n"
     try:
-        tmp.write_text(text, encoding="utf-8")
+        write_run_text(tmp, text)
     except OSError as exc:  # a full disk: no half-written temporary file is left behind
         tmp.unlink(missing_ok=True)
         raise disk_full(exc, path) from exc
@@ -175,6 +177,7 @@ def settle_config(
         "config_hash": new_hash,
         "config": config,
     }
-    with open(run_path / CONFIG_HISTORY_FILE, "a", encoding="utf-8") as f:
+    fd = open_run_file(run_path / CONFIG_HISTORY_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(dumps_line(entry) + "\n")
     return stored, new_hash

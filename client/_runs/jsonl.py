@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .jsonutil import dumps_line, now_iso
+from .nofollow import open_run_file
 
-__all__ = ["RunDiskFull", "TraceScan", "iter_jsonl"]
+__all__ = ["RunDiskFull", "TraceScan", "iter_jsonl", "utf8_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,18 @@ def disk_full(exc: OSError, path: Path | str) -> OSError:
     )
 
 
+def utf8_lines(text: str) -> bytes:
+    """``text`` (whole JSON lines) as UTF-8. A lone surrogate (``"\\ud800"`` that reached a string
+    unchecked) cannot be encoded: it is written as U+FFFD instead of failing the write, so one odd
+    character never costs an episode its trace (model replies are cleaned before this, with a note)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        from client.messages import replace_surrogates
+
+        return str(replace_surrogates(text)[0]).encode("utf-8")
+
+
 def append_line(fd: int, data: bytes, path: Path | str) -> None:
     """:func:`write_all` at the end of an ``O_APPEND`` file; on a full disk the partial line is cut off
     again and :class:`RunDiskFull` raised (the file is as it was before the call)."""
@@ -92,7 +105,7 @@ def repair_torn_tail(path: Path, torn_path: Path) -> bytes | None:
     Anything else is copied to ``torn_path`` (fsync-ed) *before* it is truncated away.
     """
     try:
-        f = open(path, "r+b")  # noqa: SIM115 - closed below
+        f = os.fdopen(open_run_file(path, os.O_RDWR), "r+b")
     except FileNotFoundError:
         return None
     with f:
@@ -129,9 +142,9 @@ def repair_torn_tail(path: Path, torn_path: Path) -> bytes | None:
             "text": tail.decode("utf-8", errors="backslashreplace"),
             "bytes_b64": base64.b64encode(tail).decode("ascii"),
         }
-        fd = os.open(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_run_file(torn_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         try:
-            write_all(fd, (dumps_line(entry) + "\n").encode("utf-8"))
+            write_all(fd, utf8_lines(dumps_line(entry) + "\n"))
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -20,7 +20,9 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["canonical_json", "error_info", "to_jsonable"]
+from .secrets import redact_urls
+
+__all__ = ["canonical_json", "error_info", "is_transient", "to_jsonable"]
 
 _TRACEBACK_LIMIT = 8000
 
@@ -90,20 +92,46 @@ def now_iso() -> str:
 _iso_second: tuple[int, str] = (-1, "")
 
 
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The exception classes of a connection that failed or dropped (HTTP client, streams)."""
+    import anyio
+    import httpx2
+
+    return (TimeoutError, ConnectionError, httpx2.TransportError, anyio.ClosedResourceError,
+            anyio.BrokenResourceError, anyio.EndOfStream)
+
+
+_CONNECTION_CLOSED = -32000  # the MCP SDK's error code for a session whose connection went away
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure of the connection rather than of the request: a timeout, a
+    connection refused, reset or dropped (``httpx`` ``ReadError``/``RemoteProtocolError``/
+    ``ConnectError``…, a closed stream, an MCP session whose connection closed). Running the episode
+    again may succeed; a single-member exception group is judged by its member."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, _transport_errors()):
+        return True
+    error = getattr(exc, "error", None)  # mcp's MCPError carries the JSON-RPC ErrorData
+    return type(exc).__name__ in ("MCPError", "McpError") and getattr(error, "code", None) == _CONNECTION_CLOSED
+
+
 def error_info(exc: BaseException, *, with_traceback: bool = True) -> dict[str, Any]:
     """JSON summary of an exception for a trace.
 
     ``retryable`` is the exception's own ``retryable`` attribute when it has one (``ModelError``),
-    else true for ``TimeoutError``/``ConnectionError`` and false for everything else. ``attempts`` is
-    the exception's ``attempts`` list (filled by ``client.retry``), ``details`` its ``to_dict()``.
+    else :func:`is_transient` (a timeout, a dropped or refused connection) and false for everything
+    else. ``attempts`` is the exception's ``attempts`` list (filled by ``client.retry``), ``details``
+    its ``to_dict()``. Credentials in a URL the message or traceback quotes are redacted.
     """
     retryable = getattr(exc, "retryable", None)
     if not isinstance(retryable, bool):
-        retryable = isinstance(exc, TimeoutError | ConnectionError)
+        retryable = is_transient(exc)
     info: dict[str, Any] = {
         "type": type(exc).__name__,
         "qualified_type": f"{type(exc).__module__}.{type(exc).__qualname__}",
-        "message": str(exc),
+        "message": redact_urls(str(exc)),
         "retryable": retryable,
         "attempts": to_jsonable(list(getattr(exc, "attempts", None) or [])),
         "details": None,
@@ -115,6 +143,6 @@ def error_info(exc: BaseException, *, with_traceback: bool = True) -> dict[str, 
         except Exception as inner:  # noqa: BLE001 - a broken to_dict must not hide the error itself
             info["details"] = {"to_dict_failed": f"{type(inner).__name__}: {inner}"}
     if with_traceback and exc.__traceback__ is not None:
-        text = "".join(traceback.format_exception(exc))
+        text = redact_urls("".join(traceback.format_exception(exc)))
         info["traceback"] = text if len(text) <= _TRACEBACK_LIMIT else "…" + text[-_TRACEBACK_LIMIT:]
     return info

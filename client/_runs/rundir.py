@@ -46,8 +46,18 @@ from pathlib import Path
 from typing import Any
 
 from .config import CONFIG_FILE, read_config, settle_config
-from .jsonl import RunDiskFull, TraceScan, append_line, disk_full, repair_torn_tail, scan_jsonl, write_all
+from .jsonl import (
+    RunDiskFull,
+    TraceScan,
+    append_line,
+    disk_full,
+    repair_torn_tail,
+    scan_jsonl,
+    utf8_lines,
+    write_all,
+)
 from .jsonutil import dumps_line, now_iso
+from .nofollow import check_run_dir, open_run_file
 from .recorder import EpisodeRecorder
 from .resume import RunSummary, finished_task_ids, summarize_traces
 
@@ -165,6 +175,7 @@ class RunDir:
         self.event_log = event_log
         self.max_value_bytes = max_value_bytes or None
         self.path.mkdir(parents=True, exist_ok=True)
+        check_run_dir(self.path)  # no file of the run is written through a symbolic link
         self._lock_fd: int | None = None
         self._traces_fd: int | None = None
         self._events_fd: int | None = None
@@ -227,7 +238,7 @@ class RunDir:
         """
         if self.is_open:
             return
-        lock_fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        lock_fd = open_run_file(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT)
         if fcntl is not None:
             try:
                 fcntl.flock(lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -246,12 +257,12 @@ class RunDir:
             repair_torn_tail(self.traces_path, self.path / TRACES_TORN_FILE)
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
             # read-write: if the file is deleted or replaced under us, what it holds is read back from here
-            self._traces_fd = os.open(self.traces_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            self._traces_fd = open_run_file(self.traces_path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             st = os.fstat(self._traces_fd)
             self._traces_id = (st.st_dev, st.st_ino)
             if self.event_log:
                 repair_torn_tail(self.events_path, self.path / EVENTS_TORN_FILE)
-                self._events_fd = os.open(self.events_path, flags, 0o644)
+                self._events_fd = open_run_file(self.events_path, flags)
         except OSError as exc:
             self.close()
             raise disk_full(exc, self.path) from exc
@@ -272,8 +283,8 @@ class RunDir:
             raise ValueError("a trace record must be a single line of JSON")
         lost = self._traces_changed()
         if lost is not None:
-            self._recover_traces(lost, (line + "\n").encode("utf-8"))
-        append_line(self._traces_fd, (line + "\n").encode("utf-8"), self.traces_path)
+            self._recover_traces(lost, utf8_lines(line + "\n"))
+        append_line(self._traces_fd, utf8_lines(line + "\n"), self.traces_path)
         self._traces_written += 1
         if fsync:
             try:
@@ -356,10 +367,10 @@ class RunDir:
         records = data.count(b"\n")
         fresh = self.traces_path if what == "deleted" else self.path / f"traces.kept-{_stamp()}.jsonl"
         try:
-            fd = os.open(fresh, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = open_run_file(fresh, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL)
         except FileExistsError:  # traces.jsonl came back meanwhile: leave it, keep ours apart
             fresh = self.path / f"traces.kept-{_stamp()}.jsonl"
-            fd = os.open(fresh, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = open_run_file(fresh, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL)
         try:
             write_all(fd, data)
             os.fsync(fd)
@@ -390,7 +401,7 @@ class RunDir:
             return
         text = line if isinstance(line, str) else dumps_line(line)
         try:
-            append_line(self._events_fd, (text + "\n").encode("utf-8"), self.events_path)
+            append_line(self._events_fd, utf8_lines(text + "\n"), self.events_path)
         except RunDiskFull as exc:
             # the event log is a debugging aid: a full disk stops it, not the episode (whose trace
             # line, the record that counts, raises RunDiskFull itself if it cannot be written)

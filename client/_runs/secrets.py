@@ -7,6 +7,11 @@ its form (``sk-…``, ``Bearer …``). :func:`redact_secrets` replaces each with
 are written from its output. :func:`secret_paths` lists what it would replace, for a command line
 that refuses a secret before anything runs (``evals run --model-arg api_key=…``: the key goes in an
 environment variable named by ``--api-key-env``).
+
+A URL carries secrets too: the userinfo of ``https://user:pass@host/`` and query parameters named
+like a key (``?key=``, ``api_key``, ``token``, ``sig``, ``password``, ``auth``, ``access_token`` …, any
+case). :func:`redact_urls` replaces them in every URL of a text (``--base-url``, ``--mcp-server``, an
+error message that quotes one); :func:`redact_secrets` applies it to every string it keeps.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REDACTED", "redact_secrets", "secret_paths"]
+__all__ = ["REDACTED", "redact_secrets", "redact_urls", "secret_paths"]
 
 REDACTED = "<redacted>"
 """What a secret is replaced by."""
@@ -26,6 +31,16 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(r"^(?:sk-|sk_live_|sk_test_|xox[abpr]-|ghp_|gho_|github_pat_|hf_|Bearer\s+\S)")
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with the credentials of every URL in it redacted (userinfo, key-like query parameters):
+    :func:`server.url_secrets.redact_urls`, imported only when ``text`` holds a URL."""
+    if "://" not in text:
+        return text
+    from server.url_secrets import redact_urls as redact
+
+    return redact(text)
 
 
 def is_secret_name(name: str) -> bool:
@@ -40,6 +55,7 @@ def looks_like_secret(value: str) -> bool:
 
 
 def _hides(name: str | None, value: Any) -> bool:
+    """Whether the whole ``value`` is a secret (a URL with credentials is not: they are cut out of it)."""
     if isinstance(value, str):
         return bool(value) and ((name is not None and is_secret_name(name)) or looks_like_secret(value))
     return name is not None and is_secret_name(name) and isinstance(value, int | float) and not isinstance(value, bool)
@@ -53,7 +69,9 @@ def redact_secrets(value: Any, name: str | None = None) -> Any:
         return {k: redact_secrets(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact_secrets(v, name) for v in value]
-    return REDACTED if _hides(name, value) else value
+    if _hides(name, value):
+        return REDACTED
+    return redact_urls(value) if isinstance(value, str) else value
 
 
 def secret_paths(value: Any, prefix: str = "") -> list[str]:

@@ -340,7 +340,7 @@ class AnthropicAdapter:
             raw=raw,
             provider_blocks=copy.deepcopy(raw["content"]) if keep_blocks else None,
             request_id=getattr(message, "_request_id", None),
-        )
+        ).valid_unicode()  # a lone surrogate in the reply never reaches a trace or a request
 
     @staticmethod
     def _tool_call(block: dict[str, Any], names: ToolNameMap) -> ToolCall:

@@ -300,7 +300,7 @@ class OpenAIAdapter:
             raw=raw,
             provider_blocks=None,
             request_id=request_id,
-        )
+        ).valid_unicode()  # a lone surrogate in the reply never reaches a trace or a request
 
     @staticmethod
     def _tool_call(id_: Any, name: Any, arguments: Any, names: ToolNameMap, index: int) -> ToolCall:

@@ -101,7 +101,7 @@ class ReplayAdapter:
         raw = {"replayed_turn": done, "turn": turn}
         return ModelResponse(text=text, tool_calls=calls, reasoning=None, usage=Usage(),
                              stop_reason="tool_calls" if calls else "end_turn", latency_s=0.0, model=self.model,
-                             raw=json.loads(json.dumps(raw, default=str)))
+                             raw=json.loads(json.dumps(raw, default=str))).valid_unicode()
 
     async def aclose(self) -> None:
         return None

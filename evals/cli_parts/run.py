@@ -28,6 +28,7 @@ __all__ = [
     "RUN_EXIT_STATUSES",
     "build_run_parser",
     "cmd_run",
+    "redacted",
     "run_exit_status",
     "run_status_line",
 ]
@@ -67,6 +68,14 @@ def run_exit_status(result: Any, summary: dict[str, Any]) -> int:
     return EXIT_INCOMPLETE
 
 
+def redacted(text: str) -> str:
+    """``text`` with the credentials in its URLs redacted (``client.runs.redact_urls``, imported when
+    used): for every error line the commands print."""
+    from client.runs import redact_urls
+
+    return redact_urls(text)
+
+
 def run_status_line(status: int, result: Any, summary: dict[str, Any], *, retry_errored: bool) -> str:
     """The one-line account of a run that did not complete every task (the last line on stderr)."""
     tasks, completed, errored = summary["tasks"], summary["completed"], summary["errored"]
@@ -87,7 +96,7 @@ def run_status_line(status: int, result: Any, summary: dict[str, Any], *, retry_
         if not first.get("retryable") and not retry_errored:
             parts.append("errored tasks are kept on resume: rerun with --retry-errored to run them again")
     parts.append(f"run directory: {summary['run_dir']}")
-    return "; ".join(parts)
+    return redacted("; ".join(parts))
 
 
 def _workers_arg(value: str) -> int | None:
@@ -146,10 +155,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (RunConfigMismatch, RunLocked, ValueError, ModelError, ServerProcessError, WorkerError) as exc:
         # a list of problems (one FILE:LINE each) is printed as it is, not wrapped at the terminal's width;
         # "openai:m: set" is no emoji code
-        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap="\n" in str(exc), emoji=False)
+        err.print(f"[red]error:[/] {escape(redacted(str(exc)))}", soft_wrap=True, emoji=False)
         return EXIT_USAGE
     except RunDiskFull as exc:  # finished episodes are kept; the same command resumes the run
-        err.print(f"[red]error:[/] {escape(exc.strerror or str(exc))}")
+        err.print(f"[red]error:[/] {escape(redacted(exc.strerror or str(exc)))}")
         return EXIT_INCOMPLETE
     except RunTracesLost as exc:  # traces.jsonl deleted/replaced mid-run: what was held is kept elsewhere
         print(f"evals run: error (exit {EXIT_INCOMPLETE}): {exc.describe_now()}", file=sys.stderr, flush=True)
@@ -158,7 +167,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     table.add_row("tokens (this call)", str(result.tokens), "", "")
     table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}", "", "")
     print_summary(Console(stderr=args.json), summary, table)
-    err.print(result.describe(), markup=False, highlight=False)
+    err.print(redacted(result.describe()), markup=False, highlight=False)
     err.print(f"run directory: {summary['run_dir']}", markup=False, highlight=False)
     print_warnings(summary)
     if args.json:

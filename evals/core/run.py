@@ -28,7 +28,7 @@ from client.cache import ResponseCache
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
 from client.runner import Budget, RunControl, RunResult, run_episodes
-from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir
+from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir, redact_urls
 
 from .episodes import open_episode_env, parse_oracle, second_model
 from .epochs import split_key, trial_keys
@@ -69,7 +69,7 @@ def breaker_hint(opts: RunOptions) -> Callable[[RepeatingError], str | None]:
     def hint(err: RepeatingError) -> str | None:
         ours = err.provider is None or err.provider == provider  # not the --kg-model / --judge one
         if err.kind == "tool_server_unreachable" and opts.server_url:
-            return f"check that the MCP server at {opts.server_url} is running (--server-url)"
+            return f"check that the MCP server at {redact_urls(opts.server_url)} is running (--server-url)"
         if not ours:
             return None
         if err.kind == "auth":
@@ -79,10 +79,10 @@ def breaker_hint(opts: RunOptions) -> Callable[[RepeatingError], str | None]:
             unset = "" if os.environ.get(env) else " (it is not set)"
             return f"check the API key in ${env}{unset}, or name another variable with --api-key-env"
         if err.kind == "not_found":
-            where = f" at --base-url {opts.base_url}" if opts.base_url else ""
+            where = f" at --base-url {redact_urls(opts.base_url)}" if opts.base_url else ""
             return f"check the model name {opts.model!r} (does the server{where} serve it?) and --base-url"
         if err.kind == "model_unreachable":
-            where = f"--base-url {opts.base_url}" if opts.base_url else "the provider's API"
+            where = f"--base-url {redact_urls(opts.base_url)}" if opts.base_url else "the provider's API"
             return f"check that {where} is reachable (each call was tried {opts.max_attempts} time(s))"
         if err.kind == "context_window":
             return (f"the system prompt, tools and first message do not fit {opts.model}'s context window: "

@@ -65,6 +65,9 @@ def _stored_decisions(run_dir: RunDir, traces: Mapping[str, Mapping[str, Any]]) 
 
 
 def _write_atomic(path: Path, lines: list[str]) -> None:
+    from client.runs import refuse_link
+
+    refuse_link(path)  # a link there is refused, not replaced (nor written through)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))

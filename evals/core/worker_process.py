@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 from client.eventloop import episode_gc
 from client.ratelimit import RateLimiter, Reservation
 from client.runner import sole_exception
-from client.runs import EpisodeOutcome, EpisodeRecorder, RunDiskFull, append_line, error_info, to_jsonable
+from client.runs import (
+    EpisodeOutcome,
+    EpisodeRecorder,
+    RunDiskFull,
+    append_line,
+    error_info,
+    open_run_file,
+    to_jsonable,
+    utf8_lines,
+)
 
 from .epochs import split_key
 from .workers import LINE_LIMIT, _encode
@@ -87,7 +96,7 @@ class EventLog:
 
     def __init__(self, path: Path):
         self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd: int | None = open_run_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         self._lines: list[str] = []
 
     def add(self, line: str) -> None:
@@ -102,7 +111,7 @@ class EventLog:
         if self._fd is None or not lines:
             return
         try:
-            append_line(self._fd, "".join(line + "\n" for line in lines).encode("utf-8"), self.path)
+            append_line(self._fd, utf8_lines("".join(line + "\n" for line in lines)), self.path)
         except RunDiskFull as exc:  # the event log is a debugging aid: a full disk stops it, not the run
             log.warning("%s; this worker logs no more events", exc.strerror)
             self.close()

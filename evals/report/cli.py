@@ -91,12 +91,13 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path | None = No
     """
     if not run_dirs and not summaries:
         raise ValueError("no run directories given")
-    from client.runs import redact_secrets
+    from client.runs import redact_secrets, refuse_link, write_run_text
 
     # a key or token in a run's settings (a config.json written before secrets were refused) is not copied
     sums = [redact_secrets(s) for s in (summaries if summaries is not None else summaries_of(run_dirs))]
     rows = load_paper_numbers() if paper_rows is None else list(paper_rows)
     out = Path(out_dir) if out_dir else default_out_dir(run_dirs)
+    refuse_link(out)
     out.mkdir(parents=True, exist_ok=True)
     when = now()
 
@@ -108,21 +109,21 @@ def write_report(run_dirs: Sequence[str | Path], out_dir: str | Path | None = No
     for bench, svg in svgs.items():
         if svg:
             name = plot_file_name(bench)
-            (out / name).write_text('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg, encoding="utf-8")
+            write_run_text(out / name, '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + svg)
             plot_files[bench] = name
 
     md = out / "report.md"
-    md.write_text(render_markdown(sums, rows, plot_files=plot_files, generated_at=when), encoding="utf-8")
+    write_run_text(md, render_markdown(sums, rows, plot_files=plot_files, generated_at=when))
     page = out / "report.html"
-    page.write_text(render_html(sums, rows, plots=svgs, generated_at=when), encoding="utf-8")
+    write_run_text(page, render_html(sums, rows, plots=svgs, generated_at=when))
     data = out / "report.json"
-    data.write_text(json.dumps({
+    write_run_text(data, json.dumps({
         "generated_at": when,
         "runs": [{**s, "paper": [{**r.to_dict(), "same_setting": same} for r, same in paper_rows_for(s, rows)],
                   "published": [{**r.to_dict(), "aggregate": r.aggregate, "model_matches": r.matches_model(str(s.get("model") or ""))}
                                 for r in published_rows_for(s, rows)]}
                  for s in sums],
-    }, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    }, indent=2, sort_keys=True, default=str) + "\n")
     return {"out_dir": str(out), "markdown": str(md), "html": str(page), "json": str(data),
             "plots": [str(out / n) for n in plot_files.values()]}
 
