@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import json
 import os
 import re
 import shlex
@@ -38,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp import types
 
-from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+from tool_specs import CallContext, DocumentError, ToolLike, ToolResult, ToolSpec, load_json
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -160,11 +159,11 @@ def load_mcp_config(path: str | Path) -> list[McpSource]:
     """
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = load_json(p.read_text(encoding="utf-8"), p)
     except OSError as exc:
         raise McpSourceError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise McpSourceError(f"{p}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except DocumentError as exc:  # invalid JSON, a key twice, nested too deep: FILE:LINE
+        raise McpSourceError(str(exc)) from None
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     if not isinstance(servers, Mapping) or not servers:
         raise McpSourceError(f"{p}: expected {{\"mcpServers\": {{NAME: {{command|url, ...}}}}}} with at least one server")

@@ -15,6 +15,7 @@ re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
 
+from tool_specs.bounded_regex import REGEX_TIMEOUT, RegexTimeout, bounded_search, pattern_groups
 from tool_specs.catalog import (
     Catalog,
     StaticCatalog,
@@ -85,6 +86,14 @@ from tool_specs.results import (
     to_json_text,
     unsendable,
 )
+from tool_specs.safe_load import (
+    MAX_ALIAS_NODES,
+    MAX_FILE_DEPTH,
+    DocumentError,
+    SafeFileLoader,
+    load_json,
+    load_yaml,
+)
 from tool_specs.sandbox import (
     NamespaceSupport,
     ResultHook,
@@ -154,6 +163,16 @@ __all__ = [
     "Catalog",
     "CostFn",
     "DEFAULT_MAX_DEPTH",
+    "DocumentError",
+    "REGEX_TIMEOUT",
+    "RegexTimeout",
+    "bounded_search",
+    "pattern_groups",
+    "MAX_ALIAS_NODES",
+    "MAX_FILE_DEPTH",
+    "SafeFileLoader",
+    "load_json",
+    "load_yaml",
     "DEFAULT_MAX_STRING_BYTES",
     "FairGate",
     "GateTicket",
