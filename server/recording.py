@@ -101,7 +101,7 @@ def read_recording(path: str | Path) -> Recording:
             else:
                 raise ValueError(f"unknown kind {kind!r}")
         except DocumentError as exc:
-            raise McpSourceError(f"{exc} (not a recording line)") from None
+            raise McpSourceError(f"{p}:{number}: not a recording line ({exc.problem})") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise McpSourceError(f"{p}:{number}: not a recording line ({type(exc).__name__}: {exc})") from None
     for source, tools in rec.tools.items():

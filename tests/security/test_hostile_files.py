@@ -178,7 +178,7 @@ def test_a_deep_task_file_is_refused_with_its_line(tmp_path: Path, name: str) ->
 def test_a_deep_recording_line_is_one_error_with_its_line(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
     path.write_text('{"kind": "tools", "source": "s", "tools": []}\n' + "[" * 5000 + "]" * 5000 + "\n")
-    with pytest.raises(McpSourceError, match=rf"^{path}:2: nested more than {MAX_FILE_DEPTH} levels deep"):
+    with pytest.raises(McpSourceError, match=rf"^{path}:2: not a recording line \(nested more than {MAX_FILE_DEPTH} levels deep"):
         read_recording(path)
 
 
