@@ -15,7 +15,13 @@ re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
 
-from tool_specs.bounded_regex import REGEX_TIMEOUT, RegexTimeout, bounded_search, pattern_groups
+from tool_specs.bounded_regex import (
+    MAX_PATTERN_SIZE,
+    REGEX_TIMEOUT,
+    RegexTimeout,
+    bounded_search,
+    pattern_groups,
+)
 from tool_specs.catalog import (
     Catalog,
     StaticCatalog,
@@ -164,6 +170,7 @@ __all__ = [
     "CostFn",
     "DEFAULT_MAX_DEPTH",
     "DocumentError",
+    "MAX_PATTERN_SIZE",
     "REGEX_TIMEOUT",
     "RegexTimeout",
     "bounded_search",

@@ -18,6 +18,7 @@ import pytest
 from fake_providers import FakeProviderServer, openai_chat
 from mcp import Client
 
+from evals.benchmarks.usertasks.taskfile import TaskFileError, load_task_file
 from evals.core.options import OptionError, load_config_file
 from server import BenchmarkMount, ToolServer, create_app, load_mcp_config, serve_in_background
 from server.recording import read_recording
@@ -217,3 +218,23 @@ def test_a_catastrophic_regex_answer_is_scored_as_not_matched_and_reported(tmp_p
     scores = {s["task_id"]: s for s in map(json.loads, (tmp_path / "run" / "scores.jsonl").read_text().splitlines())}
     assert "^(a|aa)+$" in scores["slow"]["score"]["details"]["regex_timeouts"][0]
     assert "regex_timeouts" not in scores["fine"]["score"]["details"]
+
+
+@pytest.mark.parametrize(("pattern", "what"), [
+    ("(" * 3000 + ")" * 3000, "nested too deeply"),  # re's parser ran out of stack: a traceback
+    ("a{1000000000}", "multiply out to 1000000000 items"),  # the regex package would unroll it: gigabytes
+])
+@pytest.mark.parametrize("where", ["answer", "reference"])
+def test_a_pattern_too_deep_or_too_large_is_refused_at_its_line(tmp_path: Path, pattern: str, what: str,
+                                                              where: str) -> None:
+    path = tmp_path / "tasks.yaml"
+    quoted = json.dumps(pattern)
+    if where == "answer":
+        path.write_text(f"- id: a\n  query: q\n  answer:\n    type: regex\n    pattern: {quoted}\n    example: a\n")
+    else:
+        path.write_text("- id: a\n  query: q\n  calls:\n    - {id: one, name: f, arguments: {}}\n    - name: g\n"
+                        f"      arguments:\n        x: {{$from: one, pattern: {quoted}}}\n")
+    with pytest.raises(TaskFileError) as err:
+        load_task_file(path)
+    (problem,) = err.value.problems
+    assert problem.startswith(f"{path}:{5 if where == 'answer' else 7}: ") and what in problem, problem

@@ -105,22 +105,23 @@ def oracle_answer(spec: Mapping[str, Any]) -> str:
     return ""
 
 
-def answer_problem(spec: Mapping[str, Any]) -> str | None:
-    """What is wrong with an answer spec that the schema accepts (a bad pattern, an example that fails)."""
+def answer_problem(spec: Mapping[str, Any]) -> tuple[str | None, str] | None:
+    """What is wrong with an answer spec that the schema accepts (a bad pattern, a value or tolerance
+    that is not finite, an example that fails), as ``(the field at fault or None, message)``."""
     if spec["type"] == "regex":
         try:
             pattern_groups(spec["pattern"])
         except ValueError as exc:
-            return f"bad pattern: {exc}"
+            return "pattern", f"bad pattern: {exc}"
     if spec["type"] == "number" and not math.isfinite(float(spec["value"])):
-        return "value must be a finite number"
+        return "value", "value must be a finite number"
     if spec["type"] == "number" and not math.isfinite(float(spec.get("tolerance", DEFAULT_TOLERANCE))):
-        return "tolerance must be a finite number"
+        return "tolerance", "tolerance must be a finite number"
     try:
         if "example" in spec and spec["type"] != "judge" and not match_answer(spec, str(spec["example"])):
-            return f"the example {spec['example']!r} does not satisfy the answer spec itself"
+            return "example", f"the example {spec['example']!r} does not satisfy the answer spec itself"
     except RegexTimeout as exc:
-        return f"checking the example: {exc}"
+        return "pattern", f"checking the example: {exc}"
     return None
 
 

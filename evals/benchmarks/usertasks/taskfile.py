@@ -212,8 +212,8 @@ def _check_task(raw: Mapping[str, Any], ids: set[str]) -> list[tuple[tuple[Any, 
     if "answer" in raw:
         problem = answer_problem(normalize_answer_spec(raw["answer"]))
         if problem:
-            at = ("answer", "tolerance") if problem.startswith("tolerance") else ("answer",)
-            out.append((at, problem))
+            field, message = problem
+            out.append((("answer", field) if field else ("answer",), message))
     tid = raw.get("id")
     if isinstance(tid, str):
         if tid in ids:
