@@ -32,7 +32,7 @@ from typing import Any
 
 from mcp import types
 
-from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+from tool_specs import CallContext, DocumentError, ToolLike, ToolResult, ToolSpec, load_json
 from tool_specs.matching import Matcher, decide, normalize_arguments
 
 from .upstream import McpSourceError, listed_specs
@@ -92,7 +92,7 @@ def read_recording(path: str | Path) -> Recording:
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = load_json(line, p, line=number, allow_nan=True)  # bounded depth, no key twice
             kind = item["kind"]
             if kind == "tools":
                 rec.tools[str(item["source"])] = [types.Tool.model_validate(t) for t in item["tools"]]
@@ -102,6 +102,8 @@ def read_recording(path: str | Path) -> Recording:
                 rec.calls.setdefault(str(item["tool"]), []).append(item)
             else:
                 raise ValueError(f"unknown kind {kind!r}")
+        except DocumentError as exc:
+            raise McpSourceError(f"{p}:{number}: not a recording line ({exc.problem})") from None
         except (ValueError, KeyError, TypeError) as exc:
             raise McpSourceError(f"{p}:{number}: not a recording line ({type(exc).__name__}: {exc})") from None
     for source, tools in rec.tools.items():

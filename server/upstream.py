@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import json
 import os
 import re
 import shlex
@@ -43,7 +42,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 from mcp import types
 from pydantic import ValidationError
 
-from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec, listed_tool_problems
+from tool_specs import (
+    CallContext,
+    DocumentError,
+    ToolLike,
+    ToolResult,
+    ToolSpec,
+    listed_tool_problems,
+    load_json,
+)
 
 from .url_secrets import redact_urls
 
@@ -174,11 +181,11 @@ def load_mcp_config(path: str | Path) -> list[McpSource]:
     """
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = load_json(p.read_text(encoding="utf-8"), p)
     except OSError as exc:
         raise McpSourceError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise McpSourceError(f"{p}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except DocumentError as exc:  # invalid JSON, a key twice, nested too deep: FILE:LINE
+        raise McpSourceError(str(exc)) from None
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     if not isinstance(servers, Mapping) or not servers:
         raise McpSourceError(f"{p}: expected {{\"mcpServers\": {{NAME: {{command|url, ...}}}}}} with at least one server")

@@ -15,6 +15,13 @@ re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
 
+from tool_specs.bounded_regex import (
+    MAX_PATTERN_SIZE,
+    REGEX_TIMEOUT,
+    RegexTimeout,
+    bounded_search,
+    pattern_groups,
+)
 from tool_specs.catalog import (
     Catalog,
     StaticCatalog,
@@ -86,6 +93,14 @@ from tool_specs.results import (
     to_json_text,
     unsendable,
 )
+from tool_specs.safe_load import (
+    MAX_ALIAS_NODES,
+    MAX_FILE_DEPTH,
+    DocumentError,
+    SafeFileLoader,
+    load_json,
+    load_yaml,
+)
 from tool_specs.sandbox import (
     NamespaceSupport,
     ResultHook,
@@ -156,6 +171,17 @@ __all__ = [
     "Catalog",
     "CostFn",
     "DEFAULT_MAX_DEPTH",
+    "DocumentError",
+    "MAX_PATTERN_SIZE",
+    "REGEX_TIMEOUT",
+    "RegexTimeout",
+    "bounded_search",
+    "pattern_groups",
+    "MAX_ALIAS_NODES",
+    "MAX_FILE_DEPTH",
+    "SafeFileLoader",
+    "load_json",
+    "load_yaml",
     "DEFAULT_MAX_STRING_BYTES",
     "FairGate",
     "GateTicket",

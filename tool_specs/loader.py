@@ -20,7 +20,6 @@ index and name when the problem is inside one tool.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from pydantic import ValidationError
 
 from tool_specs.errors import ExecutorConfigError, SchemaNormalizationError, SpecLoadError, SpecLoadErrors
 from tool_specs.executors import resolve_executor
+from tool_specs.safe_load import DocumentError, load_json, load_yaml
 from tool_specs.spec import INPUT_SCHEMA_KEYS, OUTPUT_SCHEMA_KEYS, ToolSpec
 from tool_specs.spec_checks import sandbox_code_problems, schema_problems, tool_name_problem
 
@@ -58,33 +58,25 @@ def _read(path: Path) -> str:
         raise SpecLoadError(f"cannot read file: {exc}", path=path) from exc
 
 
-def _parse(path: Path, text: str | None = None) -> Any:
+def _parse(path: Path, text: str | None = None) -> tuple[Any, yaml.Node | None]:
+    """The file's document and its YAML node tree (for line numbers; a JSON file is read as YAML for
+    them too, None where that fails), through :mod:`tool_specs.safe_load`'s bounds."""
     if text is None:
         text = _read(path)
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecLoadError(
-                f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", path=path, line=exc.lineno
-            ) from exc
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecLoadError(
-            f"invalid YAML{where}: {problem}", path=path, line=None if mark is None else mark.line + 1
-        ) from exc
+        if path.suffix.lower() != ".json":
+            return load_yaml(text, path)
+        document = load_json(text, path)
+    except DocumentError as exc:
+        raise SpecLoadError(exc.problem, path=path, line=exc.line) from None
+    try:
+        return document, load_yaml(text)[1]
+    except DocumentError:
+        return document, None
 
 
-def _entry_nodes(text: str) -> list[yaml.Node]:
-    """The YAML nodes of a file's tool entries (for line numbers; JSON parses as YAML too), or none."""
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return []
+def _entry_nodes(root: yaml.Node | None) -> list[yaml.Node]:
+    """The YAML nodes of a file's tool entries, or none."""
     if isinstance(root, yaml.SequenceNode):
         return list(root.value)
     if isinstance(root, yaml.MappingNode):
@@ -275,11 +267,11 @@ def _load_file(file: Path) -> tuple[list[ToolSpec], list[SpecLoadError], list[st
             f"unsupported file type {file.suffix!r}; use one of {', '.join(SPEC_FILE_SUFFIXES)}", path=file
         )], []
     try:
-        text = _read(file)
-        entries = _entries(_parse(file, text), file)
+        document, root = _parse(file)
+        entries = _entries(document, file)
     except SpecLoadError as exc:
         return [], [exc], []
-    nodes = _entry_nodes(text)
+    nodes = _entry_nodes(root)
     specs: list[ToolSpec] = []
     problems: list[SpecLoadError] = []
     first_index: dict[str, int] = {}

@@ -18,13 +18,13 @@ Both become ordinary :class:`~tool_specs.ToolSpec` values answered by the ``simu
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tool_specs.errors import SpecLoadError, SpecLoadErrors
 from tool_specs.loader import SPEC_FILE_SUFFIXES, _load_file, load_spec_dir, load_spec_file, spec_from_mapping
+from tool_specs.safe_load import DocumentError, load_json
 from tool_specs.spec import ToolSpec
 
 __all__ = ["TOOL_FILE_SUFFIXES", "detect_tool_format", "load_tool_dir", "load_tool_file"]
@@ -97,21 +97,17 @@ def _read(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecLoadError(f"cannot read file: {exc}", path=path) from exc
-    if path.suffix.lower() == ".jsonl":
-        items = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    items.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise SpecLoadError(f"invalid JSON at line {number}, column {exc.colno}: {exc.msg}", path=path) from exc
-        return items
-    if path.suffix.lower() != ".json":
-        return None
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None  # the project's loader reports it with its own message
+        if path.suffix.lower() == ".jsonl":
+            return [load_json(line, path, line=number) for number, line in enumerate(text.splitlines(), 1)
+                    if line.strip()]
+        if path.suffix.lower() != ".json":
+            return None
+        return load_json(text, path)
+    except DocumentError as exc:
+        if path.suffix.lower() == ".json" and exc.problem.startswith("invalid JSON"):
+            return None  # the project's loader reports it with its own message
+        raise SpecLoadError(exc.problem, path=path, line=exc.line) from None
 
 
 def load_tool_file(path: str | Path) -> list[ToolSpec]:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tool_specs import DocumentError, load_json
+
 from .jsonutil import dumps_line, now_iso
 from .nofollow import open_run_file
 
@@ -42,13 +44,14 @@ _FULL = (errno.ENOSPC, errno.EDQUOT)
 
 def iter_jsonl(path: Path, *, label: str = "") -> Iterator[tuple[int, Any]]:
     """``(line number, JSON value)`` of each non-blank line of ``path``; a line that is not JSON is a
-    :class:`ValueError` naming the file (after ``label``, e.g. ``"replay file "``) and the line."""
+    :class:`ValueError` naming the file (after ``label``, e.g. ``"replay file "``) and the line, and
+    so is one nested past :data:`~tool_specs.MAX_FILE_DEPTH` levels."""
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{label}{path}: line {n} is not JSON: {exc}") from None
+                value = load_json(line, allow_nan=True, allow_duplicates=True)
+            except DocumentError as exc:
+                raise ValueError(f"{label}{path}: line {n} is not JSON: {exc.problem}") from None
             yield n, value
 
 

@@ -136,15 +136,15 @@ def resolve_options(options: Sequence[Option], given: Mapping[str, Any], *, wher
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """A run's settings from a YAML or JSON file: a mapping of option names (``kg_search`` or ``kg-search``)."""
-    import yaml
+    from tool_specs import DocumentError, load_yaml
 
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text())
-    except OSError as exc:
+        data = load_yaml(p.read_text(encoding="utf-8"), p)[0]
+    except (OSError, UnicodeDecodeError) as exc:
         raise OptionError(f"cannot read the config file {p}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise OptionError(f"the config file {p} is not valid YAML/JSON: {exc}") from None
+    except DocumentError as exc:
+        raise OptionError(str(exc)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -129,7 +129,7 @@ def load_paper_numbers(source: str | Path | Iterable[str | Path] | None = None) 
     ``source``: None for every registered benchmark's file; else a file, a directory of ``*.yaml``
     files, or several files.
     """
-    import yaml
+    from tool_specs import load_yaml
 
     known = paper_files()
     if source is None:
@@ -142,7 +142,7 @@ def load_paper_numbers(source: str | Path | Iterable[str | Path] | None = None) 
     rows: list[PaperRow] = []
     for path in files:
         model_keys = known.get(path.resolve(), ())
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = load_yaml(path.read_text(encoding="utf-8"), path)[0] or {}
         aliases: dict[str, set[str]] = {}
         for name, names in (doc.get("model_aliases") or {}).items():
             aliases.setdefault(str(name).lower(), set()).update(normalize_model(n) for n in names or ())

@@ -67,6 +67,10 @@ METRICS = (
     Metric("argument_accuracy", "Argument accuracy", over="gold arguments", description="gold arguments given the "
            "gold value by the paired call"),
     Metric("answer_accuracy", "Answer accuracy", description="final answers that satisfy the gold answer"),
+    Metric("regex_timeouts", "Task-file patterns that ran out of time", higher_is_better=False, kind="count",
+           over="searches", in_breakdowns=False,
+           warn="{n:g} search(es) of a task file's pattern ran past the time limit and scored as not matched; "
+                "the tasks' scores details list them under regex_timeouts"),
 )
 
 

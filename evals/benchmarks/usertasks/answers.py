@@ -4,9 +4,11 @@ judge with a rubric (asked through the scorer's context, so its decisions are st
 * ``exact``: the answer, stripped, equals a gold value (``contains``: has it as a substring);
 * ``normalized``: equal after lower-casing, dropping punctuation and the articles a/an/the, and
   collapsing white space (``contains``: the normalised value appears as whole words);
-* ``regex``: ``pattern`` is found in the answer (``ignore_case``);
+* ``regex``: ``pattern`` is found in the answer (``ignore_case``), within
+  :data:`~tool_specs.REGEX_TIMEOUT` seconds (else :class:`~tool_specs.RegexTimeout`; the scorer
+  counts the answer as not matched and reports the task);
 * ``number``: some number written in the answer is within ``tolerance`` of ``value`` (absolute,
-  or a fraction of ``value`` with ``relative``; thousands separators allowed);
+  or a fraction of ``value`` with ``relative``; thousands separators allowed; both finite);
 * ``judge``: the judge model reads the request, the rubric and the answer and says PASS or FAIL.
 """
 
@@ -17,6 +19,8 @@ import re
 import string
 from collections.abc import Mapping
 from typing import Any
+
+from tool_specs import RegexTimeout, bounded_search, pattern_groups
 
 __all__ = [
     "JUDGE_SYSTEM", "answer_problem", "judge_prompt", "match_answer", "normalize_answer_spec", "normalize_text",
@@ -62,7 +66,11 @@ def _values(spec: Mapping[str, Any]) -> list[str]:
 
 
 def match_answer(spec: Mapping[str, Any], answer: str | None) -> bool | None:
-    """Does ``answer`` satisfy ``spec``? ``None`` for a ``judge`` spec (asked elsewhere)."""
+    """Does ``answer`` satisfy ``spec``? ``None`` for a ``judge`` spec (asked elsewhere).
+
+    Raises:
+        RegexTimeout: a ``regex`` spec's search ran past its time limit.
+    """
     text = (answer or "").strip()
     kind = spec["type"]
     if kind == "exact":
@@ -76,8 +84,8 @@ def match_answer(spec: Mapping[str, Any], answer: str | None) -> bool | None:
             if got == want:
                 return True
         return False
-    if kind == "regex":
-        return re.search(spec["pattern"], text, re.IGNORECASE if spec.get("ignore_case") else 0) is not None
+    if kind == "regex":  # RegexTimeout: the pattern ran past its time limit
+        return bounded_search(spec["pattern"], text, ignore_case=bool(spec.get("ignore_case"))) is not None
     if kind == "number":
         value = float(spec["value"])
         tol = float(spec.get("tolerance", DEFAULT_TOLERANCE))
@@ -97,17 +105,23 @@ def oracle_answer(spec: Mapping[str, Any]) -> str:
     return ""
 
 
-def answer_problem(spec: Mapping[str, Any]) -> str | None:
-    """What is wrong with an answer spec that the schema accepts (a bad pattern, an example that fails)."""
+def answer_problem(spec: Mapping[str, Any]) -> tuple[str | None, str] | None:
+    """What is wrong with an answer spec that the schema accepts (a bad pattern, a value or tolerance
+    that is not finite, an example that fails), as ``(the field at fault or None, message)``."""
     if spec["type"] == "regex":
         try:
-            re.compile(spec["pattern"])
-        except re.error as exc:
-            return f"bad pattern: {exc}"
+            pattern_groups(spec["pattern"])
+        except ValueError as exc:
+            return "pattern", f"bad pattern: {exc}"
     if spec["type"] == "number" and not math.isfinite(float(spec["value"])):
-        return "value must be a finite number"
-    if "example" in spec and spec["type"] != "judge" and not match_answer(spec, str(spec["example"])):
-        return f"the example {spec['example']!r} does not satisfy the answer spec itself"
+        return "value", "value must be a finite number"
+    if spec["type"] == "number" and not math.isfinite(float(spec.get("tolerance", DEFAULT_TOLERANCE))):
+        return "tolerance", "tolerance must be a finite number"
+    try:
+        if "example" in spec and spec["type"] != "judge" and not match_answer(spec, str(spec["example"])):
+            return "example", f"the example {spec['example']!r} does not satisfy the answer spec itself"
+    except RegexTimeout as exc:
+        return "pattern", f"checking the example: {exc}"
     return None
 
 

@@ -5,7 +5,8 @@ output).
 
 A call's result is its text parsed as JSON when it parses, else its structured result, else its
 text. ``path`` walks keys and list indices; ``pattern`` is searched in the value as text and gives
-its first group (or the whole match). What cannot be resolved stays an :data:`UNRESOLVED` marker,
+its first group (or the whole match), searched within :data:`~tool_specs.REGEX_TIMEOUT` seconds. What
+cannot be resolved (a pattern that runs out of time included) stays an :data:`UNRESOLVED` marker,
 which equals no argument a model can pass.
 """
 
@@ -15,6 +16,8 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from tool_specs import RegexTimeout, bounded_search
 
 __all__ = ["UNRESOLVED", "resolve_arguments", "resolve_reference", "result_value", "strip_references"]
 
@@ -43,8 +46,9 @@ def _walk(value: Any, path: str) -> Any:
     return value
 
 
-def resolve_reference(ref: Mapping[str, Any], result: Any) -> Any:
-    """The value ``ref`` stands for, given the referenced call's result value."""
+def resolve_reference(ref: Mapping[str, Any], result: Any, timeouts: list[str] | None = None) -> Any:
+    """The value ``ref`` stands for, given the referenced call's result value; a pattern that runs out
+    of time leaves it unresolved and adds its message to ``timeouts``."""
     if result is UNRESOLVED:
         return UNRESOLVED
     value = _walk(result, str(ref.get("path") or ""))
@@ -52,21 +56,26 @@ def resolve_reference(ref: Mapping[str, Any], result: Any) -> Any:
     if value is UNRESOLVED or not pattern:
         return value
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    m = re.search(str(pattern), text)
+    try:
+        m = bounded_search(str(pattern), text)
+    except (RegexTimeout, ValueError) as exc:
+        if timeouts is not None and isinstance(exc, RegexTimeout):
+            timeouts.append(str(exc))
+        return UNRESOLVED
     if m is None:
         return UNRESOLVED
     return m.group(1) if m.re.groups else m.group(0)
 
 
-def resolve_arguments(value: Any, result_of: Callable[[str], Any]) -> Any:
+def resolve_arguments(value: Any, result_of: Callable[[str], Any], timeouts: list[str] | None = None) -> Any:
     """``value`` with every reference replaced (``result_of(call id)``: that call's result value, or
-    :data:`UNRESOLVED`)."""
+    :data:`UNRESOLVED`); ``timeouts`` collects the patterns that ran out of time."""
     if isinstance(value, Mapping) and "$from" in value:
-        return resolve_reference(value, result_of(str(value["$from"])))
+        return resolve_reference(value, result_of(str(value["$from"])), timeouts)
     if isinstance(value, Mapping):
-        return {k: resolve_arguments(v, result_of) for k, v in value.items()}
+        return {k: resolve_arguments(v, result_of, timeouts) for k, v in value.items()}
     if isinstance(value, list):
-        return [resolve_arguments(v, result_of) for v in value]
+        return [resolve_arguments(v, result_of, timeouts) for v in value]
     return value
 
 

@@ -16,13 +16,20 @@ matcher for deterministic tools; ``llm``: then the judge). Every decision is kep
 Answer: ``answer_accuracy`` (per task with a gold answer; :mod:`.answers`). A ``judge`` answer
 without a judge and without a stored decision leaves the task out of the metric (the summary
 counts it as missing). A task whose episode errored or never ran scores 0 on every metric it has.
+
+A pattern of the task file (a ``regex`` answer, a reference's ``pattern``) that runs past its time
+limit scores as not matched (the reference stays unresolved); the task's details say so under
+``regex_timeouts``, the ``regex_timeouts`` count puts a line in the summary's warnings, and a logged
+warning names the task.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tool_specs import RegexTimeout
 from tool_specs.matching import MatchDecision, Matcher, align_calls, argument_cost, decide, param_matches
 
 from ...core.context import ScoreContext
@@ -32,6 +39,8 @@ from .refs import UNRESOLVED, resolve_arguments, result_value, strip_references
 from .taskfile import Task
 
 __all__ = ["JudgeCallMatcher", "groups_of", "predicted_calls", "score_task"]
+
+log = logging.getLogger(__name__)
 
 
 def predicted_calls(trace: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -81,7 +90,8 @@ class JudgeCallMatcher:
 
 
 async def _score_calls(task: Task, pred: list[dict[str, Any]], done: bool, score: TaskScore,
-                       matchers: Sequence[Matcher], schema_for: Callable[[str], Mapping[str, Any] | None]) -> None:
+                       matchers: Sequence[Matcher], schema_for: Callable[[str], Mapping[str, Any] | None],
+                       timeouts: list[str]) -> None:
     gold = list(task.calls or ())
     stripped = [{"name": g.name, "arguments": strip_references(g.arguments)} for g in gold]
     alignment = await align_calls(pred, stripped, cost=argument_cost(schema_for))
@@ -92,7 +102,7 @@ async def _score_calls(task: Task, pred: list[dict[str, Any]], done: bool, score
         i = pred_of.get(index_of.get(call_id, -1))
         return UNRESOLVED if i is None or pred[i]["is_error"] else pred[i]["result"]
 
-    resolved = [{"name": g.name, "arguments": resolve_arguments(g.arguments, result_of)} for g in gold]
+    resolved = [{"name": g.name, "arguments": resolve_arguments(g.arguments, result_of, timeouts)} for g in gold]
     for pair in alignment.pairs:
         pair.decision = await decide(pred[pair.pred_index], resolved[pair.gold_index], matchers)
     matched = [p for p in alignment.pairs if p.matched]
@@ -123,14 +133,19 @@ async def score_task(task: Task, trace: Mapping[str, Any] | None, ctx: ScoreCont
                      schema_for: Callable[[str], Mapping[str, Any] | None]) -> TaskScore:
     """One task's samples, groups and details (see the module docstring)."""
     score = TaskScore(groups=groups_of(task))
+    timeouts: list[str] = []
     done = trace is not None and trace.get("status") == "completed"
     if task.calls is not None:
-        await _score_calls(task, predicted_calls(trace) if done else [], done, score, matchers, schema_for)
+        await _score_calls(task, predicted_calls(trace) if done else [], done, score, matchers, schema_for, timeouts)
     if task.answer is not None:
         spec = task.answer
         answer = (trace or {}).get("final_answer") if done else None
         if spec["type"] != "judge":
-            ok = done and bool(match_answer(spec, answer))
+            try:
+                ok = done and bool(match_answer(spec, answer))
+            except RegexTimeout as exc:
+                ok = False
+                timeouts.append(str(exc))
             score.add("answer_accuracy", float(ok))
             score.details["answer"] = {"answer": answer, "spec": spec, "correct": ok}
         elif not done:
@@ -143,4 +158,9 @@ async def score_task(task: Task, trace: Mapping[str, Any] | None, ctx: ScoreCont
             score.details["answer"] = {"answer": answer, "spec": spec,
                                        "correct": None if decision is None else decision.equivalent,
                                        "judge": None if decision is None else decision.answer}
+    if timeouts:
+        score.add("regex_timeouts", len(timeouts))
+        score.details["regex_timeouts"] = timeouts
+        for message in timeouts:
+            log.warning("task %s (line %d of the task file): %s; scored as not matched", task.id, task.line, message)
     return score

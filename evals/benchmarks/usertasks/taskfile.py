@@ -15,6 +15,8 @@ from typing import Any
 
 import yaml
 
+from tool_specs import DocumentError, load_json, load_yaml, pattern_groups
+
 from .answers import answer_problem, normalize_answer_spec, oracle_answer
 
 __all__ = ["SCHEMA_PATH", "GoldCall", "Task", "TaskFileError", "is_reference", "load_task_file", "references", "task_schema"]
@@ -130,17 +132,14 @@ def _read(path: Path) -> tuple[list[tuple[Any, dict[tuple[Any, ...], int]]], lis
             if not line.strip() or line.lstrip().startswith("//"):
                 continue
             try:
-                items.append((json.loads(line), {(): number}))
-            except json.JSONDecodeError as exc:
-                problems.append(f"{path}:{number}: invalid JSON at column {exc.colno}: {exc.msg}")
+                items.append((load_json(line, path, line=number), {(): number}))
+            except DocumentError as exc:
+                problems.append(str(exc))
         return items, problems
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        document = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        return [], [f"{path}{line}: invalid YAML: {getattr(exc, 'problem', None) or exc}"]
+        document, node = load_yaml(text, path)
+    except DocumentError as exc:
+        return [], [str(exc) if exc.line is not None else f"{path}:1: {exc.problem}"]
     if node is None:
         return [], []
     lines: dict[tuple[Any, ...], int] = {}
@@ -204,16 +203,17 @@ def _check_task(raw: Mapping[str, Any], ids: set[str]) -> list[tuple[tuple[Any, 
             pattern = ref.get("pattern")
             if isinstance(pattern, str):
                 try:
-                    if re.compile(pattern).groups > 1:
+                    if pattern_groups(pattern) > 1:
                         out.append((path, "a reference's pattern may have at most one group"))
-                except re.error as exc:
+                except ValueError as exc:
                     out.append((path, f"bad pattern: {exc}"))
         seen[cid] = i
         seen.setdefault(str(i), i)
     if "answer" in raw:
         problem = answer_problem(normalize_answer_spec(raw["answer"]))
         if problem:
-            out.append((("answer",), problem))
+            field, message = problem
+            out.append((("answer", field) if field else ("answer",), message))
     tid = raw.get("id")
     if isinstance(tid, str):
         if tid in ids:
