@@ -61,11 +61,8 @@ from .upstream import (
     tool_spec_of,
     upstream_specs,
 )
-from .url_secrets import URL_REDACTED, redact_urls
 
 __all__ = [
-    "URL_REDACTED",
-    "redact_urls",
     "KG_WRITE_TOOLS",
     "LOG_LEVELS",
     "MAX_COMPLETIONS",

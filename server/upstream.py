@@ -50,9 +50,8 @@ from tool_specs import (
     ToolSpec,
     listed_tool_problems,
     load_json,
+    redact_urls,
 )
-
-from .url_secrets import redact_urls
 
 if TYPE_CHECKING:
     from mcp import Client

@@ -145,6 +145,7 @@ from tool_specs.spec_formats import (
     load_tool_dir,
     load_tool_file,
 )
+from tool_specs.url_secrets import URL_REDACTED, redact_urls
 from tool_specs.validation import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_STRING_BYTES,
@@ -181,6 +182,8 @@ __all__ = [
     "MAX_FILE_DEPTH",
     "SafeFileLoader",
     "load_json",
+    "redact_urls",
+    "URL_REDACTED",
     "load_yaml",
     "DEFAULT_MAX_STRING_BYTES",
     "FairGate",

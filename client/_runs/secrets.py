@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REDACTED", "redact_secrets", "redact_urls", "secret_paths"]
+from tool_specs import redact_urls
+
+__all__ = ["REDACTED", "redact_secrets", "secret_paths"]
 
 REDACTED = "<redacted>"
 """What a secret is replaced by."""
@@ -31,16 +33,6 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(r"^(?:sk-|sk_live_|sk_test_|xox[abpr]-|ghp_|gho_|github_pat_|hf_|Bearer\s+\S)")
-
-
-def redact_urls(text: str) -> str:
-    """``text`` with the credentials of every URL in it redacted (userinfo, key-like query parameters):
-    :func:`server.url_secrets.redact_urls`, imported only when ``text`` holds a URL."""
-    if "://" not in text:
-        return text
-    from server.url_secrets import redact_urls as redact
-
-    return redact(text)
 
 
 def is_secret_name(name: str) -> bool:
