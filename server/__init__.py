@@ -37,7 +37,7 @@ from .http import (
 )
 from .http_errors import BareMCP, rpc_not_found
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
-from .loopback import loopback_security
+from .loopback import bind_host, loopback_security
 from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
@@ -111,6 +111,7 @@ __all__ = [
     "check_token",
     "create_app",
     "current_endpoint",
+    "bind_host",
     "is_loopback",
     "kg_tools",
     "list_all_tools",

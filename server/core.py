@@ -25,7 +25,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
-from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec, suggest_names
+from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec, shown_name, suggest_names
 
 from .kg_tools import KGConfig, kg_tools
 from .middleware import _UNSET, NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, _raw_arguments
@@ -122,7 +122,7 @@ class _SessionStates:
         if why is not None and named:
             raise MCPError(
                 code=types.INVALID_REQUEST,
-                message=f"session {key!r} is closed ({why}); its state is gone: start a new session (a new ?session= id)",
+                message=f"session {shown_name(key)} is closed ({why}); its state is gone: start a new session (a new ?session= id)",
             )
         same = self.per_endpoint.setdefault(path, OrderedDict())
         if len(same) >= self.limits.max_sessions_per_endpoint:
@@ -320,7 +320,7 @@ class ToolServer:
             known = sorted(self.mounts)
             hint = _suggest(ref.benchmark, known)
             raise EndpointNotFound(
-                f"unknown benchmark {_shown(ref.benchmark)!r}; served benchmarks: {', '.join(known) or '(none)'}"
+                f"unknown benchmark {shown_name(ref.benchmark)}; served benchmarks: {', '.join(known) or '(none)'}"
                 + (f" (did you mean {', '.join(hint)}?)" if hint else "")
             )
         if ref.task_id is not None:
@@ -329,7 +329,7 @@ class ToolServer:
             except TaskNotFound:
                 hint = _suggest(ref.task_id, mount.catalog.task_ids())
                 raise EndpointNotFound(
-                    f"unknown task {_shown(ref.task_id)!r} in benchmark {ref.benchmark!r}"
+                    f"unknown task {shown_name(ref.task_id)} in benchmark {ref.benchmark!r}"
                     + (f"; did you mean {', '.join(hint)}?" if hint else "")
                 ) from None
 
@@ -393,7 +393,7 @@ class ToolServer:
                 if not 0 <= start <= len(tools):
                     raise ValueError
             except ValueError:
-                raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {cursor!r}") from None
+                raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {shown_name(cursor)}") from None
         # The wire form (a dict is a handler result the SDK takes as it is; it still checks the
         # result against the protocol's ListToolsResult before sending it): the entries are dumped
         # once per spec, not once per listing.
@@ -419,7 +419,7 @@ class ToolServer:
             hint = _suggest(name, list(tools))
             return ToolResult(
                 is_error=True,
-                text=f"Unknown tool {_shown(name)!r}."
+                text=f"Unknown tool {shown_name(name)}."
                 + (f" Did you mean: {', '.join(hint)}?" if hint else "")
                 + f" Available tools: {', '.join(tools)}.",
                 structured=None,
@@ -463,10 +463,6 @@ class _Server(Server[Any]):
         return super().create_initialization_options(
             notification_options or NotificationOptions(resources_changed=True), experimental_capabilities, extensions
         )
-
-
-def _shown(name: str) -> str:
-    return name if len(name) <= 80 else name[:77] + "..."
 
 
 def _suggest(name: str, known: Any) -> list[str]:

@@ -33,7 +33,7 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from tool_specs import ToolResult
+from tool_specs import ToolResult, shown_name
 
 from .names import MAX_COMPLETIONS
 from .prompts import PromptError, PromptSpec
@@ -92,7 +92,7 @@ class Surface:
     def _endpoint(self, ref: Any) -> tuple[Any, KGResources]:
         res = self.resources.get(ref.benchmark)
         if res is None:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown benchmark {ref.benchmark!r}")
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown benchmark {shown_name(ref.benchmark)}")
         return ref, res
 
     def _page(self, params: types.PaginatedRequestParams | None, total: int | None = None) -> int:
@@ -104,7 +104,7 @@ class Surface:
             if start < 0 or (total is not None and start > total):
                 raise ValueError
         except ValueError:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {cursor[:80]!r}") from None
+            raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {shown_name(cursor)}") from None
         return start
 
     @staticmethod
@@ -145,7 +145,7 @@ class Surface:
         if parsed is None or parsed.benchmark != ref.benchmark:
             raise MCPError(
                 code=RESOURCE_NOT_FOUND,
-                message=f"no resource {uri[:200]!r} on {ref.path}: its resources are kg://{ref.benchmark}/entity/<name>, "
+                message=f"no resource {shown_name(uri)} on {ref.path}: its resources are kg://{ref.benchmark}/entity/<name>, "
                 f"kg://{ref.benchmark}/relation/<name> and task://{ref.benchmark}/<task_id>",
             )
         catalog = self._mounts[ref.benchmark].catalog
@@ -195,7 +195,7 @@ class Surface:
         if spec is None:
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"unknown prompt {params.name[:80]!r}; prompts of {ref.benchmark}: {', '.join(prompts) or '(none)'}",
+                message=f"unknown prompt {shown_name(params.name)}; prompts of {ref.benchmark}: {', '.join(prompts) or '(none)'}",
             )
         try:
             return spec.get(params.arguments, ref.task_id)
@@ -230,7 +230,7 @@ class Surface:
         if isinstance(ref, types.PromptReference):
             spec = self._prompts(benchmark).get(ref.name)
             if spec is None:
-                raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {ref.name[:80]!r}")
+                raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {shown_name(ref.name)}")
             return next((a.completes for a in spec.arguments if a.name == arg), None)
         uri = ref.uri
         if uri.startswith(f"kg://{benchmark}/entity/") and arg == "name":

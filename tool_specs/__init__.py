@@ -71,7 +71,9 @@ from tool_specs.matching import (
     with_defaults,
 )
 from tool_specs.names import (
+    SHOWN_CHARS,
     did_you_mean,
+    shown_name,
 )
 from tool_specs.protocols import (
     ExecutorReturn,
@@ -179,6 +181,7 @@ __all__ = [
     "ResponseMatcher",
     "ResultHook",
     "RuleMatcher",
+    "SHOWN_CHARS",
     "SPEC_FILE_SUFFIXES",
     "SandboxError",
     "SandboxExecutor",
@@ -239,6 +242,7 @@ __all__ = [
     "short_repr",
     "simulated_value",
     "spec_from_mapping",
+    "shown_name",
     "suggest_names",
     "text_cost",
     "to_json_text",
