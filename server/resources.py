@@ -156,6 +156,21 @@ class KGResources:
         return out, total
 
     # ---- reading ---------------------------------------------------------------------------------
+    def serves(self, parsed: ParsedURI, task_tools: Callable[[str], list[Any]], endpoint_task: str | None) -> bool:
+        """Whether the resource exists for an endpoint (``endpoint_task``: its task, ``None``: the
+        playground): an entity or relation of the KG, or a task the endpoint describes."""
+        if parsed.kind == "task":
+            if self.task_query is None or (endpoint_task is not None and parsed.name != endpoint_task):
+                return False
+            try:
+                task_tools(parsed.name)
+            except LookupError:
+                return False
+            return True
+        if self.kg is None:
+            return False
+        return parsed.name in (self.entities if parsed.kind == "entity" else self.relations)
+
     def read(self, uri: str, parsed: ParsedURI, task_tools: Callable[[str], list[Any]],
              endpoint_task: str | None) -> types.ReadResourceResult:
         if parsed.kind == "task":
