@@ -12,6 +12,7 @@ The server imports no benchmark module: benchmarks hand it a :class:`tool_specs.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import time
 from collections import OrderedDict
@@ -25,7 +26,16 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
-from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec, shown_name, suggest_names
+from tool_specs import (
+    SHOWN_CHARS,
+    CallContext,
+    Catalog,
+    TaskNotFound,
+    ToolResult,
+    ToolSpec,
+    shown_name,
+    suggest_names,
+)
 
 from .kg_tools import KGConfig, kg_tools
 from .middleware import _UNSET, NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, _raw_arguments
@@ -255,6 +265,7 @@ class ToolServer:
             session_key, state = self.session_state(ctx, ref, connection_state)
             call_ctx = CallContext(
                 episode_id=session_key, task_id=ref.task_id, benchmark=ref.benchmark, extra={}, state=state,
+                client=_client_of(ctx),
             )
             result = await self.call(ref, params.name, arguments, call_ctx)
             await self.surface.after_call(ctx, ref, params.name, result)
@@ -463,6 +474,25 @@ class _Server(Server[Any]):
         return super().create_initialization_options(
             notification_options or NotificationOptions(resources_changed=True), experimental_capabilities, extensions
         )
+
+
+def _client_of(ctx: ServerRequestContext[Any]) -> str | None:
+    """Who is calling, beyond the session, for the sandbox's fair queue: over HTTP the peer's address,
+    with a digest of its ``Authorization`` header and the MCP client's name (``initialize``, or the
+    request's envelope) when it sends them; ``None`` outside HTTP (stdio: one client)."""
+    request = ctx.request
+    peer = getattr(request, "client", None)
+    if request is None or peer is None:
+        return None
+    parts = [str(peer.host)]
+    auth = request.headers.get("authorization")
+    if auth:
+        parts.append("token:" + hashlib.sha256(auth.encode("utf-8", "surrogateescape")).hexdigest()[:16])
+    params = getattr(getattr(ctx.session, "_connection", None), "client_params", None)
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    if isinstance(name, str) and name:
+        parts.append("name:" + name[:SHOWN_CHARS])
+    return " ".join(parts)
 
 
 def _suggest(name: str, known: Any) -> list[str]:
