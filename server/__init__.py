@@ -44,7 +44,14 @@ from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, Prom
 from .recording import CallRecording, RecordedExecutor, Recording, read_recording, replay_specs
 from .resources import MAX_RELATION_FACTS, RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
 from .stdio import serve_stdio
-from .surface import KG_WRITE_TOOLS, LOG_LEVELS, Surface
+from .surface import (
+    KG_WRITE_TOOLS,
+    LOG_LEVELS,
+    MAX_SUBSCRIPTION_URI_CHARS,
+    MAX_SUBSCRIPTIONS_PER_SESSION,
+    MAX_SUBSCRIPTIONS_TOTAL,
+    Surface,
+)
 from .upstream import (
     UPSTREAM_UNAVAILABLE,
     McpSource,
@@ -64,6 +71,9 @@ from .upstream import (
 __all__ = [
     "KG_WRITE_TOOLS",
     "LOG_LEVELS",
+    "MAX_SUBSCRIPTIONS_PER_SESSION",
+    "MAX_SUBSCRIPTIONS_TOTAL",
+    "MAX_SUBSCRIPTION_URI_CHARS",
     "MAX_COMPLETIONS",
     "MAX_RELATION_FACTS",
     "RESOURCE_NOT_FOUND",
