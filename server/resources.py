@@ -24,7 +24,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from kg_store import KGError
-from tool_specs import shown_name
+from tool_specs import clipped, shown_name
 
 from .kg_tools import KGConfig
 from .names import NameIndex
@@ -182,7 +182,7 @@ class KGResources:
             try:
                 nb = store.neighbors(parsed.name)
             except KGError as exc:
-                raise _not_found(f"no resource {shown_name(uri)}: {exc}") from None
+                raise _not_found(f"no resource {shown_name(uri)}: {clipped(str(exc))}") from None
             out_, in_ = [list(t) for t in nb["out"]], [list(t) for t in nb["in"]]
             lines = [f"{parsed.name}: {len(out_)} outgoing, {len(in_)} incoming fact(s)"]
             lines += [f"  {h} --{r}--> {t}" for h, r, t in out_ + in_]

@@ -72,6 +72,7 @@ from tool_specs.matching import (
 )
 from tool_specs.names import (
     SHOWN_CHARS,
+    clipped,
     did_you_mean,
     shown_name,
 )
@@ -204,6 +205,7 @@ __all__ = [
     "align_calls",
     "argument_cost",
     "check_schema",
+    "clipped",
     "combined_cost",
     "compiled_validator",
     "decide",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
-__all__ = ["SHOWN_CHARS", "did_you_mean", "shown_name", "suggest_names"]
+__all__ = ["SHOWN_CHARS", "clipped", "did_you_mean", "shown_name", "suggest_names"]
 
 SHOWN_CHARS = 80  # of a name from outside echoed in a message
 
@@ -50,3 +50,9 @@ def shown_name(name: str, limit: int = SHOWN_CHARS) -> str:
     if len(name) <= limit:
         return repr(name)
     return f"{name[:limit]!r}... ({len(name)} chars)"
+
+
+def clipped(message: str, limit: int = 500) -> str:
+    """A message from elsewhere that may quote a client's name whole (e.g. the KG's "unknown entity
+    ..."), cut to ``limit`` characters and its length."""
+    return message if len(message) <= limit else f"{message[:limit]}... ({len(message)} chars)"

@@ -305,3 +305,20 @@ async def test_huge_ids_and_names_are_cut_in_errors():
         r = await http.post(url + f"/mcp/shop/{HUGE}", headers=HEADERS,
                             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
         assert _cut(r.text), r.text[:300]
+
+
+async def test_a_huge_entity_name_in_a_resource_uri_is_cut(tmp_path):
+    """The KG's "unknown entity" message quoted the name whole; the server cuts what it relays."""
+    from mcp.shared.exceptions import MCPError
+
+    from kg_store import KGStore
+    from server import KGConfig
+
+    store = KGStore.from_triples(tmp_path / "db", [("Bob", "mother", "Ann")])
+    ts = ToolServer([BenchmarkMount(StaticCatalog("fam", {"t1": [PAY]}), kg=KGConfig(store))])
+    async with served(ts) as url, connect(url + "/mcp/fam/t1") as c:
+        with pytest.raises(MCPError) as unknown:
+            await c.read_resource(f"kg://fam/entity/{HUGE}")
+        assert _cut(str(unknown.value)), str(unknown.value)[:300]
+        with pytest.raises(MCPError, match="unknown entity 'Bobb'"):  # a short name is quoted whole
+            await c.read_resource("kg://fam/entity/Bobb")
