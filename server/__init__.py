@@ -37,14 +37,21 @@ from .http import (
 )
 from .http_errors import BareMCP, rpc_not_found
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
-from .loopback import host_security, is_ip_literal, loopback_security
+from .loopback import bind_host, host_security, is_ip_literal, loopback_security
 from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
 from .recording import CallRecording, RecordedExecutor, Recording, read_recording, replay_specs
 from .resources import MAX_RELATION_FACTS, RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
 from .stdio import serve_stdio
-from .surface import KG_WRITE_TOOLS, LOG_LEVELS, Surface
+from .surface import (
+    KG_WRITE_TOOLS,
+    LOG_LEVELS,
+    MAX_SUBSCRIPTION_URI_CHARS,
+    MAX_SUBSCRIPTIONS_PER_SESSION,
+    MAX_SUBSCRIPTIONS_TOTAL,
+    Surface,
+)
 from .upstream import (
     UPSTREAM_UNAVAILABLE,
     McpSource,
@@ -65,6 +72,9 @@ from .upstream import (
 __all__ = [
     "KG_WRITE_TOOLS",
     "LOG_LEVELS",
+    "MAX_SUBSCRIPTIONS_PER_SESSION",
+    "MAX_SUBSCRIPTIONS_TOTAL",
+    "MAX_SUBSCRIPTION_URI_CHARS",
     "MAX_COMPLETIONS",
     "MAX_RELATION_FACTS",
     "RESOURCE_NOT_FOUND",
@@ -112,6 +122,7 @@ __all__ = [
     "check_token",
     "create_app",
     "current_endpoint",
+    "bind_host",
     "host_security",
     "is_ip_literal",
     "is_loopback",

@@ -12,6 +12,7 @@ The server imports no benchmark module: benchmarks hand it a :class:`tool_specs.
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 import time
 from collections import OrderedDict
@@ -25,7 +26,16 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
-from tool_specs import CallContext, Catalog, TaskNotFound, ToolResult, ToolSpec, suggest_names
+from tool_specs import (
+    SHOWN_CHARS,
+    CallContext,
+    Catalog,
+    TaskNotFound,
+    ToolResult,
+    ToolSpec,
+    shown_name,
+    suggest_names,
+)
 
 from .kg_tools import KGConfig, kg_tools
 from .middleware import _UNSET, NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, _raw_arguments
@@ -122,7 +132,7 @@ class _SessionStates:
         if why is not None and named:
             raise MCPError(
                 code=types.INVALID_REQUEST,
-                message=f"session {key!r} is closed ({why}); its state is gone: start a new session (a new ?session= id)",
+                message=f"session {shown_name(key)} is closed ({why}); its state is gone: start a new session (a new ?session= id)",
             )
         same = self.per_endpoint.setdefault(path, OrderedDict())
         if len(same) >= self.limits.max_sessions_per_endpoint:
@@ -255,6 +265,7 @@ class ToolServer:
             session_key, state = self.session_state(ctx, ref, connection_state)
             call_ctx = CallContext(
                 episode_id=session_key, task_id=ref.task_id, benchmark=ref.benchmark, extra={}, state=state,
+                client=_client_of(ctx),
             )
             result = await self.call(ref, params.name, arguments, call_ctx)
             await self.surface.after_call(ctx, ref, params.name, result)
@@ -320,7 +331,7 @@ class ToolServer:
             known = sorted(self.mounts)
             hint = _suggest(ref.benchmark, known)
             raise EndpointNotFound(
-                f"unknown benchmark {_shown(ref.benchmark)!r}; served benchmarks: {', '.join(known) or '(none)'}"
+                f"unknown benchmark {shown_name(ref.benchmark)}; served benchmarks: {', '.join(known) or '(none)'}"
                 + (f" (did you mean {', '.join(hint)}?)" if hint else "")
             )
         if ref.task_id is not None:
@@ -329,7 +340,7 @@ class ToolServer:
             except TaskNotFound:
                 hint = _suggest(ref.task_id, mount.catalog.task_ids())
                 raise EndpointNotFound(
-                    f"unknown task {_shown(ref.task_id)!r} in benchmark {ref.benchmark!r}"
+                    f"unknown task {shown_name(ref.task_id)} in benchmark {ref.benchmark!r}"
                     + (f"; did you mean {', '.join(hint)}?" if hint else "")
                 ) from None
 
@@ -393,7 +404,7 @@ class ToolServer:
                 if not 0 <= start <= len(tools):
                     raise ValueError
             except ValueError:
-                raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {cursor!r}") from None
+                raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {shown_name(cursor)}") from None
         # The wire form (a dict is a handler result the SDK takes as it is; it still checks the
         # result against the protocol's ListToolsResult before sending it): the entries are dumped
         # once per spec, not once per listing.
@@ -419,7 +430,7 @@ class ToolServer:
             hint = _suggest(name, list(tools))
             return ToolResult(
                 is_error=True,
-                text=f"Unknown tool {_shown(name)!r}."
+                text=f"Unknown tool {shown_name(name)}."
                 + (f" Did you mean: {', '.join(hint)}?" if hint else "")
                 + f" Available tools: {', '.join(tools)}.",
                 structured=None,
@@ -465,8 +476,23 @@ class _Server(Server[Any]):
         )
 
 
-def _shown(name: str) -> str:
-    return name if len(name) <= 80 else name[:77] + "..."
+def _client_of(ctx: ServerRequestContext[Any]) -> str | None:
+    """Who is calling, beyond the session, for the sandbox's fair queue: over HTTP the peer's address,
+    with a digest of its ``Authorization`` header and the MCP client's name (``initialize``, or the
+    request's envelope) when it sends them; ``None`` outside HTTP (stdio: one client)."""
+    request = ctx.request
+    peer = getattr(request, "client", None)
+    if request is None or peer is None:
+        return None
+    parts = [str(peer.host)]
+    auth = request.headers.get("authorization")
+    if auth:
+        parts.append("token:" + hashlib.sha256(auth.encode("utf-8", "surrogateescape")).hexdigest()[:16])
+    params = getattr(getattr(ctx.session, "_connection", None), "client_params", None)
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    if isinstance(name, str) and name:
+        parts.append("name:" + name[:SHOWN_CHARS])
+    return " ".join(parts)
 
 
 def _suggest(name: str, known: Any) -> list[str]:

@@ -45,9 +45,11 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from tool_specs import shown_name
+
 from .core import EndpointNotFound, EndpointRef, SessionLimits, ToolServer, current_endpoint
 from .http_errors import BareMCP, rpc_not_found
-from .loopback import host_security, is_loopback
+from .loopback import bind_host, host_security, is_loopback
 
 __all__ = [
     "TOKEN_ENV",
@@ -347,7 +349,7 @@ class _MCPEndpoint:
             opened_on = self.guard.endpoint.get(sid)
             if opened_on is not None and opened_on != ref:
                 await _session_error(
-                    f"session {sid[:64]!r} was opened on {opened_on.path}; it cannot be used on {ref.path} "
+                    f"session {shown_name(sid)} was opened on {opened_on.path}; it cannot be used on {ref.path} "
                     "(open a session on this endpoint)", 404,
                 )(scope, receive, send)
                 return
@@ -431,7 +433,7 @@ def uvicorn_config(
     """uvicorn's configuration for the app, with :class:`HTTPLimits` (the defaults when ``None``)."""
     limits = limits or HTTPLimits()
     return uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, lifespan="on", access_log=False,
+        app, host=bind_host(host), port=port, log_level=log_level, lifespan="on", access_log=False,
         http=_protocol_class(limits), timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
         **kw,
     )
@@ -452,6 +454,7 @@ def serve(
 
 def bind_socket(host: str = "127.0.0.1", port: int = 0) -> tuple[socket.socket, str]:
     """A listening TCP socket for uvicorn (``port=0`` picks a free port) and its base URL."""
+    host = bind_host(host)
     # ``proto=IPPROTO_TCP`` matters: asyncio sets TCP_NODELAY only on accepted sockets whose protocol
     # says TCP, and without it every response (headers and body are separate writes) waits ~40 ms
     # for the client's delayed ACK (Nagle's algorithm).

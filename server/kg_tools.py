@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kg_store import SEARCH_MODES, KGError, KGStore
-from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec, clipped, shown_name
 
 __all__ = ["SEARCH_MODES", "BoundExecutor", "KGConfig", "kg_tools"]
 
@@ -87,7 +87,7 @@ class BoundExecutor:
         try:
             return self.fn(**arguments)
         except KGError as exc:
-            return ToolResult(is_error=True, text=f"{spec.name}: {exc}", structured=None, warnings=[])
+            return ToolResult(is_error=True, text=f"{spec.name}: {clipped(str(exc))}", structured=None, warnings=[])
 
 
 def _triples(items: Any) -> list[list[str]]:
@@ -111,7 +111,7 @@ def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
         out = res.to_dict()
         notes = []
         if not res.start_found:
-            notes.append(f"Start entity {start!r} is not in the KG.")
+            notes.append(f"Start entity {shown_name(start)} is not in the KG.")
         if res.missing_relations:
             notes.append(
                 "Relations not in the KG: " + ", ".join(res.missing_relations)

@@ -7,7 +7,7 @@ import socket
 
 from mcp.server.transport_security import TransportSecuritySettings
 
-__all__ = ["host_security", "is_ip_literal", "is_loopback", "loopback_security"]
+__all__ = ["bind_host", "host_security", "is_ip_literal", "is_loopback", "loopback_security"]
 
 
 def is_loopback(host: str) -> bool:
@@ -31,6 +31,20 @@ def is_ip_literal(host: str) -> bool:
     return _ip_address(host) is not None
 
 
+def bind_host(host: str) -> str:
+    """The form of ``host`` the socket layer binds, for the address :func:`is_loopback` judged:
+    ``localhost`` for ``localhost.`` (any case; the resolver knows no trailing-dot form), the IPv4
+    address of an IPv4-mapped one (``::ffff:127.0.0.1`` binds ``127.0.0.1``: an IPv6 socket would need
+    dual-stack, which a host may lack), an IPv6 address without its brackets; anything else as it is.
+    The check and the bind agree: what passed as loopback binds loopback or not at all."""
+    if host.lower().rstrip(".") == "localhost":
+        return "localhost"
+    addr = _ip_address(host)
+    if isinstance(addr, ipaddress.IPv6Address):
+        return str(addr.ipv4_mapped) if addr.ipv4_mapped is not None else host.strip("[]")
+    return host
+
+
 def _ip_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The address ``host`` names as a literal (also the short IPv4 forms ``inet_aton`` takes, which
     the socket layer binds), or ``None`` for a name."""
@@ -51,9 +65,10 @@ def loopback_security(host: str) -> TransportSecuritySettings:
     """DNS-rebinding protection for a loopback bind: the Host (and Origin) a browser or client sends
     must name a loopback address, the bound one included (e.g. ``127.1:8765`` for ``--host 127.1``)."""
     names = ["127.0.0.1", "localhost", "[::1]"]
-    bound = f"[{host.strip('[]')}]" if ":" in host else host
-    if bound not in names:
-        names.append(bound)
+    for given in dict.fromkeys((host, bind_host(host))):  # as given and as bound (``127.1``, ``localhost.``)
+        shown = f"[{given.strip('[]')}]" if ":" in given else given
+        if shown not in names:
+            names.append(shown)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[*(f"{n}:*" for n in names), *names],

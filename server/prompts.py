@@ -15,6 +15,8 @@ from typing import Literal
 
 from mcp import types
 
+from tool_specs import shown_name
+
 __all__ = ["TASK_ARGUMENT", "Completes", "PromptArgument", "PromptError", "PromptSpec"]
 
 Completes = Literal["entity", "relation", "task_id"]
@@ -60,7 +62,7 @@ class PromptSpec:
             try:
                 return render(task_id)
             except LookupError:
-                raise PromptError(f"prompt {name!r}: unknown task {task_id[:80]!r}") from None
+                raise PromptError(f"prompt {name!r}: unknown task {shown_name(task_id)}") from None
 
         return cls(name=name, title=title, description=description, render=rendered, arguments=(TASK_ARGUMENT,))
 

@@ -24,6 +24,7 @@ from mcp import types
 from mcp.shared.exceptions import MCPError
 
 from kg_store import KGError
+from tool_specs import clipped, shown_name
 
 from .kg_tools import KGConfig
 from .names import NameIndex
@@ -155,25 +156,40 @@ class KGResources:
         return out, total
 
     # ---- reading ---------------------------------------------------------------------------------
+    def serves(self, parsed: ParsedURI, task_tools: Callable[[str], list[Any]], endpoint_task: str | None) -> bool:
+        """Whether the resource exists for an endpoint (``endpoint_task``: its task, ``None``: the
+        playground): an entity or relation of the KG, or a task the endpoint describes."""
+        if parsed.kind == "task":
+            if self.task_query is None or (endpoint_task is not None and parsed.name != endpoint_task):
+                return False
+            try:
+                task_tools(parsed.name)
+            except LookupError:
+                return False
+            return True
+        if self.kg is None:
+            return False
+        return parsed.name in (self.entities if parsed.kind == "entity" else self.relations)
+
     def read(self, uri: str, parsed: ParsedURI, task_tools: Callable[[str], list[Any]],
              endpoint_task: str | None) -> types.ReadResourceResult:
         if parsed.kind == "task":
             return self._read_task(uri, parsed.name, task_tools, endpoint_task)
         if self.kg is None:
-            raise _not_found(f"benchmark {self.benchmark!r} has no knowledge graph: no resource {uri}")
+            raise _not_found(f"benchmark {self.benchmark!r} has no knowledge graph: no resource {shown_name(uri)}")
         store = self.kg.store
         if parsed.kind == "entity":
             try:
                 nb = store.neighbors(parsed.name)
             except KGError as exc:
-                raise _not_found(f"no resource {uri}: {exc}") from None
+                raise _not_found(f"no resource {shown_name(uri)}: {clipped(str(exc))}") from None
             out_, in_ = [list(t) for t in nb["out"]], [list(t) for t in nb["in"]]
             lines = [f"{parsed.name}: {len(out_)} outgoing, {len(in_)} incoming fact(s)"]
             lines += [f"  {h} --{r}--> {t}" for h, r, t in out_ + in_]
             return _contents(uri, "\n".join(lines), {"entity": parsed.name, "out": out_, "in": in_})
         if parsed.name not in self.relations:
             hint = self.relations.complete(parsed.name[:3], 5).values
-            raise _not_found(f"no resource {uri}: relation {parsed.name!r} is not in the KG"
+            raise _not_found(f"no resource {shown_name(uri)}: relation {shown_name(parsed.name)} is not in the KG"
                              + (f" (relations starting alike: {', '.join(hint)})" if hint else ""))
         facts = [list(t) for t in store.triples() if t[1] == parsed.name]
         shown = facts[:MAX_RELATION_FACTS]
@@ -184,14 +200,14 @@ class KGResources:
     def _read_task(self, uri: str, task_id: str, task_tools: Callable[[str], list[Any]],
                    endpoint_task: str | None) -> types.ReadResourceResult:
         if self.task_query is None:
-            raise _not_found(f"benchmark {self.benchmark!r} publishes no task descriptions: no resource {uri}")
+            raise _not_found(f"benchmark {self.benchmark!r} publishes no task descriptions: no resource {shown_name(uri)}")
         if endpoint_task is not None and task_id != endpoint_task:
-            raise _not_found(f"no resource {uri} on this endpoint: it serves task {endpoint_task!r} only")
+            raise _not_found(f"no resource {shown_name(uri)} on this endpoint: it serves task {endpoint_task!r} only")
         try:
             tools = task_tools(task_id)
             query = self.task_query(task_id)
         except LookupError:
-            raise _not_found(f"no resource {uri}: unknown task {task_id!r} in benchmark {self.benchmark!r}") from None
+            raise _not_found(f"no resource {shown_name(uri)}: unknown task {shown_name(task_id)} in benchmark {self.benchmark!r}") from None
         listed = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
         text = f"Task {task_id} ({self.benchmark})\n\nQuery:\n{query or '(none)'}\n\nCandidate tools:\n"
         text += "\n".join(f"- {t['name']}: {t['description']}" for t in listed)

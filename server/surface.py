@@ -33,19 +33,29 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from tool_specs import ToolResult
+from tool_specs import ToolResult, shown_name
 
 from .names import MAX_COMPLETIONS
 from .prompts import PromptError, PromptSpec
-from .resources import RESOURCE_NOT_FOUND, KGResources, parse_uri
+from .resources import RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
 
-__all__ = ["KG_WRITE_TOOLS", "LOG_LEVELS", "Surface"]
+__all__ = [
+    "KG_WRITE_TOOLS",
+    "LOG_LEVELS",
+    "MAX_SUBSCRIPTIONS_PER_SESSION",
+    "MAX_SUBSCRIPTIONS_TOTAL",
+    "MAX_SUBSCRIPTION_URI_CHARS",
+    "Surface",
+]
 
 log = logging.getLogger(__name__)
 
 KG_WRITE_TOOLS = ("kg_add_fact", "kg_remove_fact")
 LOG_LEVELS: tuple[str, ...] = get_args(types.LoggingLevel)  # ascending severity
 _DEFAULT_LOG_LEVEL = "info"  # handshake-era sessions that never sent logging/setLevel
+MAX_SUBSCRIPTION_URI_CHARS = 1024  # a resources/subscribe URI longer than this is refused
+MAX_SUBSCRIPTIONS_PER_SESSION = 100  # resources/subscribe of one session, at most
+MAX_SUBSCRIPTIONS_TOTAL = 10_000  # of all sessions together, at most (about 10 MB of URIs)
 
 
 class Surface:
@@ -63,7 +73,9 @@ class Surface:
         }
         self._buses = {name: InMemorySubscriptionBus() for name in mounts}
         self._listen = {name: ListenHandler(bus) for name, bus in self._buses.items()}
-        # handshake-era sessions: by connection (the SDK's per-session object), weakly
+        # handshake-era sessions: by connection (the SDK's per-session object), weakly, and dropped
+        # when the connection closes (its exit stack), whether or not something still holds it
+        self._closing: weakref.WeakSet[Any] = weakref.WeakSet()  # connections whose close drops their entries
         self._subscribed: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
         self._watching: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
         self._levels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
@@ -92,7 +104,7 @@ class Surface:
     def _endpoint(self, ref: Any) -> tuple[Any, KGResources]:
         res = self.resources.get(ref.benchmark)
         if res is None:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown benchmark {ref.benchmark!r}")
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown benchmark {shown_name(ref.benchmark)}")
         return ref, res
 
     def _page(self, params: types.PaginatedRequestParams | None, total: int | None = None) -> int:
@@ -104,7 +116,7 @@ class Surface:
             if start < 0 or (total is not None and start > total):
                 raise ValueError
         except ValueError:
-            raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {cursor[:80]!r}") from None
+            raise MCPError(code=types.INVALID_PARAMS, message=f"invalid cursor {shown_name(cursor)}") from None
         return start
 
     @staticmethod
@@ -114,7 +126,35 @@ class Surface:
     def _watch(self, ctx: ServerRequestContext[Any], benchmark: str) -> None:
         conn = self._connection(ctx)
         if conn is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self._drop_on_close(conn)
             self._watching.setdefault(conn, set()).add(benchmark)
+
+    def _drop_on_close(self, conn: Any) -> None:
+        """Forget what a connection holds here (subscriptions, watched benchmarks, log level) when it
+        closes: a closed session's entries must not wait for the connection object to be collected."""
+        if conn in self._closing:
+            return
+        stack = getattr(conn, "exit_stack", None)
+        if stack is None:  # not the SDK's Connection: the weak keys alone drop its entries
+            return
+        self._closing.add(conn)
+        stack.callback(self.forget, conn)
+
+    def forget(self, conn: Any) -> None:
+        """Drop a connection's subscriptions, watched benchmarks and log level."""
+        for table in (self._subscribed, self._watching, self._levels):
+            table.pop(conn, None)
+
+    def _parsed(self, ref: Any, uri: str) -> ParsedURI:
+        """The parts of one of this endpoint's benchmark's resource URIs; an error naming them otherwise."""
+        parsed = parse_uri(uri)
+        if parsed is None or parsed.benchmark != ref.benchmark:
+            raise MCPError(
+                code=RESOURCE_NOT_FOUND,
+                message=f"no resource {shown_name(uri)} on {ref.path}: its resources are kg://{ref.benchmark}/entity/<name>, "
+                f"kg://{ref.benchmark}/relation/<name> and task://{ref.benchmark}/<task_id>",
+            )
+        return parsed
 
     # ---- resources -------------------------------------------------------------------------------
     async def list_resources(
@@ -141,29 +181,49 @@ class Surface:
     ) -> types.ReadResourceResult:
         ref, res = self._endpoint(ref)
         uri = str(params.uri)
-        parsed = parse_uri(uri)
-        if parsed is None or parsed.benchmark != ref.benchmark:
-            raise MCPError(
-                code=RESOURCE_NOT_FOUND,
-                message=f"no resource {uri[:200]!r} on {ref.path}: its resources are kg://{ref.benchmark}/entity/<name>, "
-                f"kg://{ref.benchmark}/relation/<name> and task://{ref.benchmark}/<task_id>",
-            )
+        parsed = self._parsed(ref, uri)
         catalog = self._mounts[ref.benchmark].catalog
         return res.read(uri, parsed, catalog.task_tools, ref.task_id)
 
     async def subscribe(
         self, ref: Any, ctx: ServerRequestContext[Any], params: types.SubscribeRequestParams) -> types.EmptyResult:
+        """Subscribe a handshake-era session to one resource this endpoint serves (an existing KG entity
+        or relation, a task of the endpoint); at most :data:`MAX_SUBSCRIPTIONS_PER_SESSION` per session
+        and :data:`MAX_SUBSCRIPTIONS_TOTAL` in all, dropped when the session closes."""
+        ref, res = self._endpoint(ref)
+        uri = str(params.uri)
+        if len(uri) > MAX_SUBSCRIPTION_URI_CHARS:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"resource URI {shown_name(uri)} is too long to "
+                           f"subscribe to: at most {MAX_SUBSCRIPTION_URI_CHARS} characters")
+        parsed = self._parsed(ref, uri)
+        if not res.serves(parsed, self._mounts[ref.benchmark].catalog.task_tools, ref.task_id):
+            raise MCPError(code=RESOURCE_NOT_FOUND,
+                           message=f"cannot subscribe to {shown_name(uri)}: {ref.path} serves no such resource")
         conn = self._connection(ctx)
-        if conn is not None:
-            self._subscribed.setdefault(conn, set()).add(str(params.uri))
+        if conn is None:
+            return types.EmptyResult()
+        mine = self._subscribed.get(conn, set())
+        if uri in mine:
+            return types.EmptyResult()
+        if len(mine) >= MAX_SUBSCRIPTIONS_PER_SESSION:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"this session has {len(mine)} resource subscriptions, "
+                           f"the most one session may hold: unsubscribe from one first")
+        if sum(map(len, self._subscribed.values())) >= MAX_SUBSCRIPTIONS_TOTAL:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"the server holds {MAX_SUBSCRIPTIONS_TOTAL} resource "
+                           "subscriptions, its most: try again later")
+        self._drop_on_close(conn)
+        self._subscribed.setdefault(conn, mine).add(uri)
         return types.EmptyResult()
 
     async def unsubscribe(
         self, ref: Any, ctx: ServerRequestContext[Any], params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         conn = self._connection(ctx)
-        if conn is not None:
-            self._subscribed.get(conn, set()).discard(str(params.uri))
+        mine = self._subscribed.get(conn) if conn is not None else None
+        if mine is not None:
+            mine.discard(str(params.uri))
+            if not mine:
+                del self._subscribed[conn]
         return types.EmptyResult()
 
     async def listen(
@@ -195,7 +255,7 @@ class Surface:
         if spec is None:
             raise MCPError(
                 code=types.INVALID_PARAMS,
-                message=f"unknown prompt {params.name[:80]!r}; prompts of {ref.benchmark}: {', '.join(prompts) or '(none)'}",
+                message=f"unknown prompt {shown_name(params.name)}; prompts of {ref.benchmark}: {', '.join(prompts) or '(none)'}",
             )
         try:
             return spec.get(params.arguments, ref.task_id)
@@ -230,7 +290,7 @@ class Surface:
         if isinstance(ref, types.PromptReference):
             spec = self._prompts(benchmark).get(ref.name)
             if spec is None:
-                raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {ref.name[:80]!r}")
+                raise MCPError(code=types.INVALID_PARAMS, message=f"unknown prompt {shown_name(ref.name)}")
             return next((a.completes for a in spec.arguments if a.name == arg), None)
         uri = ref.uri
         if uri.startswith(f"kg://{benchmark}/entity/") and arg == "name":
@@ -246,6 +306,7 @@ class Surface:
         self, ref: Any, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> types.EmptyResult:
         conn = self._connection(ctx)
         if conn is not None:
+            self._drop_on_close(conn)
             self._levels[conn] = params.level
         return types.EmptyResult()
 

@@ -78,7 +78,10 @@ from tool_specs.matching import (
     with_defaults,
 )
 from tool_specs.names import (
+    SHOWN_CHARS,
+    clipped,
     did_you_mean,
+    shown_name,
 )
 from tool_specs.protocols import (
     ExecutorReturn,
@@ -211,6 +214,7 @@ __all__ = [
     "ResponseMatcher",
     "ResultHook",
     "RuleMatcher",
+    "SHOWN_CHARS",
     "SPEC_FILE_SUFFIXES",
     "SandboxError",
     "SandboxExecutor",
@@ -233,6 +237,7 @@ __all__ = [
     "align_calls",
     "argument_cost",
     "check_schema",
+    "clipped",
     "combined_cost",
     "compiled_validator",
     "decide",
@@ -272,6 +277,7 @@ __all__ = [
     "short_repr",
     "simulated_value",
     "spec_from_mapping",
+    "shown_name",
     "suggest_names",
     "text_cost",
     "to_json_text",

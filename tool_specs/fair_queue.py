@@ -1,4 +1,4 @@
-"""Who gets the next free sandbox worker: a fair queue between sessions.
+"""Who gets the next free sandbox worker: a fair queue between clients and their sessions.
 
 A :class:`SandboxPool` has a few workers; every MCP session's calls compete for them. With a plain
 first-come queue, twelve sessions calling a tool that runs to its 5 s limit keep every worker busy
@@ -16,9 +16,20 @@ instead, each time a worker is free:
   workers, so a light session finds a worker free even while a flood of slow or new sessions
   queues (a session's first call may wait for a worker; its later ones do not, once it is light).
 
+* **Clients as well as sessions**: a call may name its *client* (the server names it by the peer's
+  address and the caller's token or MCP client name) as well as its session. The kinds above are
+  then the client's, over all its sessions: a client whose calls run long is slow in every session
+  it opens, new ones included, so a flood of new sessions (each new, with no history) is one slow
+  client, held to the non-reserved workers; a client known to be light is light in a new session
+  too, so its first call there may take a reserved worker. Among equals, the client with fewer calls
+  in flight and served least recently goes first, then the session. A session slow on its own is
+  slow whatever its client. (A client that is itself new, its first call ever, still waits for a
+  non-reserved worker: with names chosen by the caller, new clients cannot be told from a flood.)
+
 ``fair=False`` is the plain first-come queue without caps (what the pool did before; kept for
 benchmarks that compare the two). Calls with no session (``session=None``, library use outside a
-server) each count as a light session of their own. The gate only orders calls: it neither measures
+server) each count as a light session of their own; a session that names no client is its own
+client. The gate only orders calls: it neither measures
 nor limits what a call does (the sandbox's limits do that).
 """
 
@@ -58,9 +69,20 @@ class GateWaiter:
 
 
 @dataclass(eq=False)
+class _Client:
+    key: Hashable
+    anonymous: bool
+    running: list[GateTicket] = field(default_factory=list)
+    avg_s: float | None = None  # running average of finished calls' durations, over its sessions
+    last_served: int = -1
+    flows: int = 0  # its sessions the gate remembers
+
+
+@dataclass(eq=False)
 class _Flow:
     key: Hashable
     anonymous: bool
+    client: _Client
     waiting: deque[GateWaiter] = field(default_factory=deque)
     running: list[GateTicket] = field(default_factory=list)
     avg_s: float | None = None  # running average of finished calls' durations
@@ -96,6 +118,7 @@ class FairGate:
         self._memory = memory
         self._lock = threading.Lock()
         self._flows: OrderedDict[Hashable, _Flow] = OrderedDict()
+        self._clients: dict[Hashable, _Client] = {}
         self._queued: dict[Hashable, _Flow] = {}  # flows with waiting calls, in the order they queued
         self._busy: dict[Hashable, _Flow] = {}  # flows with calls in flight
         self._free = capacity
@@ -105,18 +128,27 @@ class FairGate:
     def describe(self) -> dict[str, Any]:
         if not self.fair:
             return {"policy": "first come, first served (no per-session cap)"}
-        return {"policy": "fair queue between sessions", "per_session": self.per_session, "reserve": self.reserve,
+        return {"policy": "fair queue between clients and their sessions", "per_session": self.per_session, "reserve": self.reserve,
                 "slow_s": self.slow_s}
 
     # ---- waiting ---------------------------------------------------------------------------
-    def submit(self, session: Hashable | None, on_grant: Callable[[GateTicket], None] | None = None) -> GateWaiter:
+    def submit(
+        self, session: Hashable | None, on_grant: Callable[[GateTicket], None] | None = None,
+        client: Hashable | None = None,
+    ) -> GateWaiter:
         """Queue a call and grant what can be granted now; the waiter's ``ticket`` is set when (and
-        if) its call got a slot. Never blocks."""
+        if) its call got a slot. Never blocks. ``client`` groups sessions (``None``: the session is
+        its own client); a session keeps the client of its first call."""
         with self._lock:
             key: Hashable = session if session is not None else object()
             flow = self._flows.get(key)
             if flow is None:
-                flow = self._flows[key] = _Flow(key, anonymous=session is None)
+                ckey: Hashable = ("client", client) if client is not None else ("session", key)
+                owner = self._clients.get(ckey)
+                if owner is None:
+                    owner = self._clients[ckey] = _Client(ckey, anonymous=session is None)
+                owner.flows += 1
+                flow = self._flows[key] = _Flow(key, anonymous=session is None, client=owner)
             self._flows.move_to_end(key)
             waiter = GateWaiter(key, next(self._arrivals), on_grant)
             flow.waiting.append(waiter)
@@ -138,10 +170,10 @@ class FairGate:
                 self._forget_if_idle(flow)
             return True
 
-    def acquire(self, session: Hashable | None) -> GateTicket:
+    def acquire(self, session: Hashable | None, client: Hashable | None = None) -> GateTicket:
         """Wait (blocking this thread) for a slot."""
         granted = threading.Event()
-        waiter = self.submit(session, lambda _t: granted.set())
+        waiter = self.submit(session, lambda _t: granted.set(), client)
         try:
             granted.wait()
         except BaseException:  # e.g. KeyboardInterrupt: leave the queue, or give back what was granted
@@ -151,7 +183,7 @@ class FairGate:
         assert waiter.ticket is not None
         return waiter.ticket
 
-    async def aacquire(self, session: Hashable | None) -> GateTicket:
+    async def aacquire(self, session: Hashable | None, client: Hashable | None = None) -> GateTicket:
         """Wait (without blocking the event loop) for a slot; a cancelled wait takes none."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[GateTicket] = loop.create_future()
@@ -165,7 +197,7 @@ class FairGate:
         def hand_over(ticket: GateTicket) -> None:
             loop.call_soon_threadsafe(deliver, ticket)
 
-        waiter = self.submit(session, hand_over)
+        waiter = self.submit(session, hand_over, client)
         try:
             return await fut
         except asyncio.CancelledError:
@@ -180,10 +212,13 @@ class FairGate:
             if flow is None or ticket not in flow.running:
                 return
             flow.running.remove(ticket)
+            flow.client.running.remove(ticket)
             if not flow.running:
                 self._busy.pop(flow.key, None)
             took = self._clock() - ticket.started
             flow.avg_s = took if flow.avg_s is None else (flow.avg_s + took) / 2
+            owner = flow.client
+            owner.avg_s = took if owner.avg_s is None else (owner.avg_s + took) / 2
             self._free += 1
             self._forget_if_idle(flow)
             self._dispatch()
@@ -199,17 +234,22 @@ class FairGate:
         return self._free
 
     # ---- the policy ----------------------------------------------------------------------------
+    def _slow(self, avg_s: float | None, running: list[GateTicket], now: float) -> bool:
+        return (avg_s is not None and avg_s >= self.slow_s) or any(now - t.started >= self.slow_s for t in running)
+
     def _kind(self, flow: _Flow, now: float) -> int:
-        """0 light (or anonymous), 1 new (no call finished yet), 2 slow."""
-        if (flow.avg_s is not None and flow.avg_s >= self.slow_s) or any(now - t.started >= self.slow_s for t in flow.running):
+        """0 light (or anonymous), 1 new (its client has no call finished yet), 2 slow (the session
+        or its client)."""
+        owner = flow.client
+        if self._slow(flow.avg_s, flow.running, now) or self._slow(owner.avg_s, owner.running, now):
             return 2
-        return 1 if flow.avg_s is None and not flow.anonymous else 0
+        return 1 if owner.avg_s is None and not flow.anonymous else 0
 
     def _pick(self, now: float) -> _Flow | None:
         if not self.fair:
             return min(self._queued.values(), key=lambda f: f.waiting[0].arrived, default=None)
         heavy = sum(len(f.running) for f in self._busy.values() if self._kind(f, now))
-        best: tuple[int, int, int, int] | None = None
+        best: tuple[int, int, int, int, int, int] | None = None
         chosen = None
         for flow in self._queued.values():
             if len(flow.running) >= self.per_session:
@@ -217,7 +257,9 @@ class FairGate:
             kind = self._kind(flow, now)
             if kind and heavy >= self.capacity - self.reserve:
                 continue
-            rank = (kind, len(flow.running), flow.last_served, flow.waiting[0].arrived)
+            owner = flow.client
+            rank = (kind, len(owner.running), owner.last_served, len(flow.running), flow.last_served,
+                    flow.waiting[0].arrived)
             if best is None or rank < best:
                 best, chosen = rank, flow
         return chosen
@@ -234,8 +276,9 @@ class FairGate:
             order = next(self._grants)
             ticket = GateTicket(flow.key, now, order)
             flow.running.append(ticket)
+            flow.client.running.append(ticket)
             self._busy[flow.key] = flow
-            flow.last_served = order
+            flow.last_served = flow.client.last_served = order
             self._free -= 1
             waiter.ticket = ticket
             if waiter.on_grant is not None:
@@ -247,11 +290,19 @@ class FairGate:
         if flow.waiting or flow.running:
             return
         if flow.anonymous:
-            self._flows.pop(flow.key, None)
+            self._drop(flow)
             return
         while len(self._flows) > self._memory:
             oldest = next(iter(self._flows.values()))
             if oldest.waiting or oldest.running:
                 self._flows.move_to_end(oldest.key)
                 break
-            self._flows.pop(oldest.key)
+            self._drop(oldest)
+
+    def _drop(self, flow: _Flow) -> None:
+        """Forget an idle session, and its client with its last remembered session."""
+        self._flows.pop(flow.key, None)
+        owner = flow.client
+        owner.flows -= 1
+        if owner.flows <= 0 and not owner.running:
+            self._clients.pop(owner.key, None)

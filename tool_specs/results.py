@@ -27,7 +27,9 @@ class CallContext:
     through (for example a KG handle or the session's gold answers). ``state`` belongs to the MCP
     session: the server hands every call of one session the same dict and another session a dict
     of its own, so executors keep per-session state there (a handle counter, the gold calls already
-    replayed) under keys of their own. Outside a server each context has a fresh one.
+    replayed) under keys of their own. Outside a server each context has a fresh one. ``client``
+    names who opened the session, across its sessions (over HTTP the peer's address and the caller's
+    token or MCP client name; ``None`` outside HTTP): the sandbox's fair queue shares by it.
     """
 
     episode_id: str | None = None
@@ -35,6 +37,7 @@ class CallContext:
     benchmark: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     state: dict[str, Any] = field(default_factory=dict)
+    client: str | None = None
 
 
 def to_json_text(value: object) -> str:

@@ -6,9 +6,9 @@ as the pool sees it is ``tool_specs/_sandbox_process.py``):
 * **Never in the server process.** A :class:`SandboxPool` keeps a few worker processes
   (``tool_specs/_sandbox_worker.py``, started with ``python -I``); each call is sent to an idle
   worker, which clones a fresh child for it (no state survives a call) and answers with JSON.
-  Which waiting call gets the next free worker is decided by a fair queue between MCP sessions
-  (:class:`tool_specs.fair_queue.FairGate`: a cap per session on calls in flight, light sessions
-  first, workers kept in reserve from sessions whose calls run long).
+  Which waiting call gets the next free worker is decided by a fair queue between clients and
+  their MCP sessions (:class:`tool_specs.fair_queue.FairGate`: a cap per session on calls in
+  flight, light clients and sessions first, workers kept in reserve from those whose calls run long).
 * **A kernel boundary per call** (isolation ``"namespaces"``, the default). Each worker lives in
   its own user, mount, network, IPC and UTS namespaces (uid 0 inside maps to ``nobody`` when the
   server is root, else to the server's uid), on a read-only root that shows only ``/usr``, the
@@ -259,16 +259,17 @@ class SandboxPool:
 
     def run(
         self, code: str, function: str, arguments: dict[str, Any] | None = None, *, limits: SandboxLimits | None = None,
-        session: Hashable | None = None, _batch: list[dict[str, Any]] | None = None,
+        session: Hashable | None = None, client: Hashable | None = None, _batch: list[dict[str, Any]] | None = None,
     ) -> SandboxReply:
         """Run ``function(**arguments)`` defined by ``code`` in a sandbox; never raises for
         anything the tool does (see :class:`SandboxReply`). Raises :class:`SandboxError` only when
         no worker can be started, or the pool is closed. ``session`` names whose call it is for the
-        fair queue (:attr:`gate`); ``None``: a session of its own."""
+        fair queue (:attr:`gate`); ``None``: a session of its own; ``client``, whose session it is
+        (``None``: the session is its own client)."""
         req, lim, bad = self._request(code, function, arguments, limits, _batch)
         if bad is not None:
             return bad
-        ticket = self.gate.acquire(session)
+        ticket = self.gate.acquire(session, client)
         return self._run_granted(ticket, req, lim)
 
     def _request(
@@ -333,14 +334,14 @@ class SandboxPool:
 
     async def arun(
         self, code: str, function: str, arguments: dict[str, Any] | None = None, *, limits: SandboxLimits | None = None,
-        session: Hashable | None = None,
+        session: Hashable | None = None, client: Hashable | None = None,
     ) -> SandboxReply:
         """:meth:`run` without blocking the event loop: the call waits for its turn in the fair
         queue as a task, then runs in one of the pool's own threads (at most one per worker)."""
         req, lim, bad = self._request(code, function, arguments, limits, None)
         if bad is not None:
             return bad
-        ticket = await self.gate.aacquire(session)
+        ticket = await self.gate.aacquire(session, client)
         with self._lock:
             if self._threads is None:
                 self._threads = concurrent.futures.ThreadPoolExecutor(self.size, thread_name_prefix="sandbox-call")
@@ -437,9 +438,10 @@ class SandboxExecutor:
     async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         pool = self.pool or default_pool()
         # the MCP session's state dict is the same object for all its calls: its token names the
-        # session in the pool's fair queue
+        # session in the pool's fair queue, and ctx.client the client its sessions share
         session = ctx.state.setdefault(_SESSION_KEY, object())
-        reply = await pool.arun(self.code, self.function, arguments, limits=self.limits, session=session)
+        reply = await pool.arun(self.code, self.function, arguments, limits=self.limits, session=session,
+                                client=ctx.client)
         return self.to_result(reply)
 
 

@@ -87,7 +87,7 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
            token: str | None, sessions: SessionLimits | None, limits: HTTPLimits | None) -> None:
     """Build the tool server and serve it on stdio, or over HTTP with ``sessions`` and ``limits``."""
     from client import eventloop
-    from server import create_app, serve, serve_stdio
+    from server import bind_host, create_app, serve, serve_stdio
 
     from ..core.serving import build_tool_server
 
@@ -107,7 +107,8 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
             return
         ts.session_limits = sessions
         app = create_app(ts, host=args.host, token=token, json_response=args.json_response)
-        shown = f"http://{args.host}:{args.port}"
+        bound = bind_host(args.host)  # what is listened on (``localhost.`` binds ``localhost``)
+        shown = f"http://[{bound}]:{args.port}" if ":" in bound else f"http://{bound}:{args.port}"
         err.print(f"[bold]MCP server[/] on {shown}  (health: {shown}/health)")
         for name, info in ts.describe().items():
             if info["tasks"]:

@@ -97,3 +97,20 @@ async def test_health_checks_the_host_header_as_mcp_does():
         # a page on another origin is refused too
         r = await http.get(url + "/health", headers={"Origin": "http://evil.example"})
         assert r.status_code == 403
+
+
+# ---- issue 36, item 16: what passes the loopback check binds, and binds loopback -------------------
+@pytest.mark.parametrize("host", ["localhost.", "LocalHost.", "::ffff:127.0.0.1", "[::ffff:127.0.0.2]", "[::1]"])
+async def test_every_host_the_check_passes_binds_on_loopback(host):
+    """``localhost.`` and ``[::1]`` passed the check and then failed to bind (the resolver knows no
+    such names); an IPv4-mapped address bound an IPv6 socket (it needs dual-stack). Each binds its
+    loopback address now, and a client of the URL the server reports is served."""
+    if "::1" in host and not _ipv6_loopback():
+        pytest.skip("this host has no IPv6 loopback")
+    assert is_loopback(host)
+    app = create_app(ToolServer([BenchmarkMount(CATALOG)]), host=host)
+    async with serve_in_background(app, host=host) as url:
+        bound = url.split("//", 1)[1].rsplit(":", 1)[0].strip("[]")
+        assert bound in ("localhost", "127.0.0.1", "127.0.0.2", "::1"), url
+        async with connect(url + "/mcp/shop/t1") as c:
+            assert result_text(await c.call_tool("pay", {})) == '{"result": "API_call_0"}'

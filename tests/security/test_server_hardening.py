@@ -270,3 +270,55 @@ def test_malformed_stdio_lines_get_a_json_rpc_error_and_the_session_goes_on():
 async def test_stdio_serves_a_well_behaved_client():
     async with connect(StdioServerParameters(command=sys.executable, args=["-c", STDIO_SERVER])) as c:
         assert result_text(await c.call_tool("pay", {})) == '{"result": "API_call_0"}'
+
+
+# ---- issue 36, item 16: a huge id or name is never echoed whole ----------------------------------
+HUGE = "x" * 20_000  # far past what a message shows, well within what a URL or request may carry
+
+
+def _cut(message: str) -> bool:
+    """A message that shows a huge name cut short, with its length."""
+    return len(message) < 1000 and " chars)" in message
+
+
+async def test_huge_ids_and_names_are_cut_in_errors():
+    from mcp.shared.exceptions import MCPError
+
+    ts = tool_server(max_sessions=1, idle_timeout=60)
+    async with served(ts) as url, httpx2.AsyncClient(timeout=30) as http:
+        async with connect(url + f"/mcp/shop/t1?session={HUGE}") as c:
+            await c.call_tool("pay", {})
+            for uri in (f"task://shop/{HUGE}", f"kg://shop/entity/{HUGE}"):
+                with pytest.raises(MCPError) as unknown:
+                    await c.read_resource(uri)
+                assert _cut(str(unknown.value)), str(unknown.value)[:300]
+            with pytest.raises(MCPError) as cursor:
+                await c.list_tools(cursor=HUGE)
+            assert _cut(str(cursor.value)), str(cursor.value)[:300]
+            tool = await c.call_tool(HUGE, {})
+            assert tool.is_error and _cut(result_text(tool)), result_text(tool)[:300]
+            async with connect(url + "/mcp/shop/t1?session=other") as o:  # the cap of 1 closes the huge one
+                await o.call_tool("pay", {})
+            with pytest.raises(MCPError) as closed:
+                await c.call_tool("pay", {})
+            assert _cut(str(closed.value)), str(closed.value)[:300]
+        r = await http.post(url + f"/mcp/shop/{HUGE}", headers=HEADERS,
+                            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        assert _cut(r.text), r.text[:300]
+
+
+async def test_a_huge_entity_name_in_a_resource_uri_is_cut(tmp_path):
+    """The KG's "unknown entity" message quoted the name whole; the server cuts what it relays."""
+    from mcp.shared.exceptions import MCPError
+
+    from kg_store import KGStore
+    from server import KGConfig
+
+    store = KGStore.from_triples(tmp_path / "db", [("Bob", "mother", "Ann")])
+    ts = ToolServer([BenchmarkMount(StaticCatalog("fam", {"t1": [PAY]}), kg=KGConfig(store))])
+    async with served(ts) as url, connect(url + "/mcp/fam/t1") as c:
+        with pytest.raises(MCPError) as unknown:
+            await c.read_resource(f"kg://fam/entity/{HUGE}")
+        assert _cut(str(unknown.value)), str(unknown.value)[:300]
+        with pytest.raises(MCPError, match="unknown entity 'Bobb'"):  # a short name is quoted whole
+            await c.read_resource("kg://fam/entity/Bobb")

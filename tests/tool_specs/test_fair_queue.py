@@ -167,6 +167,74 @@ def test_new_sessions_share_the_non_reserved_workers_and_go_before_slow_ones():
     assert burst[3].ticket is not None and slow.ticket is None  # the next new session, not the slow one
 
 
+# ---- clients as well as sessions (issue 36, item 10) -------------------------------------------------
+def test_a_flood_of_new_sessions_is_one_slow_client_and_a_light_clients_new_session_takes_the_reserve():
+    """The new-session attack: a client opens a new session for every call (each new, no history),
+    so sessions alone never see it as slow. By client, its sessions are one client, slow once its
+    first calls ran long; a victim client known to be light opens a new session (as every ``evals run``
+    episode does) and its first call there is granted at once, each time."""
+    clock = Clock()
+    gate = FairGate(4, per_session=1, reserve=1, clock=clock)
+    w = gate.submit("victim-0", client="victim")  # the victim client's history: light
+    assert w.ticket is not None
+    gate.release(w.ticket)
+    flood = [gate.submit(f"flood-{i}", client="flooder") for i in range(20)]
+    assert sum(f.ticket is not None for f in flood) == 3 and gate.free == 1  # new: the non-reserved workers
+    n = 20
+    for round_ in range(5):
+        clock.now += 2.0  # the flooder's calls run past slow_s: the flooder is slow, in every session
+        mine = gate.submit(f"victim-{round_ + 1}", client="victim")  # a new session of a light client
+        assert mine.ticket is not None, round_
+        gate.release(mine.ticket)
+        clock.now += 3.0
+        gate.release(min(_running(gate), key=lambda t: t.order))  # a flooder's call ends; its next one runs
+        flood.append(gate.submit(f"flood-{n}", client="flooder"))  # and it opens another new session
+        n += 1
+        assert len(_running(gate)) == 3 and gate.free == 1, round_
+
+
+def test_a_victims_new_session_goes_ahead_of_the_flooders_queue():
+    """With no reserve, a light client's first call in a new session waits only for the next free
+    worker, never behind the flooder's queued calls; so does a new client's, ahead of a slow one."""
+    clock = Clock()
+    gate = FairGate(2, per_session=1, reserve=0, clock=clock)
+    w = gate.submit("v-0", client="victim")
+    assert w.ticket is not None
+    gate.release(w.ticket)
+    flood = [gate.submit(f"flood-{i}", client="flooder") for i in range(10)]
+    clock.now += 5.0  # both running flooder calls are past slow_s
+    victim = gate.submit("v-1", client="victim")
+    stranger = gate.submit("s-0", client="stranger")  # a client never seen: new
+    assert victim.ticket is None and stranger.ticket is None
+    gate.release(flood[0].ticket)  # type: ignore[arg-type]
+    assert victim.ticket is not None and stranger.ticket is None
+    gate.release(flood[1].ticket)  # type: ignore[arg-type]
+    assert stranger.ticket is not None  # new before slow
+    assert sum(f.ticket is not None for f in flood) == 2
+
+
+def test_a_clients_sessions_share_its_turn():
+    """Among equals the client with fewer calls in flight goes first: a client with many sessions
+    does not get a turn per session."""
+    gate = FairGate(2, per_session=1, reserve=0, clock=Clock())
+    for c in ("a", "b"):
+        w = gate.submit(f"{c}-0", client=c)
+        gate.release(w.ticket)  # type: ignore[arg-type]
+    a = [gate.submit(f"a-{i}", client="a") for i in range(1, 6)]
+    assert all(w.ticket is not None for w in a[:2])
+    b = gate.submit("b-1", client="b")
+    gate.release(a[0].ticket)  # type: ignore[arg-type]
+    assert b.ticket is not None and a[2].ticket is None  # b holds none, a one: b's turn
+
+
+def test_clients_are_forgotten_with_their_sessions():
+    gate = FairGate(2, clock=Clock(), memory=3)
+    for i in range(10):
+        w = gate.submit(f"s-{i}", client=f"c-{i}")
+        gate.release(w.ticket)  # type: ignore[arg-type]
+    assert len(gate._flows) <= 3 and len(gate._clients) <= 3
+
+
 def test_calls_without_a_session_are_each_their_own():
     gate = FairGate(3, per_session=1, clock=Clock())
     assert granted(gate, [("x", None), ("y", None), ("z", None)]) == ["x", "y", "z"]
