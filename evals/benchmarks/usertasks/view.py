@@ -9,11 +9,10 @@ at paths.0.1.2>``. Before the episode is scored the gold calls are shown with th
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from ...core.episode_view import call_pair, calls_section, table_section
+from ...core.episode_view import answer_section, call_pair, calls_section
 from .refs import UNRESOLVED, describe_reference, name_unresolved, references_in, resolve_arguments
 from .taskfile import Task
 
@@ -63,12 +62,8 @@ def _answer_section(task: Task, answer: Mapping[str, Any] | None, final: Any) ->
         return None
     spec = task.answer
     gold = spec.get("rubric") if spec.get("type") == "judge" else spec.get("value", spec.get("pattern"))
-    correct = (answer or {}).get("correct")
-    verdict = "right" if correct is True else "wrong" if correct is False else "not decided"
-    rows: list[Sequence[Any]] = [[f"gold ({spec.get('type')})", gold if isinstance(gold, str) else json.dumps(gold), ""],
-                                 ["final answer", final if final is not None else "(none)", verdict]]
-    return table_section("Gold answer and final answer", ["", "answer", "satisfies the gold answer"], rows,
-                         note=None if answer else "not scored yet")
+    return answer_section(gold, str(spec.get("type")), final, (answer or {}).get("correct"),
+                          note=None if answer else "not scored yet")
 
 
 def episode_sections(task: Task, trace: Mapping[str, Any] | None, record: Mapping[str, Any] | None) -> list[dict[str, Any]]:
