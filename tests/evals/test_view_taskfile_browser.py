@@ -138,7 +138,7 @@ def _diff(page: Any, key: str) -> list[str]:
         .first.locator("td").all_inner_texts()
 
 
-def test_a_task_file_episode_shows_gold_beside_predicted_with_references_resolved_or_named(server, page):
+def test_a_task_file_episode_shows_gold_beside_predicted_with_references_resolved_or_named(runs, server, page):
     page.goto(server + "#/run/mini-model/task/f03")
     page.wait_for_selector(".transcript")
     assert page.locator(".calls-section .pair").count() == 3  # two gold calls, and the call no gold call asks for
@@ -150,6 +150,9 @@ def test_a_task_file_episode_shows_gold_beside_predicted_with_references_resolve
     assert "\u0000" not in page.locator("main").inner_text() and "\\u0000" not in page.locator("main").inner_text()
     assert "References: gold call 2 (book_restaurant) restaurant" in page.locator(".calls-section").inner_text()
     assert "a call no gold call asks for" in page.locator(".calls-section").inner_text()  # its kg_neighbors call
+    # the scorer's details (shown raw under "scorer details") name it too, never the bare marker
+    details = Site([runs]).episode("mini-model", "f03")["details"]
+    assert '"<unresolved: the result of gold call \\"find\\", at paths.0.1.2>"' in details and "\\u0000" not in details
     # the oracle's episode: the reference resolved, equal to the predicted value
     page.goto(server + "#/run/mini-oracle/task/f03")
     page.wait_for_selector(".transcript")
