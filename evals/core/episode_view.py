@@ -9,15 +9,20 @@ viewer renders each kind the same way for every benchmark, always as text, never
   reason (the viewer marks the arguments that differ);
 * :func:`chains_section`: paths such as a KG walk (``Bob -mother-> Alice -prefer_dinnertime-> ...``);
 * :func:`table_section`: a small table;
-* :func:`text_section`: a block of text (a prompt, an answer, a rationale).
+* :func:`text_section`: a block of text (a prompt, an answer, a rationale);
+* :func:`answer_section`: the gold answer beside the final answer, with the scorer's verdict.
+
+:func:`trace_calls` reads the tool calls of a trace, to pair with the gold calls.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["call_pair", "calls_section", "chains_section", "diff_arguments", "table_section", "text_section"]
+__all__ = ["answer_section", "call_pair", "calls_section", "chains_section", "diff_arguments", "table_section",
+           "text_section", "trace_calls"]
 
 
 def call_pair(gold: Mapping[str, Any] | None, predicted: Mapping[str, Any] | None, *, match: bool | None,
@@ -57,3 +62,24 @@ def table_section(title: str, header: Sequence[str], rows: Sequence[Sequence[Any
 
 def text_section(title: str, text: str, note: str | None = None) -> dict[str, Any]:
     return {"kind": "text", "title": title, "text": text, "note": note}
+
+
+def answer_section(gold: Any, how: str | None, final: Any, correct: bool | None, note: str | None = None) -> dict[str, Any]:
+    """The gold answer (``how``: how an answer is matched to it) beside the episode's final answer, and
+    whether the scorer found it right (None: no single verdict, e.g. a judged score, or not scored yet)."""
+    verdict = "right" if correct is True else "wrong" if correct is False else "(see the scores)"
+    gold_text = gold if isinstance(gold, str) else json.dumps(gold, ensure_ascii=False)
+    return table_section("Gold answer and final answer", ["", "answer", "satisfies the gold answer"],
+                         [[f"gold ({how})" if how else "gold", gold_text, ""],
+                          ["final answer", final if final is not None else "(none)", verdict]], note=note)
+
+
+def trace_calls(trace: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The tool calls of a trace in order, each ``{"name", "arguments"}`` (``arguments``: the raw text
+    when they did not parse)."""
+    out = []
+    for e in (trace or {}).get("events") or []:
+        if isinstance(e, Mapping) and e.get("kind") == "tool_call":
+            args = e.get("arguments")
+            out.append({"name": e.get("name"), "arguments": args if isinstance(args, Mapping) else {"(unparsable)": args}})
+    return out

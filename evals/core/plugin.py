@@ -113,6 +113,12 @@ class BenchmarkInfo:
     # None: the paper's main metric when it is 0/1 per task, else the first such metric
     pass_metric: str | None = None
     served_by_default: bool = True  # `evals serve` without --benchmark(s) serves it (False: it needs a file to have tasks)
+    # the option naming the file the tasks come from, when a run's tasks are whatever file it was given:
+    # runs of different files (name and sha256) are never ranked, listed or compared as one (evals.core.dataset)
+    dataset_option: str | None = None
+    # the metrics the runs list and the leaderboard show for a run, in order (``evals view``); empty: the
+    # main metric, then the next two of the main block
+    headline_metrics: tuple[str, ...] = ()
 
     @property
     def serve_options(self) -> tuple[Option, ...]:

@@ -30,6 +30,7 @@ from client.retry import RetryPolicy
 from client.runner import Budget, RunControl, RunResult, run_episodes
 from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir, redact_urls
 
+from .dataset import dataset_identity
 from .episodes import open_episode_env, parse_oracle, second_model
 from .epochs import split_key, trial_keys
 from .judge import LLMJudge
@@ -140,11 +141,16 @@ def versions() -> dict[str, Any]:
 
 
 def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
-    """``config.json``: the result config, the data checksums, versions, and every setting as given."""
+    """``config.json``: the result config, the dataset (:mod:`.dataset`), the data checksums, versions, and every
+    setting as given."""
     run = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}
+    result = opts.result_config(bench.info.options, uses_judge=bench.info.uses_judge)
+    data = data_checksums(bench.data_files())
+    dataset = dataset_identity(bench.info, bench.options, data)
     return {
-        **opts.result_config(bench.info.options, uses_judge=bench.info.uses_judge),
-        "data": data_checksums(bench.data_files()),
+        **result,
+        **({"dataset": dataset} if dataset is not None else {}),
+        "data": data,
         "versions": versions(),
         "run": run,
     }

@@ -121,9 +121,10 @@ def add_view_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def add_leaderboard_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser(
-        "leaderboard", help="every run under a directory, by benchmark and setting, one row per model",
+        "leaderboard", help="every run under a directory, by benchmark, task set and setting, one row per model",
         description="Find every run under DIR and print a leaderboard from their stored scores: one table per "
-                    "benchmark and setting, one row per model (its newest run), best first, with standard errors.")
+                    "benchmark, task set (a task file's name and sha256) and setting, one row per model (its newest run), "
+                    "best first, with standard errors; a model without a price costs 'unknown'.")
     p.add_argument("dir", metavar="DIR", help="a directory holding run directories")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table", help="output format (default table)")
     p.add_argument("-o", "--out", metavar="FILE", help="write to FILE instead of standard output")

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
+from ..core.dataset import dataset_label
 from ..core.metrics import Metric
 from ..report.metrics import MAIN_BLOCK, paper_numbers_of
 from .runs import RunView, metric_info, task_passed
@@ -41,7 +42,7 @@ BOOTSTRAP = f"paired bootstrap test ({BOOTSTRAP_RESAMPLES} resamples of the pair
 
 
 class CompareError(ValueError):
-    """Runs that cannot be compared (one run, different benchmarks, nothing scored)."""
+    """Runs that cannot be compared (one run, different benchmarks or datasets, nothing scored)."""
 
 
 def check_run_ids(run_ids: Sequence[str]) -> None:
@@ -123,6 +124,9 @@ def compare_runs(views: Sequence[RunView]) -> dict[str, Any]:
     benches = {v.benchmark for v in views}
     if len(benches) > 1:
         raise CompareError(f"runs of different benchmarks cannot be compared task by task: {', '.join(sorted(benches))}")
+    if len({v.group for v in views}) > 1:
+        raise CompareError("runs of different task sets cannot be compared task by task: " + "; ".join(
+            f"{v.id} ran {dataset_label(v.dataset) or 'its benchmark'}" for v in views))
     bench = views[0].benchmark
     metrics = [m for m in views[0].metrics() if m.block == MAIN_BLOCK and m.derive is None and m.kind in ("percent", "mean")]
     pn = paper_numbers_of(bench)
@@ -152,6 +156,8 @@ def compare_runs(views: Sequence[RunView]) -> dict[str, Any]:
         comparisons.append({"baseline": views[0].id, "other": v.id, "metrics": rows})
     return {
         "benchmark": bench,
+        "dataset": views[0].dataset,
+        "dataset_label": dataset_label(views[0].dataset),
         "runs": [{"id": v.id, "model": v.config.get("model"), "strategy": v.config.get("strategy"),
                   "run_dir": str(v.path), "scored": len(v.index.scores)} for v in views],
         "metrics": [metric_info(m) for m in pass_metrics],

@@ -3,8 +3,8 @@
 The same page and script as the app (:mod:`.app`); the data of every path (:mod:`.site`) is written
 as a small script, ``data/<name>.js`` (``<name>``: a hash of the path, :func:`static_name`), that hands it to the page (``EVALS_DATA(path, data)``): a page
 opened from ``file://`` may load scripts beside it but not fetch files. Written: the runs list, the
-leaderboard, every run, its tasks and every episode, and the comparisons of each benchmark's runs
-(all of them together, and each pair, in the runs list's order).
+leaderboard, every run, its tasks and every episode, and the comparisons of each benchmark's runs of one
+dataset (all of them together, and each pair, in the runs list's order).
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ def export_site(site: Site, out: str | Path) -> dict[str, Any]:
     runs = site.runs()
     _write(data_dir, "runs", runs)
     _write(data_dir, "leaderboard", site.leaderboard())
-    by_bench: dict[str, list[str]] = {}
+    by_group: dict[str, list[str]] = {}  # runs of one benchmark and dataset (see RunView.group)
     for r in runs["runs"]:
-        by_bench.setdefault(str(r["benchmark"]), []).append(r["id"])
-    for ids in by_bench.values():
+        by_group.setdefault(str(r["group"]), []).append(r["id"])
+    for ids in by_group.values():
         combos = [ids] if 2 <= len(ids) <= MAX_COMPARED_RUNS else []
         if 2 < len(ids) <= MAX_PAIRWISE:
             combos += [list(p) for p in itertools.combinations(ids, 2)]

@@ -1,11 +1,13 @@
-"""``evals leaderboard DIR``: every run under a directory, grouped by benchmark and setting, one row per model.
+"""``evals leaderboard DIR``: every run under a directory, grouped by benchmark, dataset and setting, one row per model.
 
-A run's *setting* is what decides which published numbers it is shown beside
-(:func:`evals.report.paper.setting_key`: the strategy and the settings the papers vary, such as
-a KG search mode or whether tool feedback is given); for a benchmark without published numbers it is its
-strategy. Within a group each model has one row: its newest run (the others are counted in
-``runs``). Rows are sorted by the benchmark's main metric, best first. Values are those of the
-stored scores (``scores.jsonl``), with their standard errors.
+A run's *dataset* is the set of tasks it ran (:mod:`evals.core.dataset`: for a benchmark defined by a file,
+the file's name and sha256; runs of two files are never ranked together). Its *setting* is what decides
+which published numbers it is shown beside (:func:`evals.report.paper.setting_key`: the strategy and the
+settings the papers vary, such as a KG search mode or whether tool feedback is given); for a benchmark
+without published numbers it is its strategy. Within a group each model has one row: its newest run (the
+others are counted in ``runs``). Rows are sorted by the benchmark's main metric, best first. Values are
+those of the stored scores (``scores.jsonl``), with their standard errors; the cost of a model without a
+price is ``None`` (``cost_known`` false), written ``unknown``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.dataset import dataset_key, dataset_label
 from ..report.paper import setting_key
 from .jsonsafe import dumps_finite
 from .runs import RunView
@@ -27,17 +30,23 @@ def _setting_label(key: Sequence[str]) -> str:
     return " · ".join([key[1] or "?"] + rest)
 
 
+UNKNOWN_COST = "unknown"
+
+
 def leaderboard(views: Sequence[RunView]) -> list[dict[str, Any]]:
-    """Groups ``{"benchmark", "setting", "metrics": [...], "rows": [...]}``; each row a model's newest run."""
+    """Groups ``{"benchmark", "dataset", "setting", "metrics": [...], "rows": [...]}``; each row a model's
+    newest run."""
     groups: dict[tuple[str, ...], list[tuple[RunView, dict[str, Any]]]] = {}
     for v in views:
         s = v.summary()
         if not s.get("scored"):
             continue
-        groups.setdefault(setting_key(s), []).append((v, s))
+        key = setting_key(s)
+        groups.setdefault((key[0], dataset_key(s.get("dataset")), *key[1:]), []).append((v, s))
     out = []
-    for key in sorted(groups):
-        members = groups[key]
+    for gkey in sorted(groups):
+        members = groups[gkey]
+        key = (gkey[0], *gkey[2:])
         by_model: dict[str, list[tuple[RunView, dict[str, Any]]]] = {}
         for v, s in members:
             by_model.setdefault(str(s.get("model")), []).append((v, s))
@@ -50,15 +59,18 @@ def leaderboard(views: Sequence[RunView]) -> list[dict[str, Any]]:
             if len(head) > len(heads):
                 heads = head
             totals = (s.get("totals") or {}).get("model") or {}
+            known = totals.get("cost_known") is not False and totals.get("cost_usd") is not None
             rows.append({"model": model, "strategy": s.get("strategy"), "runs": len(runs), "tasks": s.get("tasks"),
                          "errored": s.get("errored"), "created_at": s.get("created_at"), "run_dir": s.get("run_dir"),
-                         "cost_usd": totals.get("cost_usd"),
+                         "cost_usd": totals.get("cost_usd") if known else None, "cost_known": known,
                          "metrics": {h["key"]: {"value": h.get("value"), "stderr": h.get("stderr")} for h in head}})
         if heads:
             main = heads[0]
             sign = -1 if main.get("higher_is_better", True) else 1
             rows.sort(key=lambda r: sign * float((r["metrics"].get(main["key"]) or {}).get("value") or 0))
-        out.append({"benchmark": key[0], "setting": _setting_label(key),
+        dataset = members[0][1].get("dataset")
+        out.append({"benchmark": key[0], "dataset": dataset, "dataset_label": dataset_label(dataset),
+                    "setting": _setting_label(key),
                     "metrics": [{"key": h["key"], "label": h["label"], "higher_is_better": h["higher_is_better"]}
                                 for h in heads], "rows": rows})
     return out
@@ -71,12 +83,21 @@ def _cell(m: dict[str, Any] | None) -> str:
     return f"{m['value']:.2f} ± {se:.2f}" if isinstance(se, int | float) else f"{m['value']:.2f}"
 
 
+def _cost(r: dict[str, Any], digits: int) -> str:
+    return UNKNOWN_COST if r.get("cost_usd") is None else f"{r['cost_usd']:.{digits}f}"
+
+
+def _title(g: dict[str, Any]) -> str:
+    """``benchmark · dataset · setting`` (no dataset part for a benchmark with one set of tasks)."""
+    return " · ".join(p for p in (str(g["benchmark"]), g.get("dataset_label") or "", str(g["setting"])) if p)
+
+
 def _flat(groups: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     keys = list(dict.fromkeys(m["key"] for g in groups for m in g["metrics"]))
     header = ["benchmark", "setting", "rank", "model", "runs", "tasks", "errored"]
     for k in keys:
         header += [k, f"{k}_stderr"]
-    header += ["cost_usd", "created_at", "run_dir"]
+    header += ["cost_usd", "created_at", "run_dir", "dataset", "dataset_sha256"]
     rows = []
     for g in groups:
         for rank, r in enumerate(g["rows"], 1):
@@ -84,7 +105,9 @@ def _flat(groups: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]
             for k in keys:
                 m = r["metrics"].get(k) or {}
                 row += ["" if m.get("value") is None else str(m["value"]), "" if m.get("stderr") is None else str(m["stderr"])]
-            row += ["" if r["cost_usd"] is None else f"{r['cost_usd']:.6f}", str(r["created_at"] or ""), str(r["run_dir"])]
+            ds = g.get("dataset") or {}
+            row += [_cost(r, 6), str(r["created_at"] or ""), str(r["run_dir"]), str(ds.get("name") or ""),
+                    str(ds.get("sha256") or "")]
             rows.append(row)
     return header, rows
 
@@ -108,10 +131,10 @@ def render_leaderboard(groups: Sequence[dict[str, Any]], fmt: str, *, damaged: S
         header = ["#", "model", *(m["label"] + (" ↑" if m["higher_is_better"] else " ↓") for m in g["metrics"]),
                   "tasks", "runs", "cost (USD)"]
         body = [[str(i), r["model"], *(_cell(r["metrics"].get(m["key"])) for m in g["metrics"]), str(r["tasks"]),
-                 str(r["runs"]), "–" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}"]
+                 str(r["runs"]), _cost(r, 4)]
                 for i, r in enumerate(g["rows"], 1)]
         widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
-        lines.append(f"{g['benchmark']} · {g['setting']}")
+        lines.append(_title(g))
         lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]

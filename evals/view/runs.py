@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.dataset import dataset_key, dataset_label, run_dataset
 from ..core.metrics import Metric, TaskScore
 from ..report.metrics import MAIN_BLOCK, benchmark_info, metrics_from_samples, paper_numbers_of
 from .index import RunIndex
@@ -85,6 +86,16 @@ class RunView:
     def benchmark(self) -> str:
         return str(self.config.get("benchmark") or "?")
 
+    @property
+    def dataset(self) -> dict[str, Any] | None:
+        """The run's set of tasks (:func:`evals.core.dataset.run_dataset`): None for a benchmark with one."""
+        return run_dataset(self.config)
+
+    @property
+    def group(self) -> str:
+        """Equal for runs that may be ranked and compared together: the same benchmark and dataset."""
+        return f"{self.benchmark}\x00{dataset_key(self.dataset)}"
+
     def _key(self) -> tuple[Any, ...]:
         return (self.index._read_to, self.index.scores_mtime)
 
@@ -126,13 +137,20 @@ class RunView:
                     judge[k] += d.get(k) or 0
         summary = build_summary(RunDir(self.path), heads, ids, self.metrics(), [scores[t] for t in ids if t in scores],
                                 judge)
-        summary["totals"]["model"]["cost_known"] = all(
+        model = summary["totals"]["model"]
+        model["cost_known"] = all(
             (heads[t].get("totals") or {}).get("cost_known", True) is not False for t in ids if t in heads)
+        if not model["cost_known"]:  # a model without a price: its cost is unknown, not the sum of the priced turns
+            model["cost_usd"] = None
         limit = (cfg.get("run") or {}).get("limit")
+        dataset = self.dataset
         return {
             **summary,
             "id": self.id,
             "benchmark": self.benchmark,
+            "dataset": dataset,
+            "dataset_label": dataset_label(dataset),
+            "group": self.group,
             "created_at": cfg.get("created_at"),
             "traced": len(self.index.traces),
             "scored": len(scores),
@@ -155,9 +173,14 @@ class RunView:
         return list(self._memo("metrics", lambda: metrics_of(self.benchmark, list(self.task_scores().values()))))
 
     def headline(self, summary: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-        """The run's headline metrics: the benchmark's main one first, then the next of its main block."""
+        """The run's headline metrics: those its benchmark declares (``headline_metrics``), else the main one
+        first, then the next of its main block."""
         summary = summary if summary is not None else self.summary()
         stats = summary.get("metric_stats") or {}
+        info = benchmark_info(self.benchmark)
+        if info is not None and info.headline_metrics:
+            by_key = {m.key: m for m in self.metrics()}
+            return [{**metric_info(by_key[k]), **stats[k]} for k in info.headline_metrics if k in by_key and k in stats]
         main = [m for m in self.metrics() if m.block == MAIN_BLOCK and m.key in stats]
         pn = paper_numbers_of(self.benchmark)
         if pn is not None:
@@ -167,8 +190,8 @@ class RunView:
     def listing(self) -> dict[str, Any]:
         """The runs list's row of this run."""
         s = self.summary()
-        keep = ("id", "run_dir", "benchmark", "model", "strategy", "created_at", "tasks", "completed", "errored",
-                "traced", "scored", "scores_stale", "planned", "in_progress", "totals")
+        keep = ("id", "run_dir", "benchmark", "dataset", "dataset_label", "group", "model", "strategy", "created_at",
+                "tasks", "completed", "errored", "traced", "scored", "scores_stale", "planned", "in_progress", "totals")
         return {**{k: s.get(k) for k in keep}, "headline": self.headline(s)}
 
     def task_rows(self) -> dict[str, Any]:
@@ -200,7 +223,7 @@ class RunView:
                 "turns": totals.get("turns"),
                 "tokens": (totals.get("input_tokens") or 0) + (totals.get("output_tokens") or 0) if totals else None,
                 "latency_s": head.get("duration_s"),
-                "cost_usd": totals.get("cost_usd"),
+                "cost_usd": totals.get("cost_usd") if totals.get("cost_known", True) is not False else None,
                 "tool_calls": totals.get("tool_calls"),
                 "tool_errors": totals.get("tool_errors"),
                 "error": None if not err else f"{err.get('type') or 'Error'}: {' '.join(str(err.get('message') or '').split())[:300]}",

@@ -160,7 +160,7 @@ class Site:
     # ---- pages ----------------------------------------------------------------------------------------
     def runs(self) -> dict[str, Any]:
         rows = [v.listing() for v in self.views.values()]
-        rows.sort(key=lambda r: (str(r.get("benchmark")), str(r.get("created_at") or "")), reverse=False)
+        rows.sort(key=lambda r: (str(r.get("benchmark")), str(r.get("dataset_label")), str(r.get("created_at") or "")))
         return {"runs": rows, "damaged": self.damaged}
 
     def run(self, run_id: str) -> dict[str, Any]:

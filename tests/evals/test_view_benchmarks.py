@@ -41,3 +41,26 @@ def test_complexfuncbench_shows_each_turns_replay_decisions(data_dir, tmp_path):
     assert all(p["match"] and "matcher" in p["matcher"] for t in turns for p in t["pairs"])
     ended = next(s for s in sections if s["title"] == "How the episode ended")
     assert ["message", "Success."] in ended["rows"]
+
+
+def test_toolhop_shows_each_hops_gold_call_beside_the_predicted_one_and_the_answers(data_dir, tmp_path):
+    site = _oracle_run(tmp_path, "toolhop", limit=2)
+    rid = next(iter(site.views))
+    for entry in site.view(rid).index.traces.values():
+        ep = site.episode(rid, entry.task_id)
+        assert ep["sections_note"] is None
+        calls, answer = ep["sections"]
+        assert calls["kind"] == "calls" and answer["title"] == "Gold answer and final answer"
+        if (entry.head.get("outcome") or {}).get("gold_chain") is None:  # the oracle had no chain: said so
+            assert calls["pairs"] == [] and "no explicit gold chain" in calls["note"]
+            assert answer["rows"][1][2] == "(see the scores)"
+        else:  # the oracle played the gold chain: every hop's call equals its gold call, the answer is right
+            assert calls["pairs"] and all(p["match"] and p["gold"] == p["predicted"] for p in calls["pairs"])
+            assert answer["rows"][1][2] == "right"
+
+
+def test_ultratool_shows_the_gold_steps_beside_the_predicted_ones(data_dir, tmp_path):
+    sections = _sections(_oracle_run(tmp_path, "ultratool"))
+    assert [s["title"] for s in sections] == ["Gold steps and predicted steps"]
+    pairs = sections[0]["pairs"]
+    assert pairs and all(p["match"] and p["gold"]["name"] for p in pairs)

@@ -9,22 +9,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from view_runs import scripted_run, wrong_arguments
+from view_runs import scripted_run, serve_view, wrong_arguments
 
 from client import eventloop
 from evals.benchmarks.familytool.data import load_tasks
 
-CHROMIUM = "/usr/bin/chromium"
 LIMIT = 8
 WRONG_A = {1, 5}
 WRONG_B = {1, 3}
@@ -43,56 +39,10 @@ def tasks(data_dir: Path) -> list[Any]:
     return load_tasks("b")[:LIMIT]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(runs: Path) -> Iterator[str]:
-    import uvicorn
-
-    from evals.view import Site
-    from evals.view.app import make_app
-
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(make_app(Site([runs])), host="127.0.0.1", port=port, log_level="warning",
-                                        lifespan="off"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "the viewer did not start"
-    yield f"http://127.0.0.1:{port}/"
-    srv.should_exit = True
-    thread.join(10)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium; .ci/run installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"])
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    pg = browser.new_page(viewport={"width": 1400, "height": 900})
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.set_default_timeout(30_000)
-    yield pg
-    pg.close()
-    assert not errors, errors
+    with serve_view(runs) as url:
+        yield url
 
 
 def test_a_failed_task_is_under_the_failed_filter_and_its_transcript_shows_gold_and_predicted(server, page, tasks):

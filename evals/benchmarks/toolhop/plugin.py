@@ -102,6 +102,7 @@ class ToolHopBenchmark:
         self._chains: dict[str, Chain] | None = None
         self._pool: SandboxPool | None = None
         self._known_ids: set[str] | None = None
+        self._view_chains: dict[str, Chain] | None = None
 
     def task_ids(self) -> list[str]:
         return list(self.tasks)
@@ -213,6 +214,19 @@ class ToolHopBenchmark:
                 return TaskScore()
             return task_score(task, trace, has_chain=True)
         return task_score(task, trace, has_chain=task_id in self._known())
+
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: each hop's gold call beside the predicted one, the gold answer beside the final one."""
+        from .chains import derive_chains
+        from .view import episode_sections
+
+        task = self.tasks[task_id]
+        if self._view_chains is None:  # explicit chains, and the derived ones already cached (no tool is run here)
+            tasks = list(self.tasks.values())
+            derived = derive_chains(tasks) if chains_cache_path(tasks).is_file() else {}
+            self._view_chains = {**derived, **gold_chains(tasks, derive=False)}
+        chain = self._view_chains.get(task_id)
+        return episode_sections(task, chain.calls if chain else None, chain.source if chain else None, trace)
 
     def _known(self) -> set[str]:
         """Task ids with an explicit chain, or a derived one already in the cache (no derivation

@@ -9,6 +9,7 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``metrics``: key-value accuracy and Levenshtein, the judge's dimensions, the declared metrics;
 * ``tasks``: the task files (and the two approximations built from ``test.json``), the prompts;
 * ``tools``: tool usage's toolsets as live MCP tools (simulated results);
+* ``view``: an episode in ``evals view`` (gold steps beside predicted, or the gold answer beside the final one);
 * ``plugin``: the ``evals run`` plugin (strategies ``paper`` and ``agent``), scoring, the
   ``ultratool-official`` prediction format;
 * ``paper_numbers.yaml``: the paper's main table (Chinese-dataset and English-dataset rows; a run is

@@ -210,6 +210,13 @@ class UltraToolBenchmark:
         num, den = samples.get("local_levenshtein") or samples.get("local_accuracy") or (0.0, 1.0)
         return num / den if den else None
 
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: gold steps beside the predicted ones (tool usage), else the gold answer beside the final one."""
+        from .view import episode_sections
+
+        record = self.records[task_id]
+        return episode_sections(record.task, record.reference, self.gold_answer(record), self.prediction(record, trace), trace)
+
     # ---- scoring ----------------------------------------------------------------------------------
     def prediction(self, record: Record, trace: Mapping[str, Any] | None) -> Any:
         """The model's answer as the official code reads it (``None``: not readable, or no answer)."""

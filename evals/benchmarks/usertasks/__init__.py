@@ -8,7 +8,8 @@ The folder, low to high (each module imports only those before it):
 * ``taskfile``: reading and checking a task file (every problem at once, ``FILE:LINE``);
 * ``scoring``: one task's scores from its trace (the core's matchers, ``align_calls``);
 * ``sources``: the tools (spec files, a KG, MCP servers live, recorded or replayed);
-* ``plugin``: the ``evals run`` plugin (the ``agent`` strategy, the oracle, export).
+* ``view``: an episode in ``evals view`` (gold calls beside predicted, gold answer beside the final one);
+* ``plugin``: the ``evals run`` plugin (the ``agent`` strategy, the oracle, export, the episode view).
 
 This module only declares it (nothing is read).
 """
@@ -91,5 +92,7 @@ INFO = BenchmarkInfo(
     metrics=METRICS,
     uses_judge=True,
     served_by_default=False,  # its tasks come from --tasks FILE
+    dataset_option="tasks",  # runs of different task files are never ranked or compared as one
+    headline_metrics=tuple(m.key for m in METRICS),  # the answer's accuracy too, in the runs list and leaderboard
 )
 BENCHMARKS = (INFO,)

@@ -203,6 +203,16 @@ class UserTasksBenchmark:
 
         return await score_task(task, trace, ctx, self.matchers(task, tools, ctx), schema_for)
 
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: each gold call beside the predicted one (references resolved or named), and the
+        gold answer beside the final answer (:mod:`.view`)."""
+        from .view import episode_sections
+
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise ValueError(f"task {task_id!r} is not in {self.options.get('tasks')} (the task file changed since the run)")
+        return episode_sections(task, trace, score)
+
     # ---- export --------------------------------------------------------------------------------
     def formats(self) -> list[PredictionFormat]:
         return [PredictionFormat(name="jsonl", description="one JSON line per task: id, status, calls (name, "

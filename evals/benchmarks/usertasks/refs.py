@@ -7,7 +7,8 @@ A call's result is its text parsed as JSON when it parses, else its structured r
 text. ``path`` walks keys and list indices; ``pattern`` is searched in the value as text and gives
 its first group (or the whole match), searched within :data:`~tool_specs.REGEX_TIMEOUT` seconds. What
 cannot be resolved (a pattern that runs out of time included) stays an :data:`UNRESOLVED` marker,
-which equals no argument a model can pass.
+which equals no argument a model can pass; where a person reads the gold call (the scores' details,
+``evals view``) the marker is replaced by the reference named (:func:`name_unresolved`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 from tool_specs import RegexTimeout, bounded_search
 
-__all__ = ["UNRESOLVED", "resolve_arguments", "resolve_reference", "result_value", "strip_references"]
+__all__ = ["UNRESOLVED", "describe_reference", "is_reference", "name_unresolved", "resolve_arguments", "resolve_reference",
+           "references_in", "result_value", "strip_references"]
 
 UNRESOLVED = "\x00unresolved reference\x00"
 
@@ -70,7 +72,7 @@ def resolve_reference(ref: Mapping[str, Any], result: Any, timeouts: list[str] |
 def resolve_arguments(value: Any, result_of: Callable[[str], Any], timeouts: list[str] | None = None) -> Any:
     """``value`` with every reference replaced (``result_of(call id)``: that call's result value, or
     :data:`UNRESOLVED`); ``timeouts`` collects the patterns that ran out of time."""
-    if isinstance(value, Mapping) and "$from" in value:
+    if is_reference(value):
         return resolve_reference(value, result_of(str(value["$from"])), timeouts)
     if isinstance(value, Mapping):
         return {k: resolve_arguments(v, result_of, timeouts) for k, v in value.items()}
@@ -81,4 +83,50 @@ def resolve_arguments(value: Any, result_of: Callable[[str], Any], timeouts: lis
 
 def strip_references(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments without the ones that are references (for pairing calls before they are resolved)."""
-    return {k: v for k, v in arguments.items() if not (isinstance(v, Mapping) and "$from" in v)}
+    return {k: v for k, v in arguments.items() if not is_reference(v)}
+
+
+def is_reference(value: Any) -> bool:
+    return isinstance(value, Mapping) and "$from" in value
+
+
+def describe_reference(ref: Mapping[str, Any]) -> str:
+    """``the result of gold call "find", at paths.0.1.2, matching T(\\d\\d)``."""
+    parts = [f"the result of gold call {json.dumps(str(ref.get('$from')), ensure_ascii=False)}"]
+    if ref.get("path"):
+        parts.append(f"at {ref.get('path')}")
+    if ref.get("pattern"):
+        parts.append(f"matching {ref.get('pattern')}")
+    return ", ".join(parts)
+
+
+def name_unresolved(written: Any, resolved: Any) -> Any:
+    """``resolved`` (a gold call's arguments after :func:`resolve_arguments` of ``written``) with every
+    reference that did not resolve named as text, ``<unresolved: the result of gold call "find", at ...>``;
+    a marker with no reference written at its place (the task changed since) is named as such."""
+    if is_reference(written):
+        if resolved is UNRESOLVED or resolved == UNRESOLVED:
+            return f"<unresolved: {describe_reference(written)}>"
+        return resolved
+    if isinstance(written, Mapping) and isinstance(resolved, Mapping):
+        return {k: name_unresolved(written.get(k), v) for k, v in resolved.items()}
+    if isinstance(written, list) and isinstance(resolved, list):
+        return [name_unresolved(written[i] if i < len(written) else None, v) for i, v in enumerate(resolved)]
+    if resolved == UNRESOLVED:
+        return "<unresolved reference>"
+    if isinstance(resolved, Mapping):
+        return {k: name_unresolved(None, v) for k, v in resolved.items()}
+    if isinstance(resolved, list):
+        return [name_unresolved(None, v) for v in resolved]
+    return resolved
+
+
+def references_in(written: Any, where: str = "") -> list[tuple[str, Mapping[str, Any]]]:
+    """``(argument path, reference)`` of every reference in a gold call's written arguments."""
+    if is_reference(written):
+        return [(where, written)]
+    if isinstance(written, Mapping):
+        return [r for k, v in written.items() for r in references_in(v, f"{where}.{k}" if where else str(k))]
+    if isinstance(written, list):
+        return [r for i, v in enumerate(written) for r in references_in(v, f"{where}.{i}" if where else str(i))]
+    return []

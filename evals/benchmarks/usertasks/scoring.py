@@ -5,7 +5,8 @@ Calls. The predicted calls (every call of the trace, in order) are paired with t
 the order), first without the gold arguments that are references. Then each reference is resolved
 from the result of the predicted call paired with the gold call it names (:mod:`.refs`), and every
 pair is decided by the matcher cascade of ``--matcher`` (``rule``; ``response``: then the response
-matcher for deterministic tools; ``llm``: then the judge). Every decision is kept in the details.
+matcher for deterministic tools; ``llm``: then the judge). Every decision is kept in the details, with
+the gold calls as resolved (a reference that did not resolve named, never the bare marker).
 
 * ``call_exact_match`` (per task with gold calls): every gold call is matched, no other call was
   made, and (``order: ordered``) the matched calls come in the gold order;
@@ -35,7 +36,7 @@ from tool_specs.matching import MatchDecision, Matcher, align_calls, argument_co
 from ...core.context import ScoreContext
 from ...core.metrics import TaskScore
 from .answers import JUDGE_SYSTEM, judge_prompt, match_answer, parse_verdict
-from .refs import UNRESOLVED, resolve_arguments, result_value, strip_references
+from .refs import UNRESOLVED, name_unresolved, resolve_arguments, result_value, strip_references
 from .taskfile import Task
 
 __all__ = ["JudgeCallMatcher", "groups_of", "predicted_calls", "score_task"]
@@ -125,7 +126,8 @@ async def _score_calls(task: Task, pred: list[dict[str, Any]], done: bool, score
         score.add("argument_accuracy", right, n_args)
     score.details["calls"] = {
         "predicted": [{"name": c["name"], "arguments": c["arguments"], "is_error": c["is_error"]} for c in pred],
-        "gold": resolved, "alignment": alignment.to_dict(), "in_order": in_order, "exact": exact,
+        "gold": [{"name": g.name, "arguments": name_unresolved(g.arguments, r["arguments"])} for g, r in zip(gold, resolved, strict=True)],
+        "alignment": alignment.to_dict(), "in_order": in_order, "exact": exact,
     }
 
 

@@ -113,7 +113,12 @@
     return typeof m.stderr === "number" ? v + " ± " + num(m.stderr) : v;
   }
   const arrow = (m) => m.kind === "percent" ? (m.higher_is_better ? " ↑" : " ↓") : "";
-  function cost(v) { return typeof v === "number" ? "$" + (v < 0.01 && v > 0 ? v.toPrecision(2) : v.toFixed(2)) : "–"; }
+  // a model without a price (cost_known false, cost null) costs "unknown", never $0
+  function cost(v, known) {
+    if (known === false || v === null || v === undefined) return "unknown";
+    return typeof v === "number" ? "$" + (v < 0.01 && v > 0 ? v.toPrecision(2) : v.toFixed(2)) : "–";
+  }
+  const benchLabel = (r) => r.benchmark + (r.dataset_label ? " · " + r.dataset_label : "");
   function secs(v) { return typeof v === "number" ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) + " s" : "–"; }
   function date(s) { return s ? String(s).replace("T", " ").slice(0, 16) : "–"; }
   function tokens(t) {
@@ -164,13 +169,16 @@
       const ids = data.runs.filter((r) => selected.has(r.id)).map((r) => r.id);
       location.hash = "#/compare/" + ids.map(encodeURIComponent).join(",");
     } }, "Compare selected");
-    const hint = h("span", { class: "muted" }, "Select two or more runs of one benchmark to compare them.");
+    const hint = h("span", { class: "muted", id: "cmp-hint" }, "Select two or more runs of one benchmark and task set to compare them.");
     function update() {
-      const benches = new Set(data.runs.filter((r) => selected.has(r.id)).map((r) => r.benchmark));
-      cmpButton.disabled = !(selected.size >= 2 && selected.size <= MAX_COMPARED && benches.size === 1);
+      const picked = data.runs.filter((r) => selected.has(r.id));
+      const groups = new Set(picked.map((r) => r.group));
+      const benches = new Set(picked.map((r) => r.benchmark));
+      cmpButton.disabled = !(selected.size >= 2 && selected.size <= MAX_COMPARED && groups.size === 1);
       hint.textContent = benches.size > 1 ? "The selected runs are of different benchmarks." :
+        groups.size > 1 ? "The selected runs ran different task sets: " + [...new Set(picked.map((r) => r.dataset_label))].join(", ") + "." :
         selected.size > MAX_COMPARED ? "At most " + MAX_COMPARED + " runs are compared at once." :
-        selected.size >= 2 ? selected.size + " runs selected." : "Select two or more runs of one benchmark to compare them.";
+        selected.size >= 2 ? selected.size + " runs selected." : "Select two or more runs of one benchmark and task set to compare them.";
     }
     const rows = data.runs.map((r) => {
       const box = h("input", { type: "checkbox", "aria-label": "select " + r.id, onchange: (e) => {
@@ -185,22 +193,22 @@
       else if (r.scores_stale) state = badge("scores older than traces", "warn");
       else state = null;
       const t = (r.totals || {}).model || {};
-      return h("tr", {},
+      return h("tr", { "data-run": r.id },
         h("td", {}, box),
-        h("td", {}, h("span", { class: "bench" }, r.benchmark)),
+        h("td", {}, h("span", { class: "bench" }, r.benchmark), r.dataset_label ? h("div", { class: "dataset muted small" }, r.dataset_label) : null),
         h("td", {}, link(runHref(r.id), h("strong", {}, r.model || "?")), h("div", { class: "muted small" }, r.id)),
         h("td", {}, r.strategy || "–"),
         h("td", { class: "nowrap" }, date(r.created_at)),
         h("td", { class: "num" }, String(r.tasks), r.errored ? h("div", { class: "small bad-text" }, r.errored + " errored") : null),
         h("td", {}, h("div", { class: "headline" }, (r.headline || []).map((m) =>
-          h("div", { class: "metric" }, h("span", { class: "label" }, m.label + arrow(m)), h("span", { class: "value" }, valueSe(m)))))),
-        h("td", { class: "num" }, t.cost_known === false && !t.cost_usd ? "–" : cost(t.cost_usd), h("div", { class: "muted small" }, tokens(t) + " tok")),
+          h("div", { class: "metric", "data-metric": m.key }, h("span", { class: "label" }, m.label + arrow(m)), h("span", { class: "value" }, valueSe(m)))))),
+        h("td", { class: "num cost" }, cost(t.cost_usd, t.cost_known), h("div", { class: "muted small" }, tokens(t) + " tok")),
         h("td", {}, state));
     });
-    const byBench = {};
-    for (const r of data.runs) (byBench[r.benchmark] = byBench[r.benchmark] || []).push(r.id);
-    const quick = Object.entries(byBench).filter(([, ids]) => ids.length >= 2 && ids.length <= MAX_COMPARED).map(([b, ids]) =>
-      link("#/compare/" + ids.map(encodeURIComponent).join(","), "Compare all " + ids.length + " " + b + " runs"));
+    const byGroup = {};  // runs of one benchmark and task set: the only runs compared together
+    for (const r of data.runs) (byGroup[r.group] = byGroup[r.group] || []).push(r);
+    const quick = Object.values(byGroup).filter((rs) => rs.length >= 2 && rs.length <= MAX_COMPARED).map((rs) =>
+      link("#/compare/" + rs.map((r) => encodeURIComponent(r.id)).join(","), "Compare all " + rs.length + " " + benchLabel(rs[0]) + " runs"));
     show(h("div", { class: "pagehead" }, h("h1", {}, "Runs"), h("div", { class: "actions" }, hint, cmpButton)),
       h("section", { class: "card" }, table(["", "benchmark", "model", "strategy", "date", "tasks", "headline metrics (± standard error)", "cost", ""], rows, "runs")),
       quick.length ? h("p", { class: "quick" }, quick.map((q, i) => [i ? " · " : "", q])) : null,
@@ -272,12 +280,12 @@
     const t = (run.totals || {}).model || {};
     const head = h("div", { class: "pagehead" },
       h("div", {}, crumbs(link("#/", "Runs"), h("span", {}, run.id)),
-        h("h1", {}, runLabel(run)), h("div", { class: "muted" }, run.benchmark + " · " + date(run.created_at) + " · " + run.run_dir)),
+        h("h1", {}, runLabel(run)), h("div", { class: "muted" }, benchLabel(run) + " · " + date(run.created_at) + " · " + run.run_dir)),
       h("div", { class: "cards" },
         (run.headline || []).map((m) => h("div", { class: "stat" }, h("div", { class: "label" }, m.label + arrow(m)), h("div", { class: "value" }, valueSe(m)))),
         h("div", { class: "stat" }, h("div", { class: "label" }, "tasks"), h("div", { class: "value" }, String(run.tasks)),
           h("div", { class: "small muted" }, run.completed + " completed · " + run.errored + " errored")),
-        h("div", { class: "stat" }, h("div", { class: "label" }, "cost · tokens"), h("div", { class: "value" }, t.cost_known === false && !t.cost_usd ? "–" : cost(t.cost_usd)), h("div", { class: "small muted" }, tokens(t) + " tokens · " + (t.turns || 0) + " turns"))));
+        h("div", { class: "stat" }, h("div", { class: "label" }, "cost · tokens"), h("div", { class: "value cost" }, cost(t.cost_usd, t.cost_known)), h("div", { class: "small muted" }, tokens(t) + " tokens · " + (t.turns || 0) + " turns"))));
     const notes = [];
     if (!run.scored) notes.push("This run has no stored scores yet: run `evals score " + run.run_dir + "` to score it.");
     else if (run.scores_stale) notes.push("Traces were written after the scores: run `evals score " + run.run_dir + "` to bring them up to date.");
@@ -497,7 +505,7 @@
     which.addEventListener("change", draw);
     draw();
     show(h("div", { class: "pagehead" }, h("div", {}, crumbs(link("#/", "Runs"), h("span", {}, "compare")),
-      h("h1", {}, "Compare " + runs.length + " runs of " + data.benchmark),
+      h("h1", {}, "Compare " + runs.length + " runs of " + benchLabel(data)),
       h("div", { class: "muted" }, runs.map((r, i) => (i ? "; " : "baseline: ") + runLabel(r) + " (" + r.id + ")").join("")))),
       stats,
       h("p", { class: "muted small" }, "Difference = other − baseline over the tasks both runs scored. CI: " + data.methods.ci + ". Test: " + data.methods.binary + " for pass/fail metrics; " + data.methods.other + " otherwise. * p < 0.05."),
@@ -511,14 +519,14 @@
     const data = await load("leaderboard");
     if (seq !== routeSeq) return;
     show(h("div", { class: "pagehead" }, h("h1", {}, "Leaderboard")),
-      data.groups.length ? data.groups.map((g) => h("section", { class: "card" }, h("h3", {}, g.benchmark + " · " + g.setting),
+      data.groups.length ? data.groups.map((g) => h("section", { class: "card leadgroup" }, h("h3", {}, benchLabel(g) + " · " + g.setting),
         table(["#", "model", ...g.metrics.map((m) => m.label + (m.higher_is_better ? " ↑" : " ↓")), "tasks", "runs", "cost"],
-          g.rows.map((r, i) => h("tr", {}, h("td", {}, String(i + 1)), h("td", {}, h("strong", {}, r.model)),
+          g.rows.map((r, i) => h("tr", { "data-model": r.model }, h("td", {}, String(i + 1)), h("td", {}, h("strong", {}, r.model)),
             g.metrics.map((m) => h("td", { class: "num" }, valueSe(r.metrics[m.key] ? { ...r.metrics[m.key], kind: "percent" } : null))),
-            h("td", { class: "num" }, String(r.tasks)), h("td", { class: "num" }, String(r.runs)), h("td", { class: "num" }, cost(r.cost_usd)))), "leader"))) :
+            h("td", { class: "num" }, String(r.tasks)), h("td", { class: "num" }, String(r.runs)), h("td", { class: "num cost" }, cost(r.cost_usd, r.cost_known)))), "leader"))) :
         h("p", { class: "muted" }, "No scored runs."),
       damagedCard(data.damaged),
-      h("p", { class: "muted small" }, "One row per model (its newest run) in each benchmark and setting, best first; values ± standard error. Also: evals leaderboard DIR --format table|csv|json."));
+      h("p", { class: "muted small" }, "One row per model (its newest run) in each benchmark, task set and setting, best first; values ± standard error. Also: evals leaderboard DIR --format table|csv|json."));
   }
 
   // ---- routing --------------------------------------------------------------------------------
