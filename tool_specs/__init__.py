@@ -10,7 +10,7 @@ Modules, low to high (each imports only modules above it; ``tests/test_architect
 ``protocols`` (``ToolLike``, ``Executor``: what the generic parts need from a tool), ``schema``,
 ``validation``, ``matching``, ``executors``, ``fair_queue`` (who gets the next sandbox worker),
 ``sandbox``, ``session_executors``, ``spec`` (``ToolSpec``), ``catalog``, ``loader``, ``spec_formats``
-(OpenAI function tools and BFCL function docs as spec files). Every name in a module's ``__all__`` is
+(OpenAI function tools and BFCL function docs as spec files), ``variables`` (``${NAME}`` in task files). Every name in a module's ``__all__`` is
 re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
@@ -145,6 +145,13 @@ from tool_specs.spec_formats import (
     load_tool_dir,
     load_tool_file,
 )
+from tool_specs.variables import (
+    VARIABLE_NAME,
+    UndefinedVariable,
+    expand_value,
+    expand_variables,
+    variable_names,
+)
 from tool_specs.validation import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_STRING_BYTES,
@@ -163,6 +170,11 @@ from tool_specs.validation import (
 )
 
 __all__ = [
+    "VARIABLE_NAME",
+    "UndefinedVariable",
+    "expand_value",
+    "expand_variables",
+    "variable_names",
     "AlignedPair",
     "Alignment",
     "ArgumentProblem",

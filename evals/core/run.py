@@ -142,11 +142,13 @@ def versions() -> dict[str, Any]:
 def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
     """``config.json``: the result config, the data checksums, versions, and every setting as given."""
     run = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}
+    extras = getattr(bench, "config_extras", None)
     return {
         **opts.result_config(bench.info.options, uses_judge=bench.info.uses_judge),
         "data": data_checksums(bench.data_files()),
         "versions": versions(),
         "run": run,
+        **(extras() if callable(extras) else {}),
     }
 
 
