@@ -147,9 +147,12 @@ from tool_specs.spec_formats import (
 )
 from tool_specs.variables import (
     VARIABLE_NAME,
+    SecretVariable,
     UndefinedVariable,
+    environment_value,
     expand_value,
     expand_variables,
+    looks_secret,
     variable_names,
 )
 from tool_specs.validation import (
@@ -171,9 +174,12 @@ from tool_specs.validation import (
 
 __all__ = [
     "VARIABLE_NAME",
+    "SecretVariable",
     "UndefinedVariable",
+    "environment_value",
     "expand_value",
     "expand_variables",
+    "looks_secret",
     "variable_names",
     "AlignedPair",
     "Alignment",

@@ -3,8 +3,10 @@ takes its value from ``--var NAME=VALUE`` (repeatable), else from the environmen
 
 What the run's ``config.json`` records: a ``--var`` value as given (it is one of the options), and
 for a variable read from the environment only its name and the SHA-256 of its value (under
-``variables``), so that a secret in the environment never reaches the run directory while two runs
-with different values are told apart.
+``variables``), so that two runs with different values are told apart. A name that looks like a
+secret's (``OPENAI_API_KEY``, ``GH_TOKEN``, ``DB_PASSWORD``...) is not read from the environment at
+all: its value would be written into queries, tool calls and traces (give it with ``--var`` if you
+mean it).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tool_specs import VARIABLE_NAME
+from tool_specs import VARIABLE_NAME, environment_value
 
 __all__ = ["TaskVariables", "var_problem"]
 
@@ -47,7 +49,7 @@ class TaskVariables:
     def __call__(self, name: str) -> str | None:
         if name in self.given:
             return self.given[name]
-        value = self.environ.get(name)
+        value = environment_value(name, self.environ)  # SecretVariable: a secret-like name is refused
         if value is not None:
             self.from_environment[name] = value
         return value
