@@ -145,16 +145,6 @@ from tool_specs.spec_formats import (
     load_tool_dir,
     load_tool_file,
 )
-from tool_specs.variables import (
-    VARIABLE_NAME,
-    SecretVariable,
-    UndefinedVariable,
-    environment_value,
-    expand_value,
-    expand_variables,
-    looks_secret,
-    variable_names,
-)
 from tool_specs.validation import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_STRING_BYTES,
@@ -170,6 +160,16 @@ from tool_specs.validation import (
     schema_validator,
     short_repr,
     validate_arguments,
+)
+from tool_specs.variables import (
+    VARIABLE_NAME,
+    SecretVariable,
+    UndefinedVariable,
+    environment_value,
+    expand_value,
+    expand_variables,
+    looks_secret,
+    variable_names,
 )
 
 __all__ = [

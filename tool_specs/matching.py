@@ -201,7 +201,7 @@ def _same(pred: Any, gold: Any, rules: Sequence[ArgumentRule]) -> bool:
     for rule in rules:
         if isinstance(rule, Mapping) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in (pred, gold)):
             limit = float(rule["tolerance"]) * (abs(gold) if rule.get("relative") else 1.0)
-            return abs(pred - gold) <= limit
+            return bool(abs(pred - gold) <= limit)
     return bool(_text_rules(pred, rules) == _text_rules(gold, rules))
 
 

@@ -119,7 +119,7 @@ class Option:
 
         parser.add_argument(
             self.flag, dest=self.name, type=parse, default=argparse.SUPPRESS, help=help_text,
-            **({"action": "append"} if self.multiple else {}),
+            action="append" if self.multiple else "store",
             metavar=self.metavar or ("{" + ",".join(map(str, self.choices)) + "}" if self.choices else _TYPES[self.type].upper()),
         )
 

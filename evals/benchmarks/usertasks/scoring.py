@@ -36,7 +36,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tool_specs import RegexTimeout
-from tool_specs.matching import MATCH_KEY, MatchDecision, Matcher, align_calls, argument_cost, decide, param_matches
+from tool_specs.matching import (
+    MATCH_KEY,
+    MatchDecision,
+    Matcher,
+    align_calls,
+    argument_cost,
+    decide,
+    param_matches,
+)
 
 from ...core.context import ScoreContext
 from ...core.metrics import TaskScore

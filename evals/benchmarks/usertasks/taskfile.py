@@ -20,7 +20,15 @@ from typing import Any
 
 import yaml
 
-from tool_specs import DocumentError, UndefinedVariable, did_you_mean, expand_variables, load_json, load_yaml, pattern_groups
+from tool_specs import (
+    DocumentError,
+    UndefinedVariable,
+    did_you_mean,
+    expand_variables,
+    load_json,
+    load_yaml,
+    pattern_groups,
+)
 from tool_specs.matching import argument_rules
 
 from .answers import answer_problem, normalize_answer_spec, oracle_answer
