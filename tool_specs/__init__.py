@@ -54,6 +54,8 @@ from tool_specs.loader import (
     spec_from_mapping,
 )
 from tool_specs.matching import (
+    ARGUMENT_RULES,
+    MATCH_KEY,
     MATCHERS,
     AlignedPair,
     Alignment,
@@ -65,8 +67,11 @@ from tool_specs.matching import (
     RuleMatcher,
     align_calls,
     argument_cost,
+    argument_differences,
+    argument_rules,
     combined_cost,
     decide,
+    describe_differences,
     embedding_cost,
     name_cost,
     normalize_arguments,
@@ -173,6 +178,11 @@ from tool_specs.variables import (
 )
 
 __all__ = [
+    "ARGUMENT_RULES",
+    "MATCH_KEY",
+    "argument_differences",
+    "argument_rules",
+    "describe_differences",
     "VARIABLE_NAME",
     "SecretVariable",
     "UndefinedVariable",
