@@ -10,7 +10,7 @@ Modules, low to high (each imports only modules above it; ``tests/test_architect
 ``protocols`` (``ToolLike``, ``Executor``: what the generic parts need from a tool), ``schema``,
 ``validation``, ``matching``, ``executors``, ``fair_queue`` (who gets the next sandbox worker),
 ``sandbox``, ``session_executors``, ``spec`` (``ToolSpec``), ``catalog``, ``loader``, ``spec_formats``
-(OpenAI function tools and BFCL function docs as spec files). Every name in a module's ``__all__`` is
+(OpenAI function tools and BFCL function docs as spec files), ``variables`` (``${NAME}`` in task files). Every name in a module's ``__all__`` is
 re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
@@ -54,6 +54,8 @@ from tool_specs.loader import (
     spec_from_mapping,
 )
 from tool_specs.matching import (
+    ARGUMENT_RULES,
+    MATCH_KEY,
     MATCHERS,
     AlignedPair,
     Alignment,
@@ -65,8 +67,11 @@ from tool_specs.matching import (
     RuleMatcher,
     align_calls,
     argument_cost,
+    argument_differences,
+    argument_rules,
     combined_cost,
     decide,
+    describe_differences,
     embedding_cost,
     name_cost,
     normalize_arguments,
@@ -165,8 +170,31 @@ from tool_specs.validation import (
     short_repr,
     validate_arguments,
 )
+from tool_specs.variables import (
+    VARIABLE_NAME,
+    SecretVariable,
+    UndefinedVariable,
+    environment_value,
+    expand_value,
+    expand_variables,
+    looks_secret,
+    variable_names,
+)
 
 __all__ = [
+    "ARGUMENT_RULES",
+    "MATCH_KEY",
+    "argument_differences",
+    "argument_rules",
+    "describe_differences",
+    "VARIABLE_NAME",
+    "SecretVariable",
+    "UndefinedVariable",
+    "environment_value",
+    "expand_value",
+    "expand_variables",
+    "looks_secret",
+    "variable_names",
     "AlignedPair",
     "Alignment",
     "ArgumentProblem",

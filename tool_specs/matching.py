@@ -5,7 +5,13 @@ decides, and every decision says which matcher made it and why:
 
 * ``rule``: equal after normalising JSON types by the tool's schema (``"5"`` == ``5`` where the
   schema says integer, ``"true"`` == ``True`` where it says boolean, ``5`` == ``"5"`` where it says
-  string). Nothing else is forgiven: different strings, extra or missing parameters do not match.
+  string). Nothing else is forgiven by default: different strings, extra or missing parameters do
+  not match. Two options, off by default (the built-in benchmarks' official checkers do not use
+  them), make it forgive what a person would: ``fill_defaults`` completes both calls with the
+  schema's defaults before comparing (``max_count: 10`` given or omitted, where 10 is the default),
+  and ``argument_rules`` reads per-argument normalisation from the gold call's ``match`` key
+  (:data:`ARGUMENT_RULES`: ``path``, ``case``, ``whitespace``, ``{"tolerance": x, "relative": bool}``).
+  A rejection names the first argument that differed and both values.
 * ``response``: the two calls produce the same tool response. Each call is completed with the
   schema's defaults for omitted parameters (what a real tool does with them) and run through the
   tool's executor; the structured results (or texts) are compared. Only deterministic executors are
@@ -27,6 +33,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import posixpath
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +44,9 @@ if TYPE_CHECKING:
     from tool_specs.protocols import ToolLike
 
 __all__ = [
+    "ARGUMENT_RULES",
     "MATCHERS",
+    "MATCH_KEY",
     "Alignment",
     "AlignedPair",
     "CallLike",
@@ -48,8 +57,11 @@ __all__ = [
     "RuleMatcher",
     "align_calls",
     "argument_cost",
+    "argument_differences",
+    "argument_rules",
     "combined_cost",
     "decide",
+    "describe_differences",
     "embedding_cost",
     "name_cost",
     "normalize_arguments",
@@ -62,6 +74,12 @@ __all__ = [
 ]
 
 MATCHERS = ("rule", "response", "llm")
+ARGUMENT_RULES = ("path", "case", "whitespace")
+"""Per-argument normalisations a gold call may ask for (with ``{"tolerance": x, "relative": bool}``
+for numbers): ``path`` compares paths lexically normalised (``/a/b/`` = ``/a//b`` = ``/a/./b``),
+``case`` case-folded, ``whitespace`` stripped with inner runs of white space collapsed."""
+MATCH_KEY = "match"
+"""The key of a gold call that holds its per-argument rules (``{argument: rule or [rules]}``)."""
 
 CallLike = Mapping[str, Any]
 """A call: ``{"name": str, "arguments": mapping or None, ...}``."""
@@ -131,32 +149,129 @@ def normalize_arguments(arguments: Mapping[str, Any], schema: Mapping[str, Any] 
     return {k: normalize_value(v, _param_schema(schema, k)) for k, v in arguments.items()}
 
 
+ArgumentRule = str | Mapping[str, Any]
+MISSING: Any = object()
+
+
+def argument_rules(spec: Any) -> dict[str, list[ArgumentRule]]:
+    """A gold call's ``match`` value as ``{argument: [rules]}``; raises ``ValueError`` naming what is wrong."""
+    if spec is None:
+        return {}
+    if not isinstance(spec, Mapping):
+        raise ValueError("'match' must map argument names to a rule or a list of rules")
+    out: dict[str, list[ArgumentRule]] = {}
+    for name, rules in spec.items():
+        items = rules if isinstance(rules, list) else [rules]
+        for rule in items:
+            if isinstance(rule, str):
+                if rule not in ARGUMENT_RULES:
+                    raise ValueError(f"argument {name!r}: unknown rule {rule!r} (rules: {', '.join(ARGUMENT_RULES)}, "
+                                     "{tolerance: x, relative: true|false})")
+            elif isinstance(rule, Mapping) and set(rule) <= {"tolerance", "relative"} and "tolerance" in rule:
+                tol = rule["tolerance"]
+                if isinstance(tol, bool) or not isinstance(tol, int | float) or not math.isfinite(tol) or tol < 0:
+                    raise ValueError(f"argument {name!r}: tolerance must be a finite number >= 0, got {tol!r}")
+                if not isinstance(rule.get("relative", False), bool):
+                    raise ValueError(f"argument {name!r}: relative must be true or false")
+            else:
+                raise ValueError(f"argument {name!r}: a rule is one of {', '.join(ARGUMENT_RULES)} or "
+                                 f"{{tolerance: x, relative: true|false}}, got {rule!r}")
+        out[str(name)] = list(items)
+    return out
+
+
+def _text_rules(value: Any, rules: Sequence[ArgumentRule]) -> Any:
+    if isinstance(value, list):
+        return [_text_rules(v, rules) for v in value]
+    if not isinstance(value, str):
+        return value
+    if "whitespace" in rules:
+        value = " ".join(value.split())
+    if "case" in rules:
+        value = value.casefold()
+    if "path" in rules and value:
+        value = posixpath.normpath(value)
+        value = "/" if value == "//" else value  # POSIX keeps a leading "//"; a person would not
+    return value
+
+
+def _same(pred: Any, gold: Any, rules: Sequence[ArgumentRule]) -> bool:
+    if not rules:
+        return bool(pred == gold)
+    for rule in rules:
+        if isinstance(rule, Mapping) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in (pred, gold)):
+            limit = float(rule["tolerance"]) * (abs(gold) if rule.get("relative") else 1.0)
+            return bool(abs(pred - gold) <= limit)
+    return bool(_text_rules(pred, rules) == _text_rules(gold, rules))
+
+
+def argument_differences(
+    pred_args: Mapping[str, Any], gold_args: Mapping[str, Any], schema: Mapping[str, Any] | None, *,
+    fill_defaults: bool = False, rules: Mapping[str, Sequence[ArgumentRule]] | None = None,
+) -> list[tuple[str, Any, Any]]:
+    """``(argument, predicted value, gold value)`` for every argument that differs after type
+    normalisation (:data:`MISSING` where a call does not give it); with ``fill_defaults`` both calls
+    first get the schema's defaults, and ``rules`` normalise the arguments they name."""
+    if fill_defaults:
+        pred_args, gold_args = with_defaults(pred_args, schema), with_defaults(gold_args, schema)
+    pred, gold = normalize_arguments(pred_args, schema), normalize_arguments(gold_args, schema)
+    out = []
+    for name in sorted(set(pred) | set(gold)):
+        p, g = pred.get(name, MISSING), gold.get(name, MISSING)
+        if p is MISSING or g is MISSING or not _same(p, g, (rules or {}).get(name, ())):
+            out.append((name, p, g))
+    return out
+
+
+def _shown(value: Any) -> str:
+    if value is MISSING:
+        return "not given"
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def describe_differences(differences: Sequence[tuple[str, Any, Any]]) -> str:
+    """``repo_path: "/r/" (gold "/r")``, for the first difference, and how many others there are."""
+    if not differences:
+        return "no argument differs"
+    name, p, g = differences[0]
+    more = f" and {len(differences) - 1} other argument(s)" if len(differences) > 1 else ""
+    return f"{name}: {_shown(p)} (gold {_shown(g)}){more}"
+
+
 def rule_match(
     pred_name: str, pred_args: Mapping[str, Any] | None, gold_name: str, gold_args: Mapping[str, Any],
-    schema: Mapping[str, Any] | None,
+    schema: Mapping[str, Any] | None, *, fill_defaults: bool = False,
+    rules: Mapping[str, Sequence[ArgumentRule]] | None = None,
 ) -> bool:
-    """Same tool and, after type normalisation, exactly the same arguments."""
+    """Same tool and, after type normalisation (and the options of :func:`argument_differences`),
+    exactly the same arguments."""
     if pred_name != gold_name or not isinstance(pred_args, Mapping):
         return False
-    return normalize_arguments(pred_args, schema) == normalize_arguments(gold_args, schema)
+    if not fill_defaults and not rules:
+        return normalize_arguments(pred_args, schema) == normalize_arguments(gold_args, schema)
+    return not argument_differences(pred_args, gold_args, schema, fill_defaults=fill_defaults, rules=rules)
 
 
 def param_matches(
-    pred_args: Mapping[str, Any] | None, gold_args: Mapping[str, Any], schema: Mapping[str, Any] | None
+    pred_args: Mapping[str, Any] | None, gold_args: Mapping[str, Any], schema: Mapping[str, Any] | None, *,
+    rules: Mapping[str, Sequence[ArgumentRule]] | None = None,
 ) -> dict[str, bool]:
     """Per gold parameter: does the prediction give it the same (normalised) value?
 
     A parameter the prediction omits matches only when the gold value is the schema's default.
+    ``rules`` normalise the arguments they name (see :data:`ARGUMENT_RULES`).
     """
     pred = normalize_arguments(pred_args, schema) if isinstance(pred_args, Mapping) else {}
     out: dict[str, bool] = {}
     for name, value in gold_args.items():
         ps = _param_schema(schema, name)
         gold = normalize_value(value, ps)
+        mine = (rules or {}).get(name, ())
         if name in pred:
-            out[name] = pred[name] == gold
+            out[name] = _same(pred[name], gold, mine)
         else:
-            out[name] = isinstance(ps, Mapping) and "default" in ps and normalize_value(ps["default"], ps) == gold
+            out[name] = isinstance(ps, Mapping) and "default" in ps and _same(normalize_value(ps["default"], ps), gold, mine)
     return out
 
 
@@ -214,18 +329,36 @@ SchemaFor = Callable[[str], "Mapping[str, Any] | None"]
 SpecFor = Callable[[str], "ToolLike | None"]
 
 
+def _gold_rules(gold: CallLike, enabled: bool) -> dict[str, list[ArgumentRule]] | None:
+    return argument_rules(gold.get(MATCH_KEY)) if enabled else None
+
+
 class RuleMatcher:
-    """Same name and the same arguments after type normalisation by the tool's input schema."""
+    """Same name and the same arguments after type normalisation by the tool's input schema (with
+    ``fill_defaults`` and ``argument_rules``: see the module docstring). A rejection of a call of
+    the same tool says which argument differed, with both values."""
 
     name = "rule"
 
-    def __init__(self, schema_for: SchemaFor = lambda _name: None):
+    def __init__(self, schema_for: SchemaFor = lambda _name: None, *, fill_defaults: bool = False,
+                 argument_rules: bool = False):
         self.schema_for = schema_for
+        self.fill_defaults = fill_defaults
+        self.argument_rules = argument_rules
 
     async def __call__(self, pred: CallLike, gold: CallLike) -> MatchDecision | None:
         name = str(gold.get("name"))
-        if rule_match(str(pred.get("name")), pred.get("arguments"), name, gold.get("arguments") or {}, self.schema_for(name)):
-            return MatchDecision(True, self.name, "same tool and equal arguments after type normalisation")
+        schema = self.schema_for(name)
+        rules = _gold_rules(gold, self.argument_rules)
+        args = pred.get("arguments")
+        if rule_match(str(pred.get("name")), args, name, gold.get("arguments") or {}, schema,
+                      fill_defaults=self.fill_defaults, rules=rules):
+            how = " (schema defaults filled in)" if self.fill_defaults else ""
+            return MatchDecision(True, self.name, f"same tool and equal arguments after type normalisation{how}")
+        if pred.get("name") == name and isinstance(args, Mapping):
+            differences = argument_differences(args, gold.get("arguments") or {}, schema,
+                                               fill_defaults=self.fill_defaults, rules=rules)
+            return MatchDecision(False, None, describe_differences(differences))
         return None
 
 
@@ -247,15 +380,19 @@ class ResponseMatcher:
 
 
 async def decide(pred: CallLike, gold: CallLike, matchers: Sequence[Matcher]) -> MatchDecision:
-    """The first matcher of ``matchers`` that accepts the pair decides; otherwise no match."""
+    """The first matcher of ``matchers`` that accepts the pair decides; otherwise no match (the
+    reason quotes the first rejection that said why, e.g. the rule matcher's differing argument)."""
+    why = ""
     for matcher in matchers:
         decision = await matcher(pred, gold)
         if decision is not None and decision.matched:
             return decision
+        if decision is not None and not why:
+            why = f" ({decision.reason})"
     tried = ", ".join(m.name for m in matchers) or "no matcher"
     if pred.get("name") != gold.get("name"):
         return MatchDecision(False, None, f"different tools ({pred.get('name')!r} vs {gold.get('name')!r})")
-    return MatchDecision(False, None, f"same tool, arguments differ; rejected by {tried}")
+    return MatchDecision(False, None, f"same tool, arguments differ{why}; rejected by {tried}")
 
 
 # ---- pair costs for the alignment --------------------------------------------------------------
@@ -272,9 +409,11 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def argument_cost(schema_for: SchemaFor = lambda _name: None) -> CostFn:
+def argument_cost(schema_for: SchemaFor = lambda _name: None, *, fill_defaults: bool = False,
+                  argument_rules: bool = False) -> CostFn:
     """1 for different tools; else the share of parameters (of either call) whose values differ
-    after type normalisation (a parameter only one call gives counts as different)."""
+    after type normalisation (a parameter only one call gives counts as different); the options
+    are :class:`RuleMatcher`'s."""
 
     def cost(pred: CallLike, gold: CallLike) -> float:
         if pred.get("name") != gold.get("name"):
@@ -284,6 +423,11 @@ def argument_cost(schema_for: SchemaFor = lambda _name: None) -> CostFn:
         g = gold.get("arguments") or {}
         if not isinstance(p, Mapping):
             return 1.0
+        if fill_defaults or argument_rules:
+            keys = set(with_defaults(p, schema) if fill_defaults else p) | set(with_defaults(g, schema) if fill_defaults else g)
+            differ = len(argument_differences(p, g, schema, fill_defaults=fill_defaults,
+                                              rules=_gold_rules(gold, argument_rules)))
+            return 0.99 * differ / len(keys) if keys else 0.0
         pn, gn = normalize_arguments(p, schema), normalize_arguments(g, schema)
         keys = set(pn) | set(gn)
         if not keys:

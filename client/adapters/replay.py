@@ -12,12 +12,20 @@ A recorded tool name the episode does not offer is sent as the offered name it b
 character outside ``[A-Za-z0-9_-]`` replaced by ``-`` (what tool-calling APIs accept), if there is
 one. A request beyond the recorded turns, or for a conversation the file does not hold, is a
 ``bad_request`` error (the episode fails, and says why).
+
+``${NAME}`` in the file's strings (user messages, arguments, texts) is replaced by the adapter
+option ``variables`` (``--model-arg 'variables={"REPO": "/tmp/r"}'``), else the environment variable
+``NAME`` (one that looks like a secret's is refused), as in a task file; an undefined one is an
+error naming the file and line. So a scripted model for a task file with variables can be
+committed next to it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,7 @@ from client.messages import (
     UserMessage,
 )
 from client.runs import iter_jsonl
+from tool_specs import UndefinedVariable, environment_value, expand_value
 
 from .errors import ModelError
 
@@ -40,10 +49,18 @@ __all__ = ["ReplayAdapter"]
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def _load_conversations(path: Path) -> dict[str, list[dict[str, Any]]]:
+def _load_conversations(path: Path, variables: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
     """The assistant turns of every conversation in ``path``, by its first user message."""
     out: dict[str, list[dict[str, Any]]] = {}
+
+    def lookup(name: str) -> str | None:
+        return variables[name] if name in variables else environment_value(name, os.environ)
+
     for n, record in iter_jsonl(path, label="replay file "):
+        try:
+            record = expand_value(record, lookup)
+        except UndefinedVariable as exc:
+            raise ValueError(f"replay file {path}: line {n}: {exc}") from None
         convs = next((record[k] for k in ("gen_convs", "conversations", "messages") if isinstance(record, dict)
                       and isinstance(record.get(k), list)), None)
         if convs is None:
@@ -60,13 +77,15 @@ class ReplayAdapter:
 
     provider = "replay"
 
-    def __init__(self, path: str, **_options: Any):
+    def __init__(self, path: str, *, variables: Mapping[str, Any] | None = None, **_options: Any):
         self.path = Path(path).expanduser()
         if not self.path.is_file():
             raise ValueError(f"replay: no such file {str(self.path)!r} (use replay:PATH)")
         self.model = f"replay:{self.path.name}"
         self.name = self.model
-        self.turns = _load_conversations(self.path)
+        if variables is not None and not isinstance(variables, Mapping):
+            raise ValueError("replay: the variables option is a JSON object of names to values")
+        self.turns = _load_conversations(self.path, {str(k): str(v) for k, v in (variables or {}).items()})
 
     def _call(self, raw: dict[str, Any], offered: set[str], turn: int, i: int) -> ToolCall:
         inner = raw.get("function")

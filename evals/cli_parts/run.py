@@ -229,7 +229,9 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
     """The core's flags of ``evals run``, then the benchmark's own options in a group of their own."""
     r.add_argument("--config", metavar="FILE", help="YAML/JSON file of settings (any flag below, by its name, "
                    "e.g. `model: openai:gpt-4o`, `kg_search: retrieval`); flags given on the command line win")
-    r.add_argument("--model", required=True, help="oracle[:SECONDS_PER_TURN] | openai:<model> | anthropic:<model> | vllm:<model-or-path>")
+    r.add_argument("--model", required=True, help="oracle[:SECONDS_PER_TURN] | openai:<model> | anthropic:<model> | vllm:<model-or-path> | "
+                   "replay:FILE (a scripted model: recorded or hand-written assistant turns, JSON Lines; "
+                   "docs/running-models.md)")
     r.add_argument("--strategy", choices=info.strategies, help=f"how the model is driven (default {info.default_strategy})")
     sel = r.add_argument_group("which tasks (default: every task; a part of the benchmark is not comparable with "
                                "the papers' numbers, and its summary and report say so)")

@@ -44,6 +44,7 @@ class Option:
     model: bool = False  # the value names a model (``openai:...``): the core opens it like --model
     aliases: tuple[tuple[Any, Any], ...] = ()  # (old or other spelling, value): accepted and mapped
     metavar: str | None = None
+    multiple: bool = False  # the flag may be repeated; the value is a list (None when never given)
 
     def __post_init__(self) -> None:
         if self.type not in _TYPES:
@@ -57,6 +58,12 @@ class Option:
 
     def convert(self, value: Any) -> Any:
         """``value`` (from a flag's text or a config file) as this option's type; raises :class:`OptionError`."""
+        if self.multiple and value is not None:
+            items = value if isinstance(value, list | tuple) else [value]
+            return [self._convert_one(v) for v in items]
+        return self._convert_one(value)
+
+    def _convert_one(self, value: Any) -> Any:
         if value is None:
             if self.default is None:
                 return None
@@ -106,12 +113,13 @@ class Option:
 
         def parse(text: str) -> Any:
             try:
-                return self.convert(text)
+                return self._convert_one(text)
             except OptionError as exc:
                 raise argparse.ArgumentTypeError(str(exc)) from None
 
         parser.add_argument(
             self.flag, dest=self.name, type=parse, default=argparse.SUPPRESS, help=help_text,
+            action="append" if self.multiple else "store",
             metavar=self.metavar or ("{" + ",".join(map(str, self.choices)) + "}" if self.choices else _TYPES[self.type].upper()),
         )
 

@@ -20,6 +20,8 @@ Optional methods (looked up with ``getattr``; a benchmark without them loses onl
   RUN_DIR --format NAME``) and read (``evals score PATH --format NAME --benchmark B``), e.g. its
   official scripts' input files (see :mod:`evals.core.formats`);
 * ``summary_extras(config) -> dict``: extra keys for the run's summary;
+* ``config_extras() -> dict``: extra keys for the run's ``config.json`` (what the benchmark read from
+  outside its options, e.g. a digest of an environment variable it used; never a secret's value);
 * ``run_dir_part() -> str``: a folder between the benchmark's and the model's in the default run
   directory (a benchmark defined by a file names the file, so that two files get two runs);
 * ``episode_view(task_id, trace, score) -> list[dict]``: the benchmark's own sections of an episode in

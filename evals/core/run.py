@@ -147,12 +147,14 @@ def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
     result = opts.result_config(bench.info.options, uses_judge=bench.info.uses_judge)
     data = data_checksums(bench.data_files())
     dataset = dataset_identity(bench.info, bench.options, data)
+    extras = getattr(bench, "config_extras", None)
     return {
         **result,
         **({"dataset": dataset} if dataset is not None else {}),
         "data": data,
         "versions": versions(),
         "run": run,
+        **(extras() if callable(extras) else {}),
     }
 
 

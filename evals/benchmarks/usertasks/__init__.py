@@ -3,6 +3,7 @@
 The folder, low to high (each module imports only those before it):
 
 * ``task_file.schema.json``: the published JSON Schema of one task;
+* ``variables``: ``${NAME}`` values from ``--var`` and the environment, as ``config.json`` records them;
 * ``answers``: final-answer matching (exact, normalised, regex, number, judge);
 * ``refs``: references from a gold call's arguments to an earlier call's result;
 * ``taskfile``: reading and checking a task file (every problem at once, ``FILE:LINE``);
@@ -11,7 +12,7 @@ The folder, low to high (each module imports only those before it):
 * ``view``: an episode in ``evals view`` (gold calls beside predicted, gold answer beside the final one);
 * ``plugin``: the ``evals run`` plugin (the ``agent`` strategy, the oracle, export, the episode view).
 
-This module only declares it (nothing is read).
+This module only declares it (nothing is read but the small ``variables`` module, for ``--var``'s check).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from ...core.metrics import Metric
 from ...core.options import Option
 from ...core.plugin import Benchmark, BenchmarkInfo
+from .variables import var_problem
 
 NAME = "taskfile"
 SCHEMA = Path(__file__).with_name("task_file.schema.json")
@@ -55,6 +57,9 @@ OPTIONS: tuple[Option, ...] = (
            "replay later with --replay", affects_results=False, metavar="FILE"),
     Option("replay", str, None, "answer the MCP servers' tools from a recording made with --record (no server "
            "is started)", check=_file, metavar="FILE"),
+    Option("var", str, None, "a value for ${NAME} in the task file and the MCP servers' command lines and URLs "
+           "(repeatable; a name not given is read from the environment, and config.json records only its name and "
+           "a SHA-256 of its value)", check=var_problem, metavar="NAME=VALUE", multiple=True),
     Option("matcher", str, "rule", "how a call is matched to a gold call: rule (equal after type normalisation), "
            "response (then: the same response from a deterministic tool), llm (then: the judge, --judge)",
            choices=("rule", "response", "llm")),

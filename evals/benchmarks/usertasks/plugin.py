@@ -40,7 +40,8 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .refs import UNRESOLVED, resolve_arguments, result_value
 from .scoring import JudgeCallMatcher, predicted_calls, score_task
 from .sources import mcp_sources, open_tools, spec_file_tools
-from .taskfile import Task, load_task_file
+from .taskfile import Task, TaskFileError, problem_line, read_task_file, tool_problems
+from .variables import TaskVariables
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -97,10 +98,27 @@ class UserTasksBenchmark:
         self.info = info
         self.name = info.name
         self.options = options
+        self.variables = TaskVariables(options.get("var"))
         # without a task file (``evals serve --benchmark``) it has no tasks and serves nothing; a run refuses
-        self.tasks: dict[str, Task] = {t.id: t for t in load_task_file(options["tasks"])} if options.get("tasks") else {}
-        mcp_sources(options)  # a bad --mcp-server / --mcp-config fails here, before anything runs
+        tasks, problems = read_task_file(options["tasks"], self.variables) if options.get("tasks") else ([], [])
+        self.tasks: dict[str, Task] = {t.id: t for t in tasks}
+        mcp_sources(options, self.variables)  # a bad --mcp-server / --mcp-config fails here, before anything runs
         self._spec_tools: dict[str, ToolSpec] | None = None
+        if problems:  # every problem at once: the task file's, and its tool names against the sources
+            raise TaskFileError(Path(options["tasks"]), sorted([*problems, *self._tool_name_problems(tasks)], key=problem_line))
+
+    def _tool_name_problems(self, tasks: Sequence[Task]) -> list[str]:
+        """The tool names of ``tasks`` that no source offers (the sources opened and closed again)."""
+        try:
+            with contextlib.ExitStack() as stack:
+                names = [t.name for t in open_tools(self.options, stack, self.variables)]
+        except Exception as exc:  # noqa: BLE001 -- a source that fails is reported when the run starts
+            return [f"{self.options['tasks']}: tool names not checked: a tool source did not open: {str(exc).splitlines()[0]}"]
+        return tool_problems(self.options["tasks"], tasks, names)
+
+    def config_extras(self) -> dict[str, Any]:
+        """``variables``: where each ``${NAME}`` came from (environment values only as a SHA-256)."""
+        return {"variables": self.variables.recorded()} if self.variables.given or self.variables.from_environment else {}
 
     def task_ids(self) -> list[str]:
         return list(self.tasks)
@@ -116,27 +134,19 @@ class UserTasksBenchmark:
             raise ValueError("--record and --replay go with different runs: record with the live server, then replay")
 
     def catalog(self, tools: Sequence[ToolSpec]) -> StaticCatalog:
-        """Each task's endpoint with the tools it names; unknown names are listed, every one, with their lines."""
+        """Each task's endpoint with the tools it names; unknown names are listed, every one, with their
+        lines and a did-you-mean."""
         by_name = {t.name: t for t in tools}
-        problems = []
-        for task in self.tasks.values():
-            for name in task.tools or ():
-                if name not in by_name:
-                    problems.append(f"{self.options['tasks']}:{task.line}: task {task.id!r}: tool {name!r} is offered by "
-                                    f"no source (tools: {', '.join(sorted(by_name)) or 'none'})")
-            for call in task.calls or ():
-                if task.tools is None and call.name not in by_name:
-                    problems.append(f"{self.options['tasks']}:{task.line}: task {task.id!r}: gold tool {call.name!r} is "
-                                    "offered by no source")
+        problems = tool_problems(self.options["tasks"], list(self.tasks.values()), list(by_name))
         if problems:
-            raise ValueError("\n".join(problems))
+            raise TaskFileError(Path(self.options["tasks"]), problems)
         return StaticCatalog(self.name, {t.id: [by_name[n] for n in t.tools] if t.tools is not None else list(tools)
                                          for t in self.tasks.values()})
 
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None) -> list[BenchmarkMount]:
         if not self.options.get("tasks"):
             return []
-        return [BenchmarkMount(catalog=self.catalog(open_tools(self.options, stack)))]
+        return [BenchmarkMount(catalog=self.catalog(open_tools(self.options, stack, self.variables)))]
 
     def data_files(self) -> list[Path]:
         files = [Path(self.options["tasks"])] if self.options.get("tasks") else []
@@ -179,7 +189,7 @@ class UserTasksBenchmark:
         def schema_for(name: str) -> Mapping[str, Any] | None:
             return (tools.get(name) or {}).get("input_schema")
 
-        out: list[Matcher] = [RuleMatcher(schema_for)]
+        out: list[Matcher] = [RuleMatcher(schema_for, fill_defaults=True, argument_rules=True)]
         if self.options.get("matcher") in ("response", "llm"):
             out.append(ResponseMatcher(self._spec_for))
         if self.options.get("matcher") == "llm" and ctx.can_judge:

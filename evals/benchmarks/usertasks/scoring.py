@@ -12,7 +12,13 @@ the gold calls as resolved (a reference that did not resolve named, never the ba
   made, and (``order: ordered``) the matched calls come in the gold order;
 * ``tool_accuracy`` (per gold call): a call of the gold tool was paired with it;
 * ``argument_accuracy`` (per gold argument): the paired call gives the gold value (after type
-  normalisation; a pair the cascade accepts counts all its arguments right).
+  normalisation and the gold call's ``match`` rules; an omitted argument whose schema default is
+  the gold value counts right; a pair the cascade accepts counts all its arguments right).
+
+The rule matcher of a task file fills in the schema's defaults on both sides before comparing (a
+call that passes ``max_count: 10`` where 10 is the default is the gold call that omits it) and
+applies each gold call's per-argument ``match`` rules; a rejection names the argument that differed
+and both values.
 
 Answer: ``answer_accuracy`` (per task with a gold answer; :mod:`.answers`). A ``judge`` answer
 without a judge and without a stored decision leaves the task out of the metric (the summary
@@ -31,7 +37,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tool_specs import RegexTimeout
-from tool_specs.matching import MatchDecision, Matcher, align_calls, argument_cost, decide, param_matches
+from tool_specs.matching import (
+    MATCH_KEY,
+    MatchDecision,
+    Matcher,
+    align_calls,
+    argument_cost,
+    decide,
+    param_matches,
+)
 
 from ...core.context import ScoreContext
 from ...core.metrics import TaskScore
@@ -94,8 +108,8 @@ async def _score_calls(task: Task, pred: list[dict[str, Any]], done: bool, score
                        matchers: Sequence[Matcher], schema_for: Callable[[str], Mapping[str, Any] | None],
                        timeouts: list[str]) -> None:
     gold = list(task.calls or ())
-    stripped = [{"name": g.name, "arguments": strip_references(g.arguments)} for g in gold]
-    alignment = await align_calls(pred, stripped, cost=argument_cost(schema_for))
+    stripped = [{"name": g.name, "arguments": strip_references(g.arguments), MATCH_KEY: g.match} for g in gold]
+    alignment = await align_calls(pred, stripped, cost=argument_cost(schema_for, fill_defaults=True, argument_rules=True))
     pred_of = {p.gold_index: p.pred_index for p in alignment.pairs}
     index_of = {g.id: j for j, g in enumerate(gold)}
 
@@ -103,7 +117,8 @@ async def _score_calls(task: Task, pred: list[dict[str, Any]], done: bool, score
         i = pred_of.get(index_of.get(call_id, -1))
         return UNRESOLVED if i is None or pred[i]["is_error"] else pred[i]["result"]
 
-    resolved = [{"name": g.name, "arguments": resolve_arguments(g.arguments, result_of, timeouts)} for g in gold]
+    resolved = [{"name": g.name, "arguments": resolve_arguments(g.arguments, result_of, timeouts), **({MATCH_KEY: g.match} if g.match else {})}
+                for g in gold]
     for pair in alignment.pairs:
         pair.decision = await decide(pred[pair.pred_index], resolved[pair.gold_index], matchers)
     matched = [p for p in alignment.pairs if p.matched]
@@ -122,7 +137,7 @@ async def _score_calls(task: Task, pred: list[dict[str, Any]], done: bool, score
                 right += len(want)
             else:
                 got = pred[pair.pred_index]["arguments"]
-                right += sum(param_matches(got, want, schema_for(gold[pair.gold_index].name)).values())
+                right += sum(param_matches(got, want, schema_for(gold[pair.gold_index].name), rules=gold[pair.gold_index].match).values())
         score.add("argument_accuracy", right, n_args)
     score.details["calls"] = {
         "predicted": [{"name": c["name"], "arguments": c["arguments"], "is_error": c["is_error"]} for c in pred],

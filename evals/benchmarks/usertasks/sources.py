@@ -9,22 +9,24 @@
   response to a recording, ``--replay FILE`` answers from one with no server started
   (``server.recording``).
 
-Two sources may not offer the same tool name (the error names both).
+Two sources may not offer the same tool name (the error names both). ``${NAME}`` variables are
+expanded in the MCP servers' command lines, arguments, working directories and URLs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from server import KGConfig, kg_tools
 from server.recording import CallRecording, read_recording, replay_specs
 from server.upstream import McpSource, load_mcp_config, open_sources, parse_mcp_server
-from tool_specs import SpecLoadError, ToolSpec, load_tool_dir
+from tool_specs import SpecLoadError, ToolSpec, UndefinedVariable, expand_variables, load_tool_dir
 
 __all__ = ["mcp_sources", "open_tools", "spec_file_tools"]
 
@@ -39,11 +41,30 @@ def spec_file_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
         raise ValueError(f"--tools-dir: {exc}") from None
 
 
-def mcp_sources(options: Mapping[str, Any]) -> list[McpSource]:
-    """The MCP servers of ``--mcp-config`` and ``--mcp-server``."""
-    out = load_mcp_config(options["mcp_config"]) if options.get("mcp_config") else []
+def _expanded(source: McpSource, variables: Callable[[str], str | None], where: str) -> McpSource:
+    """``source`` with ``${NAME}`` replaced in its command, arguments, working directory and URL
+    (not in its env or headers: those are where secrets go, read from the environment by the server)."""
+    try:
+        return dataclasses.replace(
+            source, command=None if source.command is None else expand_variables(source.command, variables),
+            args=tuple(expand_variables(a, variables) for a in source.args),
+            cwd=None if source.cwd is None else expand_variables(source.cwd, variables),
+            url=None if source.url is None else expand_variables(source.url, variables))
+    except UndefinedVariable as exc:
+        raise ValueError(f"{where}: MCP server {source.name!r}: {exc}") from None
+
+
+def mcp_sources(options: Mapping[str, Any], variables: Callable[[str], str | None] | None = None) -> list[McpSource]:
+    """The MCP servers of ``--mcp-config`` and ``--mcp-server`` (``${NAME}`` expanded by ``variables``)."""
+    lookup = variables or (lambda _name: None)
+    out = [_expanded(s, lookup, f"--mcp-config {options['mcp_config']}")
+           for s in (load_mcp_config(options["mcp_config"]) if options.get("mcp_config") else [])]
     if options.get("mcp_server"):
-        out.append(parse_mcp_server(options["mcp_server"], token_env=options.get("mcp_token_env")))
+        try:
+            text = expand_variables(options["mcp_server"], lookup)
+        except UndefinedVariable as exc:
+            raise ValueError(f"--mcp-server: {exc}") from None
+        out.append(parse_mcp_server(text, token_env=options.get("mcp_token_env")))
     names = [s.name for s in out]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -65,12 +86,13 @@ def _kg(path: str, search: str, stack: contextlib.ExitStack | contextlib.AsyncEx
     return kg_tools(KGConfig(store=store, search_mode=search))
 
 
-def open_tools(options: Mapping[str, Any], stack: contextlib.ExitStack | contextlib.AsyncExitStack) -> list[ToolSpec]:
+def open_tools(options: Mapping[str, Any], stack: contextlib.ExitStack | contextlib.AsyncExitStack,
+               variables: Callable[[str], str | None] | None = None) -> list[ToolSpec]:
     """Every tool of the run's sources, opened on ``stack`` (MCP servers started, the KG built)."""
     found: list[tuple[str, ToolSpec]] = [(f"--tools-dir {options['tools_dir']}", s) for s in spec_file_tools(options)]
     if options.get("kg"):
         found += [(f"--kg {options['kg']}", s) for s in _kg(options["kg"], options.get("kg_search", "greedy"), stack)]
-    sources = mcp_sources(options)
+    sources = mcp_sources(options, variables)
     if options.get("replay"):
         rec = read_recording(options["replay"])
         wanted = [s.name for s in sources] or None

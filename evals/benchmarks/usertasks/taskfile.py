@@ -1,13 +1,18 @@
 """The task file: JSON Lines or YAML, checked against ``task_file.schema.json`` and for what a schema
-cannot say (unique ids, references to earlier calls, gold tools among the offered ones). Every
-problem is reported at once, each as ``FILE:LINE: task ID: where: what``."""
+cannot say (unique ids, references to earlier calls, gold tools among the offered ones, per-argument
+``match`` rules). Every problem is reported at once, each as ``FILE:LINE: task ID: where: what``;
+:func:`tool_problems` adds the tool names that no tool source offers (with a did-you-mean).
+
+Variables: ``${NAME}`` in the strings of a task's ``query``, ``messages`` contents, gold call
+arguments and ``answer`` is replaced by the value the ``variables`` lookup gives
+(:mod:`tool_specs.variables`); an undefined one is a problem at its line."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -15,11 +20,24 @@ from typing import Any
 
 import yaml
 
-from tool_specs import DocumentError, load_json, load_yaml, pattern_groups
+from tool_specs import (
+    DocumentError,
+    UndefinedVariable,
+    did_you_mean,
+    expand_variables,
+    load_json,
+    load_yaml,
+    pattern_groups,
+)
+from tool_specs.matching import argument_rules
 
 from .answers import answer_problem, normalize_answer_spec, oracle_answer
 
-__all__ = ["SCHEMA_PATH", "GoldCall", "Task", "TaskFileError", "is_reference", "load_task_file", "references", "task_schema"]
+__all__ = ["SCHEMA_PATH", "GoldCall", "Task", "TaskFileError", "Variables", "is_reference", "load_task_file",
+           "problem_line", "read_task_file", "references", "task_schema", "tool_problems"]
+
+Variables = Callable[[str], "str | None"]
+"""A variable's value by name (``None``: not defined)."""
 
 SCHEMA_PATH = Path(__file__).with_name("task_file.schema.json")
 MAX_SHOWN = 100
@@ -48,6 +66,7 @@ class GoldCall:
     id: str
     name: str
     arguments: dict[str, Any]
+    match: dict[str, Any] = field(default_factory=dict)  # per-argument rules (tool_specs.matching.ARGUMENT_RULES)
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,7 @@ class Task:
     ordered: bool = True
     answer: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    tool_names: tuple[tuple[str, int, str], ...] = ()  # (tool name, line, where) of `tools` and the calls' names
 
     @property
     def system(self) -> str | None:
@@ -87,6 +107,10 @@ class Task:
 
     def oracle_steps(self) -> list[list[dict[str, Any]]]:
         return [[{"name": c.name, "arguments": c.arguments, "id": c.id}] for c in self.calls or ()]
+
+    def gold_calls(self) -> list[dict[str, Any]]:
+        """The gold calls as the matchers take them (``match``: the per-argument rules)."""
+        return [{"name": c.name, "arguments": c.arguments, "match": c.match} for c in self.calls or ()]
 
     def oracle_answer(self) -> str:
         return oracle_answer(self.answer) if self.answer is not None else "Done."
@@ -173,7 +197,53 @@ def _where(where: Sequence[Any]) -> str:
 
 
 # ---- checking -----------------------------------------------------------------------------------
-def _check_task(raw: Mapping[str, Any], ids: set[str]) -> list[tuple[tuple[Any, ...], str]]:
+def _check_id(raw: Any, ids: dict[str, int], line: int) -> list[tuple[tuple[Any, ...], str]]:
+    """A task id used by an earlier task (checked whatever else is wrong with either task)."""
+    tid = raw.get("id") if isinstance(raw, Mapping) else None
+    if not isinstance(tid, str):
+        return []
+    if tid in ids:
+        return [(("id",), f"task id {tid!r} is used twice (first at line {ids[tid]})")]
+    ids[tid] = line
+    return []
+
+
+def _expand(raw: Any, variables: Variables | None) -> tuple[Any, list[tuple[tuple[Any, ...], str]]]:
+    """The task with ``${NAME}`` replaced in its query, messages, gold arguments and answer."""
+    if not isinstance(raw, Mapping):
+        return raw, []
+    problems: list[tuple[tuple[Any, ...], str]] = []
+
+    def lookup(name: str) -> str | None:
+        return variables(name) if variables is not None else None
+
+    def walk(value: Any, where: tuple[Any, ...]) -> Any:
+        if isinstance(value, str):
+            try:
+                return expand_variables(value, lookup)
+            except UndefinedVariable as exc:
+                problems.append((where, str(exc)))
+                return value
+        if isinstance(value, Mapping):
+            return {k: walk(v, (*where, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, (*where, i)) for i, v in enumerate(value)]
+        return value
+
+    out = dict(raw)
+    for key in ("query", "answer"):
+        if key in out:
+            out[key] = walk(out[key], (key,))
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [{**m, "content": walk(m["content"], ("messages", i, "content"))}
+                           if isinstance(m, Mapping) and "content" in m else m for i, m in enumerate(out["messages"])]
+    if isinstance(out.get("calls"), list):
+        out["calls"] = [{**c, "arguments": walk(c["arguments"], ("calls", i, "arguments"))}
+                        if isinstance(c, Mapping) and "arguments" in c else c for i, c in enumerate(out["calls"])]
+    return out, problems
+
+
+def _check_task(raw: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     """Problems a schema cannot see, as (path within the task, message)."""
     out: list[tuple[tuple[Any, ...], str]] = []
     if ("query" in raw) == ("messages" in raw):
@@ -207,6 +277,15 @@ def _check_task(raw: Mapping[str, Any], ids: set[str]) -> list[tuple[tuple[Any, 
                         out.append((path, "a reference's pattern may have at most one group"))
                 except ValueError as exc:
                     out.append((path, f"bad pattern: {exc}"))
+        if "match" in call:
+            try:
+                rules = argument_rules(call["match"])
+            except ValueError as exc:
+                out.append((("calls", i, "match"), str(exc)))
+            else:
+                for name in sorted(set(rules) - set(call.get("arguments") or {})):
+                    out.append((("calls", i, "match", name), f"a rule for {name!r}, which is not an argument of the "
+                                f"call{did_you_mean(name, list(call.get('arguments') or {}))}"))
         seen[cid] = i
         seen.setdefault(str(i), i)
     if "answer" in raw:
@@ -214,57 +293,79 @@ def _check_task(raw: Mapping[str, Any], ids: set[str]) -> list[tuple[tuple[Any, 
         if problem:
             field, message = problem
             out.append((("answer", field) if field else ("answer",), message))
-    tid = raw.get("id")
-    if isinstance(tid, str):
-        if tid in ids:
-            out.append((("id",), f"task id {tid!r} is used twice"))
-        ids.add(tid)
     return out
 
 
-def _task(raw: Mapping[str, Any], line: int) -> Task:
+def _task(raw: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int]) -> Task:
     calls = None
     if "calls" in raw:
-        calls = tuple(GoldCall(str(c.get("id", i)), c["name"], dict(c.get("arguments") or {}))
-                      for i, c in enumerate(raw["calls"]))
+        calls = tuple(GoldCall(str(c.get("id", i)), c["name"], dict(c.get("arguments") or {}),
+                               argument_rules(c.get("match"))) for i, c in enumerate(raw["calls"]))
     tools = raw.get("tools", "all")
+    names = [(str(n), _line(lines, ("tools", i)), f"tools[{i}]") for i, n in enumerate(tools if isinstance(tools, list) else [])]
+    names += [(c.name, _line(lines, ("calls", i, "name")), f"calls[{i}].name") for i, c in enumerate(calls or ())]
+    line = lines.get((), 1)
     return Task(
         id=raw["id"], line=line, query=raw.get("query"), messages=tuple(dict(m) for m in raw.get("messages") or ()),
         tools=None if tools == "all" else tuple(tools), calls=calls, ordered=raw.get("order", "ordered") == "ordered",
         answer=normalize_answer_spec(raw["answer"]) if "answer" in raw else None, metadata=dict(raw.get("metadata") or {}),
+        tool_names=tuple(names),
     )
 
 
-def load_task_file(path: str | Path) -> list[Task]:
-    """The tasks of a task file; :class:`TaskFileError` lists every problem (``FILE:LINE: ...``)."""
+def read_task_file(path: str | Path, variables: Variables | None = None) -> tuple[list[Task], list[str]]:
+    """The tasks of a task file that have no problem, and every problem of the file (``FILE:LINE: ...``)."""
     from jsonschema import Draft202012Validator
 
     p = Path(path)
     if not p.is_file():
-        raise TaskFileError(p, [f"{p}: no such task file"])
+        return [], [f"{p}: no such task file"]
     items, problems = _read(p)
     validator = Draft202012Validator(task_schema())
-    ids: set[str] = set()
+    ids: dict[str, int] = {}
     tasks: list[Task] = []
     for raw, lines in items:
         label = f"task {raw.get('id')!r}" if isinstance(raw, Mapping) and isinstance(raw.get("id"), str) else "task"
-        found: list[tuple[tuple[Any, ...], str]] = []
-        for error in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path))):
-            found.append((tuple(error.absolute_path), _schema_message(error)))
-        if not found and isinstance(raw, Mapping):
-            found = _check_task(raw, ids)
+        found = _check_id(raw, ids, lines.get((), 1))
+        raw, undefined = _expand(raw, variables)
+        found += undefined
+        schema_errors = [(tuple(e.absolute_path), _schema_message(e))
+                         for e in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))]
+        found += schema_errors
+        if not schema_errors and isinstance(raw, Mapping):
+            found += _check_task(raw)
         for where, message in found:
             problems.append(f"{p}:{_line(lines, where)}: {label}: {_where(where)}: {message}")
         if not found:
-            tasks.append(_task(raw, lines.get((), 1)))
+            tasks.append(_task(raw, lines))
     if not items and not problems:
         problems.append(f"{p}:1: the task file holds no tasks")
+    return tasks, sorted(problems, key=problem_line)
+
+
+def load_task_file(path: str | Path, variables: Variables | None = None) -> list[Task]:
+    """The tasks of a task file; :class:`TaskFileError` lists every problem (``FILE:LINE: ...``)."""
+    tasks, problems = read_task_file(path, variables)
     if problems:
-        raise TaskFileError(p, sorted(problems, key=_line_of))
+        raise TaskFileError(Path(path), problems)
     return tasks
 
 
-def _line_of(problem: str) -> int:
+def tool_problems(path: str | Path, tasks: Sequence[Task], known: Sequence[str]) -> list[str]:
+    """``FILE:LINE`` problems for the tool names of ``tasks`` (their ``tools`` lists and gold calls)
+    that no tool source offers, each with a did-you-mean among ``known``."""
+    out = []
+    offered = ", ".join(sorted(known)) or "none"
+    for task in tasks:
+        for name, line, where in task.tool_names:
+            if name not in known:
+                hint = did_you_mean(name, list(known)) or f" The sources offer: {offered}."
+                out.append(f"{path}:{line}: task {task.id!r}: {where}: tool {name!r} is offered by no tool source.{hint}")
+    return out
+
+
+def problem_line(problem: str) -> int:
+    """The line number of a ``FILE:LINE: ...`` problem (0 when it has none), to sort problems by."""
     m = re.match(r"^.*?:(\d+): ", problem)
     return int(m.group(1)) if m else 0
 

@@ -57,7 +57,7 @@ def test_a_server_that_cannot_start_is_exit_2_before_anything_runs(tmp_path: Pat
     tasks.write_text(json.dumps({"id": "a", "query": "q", "calls": [{"name": "shout", "arguments": {}}]}) + "\n")
     config.write_text(json.dumps({"mcpServers": {"echo": {"command": sys.executable, "args": [str(ECHO)]}}}))
     assert main([*argv[:-3], "--run-dir", str(tmp_path / "run2"), "--no-progress"]) == 2
-    assert "gold tool 'shout' is offered by no source" in capsys.readouterr().err
+    assert "calls[0].name: tool 'shout' is offered by no tool source. The sources offer: add, echo." in capsys.readouterr().err
 
 
 async def test_evals_serve_proxies_another_servers_tools_next_to_the_benchmarks(tmp_path: Path) -> None:

@@ -127,3 +127,41 @@ def test_time_server_example_oracle_scripted_model_record_and_replay(tmp_path: P
     assert metrics(oracle_replayed) == dict.fromkeys(METRICS, 100.0)
     config = json.loads((tmp_path / "live" / "config.json").read_text())
     assert config["options"]["matcher"] == "rule" and "time_tasks.jsonl" in config["data"]
+
+
+GIT = EXAMPLES / "git"
+GIT_SERVER = ["--mcp-server", f"git={sys.executable} -m mcp_server_git"]
+# the scripted model of docs/examples/git/git_mistakes.jsonl: 10 tasks, 13 gold calls, 22 gold arguments,
+# 10 answers. Exact 6/10 (g03 wrong revision, g04 wrong branch_type, g05 skips git_log, g06 another tool);
+# tools 11/13 (g05's git_log, g06); arguments 17/22 (g03 revision, g04 branch_type, g05's git_log repo_path
+# and contains, g06 repo_path); answers 8/10 (g03, g07). g01 (repo_path with a trailing /, forgiven by the
+# task's `match: {repo_path: path}`) and g08 (max_count 10, the schema default, given) count as right.
+GIT_EXPECTED = {"call_exact_match": 60.0, "tool_accuracy": 84.62, "argument_accuracy": 77.27, "answer_accuracy": 80.0}
+
+
+def test_git_server_example_with_a_path_variable_oracle_and_scripted_replay_model(tmp_path: Path, capsys, monkeypatch) -> None:
+    import hashlib
+    import subprocess
+
+    repo = tmp_path / "demo-repo"
+    subprocess.run(["bash", str(GIT / "make_repo.sh"), str(repo)], check=True, timeout=60, capture_output=True)
+    tasks = ["--tasks", str(GIT / "git_tasks.yaml")]
+    oracle = evals_json(capsys, "run", "taskfile", *tasks, *GIT_SERVER, "--var", f"REPO={repo}", "--model", "oracle",
+                        "--run-dir", str(tmp_path / "oracle"), "--no-progress", "--json")
+    assert oracle["completed"] == 10 and metrics(oracle) == dict.fromkeys(METRICS, 100.0)
+    config = json.loads((tmp_path / "oracle" / "config.json").read_text())
+    assert config["options"]["var"] == [f"REPO={repo}"] and config["variables"]["REPO"] == {"from": "--var", "value": str(repo)}
+
+    # the scripted model's file uses ${REPO} too; here both take it from the environment
+    monkeypatch.setenv("REPO", str(repo))
+    scripted_run = evals_json(capsys, "run", "taskfile", *tasks, *GIT_SERVER, "--model", f"replay:{GIT / 'git_mistakes.jsonl'}",
+                              "--run-dir", str(tmp_path / "scripted"), "--no-progress", "--json")
+    assert metrics(scripted_run) == GIT_EXPECTED
+    config = json.loads((tmp_path / "scripted" / "config.json").read_text())
+    assert config["variables"] == {"REPO": {"from": "environment", "sha256": hashlib.sha256(str(repo).encode()).hexdigest()}}
+    assert str(repo) not in json.dumps(config["options"])
+    scores = {json.loads(x)["task_id"]: json.loads(x)["score"] for x in (tmp_path / "scripted" / "scores.jsonl").open()}
+    assert scores["g01"]["details"]["calls"]["exact"] and scores["g08"]["details"]["calls"]["exact"]
+    g03 = scores["g03"]["details"]["calls"]["alignment"]["pairs"][0]["decision"]["reason"]
+    assert 'revision: "HEAD:version" (gold "HEAD:VERSION")' in g03
+    assert scores["g02"]["details"]["calls"]["gold"][1]["arguments"]["revision"] == "7468a118f6d9729e2204a5e00e35ce9cc3abf839"

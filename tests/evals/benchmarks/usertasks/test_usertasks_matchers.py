@@ -21,7 +21,8 @@ TASKS = [
     {"id": "m3", "query": "Say that the table is booked.", "calls": [],
      "answer": {"type": "judge", "rubric": "Says the table is booked.", "example": "The table is booked."}},
 ]
-MODEL_CALLS = {  # what the model does: m1 leaves out the default time, m2 writes the text differently
+MODEL_CALLS = {  # what the model does: m1 leaves out the default time (the rule matcher of a task file fills in
+    # schema defaults on both sides, so it matches), m2 writes the text differently (only the judge accepts it)
     "Book restaurant_0001 for two at 19:00.": ("book_restaurant", {"restaurant": "restaurant_0001", "people": 2}),
     "Text phone_0001: Happy birthday!": ("send_message", {"phone": "phone_0001", "text": "happy birthday"}),
 }
@@ -40,7 +41,7 @@ def respond(body: dict[str, Any]) -> dict[str, Any]:
     return openai_chat("Booked, the table is yours.")
 
 
-@pytest.mark.parametrize(("matcher", "exact", "judged"), [("rule", 100 / 3, False), ("response", 200 / 3, False),
+@pytest.mark.parametrize(("matcher", "exact", "judged"), [("rule", 200 / 3, False), ("response", 200 / 3, False),
                                                           ("llm", 100.0, True)])
 def test_each_matcher_of_the_cascade(tmp_path: Path, capsys, matcher: str, exact: float, judged: bool) -> None:
     tasks = tmp_path / "m.jsonl"
@@ -60,7 +61,10 @@ def test_each_matcher_of_the_cascade(tmp_path: Path, capsys, matcher: str, exact
     assert json.loads((run / "config.json").read_text())["options"]["matcher"] == matcher
     scores = {json.loads(x)["task_id"]: json.loads(x)["score"] for x in (run / "scores.jsonl").open()}
     deciders = [scores[t]["details"]["calls"]["alignment"]["pairs"][0]["decision"]["matcher"] for t in ("m1", "m2")]
-    assert deciders == {"rule": [None, None], "response": ["response", None], "llm": ["response", "llm"]}[matcher]
+    assert deciders == {"rule": ["rule", None], "response": ["rule", None], "llm": ["rule", "llm"]}[matcher]
+    reason = scores["m2"]["details"]["calls"]["alignment"]["pairs"][0]["decision"]["reason"]
+    if not judged:  # the rejection names the argument and both values
+        assert 'text: "happy birthday" (gold "Happy birthday!")' in reason
     if judged:  # the judged answer counts; `evals score` without --judge reuses the stored decisions
         assert summary["metrics"]["answer_accuracy"] == 100.0
         capsys.readouterr()
