@@ -130,3 +130,22 @@ def test_a_count_that_is_no_number_is_a_clear_error(tmp_path):
     said = " ".join(proc.stderr.split())  # the error line may be wrapped to the terminal's width
     assert proc.returncode == 2 and f"{bad}:1: count_dict.total_call_num is not a number" in said
     assert "Traceback" not in proc.stderr
+
+
+async def test_with_the_dataset_a_repeated_id_keeps_its_last_line_and_says_what_print_results_gives(tmp_path, monkeypatch):
+    """With the dataset in the data directory the tasks are its samples (one per id): a repeated id
+    keeps its last line, and the warning says so and gives print_results.py's overall success."""
+    root = tmp_path / "data" / "complexfuncbench"
+    root.mkdir(parents=True)
+    (root / "ComplexFuncBench.jsonl").write_text((FIX / "samples.jsonl").read_text())  # a stand-in for the set
+    monkeypatch.setenv("EVALS_DATA_DIR", str(tmp_path / "data"))
+    lines = (FIX / "official_result.jsonl").read_text().splitlines()
+    success = next(n for n, line in enumerate(lines) if json.loads(line)["message"] == "Success.")
+    src = tmp_path / "result.jsonl"
+    src.write_text("\n".join([*lines, lines[success]]) + "\n")
+    summary = await score_run_dir(import_predictions(src, "complexfuncbench-official", "complexfuncbench", tmp_path / "run"))
+    assert summary["tasks"] == 8 and summary["metrics"]["success_rate"] == 37.5  # 3 of the 8 samples
+    [warning] = summary["warnings"]
+    assert "1 id(s) on more than one line (1 further line(s)" in warning
+    assert "print_results.py counts every line; its overall success would be 0.40" in warning  # 4 / 1,000
+    assert "these numbers keep the last line of each id" in warning
