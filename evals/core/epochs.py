@@ -17,8 +17,10 @@ The summary's metric blocks stay what the papers define: the first trial of each
   ``pass_metric``: the benchmark's declared one, else its paper's main metric, else the first
   metric of the main block whose every sample is a 0/1 over 1): the unbiased estimators over the
   tasks with all K trials scored, ``pass@k = 1 - C(n-c, k) / C(n, k)`` (Chen et al., 2021, the
-  Codex paper) and ``pass^k = C(c, k) / C(n, k)`` (Yao et al., 2024, tau-bench), for ``n`` trials of
-  which ``c`` passed, averaged over tasks, in percent;
+  Codex paper) and ``pass^k = C(c, k) / C(n, k)`` (Yao et al., 2024, tau-bench), for ``n = K`` trials
+  of which ``c`` passed, averaged over every task, in percent. As tau-bench's ``display_metrics``
+  computes it, a task is counted with the trials it has: a trial with no trace (a run stopped
+  part-way) counts as failed; ``missing_trials`` counts them and :func:`epochs_warning` says so;
 * ``changed_tasks``: the tasks whose outcome changed between trials (the pass/fail outcome, else
   the task's value of the main metric).
 """
@@ -31,7 +33,7 @@ from typing import Any
 
 from .metrics import Metric, TaskScore, aggregate
 
-__all__ = ["SEPARATOR", "epochs_block", "pass_at_k", "pass_hat_k", "split_key", "trial_key", "trial_keys"]
+__all__ = ["SEPARATOR", "epochs_block", "epochs_warning", "pass_at_k", "pass_hat_k", "split_key", "trial_key", "trial_keys"]
 
 SEPARATOR = "#"
 
@@ -121,12 +123,16 @@ def epochs_block(
             "trials": [t[m.key].value if m.key in t else None for t in per_trial],
         }
     complete = {t: s for t, s in trials.items() if len(s) == k_max and all(x is not None for x in s)}
-    name = _pass_metric(metrics, complete, preferred_pass)
+    ran = {t: [x for x in s if x is not None] for t, s in trials.items()}
+    missing = k_max * len(trials) - sum(len(s) for s in ran.values())
+    name = _pass_metric(metrics, ran, preferred_pass)
     block: dict[str, Any] = {"k": k_max, "tasks": len(trials), "complete_tasks": len(complete),
-                             "metrics": out_metrics, "pass_metric": name}
+                             "missing_trials": missing, "metrics": out_metrics, "pass_metric": name}
     changed: list[str] = []
-    if name is not None and complete:
-        outcomes = {t: [x.samples[name][0] == 1 for x in s if x is not None] for t, s in complete.items()}
+    if name is not None and ran:
+        # as tau-bench's display_metrics: every task over the run's K trials, c its passes among the
+        # trials it has (a trial with no trace, e.g. of a run stopped part-way, counts as failed)
+        outcomes = {t: [x.samples[name][0] == 1 for x in s] for t, s in ran.items()}
         block["pass_at_k"] = {str(k): round(100 * sum(pass_at_k(k_max, sum(o), k) for o in outcomes.values())
                                             / len(outcomes), 2) for k in range(1, k_max + 1)}
         block["pass_hat_k"] = {str(k): round(100 * sum(pass_hat_k(k_max, sum(o), k) for o in outcomes.values())
@@ -141,3 +147,13 @@ def epochs_block(
                 changed.append(t)
     block["changed_tasks"] = changed
     return block
+
+
+def epochs_warning(block: Mapping[str, Any] | None) -> str | None:
+    """The summary warning of an ``epochs`` block with trials that have no trace, or ``None``."""
+    if not block or not block.get("missing_trials"):
+        return None
+    short = block["tasks"] - block.get("complete_tasks", 0)
+    return (f"epochs: {block['missing_trials']} trial(s) of {short} task(s) have no trace (a run stopped part-way?): "
+            f"pass@k and pass^k count each task over all {block['k']} trials, a missing one as failed, as tau-bench's "
+            f"display_metrics does; run the same command again to finish them")

@@ -195,7 +195,11 @@ async def summarize(
     first, more = scores[: len(scored)], dict(zip(trials, scores[len(scored):], strict=True))
     summary = build_summary(run_dir, traces, task_ids, bench.info.metrics, first, judge_totals)  # the papers': trial 1
     if trials:
+        from .epochs import epochs_warning
+
         summary["epochs"] = _epochs(bench, scored, first, more)
+        if (warning := epochs_warning(summary["epochs"])) is not None:
+            summary["warnings"].append(warning)
     summary["partial"] = partial
     summary["tasks_ran"] = len(scored)
     summary.update(coverage(len(task_ids), len(bench.task_ids())))

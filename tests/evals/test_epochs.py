@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections import Counter
 
 import pytest
@@ -17,7 +18,8 @@ from client.runs import RunDir
 from evals.benchmarks.ultratool.parsing import surviving_literal
 from evals.benchmarks.ultratool.tasks import build_prompt, load_records
 from evals.core.data import data_dir
-from evals.core.epochs import pass_at_k, pass_hat_k, split_key, trial_keys
+from evals.core.epochs import epochs_block, epochs_warning, pass_at_k, pass_hat_k, split_key, trial_keys
+from evals.core.metrics import Metric, TaskScore
 from evals.core.run import RunOptions, run_benchmark, score_run_dir
 
 needs_data = pytest.mark.skipif(
@@ -103,3 +105,47 @@ async def test_a_model_right_wrong_right_gives_pass_at_k_pass_hat_k_and_the_chan
     assert sorted(epochs["changed_tasks"]) == ["0", "1", "2"]
     scores = [json.loads(line)["task_id"] for line in (tmp_path / "r" / "scores.jsonl").read_text().splitlines()]
     assert sorted(scores) == ["0", "0#2", "0#3", "1", "1#2", "1#3", "2", "2#2", "2#3"]
+
+
+def _tau_bench_pass_hat_k(results: list[tuple[str, int, bool]]) -> dict[int, float]:
+    """pass^k as tau-bench's ``display_metrics`` computes it from its results (task, trial, passed):
+    the run's number of trials is the number of distinct trials seen; each task's c is its passes
+    among the results it has, over that number."""
+    n = len({trial for _, trial, _ in results})
+    c: dict[str, int] = {}
+    for task, _, passed in results:
+        c[task] = c.get(task, 0) + passed
+    return {k: sum(math.comb(x, k) / math.comb(n, k) for x in c.values()) / len(c) for k in range(1, n + 1)}
+
+
+def test_a_trial_with_no_trace_counts_as_failed_as_tau_bench_counts_it():
+    """A run stopped part-way: task b has no third trial. tau-bench counts b over the run's 3 trials
+    with the passes it has; so does the epochs block, and it says how many trials are missing."""
+    def score(passed: bool) -> TaskScore:
+        return TaskScore({"acc": (float(passed), 1.0)})
+
+    outcomes = {"a": [True, True, True], "b": [True, True], "c": [False, True, True]}
+    block = epochs_block((Metric("acc", "accuracy"),), {t: [score(x) for x in o] for t, o in outcomes.items()})
+    assert block is not None
+    tau = _tau_bench_pass_hat_k([(t, k, x) for t, o in outcomes.items() for k, x in enumerate(o)])
+    assert block["pass_hat_k"] == {str(k): round(100 * v, 2) for k, v in tau.items()}
+    assert block["pass_hat_k"] == {"1": 77.78, "2": 55.56, "3": 33.33}  # b: 2 of 3; left out it was 83.33 / 66.67 / 50
+    assert block["missing_trials"] == 1 and block["complete_tasks"] == 2 and block["tasks"] == 3
+    assert block["pass_at_k"]["1"] == 77.78
+    assert "1 trial(s) of 1 task(s) have no trace" in (epochs_warning(block) or "")
+    assert epochs_warning({**block, "missing_trials": 0}) is None
+
+
+@needs_data
+async def test_a_run_stopped_before_its_last_trials_says_so_and_counts_them_failed(tmp_path):
+    opts = RunOptions(benchmark="ultratool", model="oracle", strategy="paper", run_dir=tmp_path / "r", limit=3,
+                      concurrency=3, progress=False, benchmark_options=TASK, epochs=3)
+    await run_benchmark(opts)
+    traces = tmp_path / "r" / "traces.jsonl"
+    kept = [line for line in traces.read_text().splitlines() if json.loads(line)["task_id"] != "1#3"]
+    traces.write_text("\n".join(kept) + "\n")  # as if the run had stopped before trial 3 of task 1
+    summary = await score_run_dir(tmp_path / "r")
+    epochs = summary["epochs"]
+    assert epochs["missing_trials"] == 1 and epochs["complete_tasks"] == 2
+    assert epochs["pass_hat_k"] == {"1": 88.89, "2": 77.78, "3": 66.67}  # task 1: 2 passes of 3 trials
+    assert any(w.startswith("epochs: 1 trial(s) of 1 task(s) have no trace") for w in summary["warnings"])

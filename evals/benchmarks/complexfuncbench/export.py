@@ -18,12 +18,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from client.runs import iter_jsonl
-
 from ...core.data import data_dir
 from ...core.formats import ImportedPredictions, PredictionFormat, imported_trace
 from ...core.scoring import read_scores
 from .files import FULL
+from .results import file_warnings, read_result_file
 
 if TYPE_CHECKING:
     from client.runs import RunDir
@@ -65,23 +64,28 @@ def _export(run_dir: RunDir, out: Path) -> list[Path]:
 def read_official(path: Path) -> ImportedPredictions:
     """An official result file (or a folder holding ``*.jsonl`` result files) as traces. The run covers
     every sample (one without a record counts as failed, as ``print_results.py`` divides by the full
-    set's sizes); without the dataset in the data directory it is scored from the file alone
-    (``results_file``, :mod:`.results`)."""
-    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    set's sizes). Without the dataset in the data directory it is scored from the file alone
+    (``results_file``, :mod:`.results`), every line a task as ``print_results.py`` counts every line;
+    with it, the tasks are the dataset's samples and the last line of an id is kept. Either way the
+    warnings say what ``print_results.py`` does differently with the file or stops on."""
+    alone = not data_dir().joinpath(*FULL).is_file()
+    records = read_result_file(path)
     traces: dict[str, dict[str, Any]] = {}
-    for f in files:
-        for n, rec in iter_jsonl(f):
-            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not isinstance(rec.get("count_dict"), dict):
-                raise ValueError(f"{f}: line {n} is not an official result record (needs 'id' and 'count_dict')")
-            convs = rec.get("gen_convs") or []
-            last = convs[-1] if convs else {}
-            final = last.get("content") if isinstance(last, dict) and last.get("role") == "assistant" and "content" in last else None
-            outcome = {"official": {"result": {"message": rec.get("message")}, "count_dict": rec["count_dict"],
-                                    "conversation": convs, "final_answer": final,
-                                    "resp_eval": rec.get("resp_eval")}}
-            traces[rec["id"]] = imported_trace(rec["id"], outcome, final_answer=final, source=str(f))
-    options = {} if data_dir().joinpath(*FULL).is_file() else {"results_file": str(path.resolve())}
-    return ImportedPredictions(traces, strategy="agent", options=options, covers_all=True)
+    for r in records:
+        rec = r.record
+        convs = rec.get("gen_convs") or []
+        last = convs[-1] if isinstance(convs, list) and convs else {}
+        final = last.get("content") if isinstance(last, dict) and last.get("role") == "assistant" and "content" in last else None
+        resp_eval = rec.get("resp_eval")
+        outcome = {"official": {"result": {"message": rec.get("message")}, "count_dict": rec["count_dict"],
+                                "conversation": convs, "final_answer": final if isinstance(final, str) else None,
+                                "resp_eval": resp_eval if isinstance(resp_eval, dict) else None}}
+        key = r.key if alone else r.id
+        traces[key] = imported_trace(key, outcome, final_answer=final if isinstance(final, str) else None,
+                                     source=str(r.file))
+    options = {"results_file": str(path.resolve())} if alone else {}
+    return ImportedPredictions(traces, strategy="agent", options=options, covers_all=True,
+                               warnings=tuple(file_warnings(path, records, every_line=alone)))
 
 
 def official_format() -> PredictionFormat:

@@ -39,15 +39,19 @@ METRICS: tuple[Metric, ...] = (
 )
 
 
-def task_score(domain: str, gold_calls: int, official: Mapping[str, Any] | None, resp_eval: Mapping[str, Any] | None) -> TaskScore:
+def task_score(domain: str, gold_calls: int, official: Mapping[str, Any] | None, resp_eval: Mapping[str, Any] | None,
+               *, divides: bool = True) -> TaskScore:
     """One sample's samples. ``official``: the episode's official result (``None``: no result);
-    ``resp_eval``: the official judge record of its final answer (``None``: none)."""
+    ``resp_eval``: the official judge record of its final answer (``None``: none); ``divides``: the
+    sample is one of those the success rates divide by (a result file's line beyond its domain's
+    size, or of a domain outside the five, counts its success over the others: see .results)."""
     score = TaskScore(groups={"domain": domain})
     key = DOMAIN_KEYS.get(domain)
     success = float(official is not None and (official.get("result") or {}).get("message") == "Success.")
-    score.add("success_rate", success)
+    weight = 1.0 if divides else 0.0
+    score.add("success_rate", success, weight)
     if key:
-        score.add(f"success_rate_{key}", success)
+        score.add(f"success_rate_{key}", success, weight)
     score.add("samples", 1.0, 0.0)
     if official is not None:
         counts = official.get("count_dict") or {}
@@ -58,7 +62,8 @@ def task_score(domain: str, gold_calls: int, official: Mapping[str, Any] | None,
         score.add("samples_with_result", 1.0, 0.0)
     if resp_eval is not None:
         for name, part in (("completeness", "complete"), ("correctness", "correct")):
-            value = (resp_eval.get(part) or {}).get("score")
-            if value in (0, 1, 2):
+            judged = resp_eval.get(part)
+            value = judged.get("score") if isinstance(judged, Mapping) else None
+            if isinstance(value, int | float) and value in (0, 1, 2):
                 score.add(name, float(value))
     return score

@@ -18,7 +18,14 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .data import Sample, load_exact_match, load_samples
 from .files import EXACT_MATCH, FULL, NAME, PROMPTS_COMPARE, PROMPTS_RESPONSE, SAMPLE, TOOL_INFO
 from .metrics import task_score
-from .results import NEEDS_DATASET, ResultSample, load_result_samples
+from .results import (
+    NEEDS_DATASET,
+    ResultRecord,
+    ResultSample,
+    foreign_domains,
+    load_result_samples,
+    read_result_file,
+)
 from .tools import FINISH_TOOL, HIDDEN_TOOLS, TURN_TOOL, ReplayConfig, sample_tools
 
 if TYPE_CHECKING:
@@ -56,12 +63,17 @@ class ComplexFuncBenchBenchmark:
         # scoring a result file alone (see .results): no dataset is read
         self.results_file = Path(results).expanduser() if results and not options.get("samples_file") else None
         self.result_samples: dict[str, ResultSample] = {}
+        self.result_records: list[ResultRecord] = []
         self._samples: dict[str, Sample] | None = None  # read on first use: reading a result file needs none
         self._paths: list[Path] | None = None
         self._exact: Any = None
         if self.results_file is not None:
             self._paths, self._samples = [], {}
-            self.result_samples = {s.id: s for s in load_result_samples(self.results_file)}
+            try:
+                self.result_records = read_result_file(self.results_file)
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(f"--results-file: {exc}") from None
+            self.result_samples = {s.id: s for s in load_result_samples(self.result_records)}
 
     @property
     def paths(self) -> list[Path]:
@@ -101,12 +113,15 @@ class ComplexFuncBenchBenchmark:
     def summary_extras(self, config: Mapping[str, Any]) -> dict[str, Any]:
         if self.results_file is not None:
             reported = sum(s.reported for s in self.result_samples.values())
+            dividing = sum(s.divides for s in self.result_samples.values())
+            foreign = foreign_domains(self.result_records)
             return {"dataset_note": (
                 f"scored from the result file alone, as print_results.py scores it (the dataset is absent): "
-                f"{reported} samples reported, {len(self.result_samples) - reported} of the full set's "
-                f"{FULL_SET} unreported (counted as failed in the success rates, as the official division by "
+                f"{reported} records, {len(self.result_samples) - reported} of the full set's "
+                f"{FULL_SET} samples unreported (counted as failed in the success rates, as the official division by "
                 f"150 / 400 / 1,000 counts them). Needs the dataset: {NEEDS_DATASET}"),
-                "full_set": len(self.result_samples) == FULL_SET, "scored_from": "results_file"}
+                "full_set": dividing == FULL_SET, "scored_from": "results_file",
+                **({"foreign_domains": foreign} if foreign else {})}
         n = len(self.samples)
         note = None if n == FULL_SET else (
             f"{n} of the {FULL_SET} samples: not comparable with the paper's table (the official success "
@@ -185,9 +200,11 @@ class ComplexFuncBenchBenchmark:
         official = (trace.get("outcome") or {}).get("official") if done and trace is not None else None
         if self.results_file is not None:  # the file alone: its judgements as they are, as print_results.py
             known = self.result_samples[task_id]
-            return self._scored(task_score(known.domain, known.gold_calls, official,
-                                           official.get("resp_eval") if official else None), task_id, official,
-                                official.get("resp_eval") if official else None)
+            resp_eval = official.get("resp_eval") if official else None
+            score = task_score(known.domain, known.gold_calls, official, resp_eval, divides=known.divides)
+            if known.foreign:  # its official per-domain numbers: the summary's foreign_domains
+                score.groups.pop("domain", None)
+            return self._scored(score, task_id, official, resp_eval)
         sample = self.samples[task_id]
         resp_eval = None
         if official is not None:

@@ -1,18 +1,28 @@
-"""Scoring an official result file from the file alone, as ``print_results.py`` does (no dataset).
+"""Reading an official result file, and scoring it from the file alone as ``print_results.py`` does.
 
-The official ``print_results.basic_metric`` reads only the result file: each record's ``id`` (its
-domain is the id up to its last ``-``), ``message``, ``count_dict`` and ``resp_eval``. It divides the
-success counts by the full set's sizes (150 per single domain, 400 for Cross, 1,000 overall) and
-leaves a record without ``resp_eval`` out of completeness and correctness. So a published result
-file is scored here without the 40 MB dataset (``--results-file``, set by ``evals score FILE
---format complexfuncbench-official`` when the dataset is absent):
+The official ``print_results.basic_metric`` reads only the result file: each line's ``id`` (its
+domain is the id up to its last ``-``), ``message``, ``count_dict`` and ``resp_eval``. It counts
+every line (an id on two lines counts twice), divides the success counts by fixed sizes (150 per
+domain other than Cross, whatever its name, 400 for Cross, 1,000 overall, however many lines the
+file has) and leaves a record whose ``resp_eval`` is null out of completeness and correctness. So a
+published result file is scored here without the 40 MB dataset (``--results-file``, set by ``evals
+score FILE --format complexfuncbench-official`` when the dataset is absent):
 
-* the tasks are the file's ids, plus, per domain, as many *unreported* placeholders
-  (``<domain>-unreported<k>``) as the file lacks of the full set's size: they have no result, so
-  they count as failed in the success rates, as the official division by 150 / 400 / 1,000 counts
-  them, and are left out of call accuracy, as the official sums leave them out;
+* every line is a task: the first line of an id is the id, a further line of the same id is
+  ``<id>@<k>`` (:func:`read_result_file`), so a repeated id counts on each of its lines;
+* per domain, as many *unreported* placeholders (``<domain>-unreported<k>``) as the file lacks of
+  the full set's size: they have no result, so they count as failed in the success rates, as the
+  official division by 150 / 400 / 1,000 counts them, and are left out of call accuracy, as the
+  official sums leave them out;
+* a line beyond its domain's size (a domain with more lines than samples) and a line of an id
+  outside the five domains count their successes with no weight in the division
+  (:attr:`ResultSample.divides`), so the rates still divide by 150 / 400 / 1,000; the official
+  per-domain numbers of the foreign domains are :func:`foreign_domains`;
 * a record's gold-call count is its ``count_dict.total_call_num`` (what the official call accuracy
   divides by).
+
+:func:`file_warnings` says what the official script does differently with a file or stops on
+(:func:`official_stops`), for the summary's ``warnings``.
 
 What needs the dataset (:data:`NEEDS_DATASET`): judging an answer the file holds no ``resp_eval`` for
 (the judge is shown the sample's conversation), deciding calls again, and running episodes.
@@ -20,51 +30,238 @@ What needs the dataset (:data:`NEEDS_DATASET`): judging an answer the file holds
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from client.runs import iter_jsonl
 
-from .data import DOMAINS
+from .data import DOMAINS, domain_of
 
-__all__ = ["DOMAIN_SIZES", "NEEDS_DATASET", "ResultSample", "load_result_samples"]
+__all__ = ["DOMAIN_SIZES", "NEEDS_DATASET", "ResultRecord", "ResultSample", "file_warnings", "foreign_domains",
+           "load_result_samples", "official_stops", "read_result_file"]
 
 # the full set's samples per domain: what print_results.py divides each domain's successes by
 DOMAIN_SIZES = {d: (400 if d == "Cross" else 150) for d in DOMAINS}
+OTHER_SIZE = 150  # what it divides a domain outside the five by ("Cross" is the only other size)
+FULL_SET = 1000  # what it divides the overall success by
 NEEDS_DATASET = ("judging answers the file holds no resp_eval for (completeness, correctness of those samples; "
                  "print_results.py leaves them out too), deciding the calls again, and running episodes")
+REPEAT = "@"  # <id>@<k>: the k-th line (k >= 2) of an id
+_COUNTS = ("success_turn_num", "total_turn_num", "correct_call_num", "total_call_num")
+_USED = ("correct_call_num", "total_call_num")  # the counts our metrics read
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    """One line of a result file: its task key (the id, or ``<id>@<k>`` for the id's k-th line)."""
+
+    key: str
+    id: str
+    file: Path
+    line: int
+    record: Mapping[str, Any]
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
 
 
 @dataclass(frozen=True)
 class ResultSample:
-    """A task of a result file: its id, domain and gold-call count (0 for an unreported placeholder)."""
+    """A task of a result file: its id, domain and gold-call count (0 for an unreported placeholder);
+    ``divides``: whether it is one of the 150 / 400 / 1,000 the success rates divide by."""
 
     id: str
     domain: str
     gold_calls: int
     reported: bool = True
+    divides: bool = True
+
+    @property
+    def foreign(self) -> bool:
+        return self.domain not in DOMAIN_SIZES
 
 
-def _domain(sample_id: str) -> str:
-    return sample_id.rsplit("-", 1)[0]  # as print_results.py
-
-
-def load_result_samples(path: Path) -> list[ResultSample]:
-    """The result file's samples in file order, then the unreported placeholders per domain."""
+def _files(path: Path) -> list[Path]:
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     if not files or not all(f.is_file() for f in files):
-        raise FileNotFoundError(f"--results-file: no official result file at {str(path)!r}")
-    out: dict[str, ResultSample] = {}
-    for f in files:
+        raise FileNotFoundError(f"no official result file at {str(path)!r}")
+    return files
+
+
+def _number(value: Any) -> float | None:
+    """A count as print_results.py can add it (a number), or as we read it (a numeric string too)."""
+    if isinstance(value, bool | int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            got = float(value)
+        except ValueError:
+            return None
+        return got if math.isfinite(got) else None
+    return None
+
+
+def read_result_file(path: Path) -> list[ResultRecord]:
+    """Every line of a result file (or of the ``*.jsonl`` files of a folder) in order; a line that is
+    not a record we can read is a ``ValueError`` naming FILE:LINE."""
+    out: list[ResultRecord] = []
+    seen: Counter[str] = Counter()
+    for f in _files(path):
         for n, rec in iter_jsonl(f):
             if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not isinstance(rec.get("count_dict"), dict):
                 raise ValueError(f"{f}:{n}: not an official result record (needs 'id' and 'count_dict')")
-            counts: dict[str, Any] = rec["count_dict"]
-            out[rec["id"]] = ResultSample(rec["id"], _domain(rec["id"]), int(counts.get("total_call_num") or 0))
-    seen = {d: sum(1 for s in out.values() if s.domain == d) for d in DOMAIN_SIZES}
+            for name in _USED:
+                if name in rec["count_dict"] and _number(rec["count_dict"][name]) is None:
+                    raise ValueError(f"{f}:{n}: count_dict.{name} is not a number: {str(rec['count_dict'][name])[:60]!r}")
+            rid = rec["id"]
+            seen[rid] += 1
+            key = rid if seen[rid] == 1 else f"{rid}{REPEAT}{seen[rid]}"
+            while key in seen and key != rid:  # an id of the file itself spelled '<id>@<k>'
+                key += REPEAT
+            out.append(ResultRecord(key, rid, f, n, rec))
+    return out
+
+
+def gold_calls(record: Mapping[str, Any]) -> int:
+    return int(_number(record["count_dict"].get("total_call_num")) or 0)
+
+
+def load_result_samples(records: Sequence[ResultRecord]) -> list[ResultSample]:
+    """One sample per line in file order, then the unreported placeholders per domain."""
+    out: list[ResultSample] = []
+    lines: Counter[str] = Counter()
+    for r in records:
+        domain = domain_of(r.id)
+        lines[domain] += 1
+        divides = domain in DOMAIN_SIZES and lines[domain] <= DOMAIN_SIZES[domain]
+        out.append(ResultSample(r.key, domain, gold_calls(r.record), divides=divides))
     for domain, size in DOMAIN_SIZES.items():
-        for k in range(1, size - seen[domain] + 1):
-            sid = f"{domain}-unreported{k}"
-            out[sid] = ResultSample(sid, domain, 0, reported=False)
-    return list(out.values())
+        for k in range(1, size - lines[domain] + 1):
+            out.append(ResultSample(f"{domain}-unreported{k}", domain, 0, reported=False))
+    return out
+
+
+def foreign_domains(records: Sequence[ResultRecord]) -> dict[str, dict[str, Any]]:
+    """The per-domain numbers print_results.py prints for the domains outside the five: lines,
+    success rate (successes over 150) and call accuracy, rounded as our metrics are."""
+    out: dict[str, list[float]] = {}
+    for r in records:
+        domain = domain_of(r.id)
+        if domain not in DOMAIN_SIZES:
+            acc = out.setdefault(domain, [0, 0, 0.0, 0.0])
+            counts = r.record["count_dict"]
+            acc[0] += 1
+            acc[1] += r.record.get("message") == "Success."
+            acc[2] += _number(counts.get("correct_call_num")) or 0.0
+            acc[3] += _number(counts.get("total_call_num")) or 0.0
+    return {d: {"records": int(n), "success_rate": round(100 * s / OTHER_SIZE, 2),
+                "call_accuracy": round(100 * c / t, 2) if t else 0.0} for d, (n, s, c, t) in out.items()}
+
+
+def official_stops(record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Why ``print_results.py`` stops on this record (a ``KeyError`` / ``TypeError`` it does not catch)
+    and what we read instead, or ``None`` when it reads it."""
+    if "message" not in record:
+        return "KeyError: no 'message'", "read as a failure"
+    counts = record["count_dict"]
+    for name in _COUNTS:
+        used = "read as 0" if name in _USED else "not used (turn accuracy is not reported)"
+        if name not in counts:
+            return f"KeyError: count_dict has no {name!r}", used
+        if not isinstance(counts[name], bool | int | float):
+            if isinstance(counts[name], str) and _number(counts[name]) is not None:
+                return f"TypeError: count_dict.{name} is a string", "read as the number" if name in _USED else used
+            return f"TypeError: count_dict.{name} is not a number", used
+    if "resp_eval" not in record:
+        return "KeyError: no 'resp_eval'", "no judgement (left out of completeness and correctness)"
+    ev = record["resp_eval"]
+    if ev is None:
+        return None
+    for part in ("complete", "correct"):
+        if not isinstance(ev, dict) or not isinstance(ev.get(part), dict) or "score" not in ev[part]:
+            return (f"KeyError/TypeError: resp_eval has no {part}.score",
+                    "no such judgement (left out of completeness and correctness)")
+        if isinstance(ev[part]["score"], dict | list):
+            return f"TypeError: resp_eval.{part}.score is not hashable", "left out of completeness and correctness"
+    return None
+
+
+def _blank_lines(f: Path) -> list[int]:
+    """The lines print_results.py reads (``for line in open(f)``) that hold no JSON: blank ones."""
+    parts = f.read_text(encoding="utf-8").split("\n")
+    if parts[-1] == "":  # the end of the last line
+        parts.pop()
+    return [n for n, line in enumerate(parts, 1) if not line.strip()]
+
+
+def _lines(records: Sequence[ResultRecord], limit: int = 5) -> str:
+    shown = ", ".join(r.where for r in records[:limit])
+    return shown + (f" and {len(records) - limit} more" if len(records) > limit else "")
+
+
+def file_warnings(path: Path, records: Sequence[ResultRecord], *, every_line: bool) -> list[str]:
+    """What ``print_results.py`` does differently with this file, or stops on, one line each.
+    ``every_line``: these numbers count every line, as it does (scored from the file alone);
+    otherwise the last line per id is kept (the dataset's tasks)."""
+    out: list[str] = []
+    src = str(path)
+    if path.is_dir():
+        out.append(f"{src}: a folder: print_results.py reads one file (load_json gives None for a folder and it "
+                   f"stops); here its {len(_files(path))} *.jsonl files are read as one")
+    elif not path.name.endswith(".jsonl"):
+        out.append(f"{src}: print_results.py reads JSON lines only from a file named *.jsonl (a *.json file as one "
+                   f"JSON document; another name gives None and it stops); here it is read as JSON lines")
+    blank = [(f, n) for f in _files(path) for n in _blank_lines(f)]
+    if blank:
+        out.append(f"{src}: print_results.py stops on {len(blank)} blank line(s) (json.loads fails: "
+                   f"{', '.join(f'{f}:{n}' for f, n in blank[:5])}); here they are skipped")
+    stops: dict[str, tuple[str, list[ResultRecord]]] = {}
+    for r in records:
+        why = official_stops(r.record)
+        if why is not None:
+            stops.setdefault(why[0], (why[1], []))[1].append(r)
+    for reason, (ours, rs) in stops.items():
+        out.append(f"{src}: print_results.py stops on {len(rs)} record(s) ({reason}: {_lines(rs)}); here: {ours}")
+    if not records:
+        out.append(f"{src}: no records: print_results.py stops on this file (ZeroDivisionError: no gold calls "
+                   f"to divide the call accuracy by); here every rate is 0")
+    elif sum(_number(r.record["count_dict"].get("total_call_num")) or 0.0 for r in records) == 0:
+        out.append(f"{src}: all {len(records)} records' gold-call counts (count_dict.total_call_num) are 0: "
+                   f"print_results.py stops on this file (ZeroDivisionError in the overall call accuracy); "
+                   f"here the call accuracy is 0")
+    out.extend(_count_warnings(src, records, every_line=every_line))
+    return out
+
+
+def _count_warnings(src: str, records: Sequence[ResultRecord], *, every_line: bool) -> list[str]:
+    out: list[str] = []
+    repeated = [r for r in records if r.key != r.id]
+    if repeated:
+        ids = {r.id for r in repeated}
+        first = next(r for r in records if r.id == repeated[0].id)
+        official = 100 * sum(r.record.get("message") == "Success." for r in records) / FULL_SET
+        ours = ("so do these numbers (each further line of an id is a task of its own, '<id>@<k>')" if every_line else
+                f"its overall success would be {official:.2f}; these numbers keep the last line of each id (scored "
+                f"without the dataset, they count every line)")
+        out.append(f"{src}: {len(ids)} id(s) on more than one line ({len(repeated)} further line(s), e.g. "
+                   f"{repeated[0].id!r} at {first.where} and {repeated[0].where}): print_results.py counts every line; {ours}")
+    by_domain = Counter(domain_of(r.id) for r in records)
+    foreign = {d: n for d, n in by_domain.items() if d not in DOMAIN_SIZES}
+    if foreign:
+        e = next(r for r in records if domain_of(r.id) in foreign)
+        names = ", ".join(f"{d}: {n}" for d, n in sorted(foreign.items()))
+        out.append(f"{src}: {sum(foreign.values())} record(s) with ids outside the five domains ({names}; e.g. "
+                   f"{e.id!r} at {e.where}): print_results.py adds their successes to the overall success rate, "
+                   f"still divided by {FULL_SET:,}, and their calls to the call accuracy, and prints per-domain numbers "
+                   f"for them (successes over {OTHER_SIZE}); so do these numbers (foreign_domains)")
+    for domain, size in DOMAIN_SIZES.items():
+        if by_domain[domain] > size:
+            out.append(f"{src}: {domain} has {by_domain[domain]} records, more than its {size} samples: "
+                       f"print_results.py still divides its success rate by {size} and the overall by {FULL_SET:,}; "
+                       f"so do these numbers" + ("" if every_line else " (over the last line of each id)"))
+    return out
