@@ -599,10 +599,8 @@ def read_official(path: Path) -> ImportedPredictions:
     for (n, row), record, fields in zip(rows, records, extra, strict=True):
         judgement = row.get("eval") if evaluated else None
         inner = row["data"] if evaluated else row
-        if "data" in inner:
-            answer = inner.get("init output")
-        else:
-            answer = (inner["total output"] or {}).get("init output")
+        total = inner.get("total output")
+        answer = inner.get("init output") if "data" in inner else (total.get("init output") if isinstance(total, dict) else None)
         if isinstance(answer, list) and answer and isinstance(answer[0], str):
             answer = answer[0]
         outcome: dict[str, Any] = {"task": task, "strategy": "paper", **fields}
