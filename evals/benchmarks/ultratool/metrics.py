@@ -46,6 +46,7 @@ __all__ = [
     "official_value",
     "selection_values",
     "similarity",
+    "usage_stop",
 ]
 
 # (metric name, the judge's key) per dimension, in the order the rubric asks for them; the last is
@@ -101,6 +102,16 @@ METRICS: tuple[Metric, ...] = (
                 "score keys of the run's --language): left out of the judge's scores, not scored 0"),
     Metric("unparsable_answers", "Answers the official parser cannot read", higher_is_better=False, kind="count",
            in_breakdowns=False),
+    Metric("official_errors", "Answers the official script stops on", higher_is_better=False, kind="count",
+           in_breakdowns=False,
+           warn="{n:g} of {of:g} answers stop the official script with an error (an answer [], a first answer that "
+                "is not text, a number read where the steps should be, or a value without a length where the gold "
+                "value is empty): scored 0 here, while the official code prints no number at all for the file"),
+    Metric("eval_expressions", "Answers the official eval may read differently", higher_is_better=False, kind="count",
+           in_breakdowns=False,
+           warn="{n:g} of {of:g} answers hold a Python expression that is not a literal (e.g. 3*2) where the parser "
+                "evaluates: the official code eval()s it and may read a value (6), this project reads literals only "
+                "(ast.literal_eval, a documented deviation) and scores the answer without it"),
 )
 
 
@@ -160,6 +171,31 @@ def levenshtein_scores(pred: Any, gold: Sequence[Mapping[str, Any]]) -> list[flo
             scores.append(score)
         out.append(float(np.mean(scores)) if scores else 0.0)
     return out or [0.0]
+
+
+def usage_stop(pred: Any, gold: Sequence[Mapping[str, Any]]) -> str:
+    """Why the official ``cal_param_res`` stops with an error on this reading ('' when it does not):
+    a reading it cannot iterate (a number), or a predicted value without a length where the gold
+    value is empty (``len(p_value)``)."""
+    if pred is None:
+        return ""
+    if isinstance(pred, list) and pred and isinstance(pred[0], list):
+        pred = pred[0]
+    if not hasattr(pred, "__iter__"):
+        return f"TypeError: the answer reads as {type(pred).__name__} {str(pred)[:20]}, not a list of steps"
+    items = list(pred)
+    for g in gold:
+        key = step_number(g["step"])
+        found = next((p for p in items if isinstance(p, dict) and p and "step" in p and "param" in p
+                      and isinstance(p["step"], str) and step_number(p["step"]) == key), None)
+        if found is None or not isinstance(found["param"], dict):
+            continue
+        for g_key, g_value in (g.get("param") or {}).items():
+            p_value = next((_fix_underscore(v) for k, v in found["param"].items() if _fix_underscore(k) == g_key), "")
+            if _has_length(g_value) and len(g_value) == 0 and not _has_length(p_value):
+                return (f"TypeError: step {key} gives {g_key!r} the {type(p_value).__name__} {str(p_value)[:20]} "
+                        "where the gold value is empty (len() of it)")
+    return ""
 
 
 def awareness_values(pred: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[list[int], list[int]]:
