@@ -30,7 +30,11 @@ child=""
 # a foreground child exits, and without a trap it dies and leaves pytest running on its own
 stop() {
   trap - TERM INT
-  if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; fi
+  if [ -n "$child" ]; then
+    # pytest and its xdist workers: each tears its fixtures down (tests/conftest.py)
+    kill -TERM $(pgrep -P "$child" 2>/dev/null) "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
   echo "test.sh: stopped after $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s"
   exit 143
 }

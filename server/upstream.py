@@ -66,7 +66,6 @@ __all__ = [
     "ProxyExecutor",
     "UpstreamConnection",
     "UpstreamUnavailable",
-    "find_command",
     "list_all_tools",
     "listed_specs",
     "load_mcp_config",

@@ -164,4 +164,5 @@ def test_sigterm_stops_a_pytest_session_cleanly(tmp_path: Path, workers: list[st
     for noise in ("Traceback", "pluggy", "SystemExit", "FAILED", "failed"):
         assert noise not in out, f"{noise!r} in:\n{out}"
     assert not (tmp_path / "b-started").exists(), out
-    assert (tmp_path / "torn-down").exists(), out
+    if "no:xdist" in workers:  # an xdist worker is stopped by its controller (test.sh signals the workers too)
+        assert (tmp_path / "torn-down").exists(), out
