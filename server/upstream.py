@@ -33,6 +33,8 @@ import contextlib
 import os
 import re
 import shlex
+import shutil
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -161,6 +163,26 @@ def parse_mcp_server(text: str, *, token_env: str | None = None, name: str | Non
         raise McpSourceError("--mcp-token-env goes with an http(s) --mcp-server URL, not a command")
     default = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(parts[0]).name)[:64] or "stdio"
     return McpSource(name or default, command=parts[0], args=tuple(parts[1:]))
+
+
+def find_command(source: McpSource) -> str:
+    """The program a stdio source runs: a path as given; a bare name found on ``PATH`` (the source's
+    own ``env`` PATH when it sets one) as given; else the same name beside the running interpreter,
+    where ``pip install`` puts a server's script (``.venv/bin`` when the environment is not
+    activated, as after ``./run.sh``). :class:`McpSourceError` when neither has it."""
+    command = str(source.command)
+    if os.sep in command or (os.altsep is not None and os.altsep in command):
+        return command
+    path = source.env.get("PATH", os.environ.get("PATH", os.defpath))
+    if shutil.which(command, path=path) is not None:
+        return command
+    beside = os.path.dirname(sys.executable)
+    found = shutil.which(command, path=beside)
+    if found is None:
+        raise McpSourceError(
+            f"MCP server {source.describe()}: command {command!r} not found on PATH or in {beside}; "
+            f"install it into this environment (e.g. {os.path.join(beside, 'pip')} install PACKAGE) or give its full path")
+    return found
 
 
 def _strings(value: Any, what: str) -> dict[str, str]:
@@ -322,6 +344,7 @@ class UpstreamConnection:
 
     def __init__(self, source: McpSource):
         self.source = source
+        self._command: str | None = None  # the program a stdio source runs (find_command), set by open()
         self.dead: str | None = None  # why the connection is gone, once it is
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"mcp-{source.name}", daemon=True)
@@ -343,6 +366,7 @@ class UpstreamConnection:
 
     def open(self) -> list[types.Tool]:
         """Start (or connect to) the server and list its tools; :class:`McpSourceError` when it cannot."""
+        self._command = find_command(self.source) if self.source.command is not None else None
         self._thread.start()
         ready: concurrent.futures.Future[list[types.Tool]] = concurrent.futures.Future()
         self._owner = asyncio.run_coroutine_threadsafe(self._hold(ready), self._loop)
@@ -377,7 +401,7 @@ class UpstreamConnection:
 
         # the SDK's safe subset of this process's environment (PATH, HOME, ...), plus the source's own
         env = {**get_default_environment(), **src.env} if src.env else None
-        params = StdioServerParameters(command=str(src.command), args=list(src.args), env=env, cwd=src.cwd)
+        params = StdioServerParameters(command=str(self._command), args=list(src.args), env=env, cwd=src.cwd)
         return stdio_client(params, errlog=self._stderr.start(self._loop))
 
     async def _hold(self, ready: concurrent.futures.Future[list[types.Tool]]) -> None:

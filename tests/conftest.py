@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
+from collections.abc import Generator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -19,6 +23,30 @@ def _data_dir() -> Path:
 # Make every test (and every subprocess it starts) read the same data and write KG caches to a
 # throw-away directory, never to the user's cache.
 os.environ.setdefault("EVALS_DATA_DIR", str(_data_dir()))
+
+
+def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (``timeout``, a CI job cancelled, test.sh stopped): end the session as pytest ends one
+    (fixtures torn down, servers they started stopped), with one line and exit status 143."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
+    pytest.exit("stopped by SIGTERM", returncode=128 + signal.SIGTERM)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    """Ours again after each set-up: a fixture may install its own SIGTERM handler (``ray.init``
+    installs one that raises ``SystemExit`` inside whatever test runs: a failure, and the session
+    would go on)."""
+    try:
+        return (yield)
+    finally:
+        if signal.getsignal(signal.SIGTERM) not in (_stop_on_sigterm, signal.SIG_DFL):
+            signal.signal(signal.SIGTERM, _stop_on_sigterm)
 
 
 @pytest.fixture(scope="session", autouse=True)

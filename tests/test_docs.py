@@ -123,3 +123,68 @@ def test_the_docs_site_builds_in_strict_mode(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(cfg),
                           "--site-dir", str(tmp_path / "site2")], capture_output=True, text=True, timeout=300)
     assert bad.returncode != 0 and "nowhere.md" in bad.stderr
+
+
+def _fenced_after(page: Path, heading: str, lang: str) -> str:
+    """The first ```lang block after ``heading`` in ``page``."""
+    text = page.read_text(encoding="utf-8")
+    assert heading in text, f"{page.name}: no heading {heading!r}"
+    m = re.search(rf"```{lang}\n(.*?)```", text.split(heading, 1)[1], flags=re.S)
+    assert m, f"{page.name}: no ```{lang} block after {heading!r}"
+    return m.group(1)
+
+
+def test_the_python_sdk_client_example_of_the_server_page_runs(data_dir, tmp_path):
+    """Issue 37 item 10: docs/server.md's MCP SDK 2.x client, run as written against `evals serve`
+    (only the port is changed)."""
+    import os
+    import socket
+    import time
+
+    import httpx2 as httpx
+
+    code = _fenced_after(ROOT / "docs" / "server.md", "### Python: the MCP SDK 2.x", "python")
+    assert "http://127.0.0.1:8765/mcp/familytool-b" in code
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "evals.cli", "serve", "--port", str(port), "--benchmarks",
+                               "familytool-b"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "EVALS_DATA_DIR": str(data_dir)})
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            assert server.poll() is None, server.communicate(timeout=30)[1][-3000:]
+            assert time.monotonic() < deadline, "evals serve did not answer /health"
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        (tmp_path / "example.py").write_text(code.replace("127.0.0.1:8765", f"127.0.0.1:{port}"), encoding="utf-8")
+        done = subprocess.run([sys.executable, str(tmp_path / "example.py")], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+    finally:
+        server.terminate()
+        try:
+            server.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.communicate(timeout=30)
+    assert done.returncode == 0, done.stderr[-3000:]
+    tools, facts = done.stdout.strip().splitlines()[-2:]
+    assert "'kg_neighbors'" in tools and "'kg_search_path'" in tools
+    assert facts.startswith("{'entity': 'Bob', 'out': [")
+
+
+def test_the_quick_starts_of_the_readme_and_the_docs_site_are_the_same():
+    """Issue 37 item 10: README.md and docs/index.md gave two different quick starts. Both say that
+    step 1 (the server) holds the terminal and step 2 does not need it."""
+    readme = _fenced_after(ROOT / "README.md", "## Quick start", "bash")
+    index = _fenced_after(ROOT / "docs" / "index.md", "## Quick start", "bash")
+    assert readme == index
+    assert "(foreground)" in readme.splitlines()[0] and "./test.sh --quick" in readme
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        text = " ".join(page.read_text(encoding="utf-8").split("## Quick start", 1)[1].split("\n## ", 1)[0].split())
+        assert "holds the terminal until Ctrl-C; step 2 does not need it" in text, page.name

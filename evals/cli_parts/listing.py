@@ -118,8 +118,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     rows = benchmark_listing()
     table = Table(title="benchmarks (evals run NAME; evals list NAME lists its task ids)")
-    for col in ("benchmark", "tasks", "data", "strategies (default first)", "description"):
-        table.add_column(col, justify="right" if col == "tasks" else "left")
+    # a name is what the user types next: never cut (an 80-column terminal wraps the description instead)
+    widest = max((len(r["name"]) for r in rows), default=0)
+    table.add_column("benchmark", no_wrap=True, min_width=widest)
+    table.add_column("tasks", justify="right", no_wrap=True)
+    for col in ("data", "strategies (default first)", "description"):
+        table.add_column(col, overflow="fold")  # a long word is folded, not cut with an ellipsis
     for r in rows:
         table.add_row(r["name"], "–" if r["tasks"] is None else str(r["tasks"]), r["data"],
                       ", ".join(r["strategies"]), r["description"])

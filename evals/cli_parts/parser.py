@@ -80,7 +80,10 @@ class EvalsParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         hint = self._hint(message)
-        super().error(f"{message}{hint}")
+        # argparse reports a sub-command's unknown flags from the top-level parser: show the usage
+        # of the sub-command the command line selected (``evals serve --prot`` -> ``evals serve``'s)
+        target = self._selected() if self._argv and message.startswith("unrecognized arguments:") else self
+        argparse.ArgumentParser.error(target, f"{message}{hint}")
 
     def _hint(self, message: str) -> str:
         if message.startswith("unrecognized arguments:"):

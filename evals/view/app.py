@@ -103,6 +103,10 @@ def make_app(site: Site, host: str = "127.0.0.1") -> ASGIApp:
         return FileResponse(STATIC_DIR / "index.html", headers={"Content-Security-Policy": CSP,
                                                                  "Cache-Control": "no-store"})
 
+    async def favicon(request: Request) -> Response:  # what a browser asks for first, whatever the page says
+        return FileResponse(STATIC_DIR / "favicon.ico", media_type="image/vnd.microsoft.icon",
+                            headers={"Cache-Control": "max-age=86400"})
+
     async def api(request: Request) -> Response:
         path = request.path_params["path"]
         async with lock:  # one reader of the run files at a time; the work runs off the event loop
@@ -121,6 +125,7 @@ def make_app(site: Site, host: str = "127.0.0.1") -> ASGIApp:
 
     app = Starlette(routes=[
         Route("/", index),
+        Route("/favicon.ico", favicon),
         Route("/api/{path:path}", api),
         Mount("/static", app=StaticFiles(directory=STATIC_DIR), name="static"),
     ])

@@ -47,7 +47,7 @@ def export_site(site: Site, out: str | Path) -> dict[str, Any]:
     data_dir = out / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     (out / "static").mkdir(exist_ok=True)
-    for name in ("app.js", "style.css"):
+    for name in ("app.js", "style.css", "favicon.ico"):
         shutil.copyfile(STATIC_DIR / name, out / "static" / name)
     page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
     page = page.replace("<!--DATA-->", '<script src="data/site.js"></script>')

@@ -118,6 +118,31 @@ def test_list_shows_every_benchmark_with_its_size_data_and_strategies(data_dir):
     assert bad.returncode == 2 and "unknown benchmark" in bad.stderr
 
 
+def test_list_cuts_no_name_or_word_on_an_80_column_terminal(tmp_path):
+    """Issue 37 item 10: at COLUMNS=80 the names were cut ("complexfuncben…")."""
+    from evals.core.registry import all_benchmarks
+
+    proc = _evals("list", env={"COLUMNS": "80", "EVALS_DATA_DIR": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert "…" not in proc.stdout, proc.stdout
+    assert all(len(line) <= 80 for line in proc.stdout.splitlines())
+    names = {cells[1].strip() for line in proc.stdout.splitlines() if len(cells := line.split("│")) > 2}
+    assert set(all_benchmarks()) <= names, names
+
+
+def test_a_mistyped_flag_shows_the_usage_of_its_sub_command(capsys):
+    """Issue 37 item 10: ``evals serve --prot`` printed ``evals``'s usage, not ``evals serve``'s."""
+    for argv, prog, hint in ((["serve", "--prot", "9000"], "evals serve", "--prot -> --port"),
+                             (["data", "stats", "--jsn"], "evals data stats", "--jsn -> --json"),
+                             (["list", "--jsonn"], "evals list", "--jsonn -> --json")):
+        with pytest.raises(SystemExit) as exc:
+            main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"usage: {prog} "), err
+        assert f"{prog}: error: unrecognized arguments: " in err and hint in err, err
+
+
 def test_list_says_what_first_use_would_download(tmp_path):
     proc = _evals("list", "--json", env={"EVALS_DATA_DIR": str(tmp_path)})
     rows = _last_json(proc)

@@ -183,3 +183,38 @@ def test_a_run_in_progress_shows_its_progress_and_the_page_refreshes(runs, serve
     finally:
         os.close(fd)
         shutil.rmtree(live)
+
+
+def test_the_task_table_of_a_run_page_fits_a_1280_pixel_window(server, browser, tasks):
+    """Issue 37 item 10: the run page's task table ran past the right edge of its card in a 1280 px
+    window (a scroll bar under the table)."""
+    pg = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        pg.set_default_timeout(30_000)
+        pg.goto(server + "#/run/run-a")
+        pg.wait_for_selector("#tasks tbody tr")
+        # what real runs hold: an error that is one long word (a URL, a JSON blob), a long query
+        pg.evaluate("""() => {
+            const cells = document.querySelector('#tasks tbody tr').querySelectorAll('td');
+            cells[cells.length - 1].textContent = 'ConnectError:http://127.0.0.1:8000/v1/' + 'x'.repeat(300);
+            cells[1].textContent = 'Who is the mother of the father of ' + 'Bob'.repeat(60) + '?';
+        }""")
+        sizes = pg.evaluate("""() => {
+            const t = document.querySelector('#tasks table'), wrap = t.parentElement;
+            return {page: document.documentElement.scrollWidth, window: window.innerWidth,
+                    table: t.getBoundingClientRect().right, box: wrap.getBoundingClientRect().right,
+                    scroll: wrap.scrollWidth, client: wrap.clientWidth};
+        }""")
+        assert sizes["page"] <= sizes["window"], sizes
+        assert sizes["table"] <= sizes["box"] + 0.5 and sizes["scroll"] <= sizes["client"], sizes
+    finally:
+        pg.close()
+
+
+def test_the_favicon_is_served(server):
+    """Issue 37 item 10: a browser's first request, /favicon.ico, was a 404."""
+    import httpx2 as httpx
+
+    got = httpx.get(server + "favicon.ico", timeout=30)
+    assert got.status_code == 200 and got.headers["content-type"].startswith("image/"), got.status_code
+    assert got.content[:4] == b"\x00\x00\x01\x00"  # an ICO file

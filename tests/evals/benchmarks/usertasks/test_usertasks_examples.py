@@ -165,3 +165,35 @@ def test_git_server_example_with_a_path_variable_oracle_and_scripted_replay_mode
     g03 = scores["g03"]["details"]["calls"]["alignment"]["pairs"][0]["decision"]["reason"]
     assert 'revision: "HEAD:version" (gold "HEAD:VERSION")' in g03
     assert scores["g02"]["details"]["calls"]["gold"][1]["arguments"]["revision"] == "7468a118f6d9729e2204a5e00e35ce9cc3abf839"
+
+
+def test_time_example_as_documented_finds_the_server_beside_python_without_venv_bin_on_path(tmp_path: Path) -> None:
+    """Issue 37 item 7: after ``./run.sh`` (``.venv/bin`` not on PATH) the documented command names the
+    server by its bare script name; it is found beside the running interpreter, where pip put it."""
+    import os
+    import shutil
+    import subprocess
+
+    pytest.importorskip("mcp_server_time")
+    beside = os.path.dirname(sys.executable)
+    if shutil.which("mcp-server-time", path=beside) is None:
+        pytest.skip("mcp-server-time is not installed beside this interpreter (the dev extra installs it)")
+    path = os.pathsep.join(p for p in os.environ.get("PATH", os.defpath).split(os.pathsep)
+                           if p and os.path.realpath(p) != os.path.realpath(beside))
+    assert shutil.which("mcp-server-time", path=path) is None  # the situation of the issue
+    env = {**os.environ, "PATH": path}
+    done = subprocess.run(
+        [sys.executable, "-m", "evals.cli", "run", "taskfile", *TIME_TASKS, "--mcp-server",
+         "time=mcp-server-time --local-timezone UTC", "--model", "oracle", "--limit", "2",
+         "--run-dir", str(tmp_path / "run"), "--json"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["completed"] == 2
+    # a name found nowhere: one line naming the command and where it was looked for, exit 2
+    done = subprocess.run(
+        [sys.executable, "-m", "evals.cli", "run", "taskfile", *TIME_TASKS, "--mcp-server", "time=no-such-mcp-server-x",
+         "--model", "oracle", "--run-dir", str(tmp_path / "nope")],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert "'no-such-mcp-server-x' not found on PATH or in " + beside in line
