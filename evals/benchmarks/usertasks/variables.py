@@ -4,9 +4,9 @@ takes its value from ``--var NAME=VALUE`` (repeatable), else from the environmen
 What the run's ``config.json`` records: a ``--var`` value as given (it is one of the options), and
 for a variable read from the environment only its name and the SHA-256 of its value (under
 ``variables``), so that two runs with different values are told apart. A name that looks like a
-secret's (``OPENAI_API_KEY``, ``GH_TOKEN``, ``DB_PASSWORD``...) is not read from the environment at
-all: its value would be written into queries, tool calls and traces (give it with ``--var`` if you
-mean it).
+secret's (``OPENAI_API_KEY``, ``GH_TOKEN``, ``DB_PASSWORD``...) is refused, from ``--var`` and from
+the environment alike: its value would be written into queries, tool calls, traces and ``config.json``
+(a secret goes to an MCP server through its ``env`` or ``headers``, which are never expanded).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tool_specs import VARIABLE_NAME, environment_value
+from tool_specs import VARIABLE_NAME, environment_value, looks_secret
 
 __all__ = ["TaskVariables", "var_problem"]
 
@@ -30,6 +30,9 @@ def var_problem(text: str | None) -> str | None:
         return f"expected NAME=VALUE, got {text!r}"
     if not VARIABLE_NAME.match(name):
         return f"{name!r} is not a variable name (a letter or _, then letters, digits or _)"
+    if looks_secret(name):
+        return (f"{name!r} looks like a secret's name: its value would be written into queries, calls, traces "
+                "and config.json; give a secret to the MCP server through its env or headers instead")
     return None
 
 

@@ -130,6 +130,13 @@ def test_an_undefined_or_secret_like_variable_is_a_file_line_error_exit_2(tmp_pa
     with pytest.raises(SystemExit) as bad:  # argparse: exit 2 with the flag's one-line error
         main(["run", "taskfile", "--tasks", str(path), "--var", "1BAD=x", "--model", "oracle", "--run-dir", str(tmp_path / "r")])
     assert bad.value.code == 2 and "'1BAD' is not a variable name" in capsys.readouterr().err
+    # a secret-like name given with --var is refused too: config.json would hold it (nothing is written)
+    with pytest.raises(SystemExit) as bad:
+        main(["run", "taskfile", "--tasks", str(path), "--var", "MY_API_KEY=sk-given-on-the-line", "--model", "oracle",
+              "--run-dir", str(tmp_path / "r2")])
+    err = capsys.readouterr().err
+    assert bad.value.code == 2 and "'MY_API_KEY' looks like a secret's name" in err and "sk-given-on-the-line" not in err
+    assert not (tmp_path / "r2").exists()
 
 
 def test_mcp_server_command_lines_expand_variables(tmp_path: Path) -> None:
