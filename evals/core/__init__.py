@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ..lazy import lazy_attribute
 
 if TYPE_CHECKING:
+    from .anomalies import Anomaly
     from .context import ScoreContext
     from .data import DataNotFound, RemoteFile, cache_dir, data_dir, data_file
     from .metrics import Metric, MetricValue, TaskScore
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 # imported on first use (PEP 562), so that `evals --help` does not load the judge's MCP stack
 _HOME = {
-    "ScoreContext": "context", "DataNotFound": "data", "RemoteFile": "data", "cache_dir": "data",
+    "Anomaly": "anomalies", "ScoreContext": "context", "DataNotFound": "data", "RemoteFile": "data", "cache_dir": "data",
     "data_dir": "data", "data_file": "data", "Metric": "metrics", "MetricValue": "metrics", "TaskScore": "metrics",
     "Option": "options", "OptionError": "options", "Benchmark": "plugin", "BenchmarkInfo": "plugin",
     "EpisodeEnv": "plugin", "PaperNumbers": "plugin", "all_benchmarks": "registry", "get_benchmark": "registry",
@@ -29,6 +30,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Anomaly",
     "Benchmark",
     "BenchmarkInfo",
     "DataNotFound",

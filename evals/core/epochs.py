@@ -31,9 +31,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .anomalies import Anomaly
 from .metrics import Metric, TaskScore, aggregate
 
-__all__ = ["SEPARATOR", "epochs_block", "epochs_warning", "pass_at_k", "pass_hat_k", "split_key", "trial_key", "trial_keys"]
+__all__ = ["SEPARATOR", "epochs_block", "epochs_anomaly", "epochs_warning", "pass_at_k", "pass_hat_k", "split_key", "trial_key", "trial_keys"]
 
 SEPARATOR = "#"
 
@@ -157,3 +158,12 @@ def epochs_warning(block: Mapping[str, Any] | None) -> str | None:
     return (f"epochs: {block['missing_trials']} trial(s) of {short} task(s) have no trace (a run stopped part-way?): "
             f"pass@k and pass^k count each task over all {block['k']} trials, a missing one as failed, as tau-bench's "
             f"display_metrics does; run the same command again to finish them")
+
+
+def epochs_anomaly(block: Mapping[str, Any] | None) -> Anomaly | None:
+    """The summary's ``anomalies`` entry of an ``epochs`` block with trials that have no trace, or ``None``."""
+    warning = epochs_warning(block)
+    if warning is None or not block:
+        return None
+    return Anomaly("missing_trials", warning, int(block["missing_trials"]), (), "failed, in pass@k and pass^k",
+                   "tau-bench's display_metrics counts a missing trial as failed")

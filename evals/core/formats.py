@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .anomalies import Anomaly, anomaly_entry
+
 if TYPE_CHECKING:
     from client.runs import RunDir
 
@@ -51,7 +53,9 @@ class ImportedPredictions:
     strategy: str | None = None  # the strategy the predictions were made with, when known
     options: Mapping[str, Any] = field(default_factory=dict)  # benchmark options they were made with
     model: str | None = None  # who made them, when the files say
-    warnings: tuple[str, ...] = ()  # what the reader noticed (e.g. repeated ids): kept in the config, shown in the summary
+    # what the reader noticed (e.g. repeated ids): kept in the config, shown in the summary's ``warnings``
+    # (the line) and ``anomalies`` (an Anomaly's kind, count, places, how it was counted, what the official code does)
+    warnings: tuple[str | Anomaly, ...] = ()
     # the run covers every task of the benchmark, a task without a prediction counting as failed (as an
     # official script that divides by the full set's size counts it); default: only the predicted tasks
     covers_all: bool = False
@@ -167,7 +171,8 @@ def import_predictions(
         "strategy": chosen,
         "options": dict(merged),
         "imported": {"format": format_name, "source": str(src.resolve()),
-                     **({"warnings": list(got.warnings)} if got.warnings else {})},
+                     **({"warnings": [str(w) for w in got.warnings],
+                         "anomalies": [anomaly_entry(w, "import") for w in got.warnings]} if got.warnings else {})},
         # the run covers the tasks the predictions are for (or, covers_all, every task)
         "run": {"only_traced": not got.covers_all},
     }

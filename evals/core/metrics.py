@@ -13,7 +13,8 @@ of tasks and samples it was computed over. The standard error of a ratio of sums
 method's (the usual ``s / sqrt(n)`` when every denominator is 1); it is ``None`` below two tasks.
 
 A count declared with ``warn`` (e.g. judge answers that could not be read) adds a line to the
-summary's ``warnings`` whenever it is above 0; ``evals run`` and ``evals score`` print those lines on
+summary's ``warnings`` (and an entry to its ``anomalies``, with ``warn_counted_as`` and
+``warn_official``) whenever it is above 0; ``evals run`` and ``evals score`` print those lines on
 stderr, so such a count never passes unnoticed.
 
 A *derived* metric (``derived_from`` and ``derive``) has no samples of its own: its value is
@@ -30,7 +31,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["Metric", "MetricValue", "TaskScore", "aggregate", "breakdowns", "metric_warnings", "summary_blocks"]
+__all__ = ["Metric", "MetricValue", "TaskScore", "aggregate", "breakdowns", "metric_anomalies", "metric_warnings",
+           "summary_blocks"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,10 @@ class Metric:
     # a count that must never pass unnoticed: when its value is above 0 the summary's ``warnings``
     # get this text, formatted with ``n`` (the count) and ``of`` (its samples' denominators summed)
     warn: str = ""
+    # for the summary's ``anomalies`` entry of such a count: how this project counts those samples, and
+    # what the official code does with them (when known)
+    warn_counted_as: str = ""
+    warn_official: str = ""
 
     @property
     def key(self) -> str:
@@ -192,6 +198,7 @@ def summary_blocks(metrics: Sequence[Metric], scores: Sequence[TaskScore]) -> di
     blocks["metric_stats"] = stats
     blocks["breakdowns"] = breakdowns(metrics, scores)
     blocks["warnings"] = metric_warnings(metrics, values)
+    blocks["anomalies"] = metric_anomalies(metrics, values)
     return blocks
 
 
@@ -202,4 +209,19 @@ def metric_warnings(metrics: Sequence[Metric], values: Mapping[str, MetricValue]
         v = values.get(m.key)
         if m.warn and v is not None and v.value:
             out.append(f"{m.key}: " + m.warn.format(n=v.value, of=v.samples))
+    return out
+
+
+def metric_anomalies(metrics: Sequence[Metric], values: Mapping[str, MetricValue]) -> list[dict[str, Any]]:
+    """The summary's ``anomalies`` entries (source ``scoring``) of the counts declared with ``warn``
+    whose value is above 0: the warning line, the count, how it was counted and what the official code does."""
+    from .anomalies import Anomaly
+
+    out = []
+    for m in metrics:
+        v = values.get(m.key)
+        if m.warn and v is not None and v.value:
+            n = int(v.value) if float(v.value).is_integer() else None
+            out.append(Anomaly(m.key, f"{m.key}: " + m.warn.format(n=v.value, of=v.samples), n, (), m.warn_counted_as,
+                               m.warn_official).to_dict("scoring"))
     return out

@@ -30,6 +30,7 @@ from client.retry import RetryPolicy
 from client.runner import Budget, RunControl, RunResult, run_episodes
 from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir, redact_urls
 
+from .anomalies import refresh_anomalies
 from .dataset import dataset_identity
 from .episodes import open_episode_env, parse_oracle, second_model
 from .epochs import split_key, trial_keys
@@ -361,4 +362,5 @@ async def score_run_dir(run_path: str | Path, *, judge_model: str | None = None,
     if given:
         summary["options"] = {**summary["options"], **{k: bench.options[k] for k in given}}
         summary["rescored_with"] = {k: bench.options[k] for k in given}
+        refresh_anomalies(summary, config, run_dir.latest_traces(), ids)
     return summary

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .anomalies import refresh_anomalies
 from .context import ScoreContext
 from .judge import LLMJudge
 from .metrics import Metric, TaskScore, summary_blocks
@@ -128,11 +129,12 @@ def build_summary(
     scores: Sequence[TaskScore],
     judge_totals: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """The ``--json`` object: counts, the first error, the metric blocks, options and totals."""
+    """The ``--json`` object: counts, the first error, the metric blocks, options, totals and the
+    ``anomalies`` (:mod:`.anomalies`)."""
     config = run_dir.config or {}
     done = [traces[t] for t in task_ids if t in traces]
     first_error = next((t for t in done if t.get("status") == "errored"), None)
-    return {
+    summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "run_dir": str(run_dir.path),
         "benchmark": config.get("benchmark"),
@@ -148,6 +150,8 @@ def build_summary(
         "options": dict(config.get("options") or {}),
         "totals": {"model": _model_totals(traces, task_ids), "judge": dict(judge_totals)},
     }
+    refresh_anomalies(summary, config, traces, task_ids)  # the import's, the run's, the scores' (blocks["anomalies"])
+    return summary
 
 
 def _model_totals(traces: Mapping[str, Mapping[str, Any]], task_ids: Sequence[str]) -> dict[str, Any]:
@@ -195,17 +199,19 @@ async def summarize(
     first, more = scores[: len(scored)], dict(zip(trials, scores[len(scored):], strict=True))
     summary = build_summary(run_dir, traces, task_ids, bench.info.metrics, first, judge_totals)  # the papers': trial 1
     if trials:
-        from .epochs import epochs_warning
+        from .epochs import epochs_anomaly
 
         summary["epochs"] = _epochs(bench, scored, first, more)
-        if (warning := epochs_warning(summary["epochs"])) is not None:
-            summary["warnings"].append(warning)
+        if (missing := epochs_anomaly(summary["epochs"])) is not None:
+            summary["warnings"].append(missing.message)
+            summary["anomalies"].append(missing.to_dict("run"))
     summary["partial"] = partial
     summary["tasks_ran"] = len(scored)
     summary.update(coverage(len(task_ids), len(bench.task_ids())))
     extras = getattr(bench, "summary_extras", None)
     if callable(extras):
         summary.update(extras(run_dir.config or {}))
+    refresh_anomalies(summary, run_dir.config or {}, traces, task_ids)  # with the blocks added since
     add_deprecated_blocks(summary, bench.info.block_aliases)
     return summary
 

@@ -29,7 +29,7 @@ __all__ = [
 MAIN_BLOCK = "metrics"
 # top-level summary keys that are never metric blocks (see evals.core.scoring.summarize)
 NOT_BLOCKS = frozenset({"run_dir", "benchmark", "model", "strategy", "tasks", "completed", "errored", "first_error",
-                        "metric_stats", "breakdowns", "options", "totals", "schema_version", "warnings",
+                        "metric_stats", "breakdowns", "options", "totals", "schema_version", "warnings", "anomalies",
                         "deprecated_blocks", "rescored_with", "epochs"})
 
 

@@ -35,7 +35,7 @@ from .paper import (
 )
 
 __all__ = [
-    "DASH", "Section", "Table", "build_sections", "hop_series", "key_order", "main_metric", "not_comparable", "run_labels",
+    "DASH", "Section", "Table", "build_sections", "caveat_kinds", "caveat_lines", "hop_series", "key_order", "main_metric", "not_comparable", "run_labels",
 ]
 
 DASH = "–"
@@ -309,6 +309,42 @@ def not_comparable(run: Mapping[str, Any]) -> str | None:
 
 
 
+def caveat_lines(run: Mapping[str, Any]) -> list[str]:
+    """One line per entry of the run's ``anomalies`` (:mod:`evals.core.anomalies`): what was unusual,
+    how many records, how it was counted, what the official code does, where."""
+    out = []
+    for a in run.get("anomalies") or []:
+        if not isinstance(a, Mapping):
+            continue
+        parts = [f"{a.get('kind') or 'warning'} ({a.get('source') or '?'}"
+                 + (f", {a['count']} affected" if isinstance(a.get("count"), int) else "") + f"): {a.get('message') or ''}"]
+        if a.get("counted_as"):
+            parts.append(f"counted as: {a['counted_as']}")
+        if a.get("official"):
+            parts.append(f"official code: {a['official']}")
+        where = [str(w) for w in a.get("where") or []]
+        if where:
+            more = a["count"] - len(where) if isinstance(a.get("count"), int) and a["count"] > len(where) else 0
+            parts.append("at: " + ", ".join(where) + (f" and {more} more" if more else ""))
+        out.append(" ".join("; ".join(parts).split()))
+    return out
+
+
+def caveat_kinds(run: Mapping[str, Any]) -> str:
+    """``" [caveats: repeated_id, not_run]"`` for a run with anomalies, else ``""``."""
+    kinds = list(dict.fromkeys(str(a.get("kind") or "warning") for a in run.get("anomalies") or [] if isinstance(a, Mapping)))
+    return f" [caveats: {', '.join(kinds)}]" if kinds else ""
+
+
+def _caveats_section(runs: Sequence[Mapping[str, Any]], labels: Sequence[str]) -> Section | None:
+    """``Caveats``: each run's anomalies, one paragraph each; None when no run has any."""
+    text = [f"`{lab}`: {line}" for run, lab in zip(runs, labels, strict=True) for line in caveat_lines(run)]
+    if not text:
+        return None
+    return Section("Caveats", text=["What was unusual in these runs and imports, and how it was counted "
+                                    "(the summary's anomalies):", *text])
+
+
 def _group_key(row: PaperRow, model_keys: Sequence[str]) -> tuple[tuple[str, str], ...]:
     """Rows of one published block that go in one table: the same setting, dataset and model keys aside."""
     return tuple(sorted((k, str(v)) for k, v in row.setting.items() if k != DATASET and k not in model_keys))
@@ -378,13 +414,16 @@ def _published_section(runs: Sequence[Mapping[str, Any]], labels: Sequence[str],
                     why = not_comparable(run)
                     if why is None:  # in bold only when it is comparable
                         self_rows.add(len(body))
-                    body.append([f"this run: {labels[i]}" + (f" ({why})" if why else ""), str(run.get("model"))]
+                    body.append([f"this run: {labels[i]}" + (f" ({why})" if why else "") + caveat_kinds(run),
+                                 str(run.get("model"))]
                                 + [_run_cell(run, k) for k in keys])
         title = f"Published numbers ({_sources(grows)}), {bench} · {describe_setting(dict(gkey))}"
         note = ("As published" + ("; rows in bold are this report's runs (their metrics), each under the row of its model. "
                                   if self_rows else ". ") + " ".join(f"{c}." for c in _captions(grows, paper_rows)))
         sec.tables.append(Table(title, header, body, note=note, bold={(i, j) for i in self_rows for j in range(len(header))},
                                 self_rows=self_rows))
+    for i in sorted(lined):  # never a run's number beside a paper's row without its caveats
+        sec.text += [f"Caveat of `{labels[i]}`: {line}" for line in caveat_lines(runs[i])]
     alone = [lab for i, lab in enumerate(labels) if i not in lined]
     if alone:
         sec.text.append(f"No published row of this setting is for the model of {', '.join(f'`{a}`' for a in alone)}: "
@@ -405,7 +444,8 @@ def _other_settings_section(summary: Mapping[str, Any], label: str, paper_rows: 
     keys = metric_order(bench, list((summary.get(MAIN_BLOCK) or {}).keys()) + [k for r, _ in pairs for k in r.metrics])
     header = ["source", "model", "setting"] + [metric_spec(bench, k).title() for k in keys]
     why = not_comparable(summary)
-    rows = [["this run" + (f" ({why})" if why else ""), str(summary.get("model")), str(summary.get(STRATEGY) or DASH)]
+    rows = [["this run" + (f" ({why})" if why else "") + caveat_kinds(summary), str(summary.get("model")),
+             str(summary.get(STRATEGY) or DASH)]
             + [_run_cell(summary, k) for k in keys]]
     for r, _ in pairs:
         rows.append([r.source, r.model, describe_setting(r.setting)] + [fmt(r.metrics.get(k)) for k in keys])
@@ -414,6 +454,7 @@ def _other_settings_section(summary: Mapping[str, Any], label: str, paper_rows: 
                             header, rows, note="Not comparable to the run as they stand: another strategy or setting. "
                             + " ".join(f"{n}." for n in notes),
                             bold={(0, j) for j in range(len(header))}, self_rows={0}))
+    sec.text += [f"Caveat of `{label}`: {line}" for line in caveat_lines(summary)]
     extra = [(r, k, v) for r, _ in pairs for k, v in r.extra.items()]
     if extra:
         sec.text.append("Other published values: " + "; ".join(
@@ -455,6 +496,9 @@ def build_sections(summaries: Sequence[Mapping[str, Any]], paper_rows: Sequence[
         if metric and hop_series(runs, metric):
             sec.plot = bench
         sec.tables.extend(_breakdown_tables(bench, runs, labels))
+        caveats = _caveats_section(runs, labels)
+        if caveats is not None:
+            sec.subsections.append(caveats)
         blocks: dict[tuple[str, ...], list[int]] = {}
         for i, s in enumerate(runs):
             blocks.setdefault(setting_key(s), []).append(i)

@@ -149,3 +149,7 @@ async def test_a_run_stopped_before_its_last_trials_says_so_and_counts_them_fail
     assert epochs["missing_trials"] == 1 and epochs["complete_tasks"] == 2
     assert epochs["pass_hat_k"] == {"1": 88.89, "2": 77.78, "3": 66.67}  # task 1: 2 passes of 3 trials
     assert any(w.startswith("epochs: 1 trial(s) of 1 task(s) have no trace") for w in summary["warnings"])
+    # and the anomalies say it, with how they were counted (once, with the run's other entries kept)
+    missing = [a for a in summary["anomalies"] if a["kind"] == "missing_trials"]
+    assert len(missing) == 1 and missing[0]["source"] == "run" and missing[0]["count"] == 1
+    assert missing[0]["counted_as"] == "failed, in pass@k and pass^k" and "tau-bench" in missing[0]["official"]

@@ -39,6 +39,7 @@ from typing import Any
 
 from client.runs import iter_jsonl
 
+from ...core.anomalies import Anomaly
 from .data import DOMAINS, domain_of
 
 __all__ = ["DOMAIN_SIZES", "NEEDS_DATASET", "ResultRecord", "ResultSample", "file_warnings", "foreign_domains",
@@ -204,11 +205,11 @@ def _lines(records: Sequence[ResultRecord], limit: int = 5) -> str:
     return shown + (f" and {len(records) - limit} more" if len(records) > limit else "")
 
 
-def file_warnings(path: Path, records: Sequence[ResultRecord], *, every_line: bool) -> list[str]:
+def file_warnings(path: Path, records: Sequence[ResultRecord], *, every_line: bool) -> list[str | Anomaly]:
     """What ``print_results.py`` does differently with this file, or stops on, one line each.
     ``every_line``: these numbers count every line, as it does (scored from the file alone);
     otherwise the last line per id is kept (the dataset's tasks)."""
-    out: list[str] = []
+    out: list[str | Anomaly] = []
     src = str(path)
     if path.is_dir():
         out.append(f"{src}: a folder: print_results.py reads one file (load_json gives None for a folder and it "
@@ -226,7 +227,9 @@ def file_warnings(path: Path, records: Sequence[ResultRecord], *, every_line: bo
         if why is not None:
             stops.setdefault(why[0], (why[1], []))[1].append(r)
     for reason, (ours, rs) in stops.items():
-        out.append(f"{src}: print_results.py stops on {len(rs)} record(s) ({reason}: {_lines(rs)}); here: {ours}")
+        out.append(Anomaly("official_stops", f"{src}: print_results.py stops on {len(rs)} record(s) ({reason}: "
+                           f"{_lines(rs)}); here: {ours}", len(rs), tuple(r.where for r in rs[:10]), ours,
+                           f"print_results.py stops ({reason}) and prints no number"))
     if not records:
         out.append(f"{src}: no records: print_results.py stops on this file (ZeroDivisionError: no gold calls "
                    f"to divide the call accuracy by); here every rate is 0")
@@ -238,8 +241,8 @@ def file_warnings(path: Path, records: Sequence[ResultRecord], *, every_line: bo
     return out
 
 
-def _count_warnings(src: str, records: Sequence[ResultRecord], *, every_line: bool) -> list[str]:
-    out: list[str] = []
+def _count_warnings(src: str, records: Sequence[ResultRecord], *, every_line: bool) -> list[str | Anomaly]:
+    out: list[str | Anomaly] = []
     repeated = [r for r in records if r.key != r.id]
     if repeated:
         ids = {r.id for r in repeated}
@@ -248,17 +251,25 @@ def _count_warnings(src: str, records: Sequence[ResultRecord], *, every_line: bo
         ours = ("so do these numbers (each further line of an id is a task of its own, '<id>@<k>')" if every_line else
                 f"its overall success would be {official:.2f}; these numbers keep the last line of each id (scored "
                 f"without the dataset, they count every line)")
-        out.append(f"{src}: {len(ids)} id(s) on more than one line ({len(repeated)} further line(s), e.g. "
-                   f"{repeated[0].id!r} at {first.where} and {repeated[0].where}): print_results.py counts every line; {ours}")
+        counted = ("every line, each further line of an id a task of its own ('<id>@<k>')" if every_line else
+                   "the last line of each id, once")
+        out.append(Anomaly("repeated_id", f"{src}: {len(ids)} id(s) on more than one line ({len(repeated)} further "
+                           f"line(s), e.g. {repeated[0].id!r} at {first.where} and {repeated[0].where}): "
+                           f"print_results.py counts every line; {ours}", len(repeated),
+                           tuple(r.where for r in repeated[:10]), counted, "print_results.py counts every line"))
     by_domain = Counter(domain_of(r.id) for r in records)
     foreign = {d: n for d, n in by_domain.items() if d not in DOMAIN_SIZES}
     if foreign:
         e = next(r for r in records if domain_of(r.id) in foreign)
         names = ", ".join(f"{d}: {n}" for d, n in sorted(foreign.items()))
-        out.append(f"{src}: {sum(foreign.values())} record(s) with ids outside the five domains ({names}; e.g. "
-                   f"{e.id!r} at {e.where}): print_results.py adds their successes to the overall success rate, "
-                   f"still divided by {FULL_SET:,}, and their calls to the call accuracy, and prints per-domain numbers "
-                   f"for them (successes over {OTHER_SIZE}); so do these numbers (foreign_domains)")
+        official = (f"print_results.py adds their successes to the overall success rate, still divided by "
+                    f"{FULL_SET:,}, and their calls to the call accuracy, and prints per-domain numbers for them "
+                    f"(successes over {OTHER_SIZE})")
+        out.append(Anomaly("foreign_ids", f"{src}: {sum(foreign.values())} record(s) with ids outside the five domains "
+                           f"({names}; e.g. {e.id!r} at {e.where}): {official}; so do these numbers (foreign_domains)",
+                           sum(foreign.values()),
+                           tuple(r.where for r in records if domain_of(r.id) in foreign)[:10],
+                           "as print_results.py counts them (foreign_domains)", official))
     for domain, size in DOMAIN_SIZES.items():
         if by_domain[domain] > size:
             out.append(f"{src}: {domain} has {by_domain[domain]} records, more than its {size} samples: "

@@ -274,6 +274,26 @@
       h("p", { class: "muted small" }, "The papers' rows of the run's dataset and setting; the row of the run's own model is highlighted."));
   }
 
+  // the summary's anomalies (evals/core/anomalies.py): what was unusual and how it was counted; text only
+  function anomaliesCard(run) {
+    const list = (run.anomalies || []).filter((a) => a && typeof a === "object");
+    if (!list.length) return null;
+    const rows = list.map((a) => {
+      const where = Array.isArray(a.where) ? a.where.map(String) : [];
+      const more = typeof a.count === "number" && a.count > where.length && where.length ? " and " + (a.count - where.length) + " more" : "";
+      return h("li", { class: "anomaly" },
+        h("div", {}, badge(String(a.kind || "warning"), "warn"), " ", h("span", { class: "muted small" }, String(a.source || "")),
+          typeof a.count === "number" ? h("span", { class: "small" }, " · " + a.count + " affected") : null),
+        h("div", { class: "msg" }, String(a.message || "")),
+        a.counted_as ? h("div", { class: "small" }, "counted as: " + String(a.counted_as)) : null,
+        a.official ? h("div", { class: "small" }, "official code: " + String(a.official)) : null,
+        where.length ? h("div", { class: "small muted" }, "at: " + where.join(", ") + more) : null);
+    });
+    return h("section", { class: "card anomalies", id: "anomalies" }, h("h3", {}, "Caveats (" + list.length + ")"),
+      h("p", { class: "muted small" }, "What was unusual in this run or import, and how it was counted; read these before setting its numbers beside a paper's."),
+      h("ul", { class: "anomalies" }, rows));
+  }
+
   async function pageRun(seq, id) {
     const [run, tasks] = await Promise.all([load("run/" + id), load("run/" + id + "/tasks")]);
     if (seq !== routeSeq) return;
@@ -290,7 +310,7 @@
     if (!run.scored) notes.push("This run has no stored scores yet: run `evals score " + run.run_dir + "` to score it.");
     else if (run.scores_stale) notes.push("Traces were written after the scores: run `evals score " + run.run_dir + "` to bring them up to date.");
     if (run.in_progress) notes.push("This run is in progress (" + run.traced + " episodes so far).");
-    show(head, notes.map((n) => h("p", { class: "note warn" }, n)),
+    show(head, notes.map((n) => h("p", { class: "note warn" }, n)), anomaliesCard(run),
       h("div", { class: "grid2" }, h("div", {}, run.blocks.map(metricTable)),
         h("div", {}, breakdowns(run), run.plot ? h("section", { class: "card" }, h("h3", {}, "By hop count"), h("img", { src: run.plot, alt: "main metric by hop count", class: "plot" })) : null, paper(run))),
       taskTable(run, tasks));

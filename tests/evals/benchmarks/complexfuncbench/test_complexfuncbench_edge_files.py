@@ -149,3 +149,19 @@ async def test_with_the_dataset_a_repeated_id_keeps_its_last_line_and_says_what_
     assert "1 id(s) on more than one line (1 further line(s)" in warning
     assert "print_results.py counts every line; its overall success would be 0.40" in warning  # 4 / 1,000
     assert "these numbers keep the last line of each id" in warning
+
+
+async def test_an_import_with_a_repeated_id_lists_it_in_the_anomalies_with_its_lines_and_both_countings(tmp_path):
+    """The summary's ``anomalies`` entry of a repeated id: its kind, the further lines (``FILE:LINE``),
+    how this project counted them and what print_results.py does; the plain warning stays beside it."""
+    summary = await _score("repeated_ids.jsonl", tmp_path)
+    entry = next(a for a in summary["anomalies"] if a["kind"] == "repeated_id")
+    assert entry["source"] == "import" and entry["count"] == 11
+    assert entry["where"][0] == f"{EDGE / 'repeated_ids.jsonl'}:41" and len(entry["where"]) == 10
+    assert "every line" in entry["counted_as"] and entry["official"] == "print_results.py counts every line"
+    assert entry["message"] in summary["warnings"]
+    unreported = next(a for a in summary["anomalies"] if a["kind"] == "no_prediction")
+    assert unreported["count"] == 1000 - 51 and "failed" in unreported["counted_as"]
+    stops = await _score("no_success_turn_num.jsonl", tmp_path / "stops")
+    stop = next(a for a in stops["anomalies"] if a["kind"] == "official_stops")
+    assert stop["where"] == [f"{EDGE / 'no_success_turn_num.jsonl'}:3"] and "prints no number" in stop["official"]
