@@ -19,9 +19,8 @@ from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
 from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
 from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost
-from client._runs.secrets import REDACTED, redact_secrets, secret_paths
+from client._runs.secrets import REDACTED, redact_secrets, redact_urls, secret_paths
 from client._runs.sharing import CUT_NOTE, call_arguments, outcome_raw_arguments
-from tool_specs import redact_urls
 
 __all__ = [
     "DEFAULT_HASH_KEYS",

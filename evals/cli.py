@@ -26,7 +26,7 @@ from .core.registry import all_benchmarks, scoring_options
 
 __all__ = ["build_parser", "ensure_benchmark_data", "main", "sub_parser"]
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped to the terminal
 
 
 _json_line = json_line  # the machine-readable last line of a ``--json`` command

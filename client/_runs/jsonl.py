@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tool_specs import DocumentError, load_json
-
 from .jsonutil import dumps_line, now_iso
 from .nofollow import open_run_file
 
@@ -46,6 +44,11 @@ def iter_jsonl(path: Path, *, label: str = "") -> Iterator[tuple[int, Any]]:
     """``(line number, JSON value)`` of each non-blank line of ``path``; a line that is not JSON is a
     :class:`ValueError` naming the file (after ``label``, e.g. ``"replay file "``) and the line, and
     so is one nested past :data:`~tool_specs.MAX_FILE_DEPTH` levels."""
+    from tool_specs import (  # here: importing client.runs loads no SDK (tool_specs does)
+        DocumentError,
+        load_json,
+    )
+
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             try:

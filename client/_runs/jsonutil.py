@@ -20,7 +20,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from tool_specs import redact_urls
+from .secrets import redact_urls
 
 __all__ = ["canonical_json", "error_info", "is_transient", "to_jsonable"]
 

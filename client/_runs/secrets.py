@@ -19,9 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tool_specs import redact_urls
-
-__all__ = ["REDACTED", "redact_secrets", "secret_paths"]
+__all__ = ["REDACTED", "redact_secrets", "redact_urls", "secret_paths"]
 
 REDACTED = "<redacted>"
 """What a secret is replaced by."""
@@ -33,6 +31,17 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 _SECRET_VALUE = re.compile(r"^(?:sk-|sk_live_|sk_test_|xox[abpr]-|ghp_|gho_|github_pat_|hf_|Bearer\s+\S)")
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with the credentials of every URL in it redacted (userinfo, key-like query parameters):
+    :func:`tool_specs.redact_urls`, imported only when ``text`` holds a URL (importing ``client.runs``
+    loads no SDK; ``tool_specs`` does)."""
+    if "://" not in text:
+        return text
+    from tool_specs import redact_urls as redact
+
+    return redact(text)
 
 
 def is_secret_name(name: str) -> bool:

@@ -17,7 +17,7 @@ from ..core.registry import all_benchmarks, get_benchmark
 
 __all__ = ["build_data_parser", "cmd_data_fetch", "cmd_data_stats", "ensure_benchmark_data", "json_line"]
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped to the terminal
 
 
 def json_line(obj: Any) -> None:

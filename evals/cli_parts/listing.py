@@ -98,7 +98,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         try:
             get_benchmark(args.benchmark)
         except KeyError as exc:
-            Console(stderr=True).print(f"[red]error:[/] {exc.args[0]}")
+            Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {exc.args[0]}")
             return 2
         from ..core.data import DataNotFound
         from ..core.registry import load_benchmark
@@ -106,7 +106,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         try:
             ids = load_benchmark(args.benchmark).task_ids()
         except DataNotFound as exc:
-            Console(stderr=True).print(f"[red]error:[/] {exc}")
+            Console(stderr=True, soft_wrap=True).print(f"[red]error:[/] {exc}")
             return 2
         if args.json:
             sys.stdout.write(json.dumps({"benchmark": args.benchmark, "task_ids": ids}) + "\n")

@@ -33,7 +33,7 @@ __all__ = [
     "run_status_line",
 ]
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped to the terminal
 
 
 EXIT_OK, EXIT_INCOMPLETE, EXIT_USAGE, EXIT_BREAKER, EXIT_BUDGET, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130

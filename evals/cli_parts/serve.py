@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["build_serve_parser", "cmd_serve"]
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line, never wrapped to the terminal
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

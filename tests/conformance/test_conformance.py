@@ -42,8 +42,9 @@ def test_conformance_over_http(npm_env, serve_url, revision, tmp_path):
     summary = _summary(proc)
     print(summary)
     assert proc.returncode == 0, summary
-    for scenario in ("server-initialize", "tools-list", "resources-list", "resources-subscribe", "prompts-list",
-                     "logging-set-level"):
+    # resources-subscribe is an expected failure: it subscribes to the suite's fixture URI, which this server
+    # does not serve (tests/security/test_subscriptions.py subscribes to the URIs it does serve)
+    for scenario in ("server-initialize", "tools-list", "resources-list", "prompts-list", "logging-set-level"):
         assert f"✓ {scenario}:" in summary, summary
 
 

@@ -24,7 +24,6 @@ from typing import Any
 from ...core.metrics import Metric
 from ...core.options import Option
 from ...core.plugin import Benchmark, BenchmarkInfo
-from .variables import var_problem
 
 NAME = "taskfile"
 SCHEMA = Path(__file__).with_name("task_file.schema.json")
@@ -32,6 +31,12 @@ SCHEMA = Path(__file__).with_name("task_file.schema.json")
 
 def _file(v: str | None) -> str | None:
     return None if v is None or Path(v).is_file() else f"no such file: {v}"
+
+
+def _var(v: str | None) -> str | None:
+    from .variables import var_problem  # here: `evals --help` imports no tool_specs
+
+    return var_problem(v)
 
 
 def _dir(v: str | None) -> str | None:
@@ -59,7 +64,7 @@ OPTIONS: tuple[Option, ...] = (
            "is started)", check=_file, metavar="FILE"),
     Option("var", str, None, "a value for ${NAME} in the task file and the MCP servers' command lines and URLs "
            "(repeatable; a name not given is read from the environment, and config.json records only its name and "
-           "a SHA-256 of its value)", check=var_problem, metavar="NAME=VALUE", multiple=True),
+           "a SHA-256 of its value)", check=_var, metavar="NAME=VALUE", multiple=True),
     Option("matcher", str, "rule", "how a call is matched to a gold call: rule (equal after type normalisation), "
            "response (then: the same response from a deterministic tool), llm (then: the judge, --judge)",
            choices=("rule", "response", "llm")),

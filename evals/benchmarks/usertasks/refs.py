@@ -20,7 +20,7 @@ from typing import Any
 
 from tool_specs import RegexTimeout, bounded_search
 
-__all__ = ["UNRESOLVED", "describe_reference", "is_reference", "name_unresolved", "resolve_arguments", "resolve_reference",
+__all__ = ["UNRESOLVED", "describe_reference", "is_reference", "name_unresolved", "name_unresolved_in_text", "resolve_arguments", "resolve_reference",
            "references_in", "result_value", "strip_references"]
 
 UNRESOLVED = "\x00unresolved reference\x00"
@@ -98,6 +98,12 @@ def describe_reference(ref: Mapping[str, Any]) -> str:
     if ref.get("pattern"):
         parts.append(f"matching {ref.get('pattern')}")
     return ", ".join(parts)
+
+
+def name_unresolved_in_text(text: str) -> str:
+    """``text`` (a matcher's reason) with the :data:`UNRESOLVED` marker, raw or JSON-escaped, named as
+    ``<unresolved reference>``: the NUL-bearing marker never reaches the score details or a page."""
+    return text.replace(json.dumps(UNRESOLVED), '"<unresolved reference>"').replace(UNRESOLVED, "<unresolved reference>")
 
 
 def name_unresolved(written: Any, resolved: Any) -> Any:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tool_specs import RegexTimeout
@@ -50,7 +51,14 @@ from tool_specs.matching import (
 from ...core.context import ScoreContext
 from ...core.metrics import TaskScore
 from .answers import JUDGE_SYSTEM, judge_prompt, match_answer, parse_verdict
-from .refs import UNRESOLVED, name_unresolved, resolve_arguments, result_value, strip_references
+from .refs import (
+    UNRESOLVED,
+    name_unresolved,
+    name_unresolved_in_text,
+    resolve_arguments,
+    result_value,
+    strip_references,
+)
 from .taskfile import Task
 
 __all__ = ["JudgeCallMatcher", "groups_of", "predicted_calls", "score_task"]
@@ -121,6 +129,8 @@ async def _score_calls(task: Task, pred: list[dict[str, Any]], done: bool, score
                 for g in gold]
     for pair in alignment.pairs:
         pair.decision = await decide(pred[pair.pred_index], resolved[pair.gold_index], matchers)
+        if pair.decision is not None and "unresolved reference" in pair.decision.reason:
+            pair.decision = replace(pair.decision, reason=name_unresolved_in_text(pair.decision.reason))
     matched = [p for p in alignment.pairs if p.matched]
     order = [p.pred_index for p in sorted(matched, key=lambda p: p.gold_index)]
     in_order = order == sorted(order)
