@@ -8,158 +8,21 @@ to the tool server), ``agent`` (the tool-use loop of one episode), ``runner``, `
 (a run's budget, interrupt and result) and ``progress`` (many episodes at once, resumable, with a
 progress display) and ``eventloop``.
 
-Every name in a module's ``__all__`` is listed here (``_NAMES``) and can be imported from ``client``;
-each is loaded on first use, so ``import client.runs`` does not import the MCP SDK or the provider
+Every name in a module's ``__all__`` can be imported from ``client`` (read from the module's own
+``__all__``, :mod:`client.lazy`); each is loaded on first use, so ``import client.runs`` does not import the MCP SDK or the provider
 SDKs. Type checkers see these names as ``Any``: import them from their modules for their types.
 Nothing in ``client`` imports ``evals`` (``tests/test_architecture.py`` checks it).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .lazy import LazyExports
 
-#: The module that defines each public name, by module (``tests/client/test_client_package.py`` keeps
-#: this in step with the modules' ``__all__``).
-_NAMES: dict[str, tuple[str, ...]] = {
-    "adapters": (
-        "CACHE_FORMAT",
-        "CHAT_TEMPLATE_DIR",
-        "DEFAULT_MAX_LEN",
-        "ERROR_KINDS",
-        "INSTALL_HINT",
-        "LOCAL_PLACEHOLDER_API_KEY",
-        "PRICES",
-        "PRICES_ENV",
-        "TOOL_CALL_MARKERS",
-        "AdapterFactory",
-        "AnthropicAdapter",
-        "AttemptRecord",
-        "CachedModelResponse",
-        "CachingAdapter",
-        "ErrorKind",
-        "ModelAdapter",
-        "ModelError",
-        "OpenAIAdapter",
-        "OracleAdapter",
-        "ReplayAdapter",
-        "ToolNameMap",
-        "VLLMAdapter",
-        "VLLMError",
-        "VLLMNotInstalledError",
-        "VLLMStartError",
-        "build_name_map",
-        "cached_response",
-        "default_chat_template",
-        "from_anthropic_exception",
-        "from_openai_exception",
-        "guess_tool_parser",
-        "is_cached",
-        "is_context_length_message",
-        "is_cpu_build",
-        "is_safe_name",
-        "known_prefixes",
-        "load_price_overrides",
-        "make_adapter",
-        "make_vllm_adapter",
-        "parse_retry_after",
-        "parse_spec",
-        "price_for",
-        "register_adapter",
-        "resolve_api_key",
-        "tool_choice_name",
-        "unparsed_text_tool_calls",
-    ),
-    "agent": ("AgentConfig", "provider_finish_reason", "result_text", "run_agent"),
-    "breaker": ("CircuitBreaker", "RemoteError", "RepeatingError", "repeating_error"),
-    "cache": ("ResponseCache", "request_key"),
-    "eventloop": ("ENV", "EPISODE_GC_YOUNG", "episode_gc", "loop_name", "name_asyncio", "run"),
-    "mcp_session": (
-        "HTTPClientPool",
-        "connect",
-        "list_all_tools",
-        "make_http_client",
-        "share_output_validators",
-        "shared_output_validator",
-    ),
-    "messages": (
-        "STOP_CONTENT_FILTER",
-        "STOP_CONTEXT_LENGTH",
-        "STOP_END_TURN",
-        "STOP_MAX_TOKENS",
-        "STOP_REFUSAL",
-        "STOP_TOOL_CALLS",
-        "AssistantMessage",
-        "Message",
-        "ModelResponse",
-        "Price",
-        "SystemMessage",
-        "ToolCall",
-        "ToolChoice",
-        "ToolDef",
-        "ToolResultMessage",
-        "Usage",
-        "UserMessage",
-        "message_from_dict",
-        "parse_tool_arguments",
-        "replace_surrogates",
-    ),
-    "progress": ("RunProgress", "format_tokens"),
-    "ratelimit": ("RateLimiter", "Reservation", "estimate_request_tokens"),
-    "retry": ("AttemptCallback", "RetryPolicy", "call_with_retries"),
-    "run_control": ("Budget", "RunControl", "RunResult", "StopReason"),
-    "runner": ("EpisodeFn", "ScoreFn", "run_episodes"),
-    "runs": (
-        "CUT_NOTE",
-        "DEFAULT_HASH_KEYS",
-        "REDACTED",
-        "SCHEMA_VERSION",
-        "EpisodeOutcome",
-        "EpisodeRecorder",
-        "EpisodeStatus",
-        "RunConfigMismatch",
-        "RunDir",
-        "RunDirClosed",
-        "RunDiskFull",
-        "RunFileIsLink",
-        "RunLocked",
-        "RunSummary",
-        "RunTracesLost",
-        "Totals",
-        "TraceScan",
-        "append_line",
-        "call_arguments",
-        "canonical_json",
-        "check_run_dir",
-        "config_hash",
-        "error_info",
-        "finished_task_ids",
-        "is_transient",
-        "iter_jsonl",
-        "open_run_file",
-        "outcome_raw_arguments",
-        "package_version",
-        "redact_secrets",
-        "redact_urls",
-        "refuse_link",
-        "request_history",
-        "secret_paths",
-        "summarize_traces",
-        "to_jsonable",
-        "utf8_lines",
-        "write_run_text",
-    ),
-}
-_MODULE_OF = {name: f"{__name__}.{module}" for module, names in _NAMES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # the next lookup does not come here
-    return value
-
-
-__all__ = sorted(_MODULE_OF)  # every name of _NAMES
+#: The modules whose public names (each module's own ``__all__``) ``client`` exports; a name two
+#: modules export (a re-export) comes from the first listed.
+_EXPORTS = LazyExports(__name__, (
+    "messages", "adapters", "agent", "breaker", "cache", "eventloop", "lazy", "mcp_session", "progress",
+    "ratelimit", "retry", "run_control", "runner", "runs",
+))
+__getattr__ = _EXPORTS.attribute
+__all__ = _EXPORTS.names

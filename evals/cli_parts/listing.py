@@ -49,7 +49,8 @@ def _data_status(name: str) -> str:
     from ..core.data import data_dir
     from ..core.fetch import needed_files
 
-    if get_benchmark(name).needed_files is None:  # its tasks come from a file the user names (no data to fetch)
+    info = get_benchmark(name)
+    if info.needed_files is None and not info.data_sources:  # its tasks come from a file the user names (no data to fetch)
         return "none needed (the tasks come from a file you name)"
     try:
         missing = needed_files(name, data_dir())

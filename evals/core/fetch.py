@@ -208,10 +208,7 @@ def needed_files(benchmark: str, data_dir: Path, options: Mapping[str, Any] | No
     """The ``(source, file)`` pairs benchmark ``benchmark`` (with ``options``) needs that are not under ``data_dir``."""
     from .registry import get_benchmark
 
-    info = get_benchmark(benchmark)
-    if info.needed_files is None:
-        return []
-    return info.needed_files(options or {}, data_dir)
+    return get_benchmark(benchmark).missing_files(options or {}, data_dir)
 
 
 @dataclass(frozen=True)

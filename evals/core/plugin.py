@@ -3,7 +3,9 @@
 The core is benchmark-neutral: it starts (or reaches) the MCP server, opens the run directory, makes
 the model adapters, drives the runner, scores the traces and aggregates the metrics. A benchmark is
 one folder under ``evals/benchmarks/`` whose ``__init__`` lists :class:`BenchmarkInfo` entries (see
-:mod:`evals.core.registry`); each entry's ``load()`` returns the :class:`Benchmark` that supplies:
+:mod:`evals.core.registry`); each entry names its plugin class as a string (``".plugin:ClassName"``,
+imported only when the benchmark is used), and ``load()`` returns that class's :class:`Benchmark`
+(``ClassName(info, options)``), which supplies:
 
 * which tasks exist (``task_ids``; ``load`` gets the benchmark's options), checked settings (``check``);
 * the endpoints it serves (``mounts``): the same call for ``evals serve`` and ``evals run``;
@@ -39,6 +41,8 @@ Optional methods (looked up with ``getattr``; a benchmark without them loses onl
 from __future__ import annotations
 
 import contextlib
+import importlib
+import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +68,11 @@ if TYPE_CHECKING:
 __all__ = ["Benchmark", "BenchmarkInfo", "EpisodeEnv", "PaperNumbers", "attach_surface"]
 
 
+#: what ``BenchmarkInfo.plugin`` holds: a module (relative to the benchmark's package with a leading
+#: dot), a colon and the class's name
+PLUGIN_REF = re.compile(r"\.*[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
+
 @dataclass(frozen=True)
 class PaperNumbers:
     """A benchmark's published numbers (``paper_numbers.yaml``) and how a run's settings map onto
@@ -81,9 +90,9 @@ class PaperNumbers:
     state that model and the plain rows of that model itself.
     """
 
-    path: Path
     setting: Callable[[Mapping[str, Any]], dict[str, Any]]
     main_metric: str
+    path: Path | None = None  # None: the paper_numbers.yaml beside the benchmark's __init__ (set by the registry)
     model_keys: tuple[str, ...] = ()  # setting keys whose values are model names (matched by alias)
     defaults: Mapping[str, Any] = field(default_factory=dict)  # what a run that does not state a key ran with
     synonyms: Mapping[str, str] = field(default_factory=dict)  # setting value -> the value it means (lowercase)
@@ -94,17 +103,23 @@ class PaperNumbers:
 
 @dataclass(frozen=True)
 class BenchmarkInfo:
-    """A benchmark as the registry knows it before its data is loaded (names, options, help)."""
+    """A benchmark as the registry knows it before its data is loaded (names, options, help).
+
+    ``plugin`` names the class of the loaded benchmark, ``"module:ClassName"`` (a leading dot: a module
+    of the package that declares the entry, e.g. ``".plugin:ArithBenchmark"``); it is imported by
+    :meth:`load` only, so declaring a benchmark stays cheap. ``package`` is set by the registry."""
 
     name: str
-    description: str
-    strategies: tuple[str, ...]
-    default_strategy: str
-    load: Callable[[Mapping[str, Any]], Benchmark]  # the benchmark's resolved options -> the loaded benchmark
+    plugin: str
+    description: str = ""  # "": the first paragraph of the declaring package's docstring (set by the registry)
+    strategies: tuple[str, ...] = ("agent",)
+    default_strategy: str = ""  # "": the first of ``strategies``
     options: tuple[Option, ...] = ()
     metrics: tuple[Metric, ...] = ()
     uses_judge: bool = False  # takes --judge (the LLM matcher)
     data_sources: Mapping[str, tuple[RemoteFile, ...]] = field(default_factory=dict)  # `evals data fetch NAME`
+    # the (source, file) pairs a run with these options lacks under the data directory; None: every
+    # file of ``data_sources`` that is not there
     needed_files: Callable[[Mapping[str, Any], Path], list[tuple[str, RemoteFile]]] | None = None
     paper_numbers: PaperNumbers | None = None
     stats: Callable[[], dict[str, Any]] | None = None  # `evals data stats NAME`
@@ -121,6 +136,35 @@ class BenchmarkInfo:
     # the metrics the runs list and the leaderboard show for a run, in order (``evals view``); empty: the
     # main metric, then the next two of the main block
     headline_metrics: tuple[str, ...] = ()
+    package: str = ""  # the package that declares it (the registry sets it): where ``plugin`` and paper_numbers.yaml are
+
+    def __post_init__(self) -> None:
+        if not self.default_strategy and self.strategies:
+            object.__setattr__(self, "default_strategy", self.strategies[0])
+
+    def plugin_class(self) -> Callable[[BenchmarkInfo, Mapping[str, Any]], Benchmark]:
+        """The class ``plugin`` names, imported now; ``ValueError`` names the entry when it cannot be found."""
+        module, _, name = self.plugin.partition(":")
+        if not PLUGIN_REF.fullmatch(self.plugin):
+            raise ValueError(f"benchmark {self.name!r}: plugin {self.plugin!r} is not 'module:ClassName' (e.g. '.plugin:MyBenchmark')")
+        if module.startswith(".") and not self.package:
+            raise ValueError(f"benchmark {self.name!r}: the relative plugin {self.plugin!r} needs the declaring package "
+                             "(entries come from evals.core.registry, which sets it)")
+        found = getattr(importlib.import_module(module, self.package or None), name, None)
+        if not callable(found):
+            raise ValueError(f"benchmark {self.name!r}: {module} (in {self.package}) has no class {name!r}")
+        return found  # type: ignore[no-any-return]
+
+    def load(self, options: Mapping[str, Any]) -> Benchmark:
+        """The loaded benchmark with its resolved ``options``: ``plugin``'s class, given this entry."""
+        return self.plugin_class()(self, options)
+
+    def missing_files(self, options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, RemoteFile]]:
+        """The ``(source, file)`` pairs a run with ``options`` needs and ``data_dir`` lacks."""
+        if self.needed_files is not None:
+            return self.needed_files(options, data_dir)
+        return [(source, f) for source, files in self.data_sources.items() for f in files
+                if not (data_dir / f.dest).is_file()]
 
     @property
     def serve_options(self) -> tuple[Option, ...]:

@@ -1,20 +1,26 @@
 """The benchmarks: every package under ``evals/benchmarks/`` that lists :class:`BenchmarkInfo` entries.
 
 A benchmark folder's ``__init__.py`` defines ``BENCHMARKS`` (a sequence of
-:class:`~evals.core.plugin.BenchmarkInfo`); importing it must be cheap (no data is read until an
-entry's ``load()``). Adding a benchmark is adding a folder: nothing here names one.
+:class:`~evals.core.plugin.BenchmarkInfo`); importing it must be cheap (no data is read and its plugin
+module is not imported until an entry's ``load()``). The registry places each entry in the package
+that declares it: a relative ``plugin`` string is found there, and paper numbers without a path
+read the ``paper_numbers.yaml`` beside its ``__init__``; an entry without a description takes the first
+paragraph of the package's docstring. Adding a benchmark is adding a folder: nothing here names one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from .options import Option, resolve_options
-from .plugin import Benchmark, BenchmarkInfo
+from .plugin import PLUGIN_REF, Benchmark, BenchmarkInfo
 
 __all__ = ["CORE_OPTION_NAMES", "all_benchmarks", "get_benchmark", "load_benchmark", "own_options", "scoring_options",
            "serve_options"]
@@ -28,11 +34,25 @@ CORE_OPTION_NAMES = frozenset({
 
 
 def _check(info: BenchmarkInfo, where: str) -> None:
+    if not info.description:
+        raise ValueError(f"{where}: {info.name} has no description (give one, or a docstring to the package)")
+    if not PLUGIN_REF.fullmatch(info.plugin):
+        raise ValueError(f"{where}: {info.name}'s plugin {info.plugin!r} is not 'module:ClassName' (e.g. '.plugin:MyBenchmark')")
     if info.default_strategy not in info.strategies:
         raise ValueError(f"{where}: {info.name}'s default strategy {info.default_strategy!r} is not one of its strategies")
     names = [o.name for o in info.options]
     if len(set(names)) != len(names) or CORE_OPTION_NAMES & set(names):
         raise ValueError(f"{where}: {info.name}'s options repeat a name or take a core one: {names}")
+
+
+def _placed(info: BenchmarkInfo, mod: ModuleType) -> BenchmarkInfo:
+    """``info`` as declared by package ``mod``: its plugin found there, its paper numbers beside it, its
+    description (when it states none) the first paragraph of the package's docstring."""
+    paper = info.paper_numbers
+    if paper is not None and paper.path is None:
+        paper = dataclasses.replace(paper, path=Path(mod.__file__ or "").with_name("paper_numbers.yaml"))
+    description = info.description or " ".join((mod.__doc__ or "").strip().split("\n\n")[0].split())
+    return dataclasses.replace(info, package=info.package or mod.__name__, paper_numbers=paper, description=description)
 
 
 @cache
@@ -49,6 +69,7 @@ def all_benchmarks() -> dict[str, BenchmarkInfo]:
                 raise TypeError(f"{mod.__name__}.BENCHMARKS holds {type(info).__name__}, not BenchmarkInfo")
             if info.name in out:
                 raise ValueError(f"benchmark {info.name!r} is registered twice ({mod.__name__})")
+            info = _placed(info, mod)
             _check(info, mod.__name__)
             out[info.name] = info
     return out

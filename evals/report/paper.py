@@ -117,7 +117,7 @@ def paper_files() -> dict[Path, tuple[str, ...]]:
     out: dict[Path, tuple[str, ...]] = {}
     for info in all_benchmarks().values():
         pn = info.paper_numbers
-        if pn is not None:
+        if pn is not None and pn.path is not None:
             path = Path(pn.path).resolve()
             out[path] = tuple(dict.fromkeys(out.get(path, ()) + tuple(pn.model_keys)))
     return out

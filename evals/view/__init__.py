@@ -9,67 +9,13 @@
 * :mod:`.cli`: the sub-commands.
 """
 
-from __future__ import annotations
+from client.lazy import LazyExports
 
-from typing import Any
-
-from ..lazy import lazy_attribute
-
-# each public name -> the module that defines it; a module is imported on the first use of one of its names
-_MODULE_OF = {
-    "CompareError": "compare",
-    "NotFound": "site",
-    "RunIndex": "index",
-    "RunView": "runs",
-    "Site": "site",
-    "TraceEntry": "index",
-    "add_leaderboard_parser": "cli",
-    "add_view_parser": "cli",
-    "cmd_leaderboard": "cli",
-    "cmd_view": "cli",
-    "check_run_ids": "compare",
-    "dumps_finite": "jsonsafe",
-    "compare_runs": "compare",
-    "episode": "transcript",
-    "export_site": "export",
-    "find_run_dirs": "index",
-    "is_run_dir": "index",
-    "leaderboard": "leaderboard",
-    "mcnemar_exact": "compare",
-    "paired_bootstrap": "compare",
-    "render_leaderboard": "leaderboard",
-    "static_name": "export",
-    "transcript_items": "transcript",
-}
-
-__all__ = [
-    "CompareError",
-    "NotFound",
-    "RunIndex",
-    "RunView",
-    "Site",
-    "TraceEntry",
-    "add_leaderboard_parser",
-    "add_view_parser",
-    "cmd_leaderboard",
-    "cmd_view",
-    "check_run_ids",
-    "dumps_finite",
-    "compare_runs",
-    "episode",
-    "export_site",
-    "find_run_dirs",
-    "is_run_dir",
-    "leaderboard",
-    "mcnemar_exact",
-    "paired_bootstrap",
-    "render_leaderboard",
-    "static_name",
-    "transcript_items",
-]
-
-
-def __getattr__(name: str) -> Any:
-    """A public name, from its module imported now (``evals --help`` registers the sub-commands without
-    loading the web app, numpy or scipy)."""
-    return lazy_attribute(__name__, _MODULE_OF, name)
+# the modules whose public names (each module's own ``__all__``) are exported here; a module is imported
+# on the first use of one of its names (``evals --help`` registers the sub-commands without loading the
+# web app, numpy or scipy)
+_EXPORTS = LazyExports(__name__, (
+    "index", "runs", "transcript", "compare", "leaderboard", "jsonsafe", "site", "app", "export", "cli",
+))
+__getattr__ = _EXPORTS.attribute
+__all__ = _EXPORTS.names

@@ -98,3 +98,30 @@ def test_importing_client_runs_loads_no_sdk() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=CLIENT.parent)
     assert out.stdout.strip() == ""
+
+
+def test_lazy_exports_read_each_modules_own_all(tmp_path: Path) -> None:
+    """Exports are listed once (issue 41 item 5): a package names its modules, and the names come from
+    their ``__all__``, read without importing them; a module whose ``__all__`` is not a literal list is
+    named with its line."""
+    from client.lazy import LazyExports, declared_all
+
+    package = tmp_path / "pkg_lazy_demo"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "heavy.py").write_text('import sys\nsys.modules["heavy_loaded"] = sys\n__all__ = [\n    "A",  # comment\n    "B",\n]\nA, B = 1, 2\n')
+    (package / "light.py").write_text("__all__ = ('B', 'C')\nB = C = 3\n")
+    (package / "bad.py").write_text("x = 1\n__all__ = sorted(['a'])\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        exports = LazyExports("pkg_lazy_demo", ("heavy", "light"))
+        assert exports.names == ["A", "B", "C"] and "heavy_loaded" not in sys.modules
+        assert exports.attribute("C") == 3 and "heavy_loaded" not in sys.modules
+        assert exports.attribute("B") == 2 and "heavy_loaded" in sys.modules  # B comes from the first module
+        with pytest.raises(AttributeError, match="no attribute 'D'"):
+            exports.attribute("D")
+        with pytest.raises(ValueError, match=r"bad\.py:2: __all__ is not a literal list"):
+            declared_all(package / "bad.py")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("heavy_loaded", None)

@@ -58,3 +58,38 @@ async def test_the_oracle_scores_100_and_evals_score_agrees(arith, tmp_path):
     assert set(summary["breakdowns"]["c"]) == {"3", "4", "5", "6"}
     again = await score_run_dir(tmp_path / "run")
     assert again["metrics"] == summary["metrics"] and again["options"]["tasks"] == 4
+
+
+def test_every_registered_plugin_string_resolves():
+    """Issue 41 item 4: each entry names its plugin as a string, found in the package that declares it
+    (imported only on load); its paper numbers read the YAML beside it."""
+    for name, info in registry.all_benchmarks().items():
+        assert isinstance(info.plugin, str) and info.package.startswith("evals.benchmarks."), name
+        cls = info.plugin_class()
+        for method in ("task_ids", "check", "mounts", "data_files", "prepare", "episode", "score"):
+            assert callable(getattr(cls, method, None)), f"{name}: {info.plugin} lacks {method}"
+        if info.paper_numbers is not None:
+            assert info.paper_numbers.path == Path(__file__).resolve().parents[2].joinpath(
+                *info.package.split("."), "paper_numbers.yaml"), name
+            assert info.paper_numbers.path.is_file(), name
+
+
+def test_the_guides_declaration_is_data_only_and_its_needed_files_come_from_its_sources(arith, tmp_path):
+    """The example's ``__init__`` declares, it defines no function (no ``_load``); an entry without
+    ``needed_files`` needs every file of its ``data_sources`` that the data directory lacks."""
+    assert "\ndef " not in guide_files()["__init__.py"]
+    info = registry.get_benchmark("arith")
+    assert info.default_strategy == "agent" and info.description.startswith("arith:")
+    from evals.core.data import RemoteFile
+    from evals.core.plugin import BenchmarkInfo
+
+    file = RemoteFile("arith/tasks.jsonl", "https://example.invalid/tasks.jsonl", "0" * 64, 10)
+    sourced = BenchmarkInfo(name="x", plugin=".plugin:X", data_sources={"x": (file,)})
+    assert sourced.missing_files({}, tmp_path) == [("x", file)]
+    (tmp_path / "arith").mkdir()
+    (tmp_path / "arith" / "tasks.jsonl").write_text("{}")
+    assert sourced.missing_files({}, tmp_path) == []
+    with pytest.raises(ValueError, match="needs the declaring package"):
+        sourced.plugin_class()
+    with pytest.raises(ValueError, match="is not 'module:ClassName'"):
+        BenchmarkInfo(name="y", plugin="plugin.Y").plugin_class()

@@ -1,4 +1,5 @@
-"""ComplexFuncBench: multi-step, parallel and constrained calls over 43 Booking.com APIs, replayed.
+"""ComplexFuncBench: multi-step, parallel, constrained calls over Booking.com APIs, replayed with the
+official decisions
 
 The benchmark's folder, low to high:
 
@@ -24,7 +25,7 @@ from typing import Any
 
 from ...core.data import RemoteFile
 from ...core.options import Option
-from ...core.plugin import Benchmark, BenchmarkInfo, PaperNumbers
+from ...core.plugin import BenchmarkInfo, PaperNumbers
 from .files import EXACT_MATCH, FULL, NAME, PROMPTS_COMPARE, PROMPTS_RESPONSE, SAMPLE, SOURCES, TOOL_INFO
 from .metrics import METRICS
 
@@ -69,25 +70,11 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {"dataset": NAME if summary.get("full_set") else f"{NAME}-partial", "strategy": "agent"}
 
 
-def _load(options: Mapping[str, Any]) -> Benchmark:
-    from .plugin import ComplexFuncBenchBenchmark
-
-    return ComplexFuncBenchBenchmark(INFO, options)
-
-
 INFO = BenchmarkInfo(
-    name=NAME,
-    description="ComplexFuncBench: multi-step, parallel, constrained calls over Booking.com APIs, replayed with "
-    "the official decisions",
-    strategies=("agent",),
-    default_strategy="agent",
-    load=_load,
-    options=OPTIONS,
-    metrics=METRICS,
-    uses_judge=True,
-    data_sources=SOURCES,
-    needed_files=needed_files,
-    paper_numbers=PaperNumbers(Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "success_rate"),
+    name=NAME, plugin=".plugin:ComplexFuncBenchBenchmark",
+    options=OPTIONS, metrics=METRICS, uses_judge=True,
+    data_sources=SOURCES, needed_files=needed_files,
+    paper_numbers=PaperNumbers(_paper_setting, "success_rate"),
 )
 BENCHMARKS = (INFO,)
 

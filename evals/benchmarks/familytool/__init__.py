@@ -19,7 +19,7 @@ from typing import Any
 
 from ...core.data import RemoteFile
 from ...core.options import Option
-from ...core.plugin import Benchmark, BenchmarkInfo, PaperNumbers
+from ...core.plugin import BenchmarkInfo, PaperNumbers
 from .metrics import METRICS
 
 STRATEGIES = ("agent", "kgetool", "golden-kg", "full-kg")
@@ -117,7 +117,7 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
 # Tables 3-10: a run that does not state them ran with Greedy Search and the placeholder KG values;
 # "gs"/"rr" are the paper's abbreviations of its two path-extraction methods.
 PAPER_NUMBERS = PaperNumbers(
-    Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "tool_em",
+    _paper_setting, "tool_em",
     model_keys=("kg_model",),
     defaults={"path_extraction": "greedy", "kg_values": "placeholders", "tool_step": "official"},
     synonyms={"gs": "greedy", "rr": "retrieval"},
@@ -125,21 +125,11 @@ PAPER_NUMBERS = PaperNumbers(
 
 
 def _info(name: str) -> BenchmarkInfo:
-    def load(options: Mapping[str, Any]) -> Benchmark:
-        from .plugin import FamilyToolBenchmark
-
-        return FamilyToolBenchmark(INFOS[name], options)
-
     kind = "base" if name.endswith("-b") else "extended"
     return BenchmarkInfo(
-        name=name,
+        name=name, plugin=".plugin:FamilyToolBenchmark",
         description=f"FamilyTool ({kind}): one call needing 1-6 hops over a family KG",
-        strategies=STRATEGIES,
-        default_strategy="agent",
-        load=load,
-        options=OPTIONS,
-        metrics=METRICS,
-        uses_judge=True,
+        strategies=STRATEGIES, options=OPTIONS, metrics=METRICS, uses_judge=True,
         data_sources={"familytool": FILES},
         needed_files=_needed(name),
         paper_numbers=PAPER_NUMBERS,

@@ -1,4 +1,5 @@
-"""NesTools: nested tool calls (a later call takes an earlier call's output), scored as the paper scores them.
+"""NesTools: 2-6 nested calls per task (later calls take earlier outputs), served as tools answered with
+handles; the paper's one-shot prompt or a live agent; the official metrics
 
 The benchmark's folder, low to high (each module imports only those before it):
 
@@ -18,12 +19,10 @@ This module only declares it (no data is read).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ...core.data import RemoteFile
 from ...core.options import Option
-from ...core.plugin import Benchmark, BenchmarkInfo, PaperNumbers
+from ...core.plugin import BenchmarkInfo, PaperNumbers
 from .files import NAME, SOURCES, STRATEGIES
 from .metrics import METRICS
 
@@ -33,11 +32,6 @@ OPTIONS: tuple[Option, ...] = (
            serve=True, check=lambda v: None if 0 <= v <= 20 else "must be between 0 and 20"),
     Option("seed", int, 0, "seed of the distractor draw and of the tool order", serve=True),
 )
-
-
-def needed_files(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, RemoteFile]]:
-    """The pinned files ``data_dir`` lacks (downloaded on first use)."""
-    return [(NAME, f) for f in SOURCES[NAME] if not (data_dir / f.dest).is_file()]
 
 
 def _stats() -> dict[str, Any]:
@@ -63,25 +57,11 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {"dataset": NAME, "strategy": str(summary.get("strategy") or "oneshot")}
 
 
-def _load(options: Mapping[str, Any]) -> Benchmark:
-    from .plugin import NesToolsBenchmark
-
-    return NesToolsBenchmark(INFO, options)
-
-
 INFO = BenchmarkInfo(
-    name=NAME,
-    description="NesTools: 2-6 nested calls per task (later calls take earlier outputs), served as tools answered "
-    "with handles; the paper's one-shot prompt or a live agent; the official metrics",
-    strategies=STRATEGIES,
-    default_strategy="oneshot",
-    load=_load,
-    options=OPTIONS,
-    metrics=METRICS,
-    data_sources=SOURCES,
-    needed_files=needed_files,
-    stats=_stats,
+    name=NAME, plugin=".plugin:NesToolsBenchmark",
+    strategies=STRATEGIES, options=OPTIONS, metrics=METRICS,
+    data_sources=SOURCES, stats=_stats,
     pass_metric="tree_accuracy",  # a task passes when its whole call tree is right (--epochs: pass@k, pass^k)
-    paper_numbers=PaperNumbers(Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "average_f1"),
+    paper_numbers=PaperNumbers(_paper_setting, "average_f1"),
 )
 BENCHMARKS = (INFO,)

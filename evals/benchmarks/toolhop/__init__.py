@@ -1,4 +1,5 @@
-"""ToolHop: 3 to 7 dependent calls of real Python tools, each run in the sandbox.
+"""ToolHop: 3-7 dependent calls of real Python tools run in a sandbox (the full file when fetched, else the
+100-query subset; --dataset picks one)
 
 The benchmark's folder, low to high (each module imports only those before it):
 
@@ -28,7 +29,7 @@ from typing import Any
 
 from ...core.data import RemoteFile
 from ...core.options import Option
-from ...core.plugin import Benchmark, BenchmarkInfo, PaperNumbers
+from ...core.plugin import BenchmarkInfo, PaperNumbers
 from .files import FULL, NAME, SOURCES, STRATEGIES, SUBSET
 from .metrics import METRICS
 
@@ -66,25 +67,12 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {"dataset": f"{NAME}-subset" if subset else NAME, "strategy": mode, "feedback": "minimal" if minimal else "detailed"}
 
 
-def _load(options: Mapping[str, Any]) -> Benchmark:
-    from .plugin import ToolHopBenchmark
-
-    return ToolHopBenchmark(INFO, options)
-
-
 INFO = BenchmarkInfo(
-    name=NAME,
-    description="ToolHop: 3-7 dependent calls of real Python tools run in a sandbox (the full file when "
-    "fetched, else the 100-query subset; --dataset picks one)",
-    strategies=STRATEGIES,
-    default_strategy="free",
-    load=_load,
-    options=OPTIONS,
-    metrics=METRICS,
-    data_sources=SOURCES,
-    needed_files=needed_files,
+    name=NAME, plugin=".plugin:ToolHopBenchmark",
+    strategies=STRATEGIES, options=OPTIONS, metrics=METRICS,
+    data_sources=SOURCES, needed_files=needed_files,
     paper_numbers=PaperNumbers(
-        Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "answer_accuracy",
+        _paper_setting, "answer_accuracy",
         defaults={"feedback": "detailed"},
         synonyms={"mandatory": "forced", "required": "forced"},  # the paper's other names of the forced scenario
     ),

@@ -1,4 +1,5 @@
-"""UltraTool: planning, tool creation and tool usage (Huang et al., 2024), English and Chinese test sets.
+"""UltraTool: planning, tool creation, tool-usage awareness and tool usage (English or Chinese test set,
+--language; --task picks one; tool usage also live over MCP with --strategy agent)
 
 The benchmark's folder, low to high (each module imports only those before it):
 
@@ -26,7 +27,7 @@ from typing import Any
 
 from ...core.data import RemoteFile
 from ...core.options import Option
-from ...core.plugin import Benchmark, BenchmarkInfo, PaperNumbers
+from ...core.plugin import BenchmarkInfo, PaperNumbers
 from .files import APPROXIMATED, NAME, PROTOCOL, SOURCES, TASKS
 from .metrics import METRICS
 
@@ -69,26 +70,11 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
             "strategy": str(summary.get("strategy") or "paper"), "language": language}
 
 
-def _load(options: Mapping[str, Any]) -> Benchmark:
-    from .plugin import UltraToolBenchmark
-
-    return UltraToolBenchmark(INFO, options)
-
-
 INFO = BenchmarkInfo(
-    name=NAME,
-    description="UltraTool: planning, tool creation, tool-usage awareness and tool usage (English or Chinese "
-    "test set, --language; --task picks one; tool usage also live over MCP with --strategy agent)",
-    strategies=("paper", "agent"),
-    default_strategy="paper",
-    load=_load,
-    options=OPTIONS,
-    metrics=METRICS,
-    uses_judge=True,
-    data_sources=SOURCES,
-    needed_files=needed_files,
-    paper_numbers=PaperNumbers(Path(__file__).with_name("paper_numbers.yaml"), _paper_setting, "overall_score",
-                               separate=("language",)),
+    name=NAME, plugin=".plugin:UltraToolBenchmark",
+    strategies=("paper", "agent"), options=OPTIONS, metrics=METRICS, uses_judge=True,
+    data_sources=SOURCES, needed_files=needed_files,
+    paper_numbers=PaperNumbers(_paper_setting, "overall_score", separate=("language",)),
 )
 BENCHMARKS = (INFO,)
 __all__ = ["APPROXIMATED", "BENCHMARKS", "INFO"]

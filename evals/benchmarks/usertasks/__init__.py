@@ -1,4 +1,5 @@
-"""Your own tasks over your own tools: a benchmark defined by a task file, run as ``evals run taskfile``.
+"""your own tasks (a JSONL/YAML task file) over your own tools (spec files, a KG, any MCP server); call
+exact match, tool, argument and answer accuracy with breakdowns by the tasks' metadata
 
 The folder, low to high (each module imports only those before it):
 
@@ -17,13 +18,11 @@ This module only declares it (nothing is read but the small ``variables`` module
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from ...core.metrics import Metric
 from ...core.options import Option
-from ...core.plugin import Benchmark, BenchmarkInfo
+from ...core.plugin import BenchmarkInfo
 
 NAME = "taskfile"
 SCHEMA = Path(__file__).with_name("task_file.schema.json")
@@ -85,22 +84,9 @@ METRICS = (
 )
 
 
-def _load(options: Mapping[str, Any]) -> Benchmark:
-    from .plugin import UserTasksBenchmark
-
-    return UserTasksBenchmark(INFO, options)
-
-
 INFO = BenchmarkInfo(
-    name=NAME,
-    description="your own tasks (a JSONL/YAML task file) over your own tools (spec files, a KG, any MCP server); "
-    "call exact match, tool, argument and answer accuracy with breakdowns by the tasks' metadata",
-    strategies=("agent",),
-    default_strategy="agent",
-    load=_load,
-    options=OPTIONS,
-    metrics=METRICS,
-    uses_judge=True,
+    name=NAME, plugin=".plugin:UserTasksBenchmark",
+    options=OPTIONS, metrics=METRICS, uses_judge=True,
     served_by_default=False,  # its tasks come from --tasks FILE
     dataset_option="tasks",  # runs of different task files are never ranked or compared as one
     headline_metrics=tuple(m.key for m in METRICS),  # the answer's accuracy too, in the runs list and leaderboard
