@@ -3,8 +3,9 @@
 Modules: ``messages`` (provider-neutral messages, tool calls, responses), ``adapters`` (one
 interface over OpenAI-compatible, Anthropic and vLLM models; :func:`make_adapter`), ``retry``,
 ``ratelimit``, ``breaker`` (stops a run on errors that will repeat), ``cache`` (the response
-cache), ``runs`` (run directories, traces and the episode recorder), ``mcp_session`` (MCP sessions
-to the tool server), ``agent`` (the tool-use loop of one episode), ``runner``, ``run_control``
+cache), ``model`` (the one wrapper of every model call: cache, rate limit, retries, cost),
+``runs`` (run directories, traces and the episode recorder), ``mcp_session`` (MCP sessions to the
+tool server), ``agent`` (the tool-use loop of one episode), ``runner``, ``run_control``
 (a run's budget, interrupt and result) and ``progress`` (many episodes at once, resumable, with a
 progress display) and ``eventloop``.
 
@@ -26,6 +27,7 @@ _NAMES: dict[str, tuple[str, ...]] = {
         "CACHE_FORMAT",
         "CHAT_TEMPLATE_DIR",
         "DEFAULT_MAX_LEN",
+        "DEFAULT_PARAMS",
         "ERROR_KINDS",
         "INSTALL_HINT",
         "LOCAL_PLACEHOLDER_API_KEY",
@@ -37,22 +39,22 @@ _NAMES: dict[str, tuple[str, ...]] = {
         "AttemptRecord",
         "CachedModelResponse",
         "CachingAdapter",
+        "ErrorDetails",
         "ErrorKind",
+        "GenerateParams",
         "ModelAdapter",
         "ModelError",
         "OpenAIAdapter",
         "OracleAdapter",
         "ReplayAdapter",
+        "SDKAdapter",
         "ToolNameMap",
         "VLLMAdapter",
         "VLLMError",
         "VLLMNotInstalledError",
         "VLLMStartError",
         "build_name_map",
-        "cached_response",
         "default_chat_template",
-        "from_anthropic_exception",
-        "from_openai_exception",
         "guess_tool_parser",
         "is_cached",
         "is_context_length_message",
@@ -67,6 +69,8 @@ _NAMES: dict[str, tuple[str, ...]] = {
         "price_for",
         "register_adapter",
         "resolve_api_key",
+        "sdk_error",
+        "stainless_error_details",
         "tool_choice_name",
         "unparsed_text_tool_calls",
     ),
@@ -104,6 +108,7 @@ _NAMES: dict[str, tuple[str, ...]] = {
         "parse_tool_arguments",
         "replace_surrogates",
     ),
+    "model": ("Model",),
     "progress": ("RunProgress", "format_tokens"),
     "ratelimit": ("RateLimiter", "Reservation", "estimate_request_tokens"),
     "retry": ("AttemptCallback", "RetryPolicy", "call_with_retries"),
