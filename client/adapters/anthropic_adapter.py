@@ -126,13 +126,8 @@ class AnthropicAdapter(SDKAdapter):
     # ------------------------------------------------------------------ request
 
     def request_body(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice,
-        forced: str | None,
-        names: ToolNameMap,
-        params: GenerateParams,
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice, forced: str | None,
+        names: ToolNameMap, params: GenerateParams,
     ) -> dict[str, Any]:
         """The request body; raises :class:`ModelError` (kind ``bad_request``) for combinations the API rejects."""
         temperature = params.temperature

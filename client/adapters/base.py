@@ -86,10 +86,7 @@ class ModelAdapter(Protocol):
     model: str
 
     async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
         params: GenerateParams = DEFAULT_PARAMS,
     ) -> ModelResponse:
         """Send the conversation and return the model's next turn."""
@@ -122,15 +119,8 @@ class SDKAdapter(ABC):
     api_key_env: ClassVar[str] = ""
 
     def __init__(
-        self,
-        model: str,
-        *,
-        name_prefix: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str | None = None,
-        timeout: float = 300.0,
-        extra_body: Mapping[str, Any] | None = None,
+        self, model: str, *, name_prefix: str, base_url: str | None = None, api_key: str | None = None,
+        api_key_env: str | None = None, timeout: float = 300.0, extra_body: Mapping[str, Any] | None = None,
         default_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.model = model
@@ -165,13 +155,8 @@ class SDKAdapter(ABC):
 
     @abstractmethod
     def request_body(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice,
-        forced: str | None,
-        names: ToolNameMap,
-        params: GenerateParams,
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice, forced: str | None,
+        names: ToolNameMap, params: GenerateParams,
     ) -> dict[str, Any]:
         """The request body (without ``extra_body``); ``forced`` is the tool ``tool_choice`` forces (its
         original name) and ``names`` the tool-name map. Raises ``ModelError("bad_request")`` for what
@@ -192,10 +177,7 @@ class SDKAdapter(ABC):
     # ------------------------------------------------------------------ the shared flow
 
     def build_request(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
         params: GenerateParams = DEFAULT_PARAMS,
     ) -> tuple[dict[str, Any], ToolNameMap]:
         """The request body (without ``extra_body``) and the tool-name map used for it."""
@@ -204,10 +186,7 @@ class SDKAdapter(ABC):
         return self.request_body(messages, tools, tool_choice, forced, names, params), names
 
     async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
         params: GenerateParams = DEFAULT_PARAMS,
     ) -> ModelResponse:
         """Send the conversation; return the next assistant turn or raise :class:`ModelError`."""
@@ -228,8 +207,9 @@ class SDKAdapter(ABC):
         return self.parse_response(reply, names, latency).valid_unicode()
 
     async def aclose(self) -> None:
-        """Close the SDK client."""
-        await self._client.close()
+        """Close the SDK client (``aclose()`` as httpx names it, else ``close()`` as the openai and
+        anthropic SDKs do)."""
+        await (self._client.aclose() if hasattr(self._client, "aclose") else self._client.close())
 
 
 def resolve_api_key(

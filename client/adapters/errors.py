@@ -11,7 +11,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 __all__ = [
@@ -56,16 +56,7 @@ class AttemptRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form."""
-        return {
-            "attempt": self.attempt,
-            "kind": self.kind,
-            "status": self.status,
-            "message": self.message,
-            "retryable": self.retryable,
-            "retry_after": self.retry_after,
-            "delay": self.delay,
-            "elapsed_s": self.elapsed_s,
-        }
+        return asdict(self)
 
 
 class ModelError(Exception):

@@ -124,13 +124,8 @@ class OpenAIAdapter(SDKAdapter):
     # ------------------------------------------------------------------ request
 
     def request_body(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice,
-        forced: str | None,
-        names: ToolNameMap,
-        params: GenerateParams,
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice, forced: str | None,
+        names: ToolNameMap, params: GenerateParams,
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": self._convert_messages(messages, names)}
         if tools:

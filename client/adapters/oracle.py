@@ -39,10 +39,7 @@ class OracleAdapter:
         self.task_id = task_id
 
     async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
         params: GenerateParams = DEFAULT_PARAMS,
     ) -> ModelResponse:
         if self.turn_latency_s > 0:  # plays a model's thinking time (harness benchmarks)

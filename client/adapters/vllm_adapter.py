@@ -455,10 +455,7 @@ class VLLMAdapter:
         )
 
     async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
         params: GenerateParams = DEFAULT_PARAMS,
     ) -> ModelResponse:
         """Start the server if needed, then send the conversation (see ``ModelAdapter.complete``)."""
