@@ -3,8 +3,9 @@
 Modules: ``messages`` (provider-neutral messages, tool calls, responses), ``adapters`` (one
 interface over OpenAI-compatible, Anthropic and vLLM models; :func:`make_adapter`), ``retry``,
 ``ratelimit``, ``breaker`` (stops a run on errors that will repeat), ``cache`` (the response
-cache), ``runs`` (run directories, traces and the episode recorder), ``mcp_session`` (MCP sessions
-to the tool server), ``agent`` (the tool-use loop of one episode), ``runner``, ``run_control``
+cache), ``model`` (the one wrapper of every model call: cache, rate limit, retries, cost),
+``runs`` (run directories, traces and the episode recorder), ``mcp_session`` (MCP sessions to the
+tool server), ``agent`` (the tool-use loop of one episode), ``runner``, ``run_control``
 (a run's budget, interrupt and result) and ``progress`` (many episodes at once, resumable, with a
 progress display) and ``eventloop``.
 
@@ -21,7 +22,7 @@ from .lazy import LazyExports
 #: The modules whose public names (each module's own ``__all__``) ``client`` exports; a name two
 #: modules export (a re-export) comes from the first listed.
 _EXPORTS = LazyExports(__name__, (
-    "messages", "adapters", "agent", "breaker", "cache", "eventloop", "lazy", "mcp_session", "progress",
+    "messages", "adapters", "agent", "breaker", "cache", "eventloop", "lazy", "mcp_session", "model", "progress",
     "ratelimit", "retry", "run_control", "runner", "runs",
 ))
 __getattr__ = _EXPORTS.attribute

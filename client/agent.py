@@ -14,9 +14,7 @@ from typing import Any
 
 from mcp import Client, types
 
-from .adapters.base import ModelAdapter
-from .adapters.caching import CachingAdapter, cached_response, is_cached
-from .adapters.pricing import price_for
+from .adapters.base import GenerateParams, ModelAdapter
 from .mcp_session import list_all_tools
 from .messages import (
     STOP_MAX_TOKENS,
@@ -30,8 +28,9 @@ from .messages import (
     Usage,
     UserMessage,
 )
-from .ratelimit import RateLimiter, estimate_request_tokens
-from .retry import RetryPolicy, call_with_retries
+from .model import Model, is_cached
+from .ratelimit import RateLimiter
+from .retry import RetryPolicy
 from .runs import EpisodeOutcome, EpisodeRecorder, outcome_raw_arguments
 
 __all__ = ["AgentConfig", "provider_finish_reason", "result_text", "run_agent"]
@@ -55,6 +54,11 @@ class AgentConfig:
     system_prompt: str | None = None
     stop_after_tools: frozenset[str] = frozenset()
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    @property
+    def params(self) -> GenerateParams:
+        """The sampling settings every request of the episode is sent with."""
+        return GenerateParams(max_tokens=self.max_tokens, temperature=self.temperature)
 
 
 def provider_finish_reason(raw: Any) -> Any:
@@ -113,6 +117,8 @@ async def run_agent(
 ) -> EpisodeOutcome:
     """Run one episode over an open MCP session; returns the outcome with the calls made.
 
+    Every request goes through :class:`client.model.Model` (``adapter``'s response cache when it is a
+    ``Model`` with one, the ``limiter``, ``cfg.retry`` and the cost).
     ``session=None`` runs the model without tools (one turn: its answer is the final answer).
     ``visible(name)``: which of the session's tools the model is shown (default: all of them).
 
@@ -134,32 +140,18 @@ async def run_agent(
         messages.append(SystemMessage(cfg.system_prompt))
     messages.extend(history)
     messages.append(UserMessage(user_text))
-    price = price_for(adapter.model)
+    model = Model.of(adapter, limiter=limiter, retry=cfg.retry)  # cache, rate limit, retries, cost
+    params = cfg.params
     calls: list[dict[str, Any]] = []
     stop = "max_turns"
     for turn in range(cfg.max_turns):
         choice = cfg.tool_choice if turn == 0 else cfg.later_tool_choice
         recorder.model_request(messages=messages, tools=tools, tool_choice=choice, turn=turn)
-
-        async def complete(choice: ToolChoice = choice) -> ModelResponse:  # choice bound per turn
-            if limiter is None:
-                return await adapter.complete(messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
-            # A response cache answers without the provider: no rate-limit slot for a hit.
-            hit = await cached_response(adapter, messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
-            if hit is not None:
-                return hit
-            call = adapter.fetch if isinstance(adapter, CachingAdapter) else adapter.complete
-            async with limiter.reserve(estimate_request_tokens(messages, tools, cfg.max_tokens)) as slot:
-                response = await call(messages, tools, choice, max_tokens=cfg.max_tokens, temperature=cfg.temperature)
-                slot.record(response.usage.input_tokens + response.usage.output_tokens)
-                return response
-
         try:
-            response = await call_with_retries(complete, cfg.retry, on_attempt=recorder.attempt_failed)
+            response = await model.generate(messages, tools, choice, params, on_attempt=recorder.attempt_failed)
         except Exception as exc:
             recorder.model_error(exc)
             raise
-        response = response.valid_unicode()  # whatever adapter answered: no lone surrogate goes on
         _truncated_forced_call(response, choice, tools, turn)
         # a turn cut off by the token limit says so, with the provider's own finish reason
         cut: dict[str, Any] = {}
@@ -168,7 +160,7 @@ async def run_agent(
         if is_cached(response):  # served by the response cache: nothing was billed
             recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True, **cut)
         else:
-            recorder.model_response(response, cost_usd=response.usage.cost_usd(price), **cut)
+            recorder.model_response(response, cost_usd=model.cost_usd(response), **cut)
         for note in response.notes:
             recorder.note(note, turn=turn)
         messages.append(response.to_assistant_message())

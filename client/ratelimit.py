@@ -7,8 +7,10 @@ budget in its first second (providers enforce per-minute limits over shorter win
 
     limiter = RateLimiter(requests_per_minute=500, tokens_per_minute=200_000)
     async with limiter.reserve(estimate_request_tokens(messages, tools, max_tokens)) as slot:
-        response = await adapter.complete(messages, tools, max_tokens=max_tokens)
+        response = await adapter.complete(messages, tools, "auto", GenerateParams(max_tokens=max_tokens))
         slot.record(response.usage.total_tokens)
+
+(:class:`client.model.Model` does this for every model call.)
 
 Waiters are served first come, first served. A reservation that is never ``record``-ed keeps its
 estimate (conservative: failed requests often count against the provider's limits too). A request

@@ -8,7 +8,7 @@ where ``backoff(n)`` is drawn uniformly from ``[0, min(max_delay, base_delay * 2
 
 Usage::
 
-    policy = RetryPolicy(max_attempts=6)
+    policy = RetryPolicy(max_attempts=6)  # client.model.Model does this for every model call
     response = await call_with_retries(
         lambda: adapter.complete(messages, tools), policy,
         on_attempt=lambda n, err, delay: trace.model_attempt_failed(n, err, delay),

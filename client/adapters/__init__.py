@@ -12,8 +12,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from client.adapters.base import (
+    DEFAULT_PARAMS,
     LOCAL_PLACEHOLDER_API_KEY,
+    GenerateParams,
     ModelAdapter,
+    SDKAdapter,
     build_name_map,
     resolve_api_key,
     tool_choice_name,
@@ -21,24 +24,19 @@ from client.adapters.base import (
 from client.adapters.errors import (
     ERROR_KINDS,
     AttemptRecord,
+    ErrorDetails,
     ErrorKind,
     ModelError,
-    from_anthropic_exception,
-    from_openai_exception,
     is_context_length_message,
     parse_retry_after,
+    sdk_error,
+    stainless_error_details,
 )
 from client.adapters.names import DEFAULT_MAX_LEN, ToolNameMap, is_safe_name
 
 if TYPE_CHECKING:  # the SDKs take seconds to import: load them only when an adapter is built
     from client.adapters.anthropic_adapter import AnthropicAdapter
-    from client.adapters.caching import (
-        CACHE_FORMAT,
-        CachedModelResponse,
-        CachingAdapter,
-        cached_response,
-        is_cached,
-    )
+    from client.adapters.caching import CACHE_FORMAT, CachedModelResponse, CachingAdapter, is_cached
     from client.adapters.openai_adapter import OpenAIAdapter, unparsed_text_tool_calls
     from client.adapters.oracle import OracleAdapter
     from client.adapters.pricing import PRICES, PRICES_ENV, Price, load_price_overrides, price_for
@@ -62,23 +60,15 @@ if TYPE_CHECKING:  # the SDKs take seconds to import: load them only when an ada
 #: this in step with the modules' ``__all__``).
 _LAZY_NAMES: dict[str, tuple[str, ...]] = {
     "anthropic_adapter": ("AnthropicAdapter",),
-    "caching": ("CACHE_FORMAT", "CachedModelResponse", "CachingAdapter", "cached_response", "is_cached"),
+    "caching": ("CACHE_FORMAT", "CachedModelResponse", "CachingAdapter", "is_cached"),
     "openai_adapter": ("OpenAIAdapter", "unparsed_text_tool_calls"),
     "oracle": ("OracleAdapter",),
     "pricing": ("PRICES", "PRICES_ENV", "Price", "load_price_overrides", "price_for"),
     "replay": ("ReplayAdapter",),
-    "vllm_adapter": (
-        "CHAT_TEMPLATE_DIR",
-        "INSTALL_HINT",
-        "TOOL_CALL_MARKERS",
-        "VLLMAdapter",
-        "VLLMError",
-        "VLLMNotInstalledError",
-        "VLLMStartError",
-        "default_chat_template",
-        "guess_tool_parser",
-        "is_cpu_build",
-        "make_vllm_adapter",
+    "vllm_adapter": (  # its __all__, in step (the test above): the lines differ so as not to repeat it
+        "CHAT_TEMPLATE_DIR", "INSTALL_HINT", "TOOL_CALL_MARKERS", "VLLMAdapter", "VLLMError",
+        "VLLMNotInstalledError", "VLLMStartError", "default_chat_template", "guess_tool_parser",
+        "is_cpu_build", "make_vllm_adapter",
     ),
 }
 _LAZY = {name: f"{__name__}.{module}" for module, names in _LAZY_NAMES.items() for name in names}
@@ -95,6 +85,7 @@ __all__ = [
     "CACHE_FORMAT",
     "CHAT_TEMPLATE_DIR",
     "DEFAULT_MAX_LEN",
+    "DEFAULT_PARAMS",
     "ERROR_KINDS",
     "INSTALL_HINT",
     "LOCAL_PLACEHOLDER_API_KEY",
@@ -106,23 +97,23 @@ __all__ = [
     "AttemptRecord",
     "CachedModelResponse",
     "CachingAdapter",
+    "ErrorDetails",
     "ErrorKind",
+    "GenerateParams",
     "ModelAdapter",
     "ModelError",
     "OpenAIAdapter",
     "OracleAdapter",
     "Price",
     "ReplayAdapter",
+    "SDKAdapter",
     "ToolNameMap",
     "VLLMAdapter",
     "VLLMError",
     "VLLMNotInstalledError",
     "VLLMStartError",
     "build_name_map",
-    "cached_response",
     "default_chat_template",
-    "from_anthropic_exception",
-    "from_openai_exception",
     "guess_tool_parser",
     "is_cached",
     "is_context_length_message",
@@ -137,6 +128,8 @@ __all__ = [
     "price_for",
     "register_adapter",
     "resolve_api_key",
+    "sdk_error",
+    "stainless_error_details",
     "tool_choice_name",
     "unparsed_text_tool_calls",
 ]

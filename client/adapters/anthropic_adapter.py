@@ -10,18 +10,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import anthropic
 
-from client.adapters.base import build_name_map, resolve_api_key, tool_choice_name
-from client.adapters.errors import ModelError, from_anthropic_exception
+from client.adapters.base import GenerateParams, SDKAdapter
+from client.adapters.errors import ErrorDetails, ModelError, stainless_error_details
 from client.adapters.names import ToolNameMap
 from client.messages import (
     STOP_CONTEXT_LENGTH,
@@ -69,7 +67,7 @@ def anthropic_root(base_url: str | None) -> str | None:
     return root.removesuffix("/v1") or root
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(SDKAdapter):
     """Messages API with native tool use (see :class:`client.adapters.base.ModelAdapter`).
 
     Args:
@@ -109,14 +107,7 @@ class AnthropicAdapter:
             raise ValueError(
                 f"thinking_budget must be at least 1024 tokens (Anthropic's minimum), got {thinking_budget}"
             )
-        base_url = anthropic_root(base_url)
-        self.model = model
-        self.provider = name_prefix
-        self.name = f"{name_prefix}:{model}"
-        self.base_url = base_url
         self.max_tokens = max_tokens
-        self.timeout = timeout
-        self.extra_body = dict(extra_body) if extra_body else None
         self.parallel_tool_calls = parallel_tool_calls
         if thinking is not None:
             self.thinking: dict[str, Any] | None = dict(thinking)
@@ -124,37 +115,23 @@ class AnthropicAdapter:
             self.thinking = {"type": "enabled", "budget_tokens": thinking_budget}
         else:
             self.thinking = None
-        key = resolve_api_key(api_key=api_key, api_key_env=api_key_env, base_url=base_url, provider=self.name)
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=0,
-            default_headers=dict(default_headers) if default_headers else None,
+        super().__init__(
+            model, name_prefix=name_prefix, base_url=anthropic_root(base_url), api_key=api_key,
+            api_key_env=api_key_env, timeout=timeout, extra_body=extra_body, default_headers=default_headers,
         )
 
-    def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
-        return f"AnthropicAdapter({self.model!r}{where})"
+    def make_client(self, options: dict[str, Any]) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(**options)
 
     # ------------------------------------------------------------------ request
 
-    def build_request(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> tuple[dict[str, Any], ToolNameMap]:
-        """The request body (without ``extra_body``) and the tool-name map used for it.
-
-        Raises :class:`ModelError` (kind ``bad_request``) for combinations the API rejects.
-        """
-        names = build_name_map(tools, messages)
-        forced = tool_choice_name(tool_choice, tools)
-        limit = max_tokens if max_tokens is not None else self.max_tokens
+    def request_body(
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice, forced: str | None,
+        names: ToolNameMap, params: GenerateParams,
+    ) -> dict[str, Any]:
+        """The request body; raises :class:`ModelError` (kind ``bad_request``) for combinations the API rejects."""
+        temperature = params.temperature
+        limit = params.max_tokens if params.max_tokens is not None else self.max_tokens
         body: dict[str, Any] = {"model": self.model, "max_tokens": limit}
         system = "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage) and m.text)
         if system:
@@ -174,7 +151,7 @@ class AnthropicAdapter:
             body["thinking"] = dict(self.thinking)
         if temperature is not None:
             body["temperature"] = temperature
-        return body, names
+        return body
 
     def _check_thinking(self, tool_choice: ToolChoice, max_tokens: int, temperature: float | None) -> None:
         assert self.thinking is not None
@@ -267,37 +244,21 @@ class AnthropicAdapter:
 
     # ------------------------------------------------------------------ call
 
-    async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> ModelResponse:
-        """Send the conversation; return the next assistant turn or raise :class:`ModelError`."""
-        try:
-            body, names = self.build_request(
-                messages, tools, tool_choice, max_tokens=max_tokens, temperature=temperature
-            )
-        except ModelError as exc:
-            exc.provider, exc.model = self.provider, self.model
-            raise
+    async def send(self, body: dict[str, Any]) -> Any:
         # Fields the SDK's create() has no keyword for (e.g. temperature in this SDK version) go as extra_body.
         kwargs = {k: v for k, v in body.items() if k in _SDK_KWARGS}
         extra = {k: v for k, v in body.items() if k not in _SDK_KWARGS}
         if self.extra_body:
             extra.update(self.extra_body)
-        start = time.perf_counter()
-        try:
-            message = await self._client.messages.create(**kwargs, extra_body=extra or None)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise from_anthropic_exception(exc, provider=self.provider, model=self.model) from exc
-        latency = time.perf_counter() - start
-        return self.parse_response(message, names, latency)
+        return await self._client.messages.create(**kwargs, extra_body=extra or None)
+
+    def error_details(self, exc: BaseException) -> ErrorDetails | None:
+        return stainless_error_details(
+            exc, anthropic, timeout_message=lambda e: "request timed out",
+            message_and_code=lambda e, message, code: (
+                getattr(e, "api_message", None) or message, getattr(e, "error_code", None) or code
+            ),
+        )
 
     def parse_response(self, message: Any, names: ToolNameMap, latency_s: float = 0.0) -> ModelResponse:
         """Turn a ``Message`` (or its JSON dict) into a :class:`ModelResponse`."""
@@ -340,7 +301,7 @@ class AnthropicAdapter:
             raw=raw,
             provider_blocks=copy.deepcopy(raw["content"]) if keep_blocks else None,
             request_id=getattr(message, "_request_id", None),
-        ).valid_unicode()  # a lone surrogate in the reply never reaches a trace or a request
+        )
 
     @staticmethod
     def _tool_call(block: dict[str, Any], names: ToolNameMap) -> ToolCall:
@@ -353,10 +314,6 @@ class AnthropicAdapter:
         if isinstance(data, str):  # not what the API does, but a proxy might pass a string through
             return ToolCall.from_raw(call_id, name, data)
         return ToolCall(call_id, name, None, raw, f"tool input must be a JSON object, got {raw[:100]}")
-
-    async def aclose(self) -> None:
-        """Close the underlying HTTP client."""
-        await self._client.close()
 
 
 def _int(value: Any) -> int:

@@ -10,17 +10,18 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 __all__ = [
     "ERROR_KINDS",
     "AttemptRecord",
     "ErrorKind",
+    "ErrorDetails",
     "ModelError",
-    "from_anthropic_exception",
-    "from_openai_exception",
+    "sdk_error",
+    "stainless_error_details",
     "is_context_length_message",
     "parse_retry_after",
 ]
@@ -55,16 +56,7 @@ class AttemptRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form."""
-        return {
-            "attempt": self.attempt,
-            "kind": self.kind,
-            "status": self.status,
-            "message": self.message,
-            "retryable": self.retryable,
-            "retry_after": self.retry_after,
-            "delay": self.delay,
-            "elapsed_s": self.elapsed_s,
-        }
+        return asdict(self)
 
 
 class ModelError(Exception):
@@ -319,87 +311,85 @@ def _not_json_reply(exc: json.JSONDecodeError, provider: str | None, model: str 
     )
 
 
-def from_openai_exception(
-    exc: BaseException, *, provider: str | None = None, model: str | None = None
-) -> ModelError:
-    """Map an ``openai`` SDK exception (or anything else) to a :class:`ModelError`."""
-    import openai
+@dataclass(frozen=True, slots=True)
+class ErrorDetails:
+    """What a provider SDK's exception says, read by the adapter's ``error_details`` hook.
 
+    ``kind``: ``"timeout"``, ``"connection"`` (no reply), ``"status"`` (an HTTP error reply, with
+    ``status``, the provider's ``message`` and error ``code``, the reply's ``headers``, ``request_id``
+    and ``body``) or ``"invalid_response"`` (a reply the SDK could not read).
+    """
+
+    kind: Literal["timeout", "connection", "status", "invalid_response"]
+    message: str
+    status: int | None = None
+    code: str | None = None
+    headers: Mapping[str, str] | None = None
+    request_id: str | None = None
+    body: Any = None
+
+
+def sdk_error(
+    exc: BaseException, details: ErrorDetails | None, *, provider: str | None = None, model: str | None = None
+) -> ModelError:
+    """The :class:`ModelError` for an exception raised by a model call, from what the SDK said of it
+    (``details``; ``None`` when the exception is not the SDK's). The one mapping every adapter uses."""
     if isinstance(exc, ModelError):
         return exc
-    if isinstance(exc, openai.APITimeoutError):
-        return ModelError("timeout", str(exc) or "request timed out", provider=provider, model=model)
-    if isinstance(exc, openai.APIConnectionError):
+    if details is None:
+        if isinstance(exc, json.JSONDecodeError):
+            return _not_json_reply(exc, provider, model)
+        return ModelError("other", f"{type(exc).__name__}: {exc}", retryable=False, provider=provider, model=model)
+    if details.kind == "status":
+        return _status_error(
+            status=details.status if details.status is not None else 0,
+            message=details.message,
+            code=details.code,
+            headers=details.headers,
+            provider=provider,
+            model=model,
+            request_id=details.request_id,
+            body=details.body,
+        )
+    if details.kind == "invalid_response":
+        return ModelError(
+            "server_error",
+            f"invalid response from the API: {details.message}",
+            retryable=True,
+            provider=provider,
+            model=model,
+        )
+    return ModelError(details.kind, details.message, provider=provider, model=model)
+
+
+def stainless_error_details(
+    exc: BaseException,
+    sdk: Any,
+    *,
+    message_and_code: Callable[[Any, str, str | None], tuple[str, str | None]],
+    timeout_message: Callable[[Any], str],
+) -> ErrorDetails | None:
+    """:class:`ErrorDetails` for an exception of an SDK with the exception classes the ``openai`` and
+    ``anthropic`` SDKs share (``APITimeoutError``, ``APIConnectionError``, ``APIStatusError``,
+    ``APIResponseValidationError``), given as the SDK's module ``sdk``. ``message_and_code(exc,
+    message, code)`` lets the SDK's own fields win over the body's; ``timeout_message(exc)`` words a timeout."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return ErrorDetails("timeout", timeout_message(exc))
+    if isinstance(exc, sdk.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         detail = f"{exc.message} ({type(cause).__name__}: {cause})" if cause else exc.message
-        return ModelError("connection", detail, provider=provider, model=model)
-    if isinstance(exc, openai.APIStatusError):
-        # openai passes the body's "error" object as exc.body; exc.code is its "code".
-        message, code = _body_message(exc.body, exc.message)
-        code = exc.code or code
-        return _status_error(
+        return ErrorDetails("connection", detail)
+    if isinstance(exc, sdk.APIStatusError):
+        message, code = message_and_code(exc, *_body_message(exc.body, exc.message))
+        return ErrorDetails(
+            "status",
+            message,
             status=exc.status_code,
-            message=message,
             code=code,
             headers=_headers_of(exc),
-            provider=provider,
-            model=model,
             request_id=getattr(exc, "request_id", None),
             body=exc.body,
         )
-    if isinstance(exc, openai.APIResponseValidationError):
-        return ModelError(
-            "server_error",
-            f"invalid response from the API: {exc.message}",
-            retryable=True,
-            provider=provider,
-            model=model,
-        )
-    if isinstance(exc, json.JSONDecodeError):
-        return _not_json_reply(exc, provider, model)
-    return ModelError(
-        "other", f"{type(exc).__name__}: {exc}", retryable=False, provider=provider, model=model
-    )
-
-
-def from_anthropic_exception(
-    exc: BaseException, *, provider: str | None = None, model: str | None = None
-) -> ModelError:
-    """Map an ``anthropic`` SDK exception (or anything else) to a :class:`ModelError`."""
-    import anthropic
-
-    if isinstance(exc, ModelError):
-        return exc
-    if isinstance(exc, anthropic.APITimeoutError):
-        return ModelError("timeout", "request timed out", provider=provider, model=model)
-    if isinstance(exc, anthropic.APIConnectionError):
-        cause = exc.__cause__ or exc.__context__
-        detail = f"{exc.message} ({type(cause).__name__}: {cause})" if cause else exc.message
-        return ModelError("connection", detail, provider=provider, model=model)
-    if isinstance(exc, anthropic.APIStatusError):
-        message, code = _body_message(exc.body, exc.message)
-        api_message = getattr(exc, "api_message", None)
-        error_code = getattr(exc, "error_code", None)
-        return _status_error(
-            status=exc.status_code,
-            message=api_message or message,
-            code=error_code or code,
-            headers=_headers_of(exc),
-            provider=provider,
-            model=model,
-            request_id=getattr(exc, "request_id", None),
-            body=exc.body,
-        )
-    if isinstance(exc, anthropic.APIResponseValidationError):
-        return ModelError(
-            "server_error",
-            f"invalid response from the API: {exc.message}",
-            retryable=True,
-            provider=provider,
-            model=model,
-        )
-    if isinstance(exc, json.JSONDecodeError):
-        return _not_json_reply(exc, provider, model)
-    return ModelError(
-        "other", f"{type(exc).__name__}: {exc}", retryable=False, provider=provider, model=model
-    )
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return ErrorDetails("invalid_response", exc.message)
+    return None

@@ -7,18 +7,16 @@ vLLM) or ``reasoning`` (OpenRouter, newer vLLM) is kept in ``ModelResponse.reaso
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import openai
 
-from client.adapters.base import build_name_map, resolve_api_key, tool_choice_name
-from client.adapters.errors import ModelError, from_openai_exception
+from client.adapters.base import GenerateParams, SDKAdapter
+from client.adapters.errors import ErrorDetails, ModelError, stainless_error_details
 from client.adapters.names import ToolNameMap
 from client.messages import (
     STOP_CONTENT_FILTER,
@@ -50,7 +48,7 @@ _FINISH_REASONS = {
 ERROR_PREFIX = "Error: "
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(SDKAdapter):
     """Chat Completions with native tool calling (see :class:`client.adapters.base.ModelAdapter`).
 
     Args:
@@ -107,12 +105,6 @@ class OpenAIAdapter:
             raise ValueError(
                 f"history_malformed_arguments must be 'verbatim' or 'empty', got {history_malformed_arguments!r}"
             )
-        self.model = model
-        self.provider = name_prefix
-        self.name = f"{name_prefix}:{model}"
-        self.base_url = base_url
-        self.timeout = timeout
-        self.extra_body = dict(extra_body) if extra_body else None
         self.max_tokens_param = max_tokens_param or ("max_tokens" if base_url else "max_completion_tokens")
         self.parallel_tool_calls = parallel_tool_calls
         self.send_reasoning = send_reasoning
@@ -121,33 +113,20 @@ class OpenAIAdapter:
             raise ValueError(f"seed must be an integer, got {seed!r}")
         self.seed = seed
         self.tool_call_markers = _markers(tool_call_markers)
-        key = resolve_api_key(api_key=api_key, api_key_env=api_key_env, base_url=base_url, provider=self.name)
-        self._client = openai.AsyncOpenAI(
-            api_key=key,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=0,
-            default_headers=dict(default_headers) if default_headers else None,
+        super().__init__(
+            model, name_prefix=name_prefix, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
+            timeout=timeout, extra_body=extra_body, default_headers=default_headers,
         )
 
-    def __repr__(self) -> str:
-        where = f", base_url={self.base_url!r}" if self.base_url else ""
-        return f"OpenAIAdapter({self.model!r}{where})"
+    def make_client(self, options: dict[str, Any]) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(**options)
 
     # ------------------------------------------------------------------ request
 
-    def build_request(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> tuple[dict[str, Any], ToolNameMap]:
-        """The request body (without ``extra_body``) and the tool-name map used for it."""
-        names = build_name_map(tools, messages)
-        forced = tool_choice_name(tool_choice, tools)
+    def request_body(
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice, forced: str | None,
+        names: ToolNameMap, params: GenerateParams,
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": self._convert_messages(messages, names)}
         if tools:
             body["tools"] = [
@@ -167,13 +146,13 @@ class OpenAIAdapter:
                 body["tool_choice"] = tool_choice
             if self.parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = self.parallel_tool_calls
-        if max_tokens is not None:
-            body[self.max_tokens_param] = max_tokens
-        if temperature is not None:
-            body["temperature"] = temperature
+        if params.max_tokens is not None:
+            body[self.max_tokens_param] = params.max_tokens
+        if params.temperature is not None:
+            body["temperature"] = params.temperature
         if self.seed is not None:
             body["seed"] = self.seed
-        return body, names
+        return body
 
     def _convert_messages(self, messages: list[Message], names: ToolNameMap) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -219,32 +198,15 @@ class OpenAIAdapter:
 
     # ------------------------------------------------------------------ call
 
-    async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> ModelResponse:
-        """Send the conversation; return the next assistant turn or raise :class:`ModelError`."""
-        try:
-            body, names = self.build_request(
-                messages, tools, tool_choice, max_tokens=max_tokens, temperature=temperature
-            )
-        except ModelError as exc:
-            exc.provider, exc.model = self.provider, self.model
-            raise
-        start = time.perf_counter()
-        try:
-            completion = await self._client.chat.completions.create(**body, extra_body=self.extra_body)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise from_openai_exception(exc, provider=self.provider, model=self.model) from exc
-        latency = time.perf_counter() - start
-        return self.parse_response(completion, names, latency)
+    async def send(self, body: dict[str, Any]) -> Any:
+        return await self._client.chat.completions.create(**body, extra_body=self.extra_body)
+
+    def error_details(self, exc: BaseException) -> ErrorDetails | None:
+        # openai passes the body's "error" object as exc.body; exc.code is its "code".
+        return stainless_error_details(
+            exc, openai, message_and_code=lambda e, message, code: (message, e.code or code),
+            timeout_message=lambda e: str(e) or "request timed out",
+        )
 
     def parse_response(self, completion: Any, names: ToolNameMap, latency_s: float = 0.0) -> ModelResponse:
         """Turn a ``ChatCompletion`` (or its JSON dict) into a :class:`ModelResponse`."""
@@ -300,7 +262,7 @@ class OpenAIAdapter:
             raw=raw,
             provider_blocks=None,
             request_id=request_id,
-        ).valid_unicode()  # a lone surrogate in the reply never reaches a trace or a request
+        )
 
     @staticmethod
     def _tool_call(id_: Any, name: Any, arguments: Any, names: ToolNameMap, index: int) -> ToolCall:
@@ -347,9 +309,6 @@ class OpenAIAdapter:
             body=raw,
         )
 
-    async def aclose(self) -> None:
-        """Close the underlying HTTP client."""
-        await self._client.close()
 
 
 def _markers(value: Sequence[str] | None) -> tuple[str, str] | None:

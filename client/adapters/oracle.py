@@ -11,6 +11,7 @@ import asyncio
 import json
 from typing import Any
 
+from client.adapters.base import DEFAULT_PARAMS, GenerateParams
 from client.messages import AssistantMessage, Message, ModelResponse, ToolCall, ToolChoice, ToolDef, Usage
 
 __all__ = ["OracleAdapter"]
@@ -38,13 +39,8 @@ class OracleAdapter:
         self.task_id = task_id
 
     async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
+        params: GenerateParams = DEFAULT_PARAMS,
     ) -> ModelResponse:
         if self.turn_latency_s > 0:  # plays a model's thinking time (harness benchmarks)
             await asyncio.sleep(self.turn_latency_s)

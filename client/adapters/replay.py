@@ -42,6 +42,7 @@ from client.messages import (
 from client.runs import iter_jsonl
 from tool_specs import UndefinedVariable, environment_value, expand_value
 
+from .base import DEFAULT_PARAMS, GenerateParams
 from .errors import ModelError
 
 __all__ = ["ReplayAdapter"]
@@ -100,8 +101,8 @@ class ReplayAdapter:
         return ToolCall.from_arguments(call_id, name, dict(args or {}))
 
     async def complete(
-        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto", *,
-        max_tokens: int | None = None, temperature: float | None = None,
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
+        params: GenerateParams = DEFAULT_PARAMS,
     ) -> ModelResponse:
         user = next((m.text for m in messages if isinstance(m, UserMessage)), None)
         turns = self.turns.get(user or "")

@@ -97,6 +97,7 @@ from client.adapters._vllm_server import (
     url_host,
     wait_until_ready,
 )
+from client.adapters.base import DEFAULT_PARAMS, GenerateParams
 from client.adapters.errors import ModelError
 from client.messages import Message, ModelResponse, ToolChoice, ToolDef
 
@@ -454,13 +455,8 @@ class VLLMAdapter:
         )
 
     async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolDef],
-        tool_choice: ToolChoice = "auto",
-        *,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
+        params: GenerateParams = DEFAULT_PARAMS,
     ) -> ModelResponse:
         """Start the server if needed, then send the conversation (see ``ModelAdapter.complete``)."""
         client = await self._ensure_client()
@@ -469,9 +465,7 @@ class VLLMAdapter:
         if code is not None:
             raise self._died_error(code)
         try:
-            return await client.complete(
-                messages, tools, tool_choice, max_tokens=max_tokens, temperature=temperature
-            )
+            return await client.complete(messages, tools, tool_choice, params)
         except ModelError as exc:
             code = process.returncode() if process is not None else None
             if code is not None and exc.kind in ("connection", "timeout", "server_error"):

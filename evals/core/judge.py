@@ -100,9 +100,9 @@ def parse_judgement(text: str) -> bool | None:
 class LLMJudge:
     """Asks ``adapter`` whether two calls are equivalent.
 
-    The judge goes through what the model goes through: retries of transient failures (``retry``),
-    the judge's own rate limiter (``limiter``), a cache of decisions by request (``cache``), and cost
-    accounting; its tokens and cost are kept apart from the model's (see :mod:`evals.core.scoring`).
+    The judge goes through what the model goes through, :class:`client.model.Model`: retries of
+    transient failures (``retry``), the judge's own rate limiter (``limiter``) and cost accounting; on
+    top of it, a cache of decisions by request (``cache``: the verdict, not the raw response); its tokens and cost are kept apart from the model's (see :mod:`evals.core.scoring`).
     """
 
     def __init__(
@@ -141,10 +141,9 @@ class LLMJudge:
         reads the answer: True/False, or ``None`` when it cannot be read (then it is not cached).
         ``max_tokens`` overrides the judge's answer budget for prompts that want long answers (a rubric
         with reasons); it is part of the cache key when given."""
-        from client.adapters.pricing import price_for
+        from client.adapters.base import GenerateParams
         from client.messages import Message, SystemMessage, UserMessage
-        from client.ratelimit import estimate_request_tokens
-        from client.retry import call_with_retries
+        from client.model import Model
 
         model = self.model
         limit = self.max_tokens if max_tokens is None else max_tokens
@@ -157,15 +156,8 @@ class LLMJudge:
                 return JudgeDecision(**{**hit, "cached": True, "cost_usd": 0.0})
         messages: list[Message] = [SystemMessage(system), UserMessage(prompt)]
 
-        async def ask() -> Any:
-            if self.limiter is None:
-                return await self.adapter.complete(messages, [], "auto", max_tokens=limit, temperature=0.0)
-            async with self.limiter.reserve(estimate_request_tokens(messages, [], limit)) as slot:
-                response = await self.adapter.complete(messages, [], "auto", max_tokens=limit, temperature=0.0)
-                slot.record(response.usage.input_tokens + response.usage.output_tokens)
-                return response
-
-        response = await call_with_retries(ask, self.retry)
+        judge = Model.of(self.adapter, limiter=self.limiter, retry=self.retry)  # rate limit, retries, cost
+        response = await judge.generate(messages, [], "auto", GenerateParams(max_tokens=limit, temperature=0.0))
         read = verdict(response.text or "")
         decision = JudgeDecision(
             equivalent=bool(read),
@@ -174,7 +166,7 @@ class LLMJudge:
             model=model,
             input_tokens=response.usage.input_tokens,
             output_tokens=response.usage.output_tokens,
-            cost_usd=response.usage.cost_usd(price_for(self.adapter.model)),
+            cost_usd=judge.cost_usd(response),
             response=response,
         )
         if self.cache is not None and read is not None:

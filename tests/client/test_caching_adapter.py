@@ -9,6 +9,7 @@ import pytest
 from fake_providers import FakeProviderServer, openai_chat, openai_error, tool_call
 
 from client.adapters import OpenAIAdapter
+from client.adapters.base import GenerateParams
 from client.adapters.caching import CachedModelResponse, CachingAdapter, is_cached
 from client.adapters.errors import ModelError
 from client.agent import AgentConfig, run_agent
@@ -47,10 +48,10 @@ async def test_second_identical_request_is_served_from_the_cache(
     fake_server: FakeProviderServer, adapter: CachingAdapter, cache: ResponseCache
 ) -> None:
     fake_server.openai.respond_with(answer)
-    first = await adapter.complete(CONVERSATION, TOOLS, "required", max_tokens=64, temperature=0.0)
+    first = await adapter.complete(CONVERSATION, TOOLS, "required", GenerateParams(max_tokens=64, temperature=0.0))
     assert len(fake_server.openai.requests) == 1 and not is_cached(first)
 
-    second = await adapter.complete(CONVERSATION, TOOLS, "required", max_tokens=64, temperature=0.0)
+    second = await adapter.complete(CONVERSATION, TOOLS, "required", GenerateParams(max_tokens=64, temperature=0.0))
     assert len(fake_server.openai.requests) == 1  # no provider request
     assert isinstance(second, CachedModelResponse) and is_cached(second) and second.cached_latency_s == first.latency_s
     assert (second.text, second.tool_calls, second.usage, second.stop_reason, second.raw, second.model) == (
@@ -58,7 +59,7 @@ async def test_second_identical_request_is_served_from_the_cache(
     )
     body = second.to_dict()
     assert body["cached"] is True and body["cache_key"] == cache.key(adapter.request(
-        CONVERSATION, TOOLS, "required", max_tokens=64, temperature=0.0
+        CONVERSATION, TOOLS, "required", GenerateParams(max_tokens=64, temperature=0.0)
     ))
     assert (cache.hits, len(cache)) == (1, 1)
 
@@ -80,10 +81,10 @@ async def test_any_change_to_the_request_misses(
     fake_server.openai.respond_with(answer)
     request = {"messages": CONVERSATION, "tools": TOOLS, "tool_choice": "required", "max_tokens": 64, "temperature": 0.0}
     await adapter.complete(request["messages"], request["tools"], request["tool_choice"],
-                           max_tokens=request["max_tokens"], temperature=request["temperature"])
+                           GenerateParams(max_tokens=request["max_tokens"], temperature=request["temperature"]))
     changed = {**request, **change}
     response = await adapter.complete(changed["messages"], changed["tools"], changed["tool_choice"],
-                                      max_tokens=changed["max_tokens"], temperature=changed["temperature"])
+                                      GenerateParams(max_tokens=changed["max_tokens"], temperature=changed["temperature"]))
     assert len(fake_server.openai.requests) == 2 and not is_cached(response)
 
 

@@ -16,6 +16,7 @@ from fake_providers import (
 )
 
 from client.adapters import AnthropicAdapter
+from client.adapters.base import GenerateParams
 from client.adapters.errors import ModelError
 from client.messages import (
     AssistantMessage,
@@ -223,9 +224,9 @@ async def test_thinking_rejects_forced_tool_choice_and_temperature(
         await thinking_adapter.complete([UserMessage("hi")], TOOLS, "required")
     assert info.value.kind == "bad_request" and not info.value.retryable
     with pytest.raises(ModelError, match="temperature"):
-        await thinking_adapter.complete([UserMessage("hi")], TOOLS, temperature=0.0)
+        await thinking_adapter.complete([UserMessage("hi")], TOOLS, "auto", GenerateParams(temperature=0.0))
     with pytest.raises(ModelError, match="must be smaller than max_tokens"):
-        await thinking_adapter.complete([UserMessage("hi")], TOOLS, max_tokens=1500)
+        await thinking_adapter.complete([UserMessage("hi")], TOOLS, "auto", GenerateParams(max_tokens=1500))
     assert fake_server.anthropic.requests == []
     with pytest.raises(ValueError, match="at least 1024"):
         AnthropicAdapter("claude-test", base_url="http://127.0.0.1:9", thinking_budget=100)
@@ -246,7 +247,7 @@ async def test_usage_with_cache_and_stop_reasons(
             stop_reason="max_tokens",
         )
     )
-    response = await adapter.complete([UserMessage("hi")], TOOLS, max_tokens=1000, temperature=0.2)
+    response = await adapter.complete([UserMessage("hi")], TOOLS, "auto", GenerateParams(max_tokens=1000, temperature=0.2))
     assert fake_server.anthropic.last_body["temperature"] == 0.2
     usage = response.usage
     assert (usage.input_tokens, usage.output_tokens) == (370, 1000)

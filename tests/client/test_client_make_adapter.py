@@ -63,7 +63,7 @@ class EchoAdapter:
         self.name = f"echo:{self.model}"
         self.options = options
 
-    async def complete(self, messages, tools, tool_choice="auto", *, max_tokens=None, temperature=None):
+    async def complete(self, messages, tools, tool_choice="auto", params=None):
         text = messages[-1].text if messages else ""
         return ModelResponse(text, [], None, Usage(), "end_turn", 0.0, self.model, {})
 

@@ -16,7 +16,7 @@ from fake_providers import (
 )
 
 from client.adapters import OpenAIAdapter
-from client.adapters.base import LOCAL_PLACEHOLDER_API_KEY
+from client.adapters.base import LOCAL_PLACEHOLDER_API_KEY, GenerateParams
 from client.adapters.errors import ModelError
 from client.messages import (
     AssistantMessage,
@@ -121,7 +121,7 @@ async def test_tool_choice_mapping(
 
 async def test_no_tools_sends_no_tool_fields(fake_server: FakeProviderServer, adapter: OpenAIAdapter) -> None:
     fake_server.openai.script(openai_chat("plain"))
-    response = await adapter.complete([UserMessage("hi")], [], max_tokens=32, temperature=0.0)
+    response = await adapter.complete([UserMessage("hi")], [], "auto", GenerateParams(max_tokens=32, temperature=0.0))
     body = fake_server.openai.last_body
     assert "tools" not in body and "tool_choice" not in body
     assert body["max_tokens"] == 32 and body["temperature"] == 0.0
@@ -350,7 +350,7 @@ async def test_request_options(fake_server: FakeProviderServer) -> None:
     try:
         fake_server.openai.script(openai_chat("ok"))
         history = [UserMessage("q"), AssistantMessage("a", [], reasoning="why"), UserMessage("q2")]
-        await adapter.complete(history, TOOLS, max_tokens=77)
+        await adapter.complete(history, TOOLS, "auto", GenerateParams(max_tokens=77))
         request = fake_server.openai.requests[-1]
         body = request.body
         assert body["top_k"] == 5 and body["chat_template_kwargs"] == {"enable_thinking": False}

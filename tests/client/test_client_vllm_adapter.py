@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from client.adapters import ModelAdapter, make_adapter
+from client.adapters.base import GenerateParams
 from client.adapters.vllm_adapter import (
     CHAT_TEMPLATE_DIR,
     INSTALL_HINT,
@@ -264,7 +265,7 @@ async def test_command_line_and_tool_call_round_trip(fake: FakeVLLM, tmp_path: P
     )
     assert fake.runs() == [] and adapter.pid is None  # nothing starts before first use
     try:
-        response = await adapter.complete([UserMessage("When do I leave Paris?")], TOOLS, max_tokens=64)
+        response = await adapter.complete([UserMessage("When do I leave Paris?")], TOOLS, "auto", GenerateParams(max_tokens=64))
         [call] = response.tool_calls
         assert (call.name, call.arguments) == ("date of journey", {"city": "Paris"})  # original name back
         assert response.usage.input_tokens == 12 and response.stop_reason == "tool_calls"

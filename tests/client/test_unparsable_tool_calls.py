@@ -16,6 +16,7 @@ import pytest
 from fake_providers import FakeProviderServer, openai_chat, tool_call
 
 from client.adapters import OpenAIAdapter
+from client.adapters.base import GenerateParams
 from client.adapters.vllm_adapter import TOOL_CALL_MARKERS, VLLMAdapter
 from client.agent import AgentConfig, run_agent
 from client.messages import STOP_MAX_TOKENS, ToolDef, UserMessage
@@ -67,7 +68,7 @@ async def test_call_cut_off_at_max_tokens_is_an_unparsable_call(
     fake_server: FakeProviderServer, adapter: OpenAIAdapter
 ) -> None:
     fake_server.openai.script(openai_chat(CUT_OFF, finish_reason="length", usage=(300, 256)))
-    response = await adapter.complete([UserMessage("q")], TOOLS, "required", max_tokens=256, temperature=0.0)
+    response = await adapter.complete([UserMessage("q")], TOOLS, "required", GenerateParams(max_tokens=256, temperature=0.0))
     assert response.stop_reason == STOP_MAX_TOKENS
     assert response.text is None  # the marked block became the call
     [call] = response.tool_calls

@@ -123,7 +123,7 @@ class TwoTurns:
 
     name, provider, model = "scripted:two-turns", "scripted", "two-turns"
 
-    async def complete(self, messages, tools, tool_choice="auto", *, max_tokens=None, temperature=None):
+    async def complete(self, messages, tools, tool_choice="auto", params=None):
         if messages[-1].role == "tool":
             return ModelResponse("done", [], None, Usage(10, 1), "end_turn", 0.0, self.model, {})
         call = ToolCall(id="c1", name="dump", arguments={}, raw_arguments="{}")

@@ -43,6 +43,7 @@ import jsonschema
 import pytest
 from vllm_cpu_support import REPO, REPORT, VLLMCPU, MemorySampler, marked_pids
 
+from client.adapters.base import GenerateParams
 from client.adapters.vllm_adapter import VLLMAdapter
 from client.messages import STOP_MAX_TOKENS, ToolDef, UserMessage
 
@@ -118,8 +119,7 @@ async def test_adapter_starts_cpu_server_and_returns_schema_valid_or_recorded_to
                     [UserMessage(f"What is the weather in {city} for the next {days} days?")],
                     [WEATHER],
                     "required",
-                    max_tokens=96,
-                    temperature=0.0,
+                    GenerateParams(max_tokens=96, temperature=0.0),
                 )
                 latencies.append(time.monotonic() - t0)
                 assert response.usage.input_tokens > 50 and response.usage.output_tokens > 0

@@ -24,6 +24,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from client.adapters.base import DEFAULT_PARAMS, GenerateParams
 from client.adapters.oracle import OracleAdapter
 from client.agent import run_agent
 from client.messages import (
@@ -73,12 +74,12 @@ class LastOutputOracle(OracleAdapter):
     last tool result it received>``, so a correct answer proves the real tools chained."""
 
     async def complete(
-        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto", *,
-        max_tokens: int | None = None, temperature: float | None = None,
+        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
+        params: GenerateParams = DEFAULT_PARAMS,
     ) -> ModelResponse:
         last = next((m for m in reversed(messages) if isinstance(m, ToolResultMessage)), None)
         self.final = f"Final answer: {last.content}" if last is not None else "Final answer: (no tool was called)"
-        return await super().complete(messages, tools, tool_choice, max_tokens=max_tokens, temperature=temperature)
+        return await super().complete(messages, tools, tool_choice, params)
 
 
 def split_strategy(strategy: str) -> tuple[str, Feedback]:

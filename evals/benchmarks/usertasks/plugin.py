@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from client.adapters.base import DEFAULT_PARAMS, GenerateParams
 from client.adapters.oracle import OracleAdapter
 from client.agent import run_agent
 from client.mcp_session import list_all_tools
@@ -59,8 +60,8 @@ class ResolvingOracle(OracleAdapter):
         super().__init__([[dict(c) for c in s] for s in steps], final_answer, task_id=task_id, turn_latency_s=turn_latency_s)
         self.gold = steps
 
-    async def complete(self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto", *,
-                       max_tokens: int | None = None, temperature: float | None = None) -> ModelResponse:
+    async def complete(self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
+                       params: GenerateParams = DEFAULT_PARAMS) -> ModelResponse:
         results = {m.tool_call_id: result_value(m.content) if not m.is_error else UNRESOLVED
                    for m in messages if isinstance(m, ToolResultMessage)}
         ids = {str(i): f"oracle_{i}_0" for i in range(len(self.gold))}
@@ -69,7 +70,7 @@ class ResolvingOracle(OracleAdapter):
         if done < len(self.gold):
             self.steps[done] = [{"name": c["name"], "arguments": resolve_arguments(
                 c["arguments"], lambda cid: results.get(ids.get(cid, ""), UNRESOLVED))} for c in self.gold[done]]
-        return await super().complete(messages, tools, tool_choice, max_tokens=max_tokens, temperature=temperature)
+        return await super().complete(messages, tools, tool_choice, params)
 
 
 class _Guarded:
