@@ -133,6 +133,13 @@ def test_answer_accuracy_is_a_column_and_an_unpriced_model_costs_unknown(runs, s
         "oracle": 100.0, "openai:m": 50.0}
 
 
+def _open_fresh(page: Any, url: str) -> None:
+    """Load ``url`` as a new document: going to another ``#/...`` of the same page only changes the hash,
+    and the episode drawn before stays (its ``.transcript`` included) until the new one replaces it."""
+    page.goto("about:blank")
+    page.goto(url)
+
+
 def _diff(page: Any, key: str) -> list[str]:
     return page.locator(".calls-section table.diff tr", has=page.locator(f"td:first-child code:text-is('{key}')")) \
         .first.locator("td").all_inner_texts()
@@ -154,12 +161,12 @@ def test_a_task_file_episode_shows_gold_beside_predicted_with_references_resolve
     details = Site([runs]).episode("mini-model", "f03")["details"]
     assert '"<unresolved: the result of gold call \\"find\\", at paths.0.1.2>"' in details and "\\u0000" not in details
     # the oracle's episode: the reference resolved, equal to the predicted value
-    page.goto(server + "#/run/mini-oracle/task/f03")
+    _open_fresh(page, server + "#/run/mini-oracle/task/f03")
     page.wait_for_selector(".transcript")
     assert _diff(page, "restaurant")[1:] == ["restaurant_0007", "restaurant_0007", "="]
     assert page.locator(".decision").all_inner_texts()[1].startswith("match")
     # the gold answer beside the final answer
-    page.goto(server + "#/run/mini-model/task/f01")
+    _open_fresh(page, server + "#/run/mini-model/task/f01")
     page.wait_for_selector(".transcript")
     answers = page.locator("section.card", has_text="Gold answer and final answer").locator("tbody tr")
     assert answers.nth(0).locator("td").all_inner_texts() == ["gold (normalized)", "Lena", ""]
