@@ -50,11 +50,12 @@ def _stats() -> dict[str, Any]:
     """``evals data stats bfcl``: entries, functions and answers per served category."""
     from .data import read_category
 
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"tasks": 0}
     for category in SERVED:
         entries = read_category(category)
         out[category] = {"entries": len(entries), "functions": sum(len(e.functions) for e in entries),
                          "gold_calls": sum(len(e.ground_truth or ()) for e in entries)}
+        out["tasks"] += len(entries)
     return out
 
 

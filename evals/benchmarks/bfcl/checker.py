@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .tools import served_name
+from .files import served_name
 
 __all__ = ["Verdict", "check_calls", "normalise"]
 

@@ -1,10 +1,10 @@
-"""BFCL's name, its data file (the pinned ``bfcl-eval`` wheel) and its categories."""
+"""BFCL's name, its data file (the pinned ``bfcl-eval`` wheel), its categories, and the names tools are served under."""
 
 from __future__ import annotations
 
 from ...core.data import RemoteFile
 
-__all__ = ["ALL_CATEGORIES", "LATER", "NAME", "SERVED", "SOURCES", "VERSION", "WHEEL"]
+__all__ = ["ALL_CATEGORIES", "LATER", "NAME", "SERVED", "SOURCES", "VERSION", "WHEEL", "served_name"]
 
 NAME = "bfcl"  # the registry name; also the folder of its files under the data directory
 VERSION = "2026.3.23"  # PyPI bfcl-eval (Apache-2.0): BFCL v4's test files and its own checkers
@@ -30,3 +30,9 @@ LATER = (
     "memory", "web_search", "format_sensitivity",
 )
 ALL_CATEGORIES = SERVED + LATER
+
+
+def served_name(name: str) -> str:
+    """The tool name a function is served under: BFCL's FC handlers replace every ``.`` with ``_``
+    (OpenAI-style APIs allow ``^[a-zA-Z0-9_-]{1,64}$``); its checker compares names so converted."""
+    return name.replace(".", "_")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...core.metrics import Metric, TaskScore
-from .checker import Verdict
 from .files import SERVED
+
+if TYPE_CHECKING:
+    from .checker import Verdict
 
 __all__ = ["METRICS", "task_score"]
 

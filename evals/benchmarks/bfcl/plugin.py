@@ -26,9 +26,9 @@ from ...core.metrics import TaskScore
 from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .checker import Verdict, check_calls
 from .data import BfclEntry, load_entries, verified_wheel
-from .files import SERVED
+from .files import SERVED, served_name
 from .metrics import task_score
-from .tools import BfclCatalog, served_name
+from .tools import BfclCatalog
 
 if TYPE_CHECKING:
     from client.messages import ToolCall

@@ -18,9 +18,9 @@ from typing import Any
 from tool_specs import CallContext, TaskNotFound, ToolLike, ToolSpec
 
 from .data import BfclEntry
-from .files import NAME
+from .files import NAME, served_name
 
-__all__ = ["PLACEHOLDER", "TYPE_TO_JSON", "BfclCatalog", "served_name", "to_schema", "to_tool"]
+__all__ = ["PLACEHOLDER", "TYPE_TO_JSON", "BfclCatalog", "to_schema", "to_tool"]
 
 # BFCL's type names (Python's, Java's, JavaScript's) -> JSON Schema types, as its FC handlers map them
 TYPE_TO_JSON: dict[str, str] = {
@@ -32,11 +32,6 @@ TYPE_TO_JSON: dict[str, str] = {
 }
 FLOAT_NOTE = " This is a float type value."
 PLACEHOLDER = {"status": "received", "note": "this BFCL category executes no call"}
-
-
-def served_name(name: str) -> str:
-    """The tool name a function is served under: BFCL's FC handlers replace every ``.`` with ``_``."""
-    return name.replace(".", "_")
 
 
 def _map_property(prop: Any) -> Any:

@@ -15,8 +15,8 @@ from typing import Any
 
 from evals.benchmarks.bfcl.checker import check_calls
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
+from evals.benchmarks.bfcl.files import served_name
 from evals.benchmarks.bfcl.plugin import gold_calls
-from evals.benchmarks.bfcl.tools import served_name
 
 DRIVER = Path(__file__).with_name("bfcl_official_driver.py")
 
