@@ -62,10 +62,13 @@ def _variants(entry: BfclEntry) -> Iterator[tuple[str, Any]]:
             styled = copy.deepcopy(gold)
             styled[0]["arguments"][param] = " " + value.upper().replace(" ", "-") + "."
             yield f"restyled_{param}", calls(styled)
-        if isinstance(value, int) and not isinstance(value, bool) and props.get(param, {}).get("type") == "float":
-            as_int = copy.deepcopy(gold)
+        if isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer():
+            as_int = copy.deepcopy(gold)  # an int where a float is documented: accepted
             as_int[0]["arguments"][param] = int(value)
-            yield f"int_for_float_{param}", calls(as_int)
+            yield f"as_int_{param}", calls(as_int)
+            as_bool = copy.deepcopy(gold)  # a bool is no integer
+            as_bool[0]["arguments"][param] = bool(value)
+            yield f"as_bool_{param}", calls(as_bool)
 
 
 def _ours(entry: BfclEntry, response: Any) -> tuple[bool, str]:
