@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +16,7 @@ from client.mcp_session import connect, make_http_client
 from evals.benchmarks.bfcl.data import WheelError, load_entries, read_category, verified_wheel
 from evals.benchmarks.bfcl.files import SERVED, SOURCES, WHEEL
 from evals.benchmarks.bfcl.tools import PLACEHOLDER, BfclCatalog, to_schema, to_tool
-from evals.core.fetch import sha256_of
+from evals.core.fetch import ChecksumMismatch, fetch, sha256_of
 from evals.core.registry import get_benchmark
 from server import BenchmarkMount, ToolServer, create_app, serve_in_background
 
@@ -83,3 +89,31 @@ async def test_an_entrys_functions_are_served_and_answered_with_the_placeholder(
         assert all(t.input_schema["type"] == "object" for t in listed)
         result = await session.call_tool(listed[0].name, {"anything": "goes"})  # scored, not refused
         assert not result.is_error and result.structured_content == PLACEHOLDER
+
+
+@contextlib.contextmanager
+def _mirror(root: Path) -> Iterator[str]:
+    """A loopback stand-in for PyPI's files host, serving ``root``."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_data_fetch_puts_the_wheel_where_the_benchmark_reads_it_and_refuses_another(bfcl_wheel, tmp_path):
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir()
+    bad.mkdir()
+    shutil.copyfile(bfcl_wheel, good / WHEEL[1])
+    (bad / WHEEL[1]).write_bytes(b"not the wheel")
+    with _mirror(good) as prefix:
+        [path] = fetch("bfcl", tmp_path / "data", url_prefix=prefix)
+    assert path == (tmp_path / "data").joinpath(*WHEEL) and len(read_category("multiple", path)) == 200
+    with _mirror(bad) as prefix, pytest.raises(ChecksumMismatch):
+        fetch("bfcl", tmp_path / "other", url_prefix=prefix)
+    assert not (tmp_path / "other").joinpath(*WHEEL).exists()

@@ -48,7 +48,6 @@ def _variants(entry: BfclEntry) -> Iterator[tuple[str, Any]]:
     extra = copy.deepcopy(gold)
     extra[0]["arguments"]["an_extra_parameter"] = 1
     yield "extra_parameter", calls(extra)
-    props = docs[gold[0]["name"]]["parameters"]["properties"]
     required = set(docs[gold[0]["name"]]["parameters"].get("required") or [])
     for param, value in gold[0]["arguments"].items():
         kind = "required" if param in required else "optional"
