@@ -154,9 +154,11 @@ def test_list_says_what_first_use_would_download(tmp_path):
 
 def test_data_stats_covers_every_benchmark(data_dir):
     stats = _last_json(_evals("data", "stats", "all", "--json"))
+    from evals.core.fetch import needed_files
     from evals.core.registry import all_benchmarks
 
-    assert set(stats) == set(all_benchmarks())  # type: ignore[arg-type]
+    # every benchmark whose data is here (../shared/data holds all but BFCL's wheel: .ci/run fetches that)
+    assert set(stats) == {n for n in all_benchmarks() if not needed_files(n, data_dir)}  # type: ignore[arg-type]
     assert stats["familytool-b"]["tasks"] == 483 and stats["familytool-b"]["kg_triples"] > 0  # type: ignore[index]
     listed = {r["name"]: r["tasks"] for r in _last_json(_evals("list", "--json"))}  # type: ignore[union-attr]
     sized = [n for n in listed if listed[n] is not None]  # not the benchmark of a task file you name

@@ -1,0 +1,82 @@
+"""BFCL v4 (the Berkeley Function-Calling Leaderboard) over MCP, scored as its own checker scores it.
+
+The benchmark's folder, low to high (each module imports only those before it):
+
+* ``files``: its name, the pinned ``bfcl-eval`` wheel its data is read from, its categories;
+* ``data``: the entries and possible answers, read out of the wheel (checked against its sha256);
+* ``tools``: a function doc as an MCP tool, mapped as BFCL's function-calling handlers map it;
+* ``checker``: BFCL's AST checker, re-implemented rule by rule;
+* ``metrics``: each served category's accuracy;
+* ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle).
+
+Served so far: the single-turn non-live Python categories (``simple_python``, ``multiple``,
+``parallel``, ``parallel_multiple``, ``irrelevance``); the others are named and refused as
+"not served yet". This module only declares it (no data is read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ...core.data import RemoteFile
+from ...core.options import Option
+from ...core.plugin import Benchmark, BenchmarkInfo
+from .files import ALL_CATEGORIES, NAME, SERVED, SOURCES, WHEEL
+from .metrics import METRICS
+
+
+def _category_check(value: str) -> str | None:
+    if value == "all" or value in SERVED:
+        return None
+    if value in ALL_CATEGORIES:
+        return f"BFCL category {value!r} is not served yet (served: {', '.join(SERVED)})"
+    return f"no BFCL v4 category {value!r}; served: {', '.join(SERVED)}"
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("category", str, None, "a BFCL v4 category to run (repeat the flag for several; default: every "
+           f"served one: {', '.join(SERVED)})", serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
+)
+
+
+def needed_files(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, RemoteFile]]:
+    """The wheel, when ``data_dir`` lacks it (downloaded on first use)."""
+    return [] if data_dir.joinpath(*WHEEL).is_file() else [(NAME, f) for f in SOURCES[NAME]]
+
+
+def _stats() -> dict[str, Any]:
+    """``evals data stats bfcl``: entries, functions and answers per served category."""
+    from .data import read_category
+
+    out: dict[str, Any] = {"tasks": 0}
+    for category in SERVED:
+        entries = read_category(category)
+        out[category] = {"entries": len(entries), "functions": sum(len(e.functions) for e in entries),
+                         "gold_calls": sum(len(e.ground_truth or ()) for e in entries)}
+        out["tasks"] += len(entries)
+    return out
+
+
+def _load(options: Mapping[str, Any]) -> Benchmark:
+    from .plugin import BfclBenchmark
+
+    return BfclBenchmark(INFO, options)
+
+
+INFO = BenchmarkInfo(
+    name=NAME,
+    description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
+    "checker's rules (served: the single-turn non-live Python categories)",
+    strategies=("fc",),
+    default_strategy="fc",
+    load=_load,
+    options=OPTIONS,
+    metrics=METRICS,
+    data_sources=SOURCES,
+    needed_files=needed_files,
+    stats=_stats,
+    pass_metric="accuracy",
+)
+BENCHMARKS = (INFO,)

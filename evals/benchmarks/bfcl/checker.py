@@ -1,0 +1,221 @@
+"""BFCL's AST checker, re-implemented: one entry's calls judged by the rules of its ``ast_checker``.
+
+The rules, in the order the official checker applies them (quirks included, since the numbers must
+be BFCL's to the last digit; ``tests/evals/benchmarks/bfcl/test_bfcl_fidelity.py`` runs BFCL's own
+checker beside this one):
+
+* a call list is a list of ``{name: arguments}``; a call whose arguments are not JSON could not be
+  decoded: the whole entry fails to decode (wrong for the AST categories, right for irrelevance);
+* ``simple_python`` wants exactly one call; ``multiple`` wants as many calls as possible answers
+  (one) and checks the first against the first answer; ``parallel`` and ``parallel_multiple`` want
+  as many calls as answers and match them greedily in any order (each answer, in turn, takes the
+  first call not yet taken that it accepts);
+* a call is right when its name is the answer's (function names compared as served, a dot as ``_``),
+  every required parameter is given, every given parameter is both documented and in the answer,
+  each value passes the type check and the value check, and every answer parameter not given
+  allows ``""`` (i.e. is optional);
+* type check: the exact Python type of the BFCL type name (``bool`` is not an ``integer``; ``any``
+  is a string); an ``int`` is accepted for ``float``; arrays and tuples check their items one level
+  deep against at least one list answer; a value of the type of the first non-``""`` answer passes
+  as a "variable" (and is then compared exactly, without normalisation);
+* value check: strings (also in lists and dict values) compared after removing `` ,./-_*^``,
+  lower-casing and turning ``'`` into ``"``; lists compared whole with their strings so normalised;
+  dicts key by key (a missing key is allowed when its answers include ``""``); lists of dicts
+  element by element; anything else must be one of the answers;
+* ``irrelevance``: right exactly when the model made no call (or its calls could not be decoded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .files import served_name
+
+__all__ = ["Verdict", "check_calls", "normalise"]
+
+# BFCL's Python type names -> the Python type a value must have exactly
+_PY_TYPE: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
+                             "tuple": list, "dict": dict, "any": str}
+_STRIPPED = str.maketrans("", "", " ,./-_*^")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One entry's verdict: right or not, and (when not) BFCL's error type and a readable reason."""
+
+    valid: bool
+    error_type: str = ""
+    error: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"valid": self.valid, "error_type": self.error_type, "error": self.error}
+
+
+_OK = Verdict(True)
+
+
+def normalise(text: str) -> str:
+    """A string as the checker compares it: without `` ,./-_*^``, lower-cased, ``'`` as ``"``."""
+    return text.translate(_STRIPPED).lower().replace("'", '"')
+
+
+def _norm_if_str(value: Any) -> Any:
+    return normalise(value) if type(value) is str else value
+
+
+def _answer_type(answers: Sequence[Any]) -> type | None:
+    """The type of the first answer that is not the optional marker ``""``."""
+    return next((type(a) for a in answers if a != ""), None)
+
+
+def _type_ok(value: Any, answers: Sequence[Any], expected: type, inner: type | None) -> tuple[bool, bool]:
+    """(passes, is a "variable"): the checker's type rule for one value."""
+    answer_type = _answer_type(answers)
+    items: list[Any] = value if isinstance(value, list) else []
+    variable = answer_type is not None and answer_type != expected
+    if type(value) is expected:
+        if inner is None:
+            return True, variable
+        for answer in answers:  # the items must fit at least one list answer; a non-list answer fits
+            if type(answer) is not list or all(_type_ok(item, answer, inner, None)[0] for item in items):
+                return True, variable
+    if answer_type is not None and type(value) is answer_type:
+        return True, True
+    return False, variable
+
+
+def _dict_ok(value: Mapping[str, Any], answers: Sequence[Any]) -> Verdict:
+    verdict = Verdict(False, "dict_checker:unclear")
+    for answer in answers:
+        if answer == "":
+            continue
+        verdict, fits = Verdict(False, "dict_checker:unclear"), True
+        for key, item in value.items():
+            if key not in answer:
+                verdict, fits = Verdict(False, "value_error:dict_key", f"unexpected key {key!r}"), False
+                break
+            if _norm_if_str(item) not in [_norm_if_str(a) for a in answer[key]]:
+                verdict, fits = Verdict(False, "value_error:dict_value", f"key {key!r}: {item!r}"), False
+                break
+        for key, options in answer.items():
+            if key not in value and "" not in options:
+                verdict, fits = Verdict(False, "value_error:dict_key", f"missing key {key!r}"), False
+                break
+        if fits:
+            return _OK
+    return verdict
+
+
+def _list_of_dicts_ok(value: Sequence[Any], answers: Sequence[Any]) -> Verdict:
+    verdict = Verdict(False, "list_dict_checker:unclear")
+    for answer in answers:
+        if len(value) != len(answer):
+            verdict = Verdict(False, "value_error:list_dict_count", "wrong number of dictionaries")
+            continue
+        fits = True
+        for item, expected in zip(value, answer, strict=True):
+            verdict = _dict_ok(item, [expected]) if isinstance(item, dict) else Verdict(False, "value_error:dict_key")
+            if not verdict.valid:
+                fits = False
+                break
+        if fits:
+            return _OK
+    return verdict
+
+
+def _value_ok(param: str, value: Any, answers: Sequence[Any], expected: type, inner: type | None) -> Verdict:
+    """The value rule for a value that passed its type check as a value (not a "variable")."""
+    if expected is dict:
+        return _dict_ok(value, answers)
+    if expected is list and inner is dict:
+        return _list_of_dicts_ok(value, answers)
+    if expected is str:
+        ok = normalise(value) in [normalise(a) for a in answers if type(a) is str]
+        return _OK if ok else Verdict(False, "value_error:string", f"{param}: {value!r} (expected one of {answers})")
+    if expected is list:
+        mine = [_norm_if_str(v) for v in value]
+        theirs = [[_norm_if_str(v) for v in a] if isinstance(a, list | str) else None for a in answers]
+        return _OK if mine in theirs else Verdict(False, "value_error:list/tuple",
+                                                  f"{param}: {value!r} (expected one of {answers})")
+    return _OK if value in answers else Verdict(False, "value_error:others", f"{param}: {value!r}")
+
+
+def _call_ok(doc: Mapping[str, Any], call: Mapping[str, Any], answer: Mapping[str, Any]) -> Verdict:
+    """One call against one answer ``{name: {param: [possible values]}}`` and the answer's doc."""
+    options: Mapping[str, Any] = next(iter(answer.values()))
+    name = served_name(str(doc["name"]))
+    props: Mapping[str, Any] = doc["parameters"]["properties"]
+    if name not in call:
+        return Verdict(False, "simple_function_checker:wrong_func_name", f"function {name!r} not called")
+    given = call[name]
+    for param in doc["parameters"].get("required") or []:
+        if param not in given:
+            return Verdict(False, "simple_function_checker:missing_required", f"missing required {param!r}")
+    for param, value in given.items():
+        if param not in props or param not in options:
+            return Verdict(False, "simple_function_checker:unexpected_param", f"unexpected parameter {param!r}")
+        type_name = props[param]["type"]
+        expected = _PY_TYPE.get(type_name)
+        if expected is None:
+            return Verdict(False, "type_error:unknown", f"{param}: BFCL type {type_name!r} is not a Python type")
+        inner = _PY_TYPE.get(props[param]["items"]["type"]) if type_name in ("array", "tuple") else None
+        if type_name == "float" and type(value) is int:
+            value = float(value)
+        ok, variable = _type_ok(value, options[param], expected, inner)
+        if not ok:
+            return Verdict(False, "type_error:simple", f"{param}: {type(value).__name__} is not {type_name}")
+        if not variable and expected in (dict, str, list):
+            verdict = _value_ok(param, value, options[param], expected, inner)
+            if not verdict.valid:
+                return verdict
+            continue
+        if value not in options[param]:
+            return Verdict(False, "value_error:others", f"{param}: {value!r} (expected one of {options[param]})")
+    for param, allowed in options.items():
+        if param not in given and "" not in allowed:
+            return Verdict(False, "simple_function_checker:missing_optional", f"{param!r} not given")
+    return _OK
+
+
+def _doc(docs: Sequence[Mapping[str, Any]], answer: Mapping[str, Any]) -> Mapping[str, Any]:
+    name = next(iter(answer))
+    return next(d for d in docs if d.get("name") == name)
+
+
+def check_calls(category: str, docs: Sequence[Mapping[str, Any]], calls: Sequence[tuple[str, Any]],
+                answers: Sequence[Mapping[str, Any]] | None) -> Verdict:
+    """The verdict on one entry: ``calls`` are the model's (served name, arguments) in order,
+    arguments ``None`` where they were not JSON; ``answers`` the entry's possible answers."""
+    decodable = all(isinstance(args, dict) for _, args in calls)
+    if category == "irrelevance":
+        made = decodable and len(calls) > 0
+        return Verdict(False, "irrelevance_error:decoder_success", "a call was made") if made else _OK
+    if not decodable or not calls:
+        return Verdict(False, "ast_decoder:decoder_failed", "no decodable call")
+    assert answers is not None
+    out = [{name: dict(args)} for name, args in calls]
+    if "parallel" in category:
+        if len(out) != len(answers):
+            return Verdict(False, "parallel_function_checker_no_order:wrong_count", "wrong number of calls")
+        taken: set[int] = set()
+        for answer in answers:
+            doc = _doc(docs, answer)
+            found = False
+            for index, call in enumerate(out):
+                if index not in taken and _call_ok(doc, call, answer).valid:
+                    taken.add(index)
+                    found = True
+                    break
+            if not found:
+                return Verdict(False, "parallel_function_checker_no_order:cannot_find_match",
+                               f"no call matches {next(iter(answer))}")
+        return _OK
+    if "multiple" in category:
+        if len(out) != len(answers):
+            return Verdict(False, "multiple_function_checker:wrong_count", "wrong number of calls")
+        return _call_ok(_doc(docs, answers[0]), out[0], answers[0])
+    if len(out) != 1:
+        return Verdict(False, "simple_function_checker:wrong_count", "wrong number of calls")
+    return _call_ok(docs[0], out[0], answers[0])

@@ -1,0 +1,122 @@
+"""BFCL's entries, read straight out of the pinned ``bfcl-eval`` wheel (a zip file) in the data directory.
+
+The wheel is checked against its pinned sha256 before anything is read from it: a wheel that is
+not the pinned one is refused with a message naming it. Only ``bfcl_eval/data/`` is read (the test
+files, JSON Lines despite their ``.json`` names, and ``possible_answer/``); no code of the wheel is
+imported or run here.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...core.data import data_file
+from .files import SERVED, SOURCES, WHEEL
+
+__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "read_category", "verified_wheel"]
+
+MAX_MEMBER_BYTES = 64 * 1024 * 1024  # no test file of the pinned wheel is near this; a bound all the same
+_DATA = "bfcl_eval/data/"
+
+
+class WheelError(ValueError):
+    """The wheel is not the pinned one, or a file in it is missing or malformed; the message names it."""
+
+
+@dataclass(frozen=True)
+class BfclEntry:
+    """One BFCL test entry: its id, category, the turn's messages, the offered functions (BFCL's
+    function docs) and the possible answers (``None`` for irrelevance: no call is right)."""
+
+    id: str
+    category: str
+    messages: tuple[dict[str, Any], ...]
+    functions: tuple[dict[str, Any], ...]
+    ground_truth: tuple[dict[str, Any], ...] | None
+
+    @property
+    def query(self) -> str:
+        return "\n".join(str(m.get("content", "")) for m in self.messages if m.get("role") == "user")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@functools.cache
+def _checked(path: Path, size: int, mtime_ns: int) -> None:  # once per file version
+    expected = SOURCES[WHEEL[0]][0].sha256
+    got = _sha256(path)
+    if got != expected:
+        raise WheelError(f"{path}: sha256 {got} is not the pinned bfcl-eval wheel's ({expected}); "
+                         f"remove it and run `evals data fetch {WHEEL[0]}`")
+
+
+def verified_wheel(path: Path | None = None) -> Path:
+    """The wheel (default: the one in the data directory), checked against its pinned sha256."""
+    wheel = path if path is not None else data_file(*WHEEL)
+    st = wheel.stat()
+    _checked(wheel.resolve(), st.st_size, st.st_mtime_ns)
+    return wheel
+
+
+def _read_jsonl(archive: zipfile.ZipFile, member: str, where: str) -> list[dict[str, Any]]:
+    try:
+        info = archive.getinfo(member)
+    except KeyError:
+        raise WheelError(f"{where}: no {member} in the wheel") from None
+    if info.file_size > MAX_MEMBER_BYTES:
+        raise WheelError(f"{where}:{member}: {info.file_size} bytes, over the bound of {MAX_MEMBER_BYTES}")
+    out = []
+    with archive.open(info) as f:
+        for number, line in enumerate(f.read(MAX_MEMBER_BYTES + 1).decode("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise WheelError(f"{where}:{member}:{number}: not JSON ({exc.msg})") from None
+            if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+                raise WheelError(f"{where}:{member}:{number}: not an entry with an id")
+            out.append(value)
+    return out
+
+
+def read_category(category: str, wheel: Path | None = None) -> list[BfclEntry]:
+    """The entries of one served category, in the file's order, with their possible answers."""
+    if category not in SERVED:
+        raise WheelError(f"BFCL category {category!r} is not served yet (served: {', '.join(SERVED)})")
+    path = verified_wheel(wheel)
+    with zipfile.ZipFile(path) as archive:
+        rows = _read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
+        answers: dict[str, Any] = {}
+        if category != "irrelevance":
+            answers = {a["id"]: a.get("ground_truth")
+                       for a in _read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_{category}.json", str(path))}
+    out = []
+    for row in rows:
+        question, functions = row.get("question"), row.get("function")
+        if not (isinstance(question, list) and len(question) == 1 and isinstance(question[0], list)
+                and isinstance(functions, list)):
+            raise WheelError(f"{path}: entry {row['id']} is not a single-turn entry with functions")
+        truth = answers.get(row["id"]) if category != "irrelevance" else None
+        if category != "irrelevance" and not isinstance(truth, list):
+            raise WheelError(f"{path}: entry {row['id']} has no possible answer")
+        out.append(BfclEntry(row["id"], category, tuple(question[0]), tuple(functions),
+                             tuple(truth) if truth is not None else None))
+    return out
+
+
+def load_entries(categories: tuple[str, ...] = SERVED, wheel: Path | None = None) -> list[BfclEntry]:
+    """The entries of ``categories`` (served ones), category by category."""
+    return [e for c in categories for e in read_category(c, wheel)]

@@ -1,0 +1,36 @@
+"""BFCL's metrics: each served category's accuracy, as BFCL reports it (right entries / entries)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core.metrics import Metric, TaskScore
+from .files import SERVED
+
+if TYPE_CHECKING:
+    from .checker import Verdict
+
+__all__ = ["METRICS", "task_score"]
+
+METRICS: tuple[Metric, ...] = (
+    *(Metric(c, f"{c} accuracy", over="entries",
+             description=f"BFCL v4 {c}: entries whose calls the AST checker accepts, over the category's entries")
+      for c in SERVED),
+    Metric("accuracy", "Accuracy over the run's entries", over="entries",
+           description="right entries over all the run's entries, whatever their category (not BFCL's weighted "
+           "overall score)"),
+    Metric("failed_episodes", "Episodes that failed", kind="count", higher_is_better=False, in_breakdowns=False,
+           warn="{n:g} of {of:g} episodes failed (scored as BFCL scores an inference error: a text without a call)",
+           warn_counted_as="a reply with no call: wrong in the AST categories, right in irrelevance",
+           warn_official="BFCL records the error text as the model's result; it decodes to no call"),
+)
+
+
+def task_score(category: str, verdict: Verdict, *, errored: bool) -> TaskScore:
+    """One entry's samples: its category's accuracy and the run's accuracy (and whether it failed)."""
+    score = TaskScore(groups={"category": category})
+    score.add(category, float(verdict.valid))
+    score.add("accuracy", float(verdict.valid))
+    score.add("failed_episodes", float(errored))
+    score.details["verdict"] = verdict.to_dict()
+    return score

@@ -1,0 +1,84 @@
+"""Runs BFCL's own AST checker (bfcl_eval, installed in .ci/bfcl-venv) over crafted model outputs.
+
+Run by that venv's python (never imported by the project's tests):  python bfcl_official_driver.py CASES.json
+CASES.json: {"cases": [{"id", "category", "functions", "possible_answer", "response"}]}, where
+``response`` is what a function-calling model returned: a list of [name, arguments as JSON text]
+(its tool calls), or a string (a reply without calls). Prints {"verdicts": {id: {"valid",
+"error_type"}}, "accuracy": {category: right / entries}} on stdout.
+
+What runs is BFCL's code: ``ast_checker`` for the AST categories, ``is_function_calling_format_output``
+and ``is_empty_output`` as the eval runner uses them. Two small stand-ins, both here: the decoding of an
+FC response, as BFCL's OpenAI-style FC handlers do it (``{name: json.loads(arguments)}`` per call; a
+text reply is not a call list and fails to decode), and ``bfcl_eval.constants.model_config``, whose
+import pulls every model SDK; the checker only reads one model's ``underscore_to_dot`` from it, which
+is True here (the functions are served with ``.`` as ``_``, as for BFCL's OpenAI-style FC models).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+MODEL = "mcp-served-FC"
+
+
+@dataclass
+class _ModelConfig:
+    underscore_to_dot: bool
+
+
+_stub = types.ModuleType("bfcl_eval.constants.model_config")
+_stub.MODEL_CONFIG_MAPPING = {MODEL.replace("_", "/"): _ModelConfig(True)}  # type: ignore[attr-defined]
+sys.modules["bfcl_eval.constants.model_config"] = _stub
+
+from bfcl_eval.constants.enums import Language  # noqa: E402
+from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker  # noqa: E402
+from bfcl_eval.utils import is_empty_output, is_function_calling_format_output  # noqa: E402
+
+
+def _decode(response: Any) -> list[dict[str, Any]]:
+    out = []
+    for call in response:  # a text reply: its characters have no keys, as in BFCL's FC handlers
+        name = list(call.keys())[0]
+        out.append({name: json.loads(call[name])})
+    return out
+
+
+def _text_safe(response: Any) -> Any:
+    return [{c[0]: c[1]} for c in response] if isinstance(response, list) else response
+
+
+def verdict(case: dict[str, Any]) -> dict[str, Any]:
+    category = case["category"]
+    try:
+        decoded = _decode(_text_safe(case["response"]))
+    except Exception:  # noqa: BLE001 - BFCL counts any decoding failure the same way
+        decoded = None
+    if category == "irrelevance":
+        made = decoded is not None and not is_empty_output(decoded)
+        return {"valid": not made, "error_type": "irrelevance_error:decoder_success" if made else ""}
+    if decoded is None:
+        return {"valid": False, "error_type": "ast_decoder:decoder_failed"}
+    if not is_function_calling_format_output(decoded):
+        return {"valid": False, "error_type": "ast_decoder:decoder_wrong_output_format"}
+    result = ast_checker(case["functions"], decoded, case["possible_answer"], Language.PYTHON, category, MODEL)
+    return {"valid": bool(result["valid"]), "error_type": "" if result["valid"] else result.get("error_type", "")}
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    verdicts = {c["id"]: verdict(c) for c in cases}
+    totals: dict[str, list[int]] = {}
+    for c in cases:
+        t = totals.setdefault(c["category"], [0, 0])
+        t[0] += int(verdicts[c["id"]]["valid"])
+        t[1] += 1
+    json.dump({"verdicts": verdicts, "accuracy": {k: r / n for k, (r, n) in totals.items()}}, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

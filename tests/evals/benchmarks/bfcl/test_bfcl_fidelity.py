@@ -1,0 +1,112 @@
+"""Our AST checker beside BFCL's own (bfcl_eval's ``ast_checker``, run in .ci/bfcl-venv by
+``bfcl_official_driver.py``): every entry of every served category, each with crafted responses
+(right; wrong function; wrong type; a required or an optional parameter left out; an extra
+parameter; the calls in reverse order; no call; arguments that are not JSON; a call in an
+irrelevance entry), must get the same verdict and error type, and each category the same accuracy."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from evals.benchmarks.bfcl.checker import check_calls
+from evals.benchmarks.bfcl.data import BfclEntry, load_entries
+from evals.benchmarks.bfcl.files import served_name
+from evals.benchmarks.bfcl.plugin import gold_calls
+
+DRIVER = Path(__file__).with_name("bfcl_official_driver.py")
+
+_WRONG_TYPE: dict[type, Any] = {int: "7", float: "7.5", str: 7, bool: "true", list: "x", dict: "x"}
+
+
+def _variants(entry: BfclEntry) -> Iterator[tuple[str, Any]]:
+    """(variant, response): a response is a list of (name, arguments JSON text) or a text reply."""
+    gold = gold_calls(entry)
+    docs = {served_name(d["name"]): d for d in entry.functions}
+
+    def calls(cs: list[dict[str, Any]]) -> list[list[str]]:
+        return [[c["name"], json.dumps(c["arguments"])] for c in cs]
+
+    yield "no_call", "I cannot help with that."
+    yield "not_json", [[served_name(entry.functions[0]["name"]), "{not json"]]
+    if not gold:  # irrelevance: a call to the first function, with whatever arguments
+        first = entry.functions[0]
+        required = first["parameters"].get("required") or []
+        yield "a_call", calls([{"name": served_name(first["name"]), "arguments": dict.fromkeys(required, 1)}])
+        return
+    yield "right", calls(gold)
+    yield "reversed", calls(gold[::-1])
+    if len(gold) > 1:  # an empty call list is no response a model over MCP can give: it replies with text
+        yield "one_call_less", calls(gold[:-1])
+    yield "one_call_more", calls([*gold, gold[0]])
+    other = [n for n in docs if n != gold[0]["name"]]
+    yield "wrong_function", calls([{**gold[0], "name": other[0] if other else gold[0]["name"] + "_x"}, *gold[1:]])
+    extra = copy.deepcopy(gold)
+    extra[0]["arguments"]["an_extra_parameter"] = 1
+    yield "extra_parameter", calls(extra)
+    required = set(docs[gold[0]["name"]]["parameters"].get("required") or [])
+    for param, value in gold[0]["arguments"].items():
+        kind = "required" if param in required else "optional"
+        left = copy.deepcopy(gold)
+        del left[0]["arguments"][param]
+        yield f"without_{kind}_{param}", calls(left)
+        typed = copy.deepcopy(gold)
+        typed[0]["arguments"][param] = _WRONG_TYPE.get(type(value), None)
+        yield f"wrong_type_{param}", calls(typed)
+        if isinstance(value, str):
+            styled = copy.deepcopy(gold)
+            styled[0]["arguments"][param] = " " + value.upper().replace(" ", "-") + "."
+            yield f"restyled_{param}", calls(styled)
+        if isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer():
+            as_int = copy.deepcopy(gold)  # an int where a float is documented: accepted
+            as_int[0]["arguments"][param] = int(value)
+            yield f"as_int_{param}", calls(as_int)
+            as_bool = copy.deepcopy(gold)  # a bool is no integer
+            as_bool[0]["arguments"][param] = bool(value)
+            yield f"as_bool_{param}", calls(as_bool)
+
+
+def _ours(entry: BfclEntry, response: Any) -> tuple[bool, str]:
+    if isinstance(response, str):
+        made: list[tuple[str, Any]] = []
+    else:
+        made = []
+        for name, text in response:
+            try:
+                args = json.loads(text)
+            except json.JSONDecodeError:
+                args = None
+            made.append((name, args if isinstance(args, dict) else None))
+    v = check_calls(entry.category, entry.functions, made, entry.ground_truth)
+    return v.valid, v.error_type
+
+
+def test_every_verdict_and_accuracy_is_bfcls(bfcl_data, bfcl_python, tmp_path):
+    entries = load_entries()
+    cases, ours = [], {}
+    for entry in entries:
+        for variant, response in _variants(entry):
+            case_id = f"{entry.id}#{variant}"
+            cases.append({"id": case_id, "category": entry.category, "functions": list(entry.functions),
+                          "possible_answer": list(entry.ground_truth or ()), "response": response})
+            ours[case_id] = _ours(entry, response)
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({"cases": cases}))
+    done = subprocess.run([str(bfcl_python), str(DRIVER), str(path)], capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout)
+    assert len(cases) > 8000 and set(theirs["verdicts"]) == set(ours)
+    differ = {k: (ours[k], (v["valid"], v["error_type"])) for k, v in theirs["verdicts"].items()
+              if ours[k] != (v["valid"], v["error_type"])}
+    assert not differ, f"{len(differ)} verdicts differ, e.g. {list(differ.items())[:8]}"
+    for category, accuracy in theirs["accuracy"].items():
+        mine = [ours[c["id"]][0] for c in cases if c["category"] == category]
+        assert sum(mine) / len(mine) == accuracy, category
+    # the crafted responses cover both verdicts in every category
+    for category in {e.category for e in entries}:
+        assert {ours[c["id"]][0] for c in cases if c["category"] == category} == {True, False}
