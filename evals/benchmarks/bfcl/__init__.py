@@ -16,14 +16,11 @@ Served so far: the single-turn non-live Python categories (``simple_python``, ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ...core.data import RemoteFile
 from ...core.options import Option
-from ...core.plugin import Benchmark, BenchmarkInfo
-from .files import ALL_CATEGORIES, NAME, SERVED, SOURCES, WHEEL
+from ...core.plugin import BenchmarkInfo
+from .files import ALL_CATEGORIES, NAME, SERVED, SOURCES
 from .metrics import METRICS
 
 
@@ -41,11 +38,6 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
-def needed_files(options: Mapping[str, Any], data_dir: Path) -> list[tuple[str, RemoteFile]]:
-    """The wheel, when ``data_dir`` lacks it (downloaded on first use)."""
-    return [] if data_dir.joinpath(*WHEEL).is_file() else [(NAME, f) for f in SOURCES[NAME]]
-
-
 def _stats() -> dict[str, Any]:
     """``evals data stats bfcl``: entries, functions and answers per served category."""
     from .data import read_category
@@ -59,24 +51,12 @@ def _stats() -> dict[str, Any]:
     return out
 
 
-def _load(options: Mapping[str, Any]) -> Benchmark:
-    from .plugin import BfclBenchmark
-
-    return BfclBenchmark(INFO, options)
-
-
 INFO = BenchmarkInfo(
-    name=NAME,
+    name=NAME, plugin=".plugin:BfclBenchmark",
     description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
     "checker's rules (served: the single-turn non-live Python categories)",
-    strategies=("fc",),
-    default_strategy="fc",
-    load=_load,
-    options=OPTIONS,
-    metrics=METRICS,
-    data_sources=SOURCES,
-    needed_files=needed_files,
-    stats=_stats,
+    strategies=("fc",), options=OPTIONS, metrics=METRICS,
+    data_sources=SOURCES, stats=_stats,
     pass_metric="accuracy",
 )
 BENCHMARKS = (INFO,)

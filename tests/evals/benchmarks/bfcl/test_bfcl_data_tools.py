@@ -32,8 +32,8 @@ def test_the_pinned_wheel_is_read_category_by_category(bfcl_data):
     assert all(e.ground_truth is None for e in read_category("irrelevance"))
     assert len({e.id for e in load_entries()}) == 1240
     info = get_benchmark("bfcl")
-    assert info.needed_files is not None and info.needed_files({}, bfcl_data) == []
-    assert info.needed_files({}, bfcl_data / "elsewhere") == [("bfcl", SOURCES["bfcl"][0])]
+    assert info.missing_files({}, bfcl_data) == []  # needed files: its data sources (the wheel), where missing
+    assert info.missing_files({}, bfcl_data / "elsewhere") == [("bfcl", SOURCES["bfcl"][0])]
 
 
 def test_a_wheel_that_is_not_the_pinned_one_is_refused_naming_it(bfcl_wheel, tmp_path):
