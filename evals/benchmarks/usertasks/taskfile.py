@@ -29,7 +29,7 @@ from tool_specs import (
     load_yaml,
     pattern_groups,
 )
-from tool_specs.matching import argument_rules
+from tool_specs.argument_matching import argument_rules
 
 from .answers import answer_problem, normalize_answer_spec, oracle_answer
 
