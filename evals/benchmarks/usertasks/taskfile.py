@@ -66,7 +66,7 @@ class GoldCall:
     id: str
     name: str
     arguments: dict[str, Any]
-    match: dict[str, Any] = field(default_factory=dict)  # per-argument rules (tool_specs.matching.ARGUMENT_RULES)
+    match: dict[str, Any] = field(default_factory=dict)  # per-argument rules (tool_specs.argument_matching.ARGUMENT_RULES)
 
 
 @dataclass(frozen=True)
