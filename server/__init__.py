@@ -4,7 +4,7 @@ Modules, low to high: ``kg_tools`` (the KG as tools), ``names`` (prefix completi
 ``resources`` (what a benchmark offers besides tools), ``surface`` (resources, prompts, completions,
 logging and subscriptions as MCP handlers), ``middleware``, ``core`` (``ToolServer``: endpoints, sessions,
 ``tools/list`` and ``tools/call``), ``http_errors`` and ``http`` (the Starlette app, auth, uvicorn), ``stdio``,
-``upstream`` (another MCP server's tools, proxied) and ``recording`` (its responses recorded and replayed). Every
+``mcp_sources`` (MCP servers as the user names them), ``upstream`` (another MCP server's tools, proxied) and ``recording`` (its responses recorded and replayed). Every
 name in a module's ``__all__`` is re-exported here. The server imports no benchmark module and
 nothing from ``client`` or ``evals`` (``tests/test_architecture.py`` checks it).
 """
@@ -38,6 +38,7 @@ from .http import (
 from .http_errors import BareMCP, rpc_not_found
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
 from .loopback import bind_host, host_security, is_ip_literal, loopback_security
+from .mcp_sources import McpSource, McpSourceError, load_mcp_config, parse_mcp_server
 from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
@@ -54,16 +55,12 @@ from .surface import (
 )
 from .upstream import (
     UPSTREAM_UNAVAILABLE,
-    McpSource,
-    McpSourceError,
     ProxyExecutor,
     UpstreamConnection,
     UpstreamUnavailable,
     list_all_tools,
     listed_specs,
-    load_mcp_config,
     open_sources,
-    parse_mcp_server,
     result_from_mcp,
     tool_spec_of,
     upstream_specs,

@@ -33,9 +33,11 @@ from typing import Any
 from mcp import types
 
 from tool_specs import CallContext, DocumentError, ToolLike, ToolResult, ToolSpec, load_json
-from tool_specs.matching import Matcher, decide, normalize_arguments
+from tool_specs.argument_matching import normalize_arguments
+from tool_specs.matching import Matcher, decide
 
-from .upstream import McpSourceError, listed_specs
+from .mcp_sources import McpSourceError
+from .upstream import listed_specs
 
 __all__ = ["CallRecording", "RecordedExecutor", "Recording", "read_recording", "replay_specs"]
 

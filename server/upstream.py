@@ -1,6 +1,6 @@
 """Tools of another MCP server, served through ours: a stdio command or a streamable-HTTP URL.
 
-A :class:`McpSource` names a server the user already has. :class:`UpstreamConnection` starts it (or
+A :class:`~server.mcp_sources.McpSource` names a server the user already has. :class:`UpstreamConnection` starts it (or
 connects to it), lists its tools, and answers calls; :func:`upstream_specs` turns the listing into
 :class:`~tool_specs.ToolSpec` values whose executor (:class:`ProxyExecutor`) forwards each call, so
 every call is validated against the tool's schema, limited, traced and scored by our server exactly
@@ -20,8 +20,8 @@ that dies mid-run answers every later call with an error result whose text start
 connection error: the episode is recorded as errored and retryable, so rerunning the command
 resumes it).
 
-Sources are given as a command line or URL (:func:`parse_mcp_server`) or as the ``mcpServers``
-file assistants use (:func:`load_mcp_config`). Secrets stay in the environment: a bearer token is
+Sources are described in :mod:`server.mcp_sources` (a command line or URL, or the ``mcpServers``
+file assistants use). Secrets stay in the environment: a bearer token is
 read from the variable a source names, at connect time, and never written anywhere.
 """
 
@@ -31,14 +31,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
-import re
-import shlex
 import shutil
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mcp import types
@@ -46,30 +42,26 @@ from pydantic import ValidationError
 
 from tool_specs import (
     CallContext,
-    DocumentError,
     ToolLike,
     ToolResult,
     ToolSpec,
     listed_tool_problems,
-    load_json,
     redact_urls,
 )
+
+from .mcp_sources import McpSource, McpSourceError
 
 if TYPE_CHECKING:
     from mcp import Client
 
 __all__ = [
     "UPSTREAM_UNAVAILABLE",
-    "McpSource",
-    "McpSourceError",
     "ProxyExecutor",
     "UpstreamConnection",
     "UpstreamUnavailable",
     "list_all_tools",
     "listed_specs",
-    "load_mcp_config",
     "open_sources",
-    "parse_mcp_server",
     "result_from_mcp",
     "tool_spec_of",
     "upstream_specs",
@@ -85,8 +77,6 @@ _MAX_PROBLEMS_SHOWN = 10
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-
 
 async def list_all_tools(client: Client) -> list[types.Tool]:
     """Every tool of an MCP client session, following ``next_cursor`` pages (also the evaluation
@@ -100,69 +90,9 @@ async def list_all_tools(client: Client) -> list[types.Tool]:
         if not cursor:
             return tools
 
-class McpSourceError(ValueError):
-    """A tool source that is badly described or cannot be started; the message names it."""
-
 
 class UpstreamUnavailable(ConnectionRefusedError):
     """The MCP server behind a tool went away during the run (a connection error: retryable)."""
-
-
-@dataclass(frozen=True)
-class McpSource:
-    """An MCP server: ``command`` (+ ``args``, ``env``, ``cwd``) over stdio, or ``url`` (+ ``headers``
-    and a bearer token read from the variable ``token_env``) over streamable HTTP.
-
-    A stdio server inherits only the MCP SDK's safe subset of this process's environment (``PATH``,
-    ``HOME``...) plus ``env``, as assistant clients start them."""
-
-    name: str
-    command: str | None = None
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: Mapping[str, str] = field(default_factory=dict)
-    token_env: str | None = None
-    timeout: float = 60.0
-
-    def __post_init__(self) -> None:
-        if not _NAME_RE.match(self.name):
-            raise McpSourceError(f"MCP server name {self.name!r}: use 1-64 letters, digits, '_', '.' or '-'")
-        if (self.command is None) == (self.url is None):
-            raise McpSourceError(f"MCP server {self.name!r}: give exactly one of a command or a url")
-        if self.url is not None and not re.match(r"^https?://", self.url):
-            raise McpSourceError(f"MCP server {self.name!r}: url must start with http:// or https://, got {redact_urls(self.url)!r}")
-        if self.timeout <= 0:
-            raise McpSourceError(f"MCP server {self.name!r}: timeout must be positive")
-
-    def describe(self) -> str:
-        """The server as a user would recognise it (no secrets: headers and tokens are left out)."""
-        if self.url is not None:
-            return f"{self.name} ({redact_urls(self.url)})"
-        return f"{self.name} ({shlex.join([str(self.command), *self.args])})"
-
-
-def parse_mcp_server(text: str, *, token_env: str | None = None, name: str | None = None) -> McpSource:
-    """``--mcp-server``: an ``http(s)://`` URL, or a command line (``uvx mcp-server-time``); an
-    optional ``NAME=`` prefix names the source (default: the URL's host or the command's name)."""
-    text = text.strip()
-    m = re.match(r"^([A-Za-z0-9_.-]{1,64})=(.+)$", text)
-    if m and not re.match(r"^https?://", text):
-        name, text = m.group(1), m.group(2).strip()
-    if re.match(r"^https?://", text):
-        host = re.sub(r"^https?://", "", text).split("/")[0].split(":")[0]
-        return McpSource(name or re.sub(r"[^A-Za-z0-9_.-]", "_", host) or "remote", url=text, token_env=token_env)
-    try:
-        parts = shlex.split(text)
-    except ValueError as exc:
-        raise McpSourceError(f"--mcp-server {text!r}: {exc}") from None
-    if not parts:
-        raise McpSourceError("--mcp-server is empty: give a command line or an http(s) URL")
-    if token_env:
-        raise McpSourceError("--mcp-token-env goes with an http(s) --mcp-server URL, not a command")
-    default = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(parts[0]).name)[:64] or "stdio"
-    return McpSource(name or default, command=parts[0], args=tuple(parts[1:]))
 
 
 def find_command(source: McpSource) -> str:
@@ -183,57 +113,6 @@ def find_command(source: McpSource) -> str:
             f"MCP server {source.describe()}: command {command!r} not found on PATH or in {beside}; "
             f"install it into this environment (e.g. {os.path.join(beside, 'pip')} install PACKAGE) or give its full path")
     return found
-
-
-def _strings(value: Any, what: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        raise McpSourceError(f"{what} must be a mapping of strings to strings")
-    return dict(value)
-
-
-def load_mcp_config(path: str | Path) -> list[McpSource]:
-    """The servers of an ``mcpServers`` JSON file (the format assistant clients use)::
-
-        {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
-                        "mine": {"url": "https://host/mcp", "headers": {"X-Team": "a"},
-                                 "bearer_token_env": "MY_TOKEN"}}}
-    """
-    p = Path(path)
-    try:
-        data = load_json(p.read_text(encoding="utf-8"), p)
-    except OSError as exc:
-        raise McpSourceError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except DocumentError as exc:  # invalid JSON, a key twice, nested too deep: FILE:LINE
-        raise McpSourceError(str(exc)) from None
-    servers = data.get("mcpServers") if isinstance(data, Mapping) else None
-    if not isinstance(servers, Mapping) or not servers:
-        raise McpSourceError(f"{p}: expected {{\"mcpServers\": {{NAME: {{command|url, ...}}}}}} with at least one server")
-    out: list[McpSource] = []
-    allowed = {"command", "args", "env", "cwd", "url", "headers", "bearer_token_env", "timeout", "type"}
-    for name, entry in servers.items():
-        where = f"{p}: mcpServers.{name}"
-        if not isinstance(entry, Mapping):
-            raise McpSourceError(f"{where}: must be an object")
-        unknown = sorted(set(entry) - allowed)
-        if unknown:
-            raise McpSourceError(f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
-        args = entry.get("args", [])
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise McpSourceError(f"{where}.args must be a list of strings")
-        timeout = entry.get("timeout", 60.0)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise McpSourceError(f"{where}.timeout must be a number of seconds")
-        try:
-            out.append(McpSource(
-                str(name), command=entry.get("command"), args=tuple(args), env=_strings(entry.get("env"), f"{where}.env"),
-                cwd=entry.get("cwd"), url=entry.get("url"), headers=_strings(entry.get("headers"), f"{where}.headers"),
-                token_env=entry.get("bearer_token_env"), timeout=float(timeout),
-            ))
-        except McpSourceError as exc:
-            raise McpSourceError(f"{p}: {exc}") from None
-    return out
 
 
 def result_from_mcp(result: types.CallToolResult) -> ToolResult:

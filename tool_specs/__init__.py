@@ -8,13 +8,24 @@ placeholder and gold replay), call matching, and the ``Catalog`` protocol the se
 Modules, low to high (each imports only modules above it; ``tests/test_architecture.py`` checks it):
 ``errors``, ``names`` (did-you-mean hints), ``results`` (``ToolResult``, ``CallContext``),
 ``protocols`` (``ToolLike``, ``Executor``: what the generic parts need from a tool), ``schema``,
-``validation``, ``matching``, ``executors``, ``fair_queue`` (who gets the next sandbox worker),
+``validation``, ``argument_matching`` (are two calls' arguments the same), ``matching``, ``executors``, ``fair_queue`` (who gets the next sandbox worker),
 ``sandbox``, ``session_executors``, ``spec`` (``ToolSpec``), ``catalog``, ``loader``, ``spec_formats``
 (OpenAI function tools and BFCL function docs as spec files), ``variables`` (``${NAME}`` in task files). Every name in a module's ``__all__`` is
 re-exported here.
 Importing the package registers the ``sandbox``, ``placeholder`` and ``replay`` executor kinds.
 """
 
+from tool_specs.argument_matching import (
+    ARGUMENT_RULES,
+    MATCH_KEY,
+    argument_differences,
+    argument_rules,
+    describe_differences,
+    normalize_arguments,
+    normalize_value,
+    param_matches,
+    with_defaults,
+)
 from tool_specs.bounded_regex import (
     MAX_PATTERN_SIZE,
     REGEX_TIMEOUT,
@@ -54,8 +65,6 @@ from tool_specs.loader import (
     spec_from_mapping,
 )
 from tool_specs.matching import (
-    ARGUMENT_RULES,
-    MATCH_KEY,
     MATCHERS,
     AlignedPair,
     Alignment,
@@ -67,20 +76,13 @@ from tool_specs.matching import (
     RuleMatcher,
     align_calls,
     argument_cost,
-    argument_differences,
-    argument_rules,
     combined_cost,
     decide,
-    describe_differences,
     embedding_cost,
     name_cost,
-    normalize_arguments,
-    normalize_value,
-    param_matches,
     response_match,
     rule_match,
     text_cost,
-    with_defaults,
 )
 from tool_specs.names import (
     SHOWN_CHARS,

@@ -33,6 +33,7 @@ from client.adapters.errors import (
     stainless_error_details,
 )
 from client.adapters.names import DEFAULT_MAX_LEN, ToolNameMap, is_safe_name
+from client.lazy import LazyExports
 
 if TYPE_CHECKING:  # the SDKs take seconds to import: load them only when an adapter is built
     from client.adapters.anthropic_adapter import AnthropicAdapter
@@ -55,30 +56,12 @@ if TYPE_CHECKING:  # the SDKs take seconds to import: load them only when an ada
         make_vllm_adapter,
     )
 
-#: Names loaded on first use (``client.adapters.OpenAIAdapter``), by module: the provider SDKs and
-#: what is not needed to build an adapter from a spec (``tests/client/test_client_package.py`` keeps
-#: this in step with the modules' ``__all__``).
-_LAZY_NAMES: dict[str, tuple[str, ...]] = {
-    "anthropic_adapter": ("AnthropicAdapter",),
-    "caching": ("CACHE_FORMAT", "CachedModelResponse", "CachingAdapter", "is_cached"),
-    "openai_adapter": ("OpenAIAdapter", "unparsed_text_tool_calls"),
-    "oracle": ("OracleAdapter",),
-    "pricing": ("PRICES", "PRICES_ENV", "Price", "load_price_overrides", "price_for"),
-    "replay": ("ReplayAdapter",),
-    "vllm_adapter": (  # its __all__, in step (the test above): the lines differ so as not to repeat it
-        "CHAT_TEMPLATE_DIR", "INSTALL_HINT", "TOOL_CALL_MARKERS", "VLLMAdapter", "VLLMError",
-        "VLLMNotInstalledError", "VLLMStartError", "default_chat_template", "guess_tool_parser",
-        "is_cpu_build", "make_vllm_adapter",
-    ),
-}
-_LAZY = {name: f"{__name__}.{module}" for module, names in _LAZY_NAMES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+#: Names loaded on first use (``client.adapters.OpenAIAdapter``): each module's own ``__all__``
+#: (:mod:`client.lazy`), for the provider SDKs and what is not needed to build an adapter from a spec.
+_LAZY = LazyExports(__name__, (
+    "anthropic_adapter", "caching", "openai_adapter", "oracle", "pricing", "replay", "vllm_adapter",
+))
+__getattr__ = _LAZY.attribute
 
 
 __all__ = [

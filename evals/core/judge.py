@@ -16,16 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tool_specs.matching import (
-    MATCHERS,
-    MatchDecision,
-    normalize_arguments,
-    normalize_value,
-    param_matches,
-    response_match,
-    rule_match,
-    with_defaults,
-)
+from tool_specs.argument_matching import normalize_arguments, normalize_value, param_matches, with_defaults
+from tool_specs.matching import MATCHERS, MatchDecision, response_match, rule_match
 
 if TYPE_CHECKING:
     from client.adapters.base import ModelAdapter

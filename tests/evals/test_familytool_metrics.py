@@ -18,7 +18,8 @@ from evals.core.judge import LLMJudge, parse_judgement
 from evals.core.metrics import summary_blocks
 from evals.core.registry import load_benchmark
 from evals.core.scoring import ScoreContext
-from tool_specs.matching import normalize_arguments, param_matches, response_match, rule_match
+from tool_specs.argument_matching import normalize_arguments, param_matches
+from tool_specs.matching import response_match, rule_match
 
 A = "KGMTUbench_0"  # Bob -> mother Alice -> prefer_dinnertime dinnertime_0002; cancel_alarm(label=dinnertime_0002)
 B = "KGMTUbench_203"  # Alice -> son Bob -> prefer_travel_city travel_city_0000; BookHouse(where_to, check_in, check_out)

@@ -21,8 +21,8 @@ from mcp import Client
 from evals.benchmarks.usertasks.taskfile import TaskFileError, load_task_file
 from evals.core.options import OptionError, load_config_file
 from server import BenchmarkMount, ToolServer, create_app, load_mcp_config, serve_in_background
+from server.mcp_sources import McpSourceError
 from server.recording import read_recording
-from server.upstream import McpSourceError
 from tool_specs import MAX_FILE_DEPTH, SpecLoadError, StaticCatalog, load_spec_file, load_tool_file
 
 REPO = Path(__file__).resolve().parents[2]

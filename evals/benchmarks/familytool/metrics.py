@@ -193,7 +193,7 @@ def tool_scores(
     name_ok = float(pred["name"] == gold.name)
     # a parameter counts only as a parameter of the gold tool: a wrong tool gets no value right
     # imported on use: the registry imports this module for `evals --help`
-    from tool_specs.matching import param_matches
+    from tool_specs.argument_matching import param_matches
 
     strict_values = sum(param_matches(pred.get("arguments"), gold.arguments, schema).values()) if name_ok else 0
     return {

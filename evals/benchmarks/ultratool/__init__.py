@@ -11,8 +11,10 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``tasks``: the task files (and the two approximations built from ``test.json``), the prompts;
 * ``tools``: tool usage's toolsets as live MCP tools (simulated results);
 * ``view``: an episode in ``evals view`` (gold steps beside predicted, or the gold answer beside the final one);
+* ``predictions``: the published runs' prediction files read into traces, record by record as the
+  official loops read them (the ``ultratool-official`` format's reader);
 * ``plugin``: the ``evals run`` plugin (strategies ``paper`` and ``agent``), scoring, the
-  ``ultratool-official`` prediction format;
+  ``ultratool-official`` prediction format (its writer; its reader is ``predictions``);
 * ``paper_numbers.yaml``: the paper's main table (Chinese-dataset and English-dataset rows; a run is
   compared with its ``--language``'s rows only).
 

@@ -38,15 +38,8 @@ from dataclasses import replace
 from typing import Any
 
 from tool_specs import RegexTimeout
-from tool_specs.matching import (
-    MATCH_KEY,
-    MatchDecision,
-    Matcher,
-    align_calls,
-    argument_cost,
-    decide,
-    param_matches,
-)
+from tool_specs.argument_matching import MATCH_KEY, param_matches
+from tool_specs.matching import MatchDecision, Matcher, align_calls, argument_cost, decide
 
 from ...core.context import ScoreContext
 from ...core.metrics import TaskScore

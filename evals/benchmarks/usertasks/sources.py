@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from server import KGConfig, kg_tools
+from server.mcp_sources import McpSource, load_mcp_config, parse_mcp_server
 from server.recording import CallRecording, read_recording, replay_specs
-from server.upstream import McpSource, load_mcp_config, open_sources, parse_mcp_server
+from server.upstream import open_sources
 from tool_specs import SpecLoadError, ToolSpec, UndefinedVariable, expand_variables, load_tool_dir
 
 __all__ = ["mcp_sources", "open_tools", "spec_file_tools"]

@@ -29,7 +29,7 @@ from tool_specs import (
     load_yaml,
     pattern_groups,
 )
-from tool_specs.matching import argument_rules
+from tool_specs.argument_matching import argument_rules
 
 from .answers import answer_problem, normalize_answer_spec, oracle_answer
 
@@ -66,7 +66,7 @@ class GoldCall:
     id: str
     name: str
     arguments: dict[str, Any]
-    match: dict[str, Any] = field(default_factory=dict)  # per-argument rules (tool_specs.matching.ARGUMENT_RULES)
+    match: dict[str, Any] = field(default_factory=dict)  # per-argument rules (tool_specs.argument_matching.ARGUMENT_RULES)
 
 
 @dataclass(frozen=True)

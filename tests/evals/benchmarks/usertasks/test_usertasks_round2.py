@@ -14,7 +14,8 @@ import pytest
 
 from evals.benchmarks.usertasks.taskfile import load_task_file
 from evals.cli import main
-from tool_specs.matching import RuleMatcher, argument_cost, decide, param_matches
+from tool_specs.argument_matching import param_matches
+from tool_specs.matching import RuleMatcher, argument_cost, decide
 
 LOG_SCHEMA = {"type": "object", "properties": {"repo_path": {"type": "string"}, "max_count": {"type": "integer", "default": 10},
                                                "ratio": {"type": "number"}, "who": {"type": "string"}}}
