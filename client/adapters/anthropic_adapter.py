@@ -18,36 +18,20 @@ from typing import Any
 
 import anthropic
 
+from client import messages as msg
 from client.adapters.base import GenerateParams, SDKAdapter
 from client.adapters.errors import ErrorDetails, ModelError, stainless_error_details
 from client.adapters.names import ToolNameMap
-from client.messages import (
-    STOP_CONTEXT_LENGTH,
-    STOP_END_TURN,
-    STOP_MAX_TOKENS,
-    STOP_REFUSAL,
-    STOP_TOOL_CALLS,
-    AssistantMessage,
-    Message,
-    ModelResponse,
-    SystemMessage,
-    ToolCall,
-    ToolChoice,
-    ToolDef,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
 
 __all__ = ["AnthropicAdapter"]
 
 _STOP_REASONS = {
-    "end_turn": STOP_END_TURN,
-    "stop_sequence": STOP_END_TURN,
-    "tool_use": STOP_TOOL_CALLS,
-    "max_tokens": STOP_MAX_TOKENS,
-    "refusal": STOP_REFUSAL,
-    "model_context_window_exceeded": STOP_CONTEXT_LENGTH,
+    "end_turn": msg.STOP_END_TURN,
+    "stop_sequence": msg.STOP_END_TURN,
+    "tool_use": msg.STOP_TOOL_CALLS,
+    "max_tokens": msg.STOP_MAX_TOKENS,
+    "refusal": msg.STOP_REFUSAL,
+    "model_context_window_exceeded": msg.STOP_CONTEXT_LENGTH,
 }
 _SDK_KWARGS = {"model", "max_tokens", "messages", "system", "tools", "tool_choice", "thinking"}
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -126,14 +110,14 @@ class AnthropicAdapter(SDKAdapter):
     # ------------------------------------------------------------------ request
 
     def request_body(
-        self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice, forced: str | None,
+        self, messages: list[msg.Message], tools: list[msg.ToolDef], tool_choice: msg.ToolChoice, forced: str | None,
         names: ToolNameMap, params: GenerateParams,
     ) -> dict[str, Any]:
         """The request body; raises :class:`ModelError` (kind ``bad_request``) for combinations the API rejects."""
         temperature = params.temperature
         limit = params.max_tokens if params.max_tokens is not None else self.max_tokens
         body: dict[str, Any] = {"model": self.model, "max_tokens": limit}
-        system = "\n\n".join(m.text for m in messages if isinstance(m, SystemMessage) and m.text)
+        system = "\n\n".join(m.text for m in messages if isinstance(m, msg.SystemMessage) and m.text)
         if system:
             body["system"] = system
         body["messages"] = self._convert_messages(messages, names)
@@ -153,7 +137,7 @@ class AnthropicAdapter(SDKAdapter):
             body["temperature"] = temperature
         return body
 
-    def _check_thinking(self, tool_choice: ToolChoice, max_tokens: int, temperature: float | None) -> None:
+    def _check_thinking(self, tool_choice: msg.ToolChoice, max_tokens: int, temperature: float | None) -> None:
         assert self.thinking is not None
         if self.thinking.get("type") == "disabled":
             return
@@ -176,7 +160,7 @@ class AnthropicAdapter(SDKAdapter):
             )
 
     @staticmethod
-    def _tool(tool: ToolDef, names: ToolNameMap) -> dict[str, Any]:
+    def _tool(tool: msg.ToolDef, names: ToolNameMap) -> dict[str, Any]:
         spec: dict[str, Any] = {
             "name": names.to_safe(tool.name),
             "input_schema": tool.input_schema or {"type": "object", "properties": {}},
@@ -185,7 +169,7 @@ class AnthropicAdapter(SDKAdapter):
             spec["description"] = tool.description
         return spec
 
-    def _convert_messages(self, messages: list[Message], names: ToolNameMap) -> list[dict[str, Any]]:
+    def _convert_messages(self, messages: list[msg.Message], names: ToolNameMap) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
 
         def push(role: str, blocks: list[dict[str, Any]]) -> None:
@@ -197,25 +181,25 @@ class AnthropicAdapter(SDKAdapter):
                 out.append({"role": role, "content": blocks})
 
         for m in messages:
-            if isinstance(m, SystemMessage):
+            if isinstance(m, msg.SystemMessage):
                 continue
-            if isinstance(m, UserMessage):
+            if isinstance(m, msg.UserMessage):
                 push("user", [{"type": "text", "text": m.text}] if m.text else [])
-            elif isinstance(m, ToolResultMessage):
+            elif isinstance(m, msg.ToolResultMessage):
                 block: dict[str, Any] = {"type": "tool_result", "tool_use_id": _safe_id(m.tool_call_id)}
                 if m.content:
                     block["content"] = m.content
                 if m.is_error:
                     block["is_error"] = True
                 push("user", [block])
-            elif isinstance(m, AssistantMessage):
+            elif isinstance(m, msg.AssistantMessage):
                 push("assistant", self._assistant_blocks(m, names))
             else:  # pragma: no cover - defensive
                 raise TypeError(f"unsupported message type {type(m).__name__}")
         return out
 
     @staticmethod
-    def _assistant_blocks(m: AssistantMessage, names: ToolNameMap) -> list[dict[str, Any]]:
+    def _assistant_blocks(m: msg.AssistantMessage, names: ToolNameMap) -> list[dict[str, Any]]:
         if m.provider_blocks:
             # Verbatim, except that tool names follow the current name map and ids are made valid.
             by_id = {tc.id: tc for tc in m.tool_calls}
@@ -260,7 +244,7 @@ class AnthropicAdapter(SDKAdapter):
             ),
         )
 
-    def parse_response(self, message: Any, names: ToolNameMap, latency_s: float = 0.0) -> ModelResponse:
+    def parse_response(self, message: Any, names: ToolNameMap, latency_s: float = 0.0) -> msg.ModelResponse:
         """Turn a ``Message`` (or its JSON dict) into a :class:`ModelResponse`."""
         raw: Any = message.to_dict(mode="json") if hasattr(message, "to_dict") else message
         if not isinstance(raw, dict) or not isinstance(raw.get("content"), list):
@@ -272,7 +256,7 @@ class AnthropicAdapter(SDKAdapter):
             )
         texts: list[str] = []
         thoughts: list[str] = []
-        tool_calls: list[ToolCall] = []
+        tool_calls: list[msg.ToolCall] = []
         keep_blocks = False
         for block in raw["content"]:
             kind = block.get("type") if isinstance(block, dict) else None
@@ -288,9 +272,9 @@ class AnthropicAdapter(SDKAdapter):
 
         stop = raw.get("stop_reason")
         stop_reason = (
-            _STOP_REASONS.get(stop, str(stop)) if stop else (STOP_TOOL_CALLS if tool_calls else STOP_END_TURN)
+            _STOP_REASONS.get(stop, str(stop)) if stop else (msg.STOP_TOOL_CALLS if tool_calls else msg.STOP_END_TURN)
         )
-        return ModelResponse(
+        return msg.ModelResponse(
             text="".join(texts) or None,
             tool_calls=tool_calls,
             reasoning="\n\n".join(t for t in thoughts if t) or None,
@@ -304,16 +288,16 @@ class AnthropicAdapter(SDKAdapter):
         )
 
     @staticmethod
-    def _tool_call(block: dict[str, Any], names: ToolNameMap) -> ToolCall:
+    def _tool_call(block: dict[str, Any], names: ToolNameMap) -> msg.ToolCall:
         call_id = str(block.get("id") or "")
         name = names.to_original(str(block.get("name") or ""))
         data = block.get("input")
         raw = json.dumps(data, ensure_ascii=False)
         if isinstance(data, dict):
-            return ToolCall(call_id, name, data, raw)
+            return msg.ToolCall(call_id, name, data, raw)
         if isinstance(data, str):  # not what the API does, but a proxy might pass a string through
-            return ToolCall.from_raw(call_id, name, data)
-        return ToolCall(call_id, name, None, raw, f"tool input must be a JSON object, got {raw[:100]}")
+            return msg.ToolCall.from_raw(call_id, name, data)
+        return msg.ToolCall(call_id, name, None, raw, f"tool input must be a JSON object, got {raw[:100]}")
 
 
 def _int(value: Any) -> int:
@@ -323,13 +307,13 @@ def _int(value: Any) -> int:
         return 0
 
 
-def _usage(usage: Any) -> Usage:
+def _usage(usage: Any) -> msg.Usage:
     if not isinstance(usage, dict):
-        return Usage()
+        return msg.Usage()
     cache_read = _int(usage.get("cache_read_input_tokens"))
     cache_write = _int(usage.get("cache_creation_input_tokens"))
     details = usage.get("output_tokens_details") or {}
-    return Usage(
+    return msg.Usage(
         input_tokens=_int(usage.get("input_tokens")) + cache_read + cache_write,
         output_tokens=_int(usage.get("output_tokens")),
         reasoning_tokens=_int(details.get("thinking_tokens")) if isinstance(details, dict) else 0,
