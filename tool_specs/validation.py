@@ -40,6 +40,7 @@ from tool_specs._problems import (
     problems_from_error,
     short_repr,
 )
+from tool_specs._schema_patterns import BoundedValidator
 from tool_specs._schema_refs import NO_RETRIEVAL, nonlocal_ref_message, nonlocal_refs
 from tool_specs.protocols import Policy, ToolLike
 from tool_specs.schema import _META_VALIDATOR, is_normalized_json
@@ -230,12 +231,12 @@ def _compiled(schema_json: str) -> Draft202012Validator:
         check_schema(schema)
         for where, ref in nonlocal_refs(schema):
             raise SchemaError(nonlocal_ref_message(str(where[-1]), ref))
-    return Draft202012Validator(_close_objects(schema), registry=NO_RETRIEVAL)
+    return BoundedValidator(_close_objects(schema), registry=NO_RETRIEVAL)  # type: ignore[no-any-return]
 
 
 @lru_cache(maxsize=4096)
 def _plain(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_json), registry=NO_RETRIEVAL)
+    return BoundedValidator(json.loads(schema_json), registry=NO_RETRIEVAL)  # type: ignore[no-any-return]
 
 
 def schema_validator(schema: Mapping[str, Any] | bool) -> Draft202012Validator:

@@ -238,3 +238,54 @@ def test_a_pattern_too_deep_or_too_large_is_refused_at_its_line(tmp_path: Path, 
         load_task_file(path)
     (problem,) = err.value.problems
     assert problem.startswith(f"{path}:{5 if where == 'answer' else 7}: ") and what in problem, problem
+
+
+# ---- item 4: a regex in a tool's schema, matched against what a model sends -----------------------------
+SPEC_SERVER = """
+import asyncio, sys
+from pathlib import Path
+from server import BenchmarkMount, ToolServer, create_app, serve_in_background
+from tool_specs import StaticCatalog, load_tool_file
+async def main():
+    specs = load_tool_file(Path({spec!r}))
+    async with serve_in_background(create_app(ToolServer([BenchmarkMount(StaticCatalog("custom", {{"t": specs}}))]),
+                                              json_response=True)) as url:
+        print(url, flush=True)
+        await asyncio.Event().wait()
+asyncio.run(main())
+"""
+
+
+async def test_a_backtracking_pattern_in_a_tool_schema_is_an_error_result_not_a_hung_server(tmp_path: Path) -> None:
+    """A spec file's ``pattern`` / ``patternProperties`` (``^(a|aa)+$``) against sixty ``a`` and a ``b``:
+    under jsonschema's own keywords (Python's ``re``) the server's event loop was held for hours. Now
+    the search gives up after its time limit: an ``isError`` result naming the pattern, and the server
+    answers the next call. The server runs in a child process so that a hang fails the test's wait."""
+    import asyncio
+
+    spec = tmp_path / "tools.json"
+    spec.write_text(json.dumps([
+        {"name": "echo", "input_schema": {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a|aa)+$"}}}},
+        {"name": "keys", "input_schema": {"type": "object", "patternProperties": {"^(a|aa)+$": {"type": "integer"}},
+                                          "additionalProperties": False}},
+    ]))
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", SPEC_SERVER.format(spec=str(spec))], stdout=subprocess.PIPE, text=True,
+                            env=env, cwd=REPO)
+    try:
+        line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), WAIT)  # type: ignore[union-attr]
+        assert line.startswith("http://"), line
+        async with Client(line.strip() + "/mcp/custom") as client:
+            evil = "a" * 60 + "b"
+            slow = await asyncio.wait_for(client.call_tool("echo", {"s": evil}), WAIT)
+            assert slow.is_error and "time limit" in slow.content[0].text, slow.content  # type: ignore[union-attr]
+            keyed = await asyncio.wait_for(client.call_tool("keys", {evil: 1}), WAIT)
+            assert keyed.is_error and "time limit" in keyed.content[0].text, keyed.content  # type: ignore[union-attr]
+            fine = await asyncio.wait_for(client.call_tool("echo", {"s": "aaaa"}), WAIT)  # the server goes on
+            assert not fine.is_error
+            plain = await asyncio.wait_for(client.call_tool("echo", {"s": "b"}), WAIT)  # an ordinary mismatch
+            assert plain.is_error and "time limit" not in plain.content[0].text  # type: ignore[union-attr]
+            assert not (await asyncio.wait_for(client.call_tool("keys", {"aaa": 2}), WAIT)).is_error
+    finally:
+        proc.kill()
+        proc.wait(WAIT)
