@@ -9,7 +9,6 @@ imported or run here.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import zipfile
 from dataclasses import dataclass
@@ -45,18 +44,12 @@ class BfclEntry:
         return "\n".join(str(m.get("content", "")) for m in self.messages if m.get("role") == "user")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 @functools.cache
 def _checked(path: Path, size: int, mtime_ns: int) -> None:  # once per file version
+    from ...core.fetch import sha256_of  # the checksum `evals data fetch` checks the wheel with
+
     expected = SOURCES[WHEEL[0]][0].sha256
-    got = _sha256(path)
+    got = sha256_of(path)
     if got != expected:
         raise WheelError(f"{path}: sha256 {got} is not the pinned bfcl-eval wheel's ({expected}); "
                          f"remove it and run `evals data fetch {WHEEL[0]}`")

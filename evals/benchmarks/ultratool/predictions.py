@@ -88,6 +88,20 @@ def _official_answer(row: Mapping[str, Any]) -> tuple[Any, str]:
     return init[0], ""
 
 
+#: ``(quirk, what the warning says, whether it shows the line each record was read from)``, in the
+#: order the warnings are given
+_QUIRK_WARNINGS: tuple[tuple[str, str, bool], ...] = (
+    ("previous", "the answer is a JSON dict, null or number, not text: the official code keeps the previous "
+     "record's reading for it (an empty list after an unreadable one), and so is it scored here", True),
+    ("list", "the answer is a JSON list of steps, not text: scored as it is, without the text rewrites, as the "
+     "official code does (an empty list after an unreadable record)", False),
+    ("carried", "the answer is empty once cleaned: the official parser reads it from the previous record's last "
+     "repair text (a variable it reuses), and so is it scored here", True),
+    ("expression", "a repair candidate is a Python expression that is not a literal (e.g. 3*2): the official code "
+     "eval()s it and may read a value from it; this project reads literals only (ast.literal_eval)", False),
+)
+
+
 def _read_answers(path: Path, task: str, rows: Sequence[tuple[int, Mapping[str, Any]]], records: Sequence[Record | None],
                   open_model: bool) -> tuple[list[dict[str, Any]], list[str]]:
     """Each row's extra outcome fields (how the official loop reads it, where that is not the answer read
@@ -97,7 +111,7 @@ def _read_answers(path: Path, task: str, rows: Sequence[tuple[int, Mapping[str, 
     answers = [_official_answer(row) for _, row in rows]
     readings = read_file([a for a, _ in answers], kind, multiple_lists=open_model)
     extra: list[dict[str, Any]] = []
-    found: dict[str, list[int]] = {"previous": [], "list": [], "carried": [], "expression": []}
+    found: dict[str, list[int]] = {quirk: [] for quirk, _, _ in _QUIRK_WARNINGS}
     stops: list[tuple[int, str]] = []
     for (n, _), (answer, missing), reading, record in zip(rows, answers, readings, records, strict=True):
         fields: dict[str, Any] = {}
@@ -122,26 +136,9 @@ def _read_answers(path: Path, task: str, rows: Sequence[tuple[int, Mapping[str, 
         return f" (line<-line read: {', '.join(pairs)})" if pairs else ""
 
     warnings = []
-    if found["previous"]:
-        ns = found["previous"]
-        warnings.append(f"{path}: {_lines(ns)} ({_records(len(ns))}): the answer is a JSON dict, null or number, "
-                        "not text: the official code keeps the previous record's reading for it (an empty list after "
-                        f"an unreadable one), and so is it scored here{before('previous')}")
-    if found["list"]:
-        ns = found["list"]
-        warnings.append(f"{path}: {_lines(ns)} ({_records(len(ns))}): the answer is a JSON list of steps, not text: "
-                        "scored as it is, without the text rewrites, as the official code does (an empty list after "
-                        "an unreadable record)")
-    if found["carried"]:
-        ns = found["carried"]
-        warnings.append(f"{path}: {_lines(ns)} ({_records(len(ns))}): the answer is empty once cleaned: the official "
-                        "parser reads it from the previous record's last repair text (a variable it reuses), and so "
-                        f"is it scored here{before('carried')}")
-    if found["expression"]:
-        ns = found["expression"]
-        warnings.append(f"{path}: {_lines(ns)} ({_records(len(ns))}): a repair candidate is a Python expression that "
-                        "is not a literal (e.g. 3*2): the official code eval()s it and may read a value from it; "
-                        "this project reads literals only (ast.literal_eval)")
+    for quirk, text, shows_source in _QUIRK_WARNINGS:
+        if ns := found[quirk]:
+            warnings.append(f"{path}: {_lines(ns)} ({_records(len(ns))}): {text}{before(quirk) if shows_source else ''}")
     if stops:
         first_n, first = stops[0]
         warnings.append(f"{path}: {_lines([n for n, _ in stops])} ({_records(len(stops))}): the official script stops "
