@@ -45,7 +45,8 @@ async def connect(
     ``Authorization: Bearer`` header for servers bound to a public address.
 
     Many sessions should share one ``http_client`` (see :func:`make_http_client`): building an HTTP
-    client loads the TLS trust store, which costs tens of milliseconds each time.
+    client loads the TLS trust store, which costs tens of milliseconds each time. Such a client
+    carries its own token and headers; passing ``token`` or ``headers`` beside it is an error.
 
     ``discovery_key`` (with a shared ``http_client``) names the *server* behind ``target``, e.g. its
     base URL: the first session to that key asks the server for its ``server/discover`` result, and
@@ -58,6 +59,9 @@ async def connect(
     give it only to sessions whose servers answer ``server/discover`` alike (the low-level servers
     of one :class:`server.ToolServer`, which differ only in their endpoint).
     """
+    if http_client is not None and (token or headers):
+        # a shared client carries its own headers: silently sending none of these would be worse
+        raise ValueError("connect(): token and headers go to make_http_client() when an http_client is given")
     if isinstance(target, str):
         async with contextlib.AsyncExitStack() as stack:
             if http_client is None:
