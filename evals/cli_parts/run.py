@@ -165,7 +165,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_INCOMPLETE
     table = summary_table(summary)
     table.add_row("tokens (this call)", str(result.tokens), "", "")
-    table.add_row("cost USD (this call)", f"{result.cost_usd:.4f}", "", "")
+    from ..core.scoring import cost_text
+
+    model_totals = (summary.get("totals") or {}).get("model") or {}
+    table.add_row("cost USD (this call)", cost_text({**model_totals, "cost_usd": result.cost_usd}), "", "")
     print_summary(Console(stderr=args.json), summary, table)
     err.print(redacted(result.describe()), markup=False, highlight=False)
     err.print(f"run directory: {summary['run_dir']}", markup=False, highlight=False)

@@ -97,8 +97,10 @@ def summary_table(summary: Mapping[str, Any]) -> Table:
             table.add_row(key, str(value), "", over)
     judge = (summary.get("totals") or {}).get("judge") or {}
     if judge.get("decisions") or judge.get("missing"):
+        from ..core.scoring import cost_text
+
         table.add_row("judge decisions (asked now)", f"{judge['decisions']} ({judge['asked']})", "", "")
-        table.add_row("judge cost USD", f"{judge.get('cost_usd', 0.0):.4f}", "", "")
+        table.add_row("judge cost USD", cost_text(judge), "", "")
         if judge.get("missing"):
             table.add_row("[yellow]judge decisions missing[/] (pass --judge)", str(judge["missing"]), "", "")
     return table

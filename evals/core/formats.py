@@ -106,7 +106,7 @@ def imported_trace(
         "status": "completed" if done else "errored",
         "final_answer": final_answer,
         "error": None if done else {"type": "NoPrediction", "message": "no prediction for this task", "retryable": False},
-        "totals": {},
+        "totals": {"cost_known": False},  # the external run's cost is not known here (not 0)
         "outcome": dict(outcome) if outcome is not None else None,
         "events": [],
         "imported_from": source,

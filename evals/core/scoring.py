@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .plugin import Benchmark
 
-__all__ = ["SCORES_FILE", "SUMMARY_SCHEMA", "SUMMARY_SCHEMA_VERSION", "ScoreContext", "build_summary", "read_scores",
+__all__ = ["SCORES_FILE", "SUMMARY_SCHEMA", "SUMMARY_SCHEMA_VERSION", "ScoreContext", "build_summary", "cost_text", "read_scores",
            "score_run", "summarize"]
 
 SCORES_FILE = "scores.jsonl"
@@ -106,7 +106,7 @@ async def score_run(
 
     results = await asyncio.gather(*(one(k, t) for k, t in keys))
     lines = []
-    judge_totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"decisions": 0, "asked": 0, "missing": 0}
+    judge_totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"decisions": 0, "asked": 0, "missing": 0, "cost_known": True}
     for (task_id, _), (score, ctx) in zip(keys, results, strict=True):
         trace = traces.get(task_id) or {}
         lines.append(json.dumps({"task_id": task_id, "episode_id": trace.get("episode_id"), "score": score.to_dict(),
@@ -115,6 +115,8 @@ async def score_run(
         for d in ctx.decisions:
             judge_totals["decisions"] += 1
             judge_totals["asked"] += not d.get("reused") and not d.get("cached")
+            if d.get("cost_usd") is None and not d.get("reused") and not d.get("cached"):
+                judge_totals["cost_known"] = False  # a judge without a price: the sum would understate it
             for key in _TOTAL_KEYS:
                 judge_totals[key] += float(d.get(key) or 0)
     _write_atomic(run_dir.path / SCORES_FILE, lines)
@@ -155,12 +157,22 @@ def build_summary(
 
 
 def _model_totals(traces: Mapping[str, Mapping[str, Any]], task_ids: Sequence[str]) -> dict[str, Any]:
-    totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"turns": 0}
+    totals: dict[str, Any] = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"turns": 0, "cost_known": True}
     for tid in task_ids:
         t = (traces.get(tid) or {}).get("totals") or {}
         for key in (*_TOTAL_KEYS, "turns"):
             totals[key] += t.get(key) or 0
+        totals["cost_known"] = totals["cost_known"] and t.get("cost_known") is not False
     return totals
+
+
+def cost_text(part: Mapping[str, Any] | None, digits: int = 4) -> str:
+    """A summary total's cost in USD (``totals.model`` or ``totals.judge``), or ``unknown`` when a
+    call had no price (``cost_known`` false: the sum of the priced calls would understate it)."""
+    part = part or {}
+    if part.get("cost_known") is False or not isinstance(part.get("cost_usd"), int | float):
+        return "unknown"
+    return f"{float(part['cost_usd']):.{digits}f}"
 
 
 def _error_brief(trace: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -239,11 +239,13 @@ _COST_ROWS = (
 )
 
 
-def _cost_cell(key: str, value: Any) -> str:
+def _cost_cell(key: str, value: Any, part: Mapping[str, Any]) -> str:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return DASH
     if key == "cost_usd":
-        return f"{value:.4f}"
+        from ..core.scoring import cost_text
+
+        return cost_text(part)
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
@@ -253,7 +255,7 @@ def _cost_table(summaries: Sequence[Mapping[str, Any]], labels: list[str]) -> Ta
     for part, key, name in _COST_ROWS:
         values = [(t.get(part) or {}).get(key) for t in totals]
         if any(v is not None for v in values):
-            rows.append([name] + [_cost_cell(key, v) for v in values])
+            rows.append([name] + [_cost_cell(key, v, t.get(part) or {}) for v, t in zip(values, totals, strict=True)])
     if not rows:
         return None
     return Table("Tokens and cost", ["", *labels], rows,

@@ -110,6 +110,7 @@ def test_cli_scores_external_predictions_and_exports_them(tmp_path: Path, data_d
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["strategy"] == "kgetool" and summary["model"] == "fixture:kg_links"
+    assert summary["totals"]["model"]["cost_known"] is False  # the external run's cost: unknown, not 0
     assert summary["metrics"]["kg_f1"] == round(100 * official["kg"]["ratios"]["f1"], 2)
     assert json.loads((tmp_path / "run" / "config.json").read_text())["imported"]["format"] == "familytool-official"
     proc = _cli("export", str(tmp_path / "run"), "--format", "familytool-official", "-o", str(tmp_path / "out"), "--json")

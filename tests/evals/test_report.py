@@ -566,3 +566,11 @@ def test_the_report_package_names_no_benchmark():
         text = path.read_text().lower()
         found = sorted(w for w in forbidden if re.search(rf"(?<![a-z0-9_]){re.escape(w.lower())}(?![a-z0-9_])", text))
         assert not found, f"{path.name} names {found}"
+
+
+def test_a_model_or_judge_without_a_price_costs_unknown_not_zero():
+    run = _with_stats()
+    run["totals"] = {"model": {**run["totals"]["model"], "cost_usd": 0.0, "cost_known": False},
+                     "judge": {**run["totals"]["judge"], "cost_usd": 0.01, "cost_known": False}}
+    cost = {r[0]: r[1:] for r in _table(render_markdown([run, _with_stats()]), "Tokens and cost")[1:]}
+    assert cost["model cost (USD)"] == ["unknown", "1.2345"] and cost["judge cost (USD)"] == ["unknown", "0.0567"]

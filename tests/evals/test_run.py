@@ -198,7 +198,12 @@ def test_cache_makes_a_rerun_free_and_identical(data_dir, tmp_path):
                           "--run-dir", str(tmp_path / run), "--no-progress", "--json")
             assert proc.returncode == 0, proc.stderr[-3000:]
             out.append((json.loads(proc.stdout.strip().splitlines()[-1]), len(server.openai.requests)))
+            cost = [line for line in proc.stderr.splitlines() if "cost USD" in line][0].split()
+            # "m" has no price: its cost is unknown, not the 0.0 that the priced calls sum to; a rerun
+            # answered from the cache is free
+            assert ("unknown" if run == "a" else "0.0000") in cost
     (first, n1), (second, n2) = out
+    assert first["totals"]["model"]["cost_known"] is False and second["totals"]["model"]["cost_known"] is True
     assert n1 == 4 and n2 == 4  # the second run asked the provider nothing
     assert first["metrics"] == second["metrics"] and first["metrics"]["tool_em"] == 100.0
     traces = [json.loads(line) for line in open(tmp_path / "b" / "traces.jsonl")]
