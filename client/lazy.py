@@ -47,7 +47,9 @@ class LazyExports:
     """The public names of ``package``'s ``modules`` (submodule names, relative to ``package``), each
     imported from its module on first use. ``names`` is the package's ``__all__`` (in module order);
     ``attribute`` its module-level ``__getattr__``. A name that two modules export (one re-exports the
-    other's object) comes from the first module listed."""
+    other's object) comes from the first module listed. A name may not be a module's name as well:
+    once ``package.<name>`` is imported, Python sets the package's attribute to the module, so what
+    ``from package import name`` gives would depend on what was imported before."""
 
     def __init__(self, package: str, modules: Sequence[str]) -> None:
         spec = importlib.util.find_spec(package)
@@ -60,6 +62,9 @@ class LazyExports:
             path = folder / f"{module}.py"
             for name in declared_all(path if path.is_file() else folder / module / "__init__.py"):
                 self.home.setdefault(name, module)
+        clash = sorted(set(self.home) & {p.stem for p in folder.glob("*.py")} | set(self.home) & set(modules))
+        if clash:
+            raise ValueError(f"{package}: {', '.join(clash)} is both an exported name and a module of the package")
         self.names = list(self.home)
 
     def attribute(self, name: str) -> Any:

@@ -82,7 +82,7 @@ def cmd_view(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from .leaderboard import leaderboard, render_leaderboard
+    from .leaderboard import leaderboard_groups, render_leaderboard
     from .site import Site
 
     try:
@@ -91,7 +91,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         return _error(str(exc))
     if not _warn_damaged(site):
         return 2
-    text = render_leaderboard(leaderboard(list(site.views.values())), args.format, damaged=site.damaged)
+    text = render_leaderboard(leaderboard_groups(list(site.views.values())), args.format, damaged=site.damaged)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             f.write(text)

@@ -22,7 +22,7 @@ from ..report.paper import setting_key
 from .jsonsafe import dumps_finite
 from .runs import RunView
 
-__all__ = ["leaderboard", "render_leaderboard"]
+__all__ = ["leaderboard_groups", "render_leaderboard"]
 
 
 def _setting_label(key: Sequence[str]) -> str:
@@ -33,7 +33,7 @@ def _setting_label(key: Sequence[str]) -> str:
 UNKNOWN_COST = "unknown"
 
 
-def leaderboard(views: Sequence[RunView]) -> list[dict[str, Any]]:
+def leaderboard_groups(views: Sequence[RunView]) -> list[dict[str, Any]]:
     """Groups ``{"benchmark", "dataset", "setting", "metrics": [...], "rows": [...]}``; each row a model's
     newest run."""
     groups: dict[tuple[str, ...], list[tuple[RunView, dict[str, Any]]]] = {}

@@ -23,7 +23,7 @@ from typing import Any
 from ..report.metrics import MAIN_BLOCK, metric_blocks
 from .compare import check_run_ids, compare_runs
 from .index import CONFIG_FILE, SCORES_FILE, TRACES_FILE, RunIndex, find_run_dirs
-from .leaderboard import leaderboard
+from .leaderboard import leaderboard_groups
 from .runs import RunView, metric_info, metrics_of
 from .transcript import episode
 
@@ -229,7 +229,7 @@ class Site:
         return compare_runs([self.view(r) for r in run_ids])
 
     def leaderboard(self) -> dict[str, Any]:
-        return {"groups": leaderboard(list(self.views.values())), "damaged": self.damaged}
+        return {"groups": leaderboard_groups(list(self.views.values())), "damaged": self.damaged}
 
     def page(self, path: str) -> dict[str, Any]:
         """The data of one path (see the module docstring)."""

@@ -122,6 +122,11 @@ def test_lazy_exports_read_each_modules_own_all(tmp_path: Path) -> None:
             exports.attribute("D")
         with pytest.raises(ValueError, match=r"bad\.py:2: __all__ is not a literal list"):
             declared_all(package / "bad.py")
+        # a name that is a module too: `from pkg import light` would give the function or the module,
+        # whichever was imported first
+        (package / "clash.py").write_text("__all__ = ['light']\ndef light(): pass\n")
+        with pytest.raises(ValueError, match="light is both an exported name and a module"):
+            LazyExports("pkg_lazy_demo", ("clash", "heavy"))
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("heavy_loaded", None)

@@ -21,7 +21,7 @@ from evals.view import (
     transcript_items,
 )
 from evals.view.export import static_name
-from evals.view.leaderboard import leaderboard, render_leaderboard
+from evals.view.leaderboard import leaderboard_groups, render_leaderboard
 
 
 def _trace(task_id: str, *, answer: str = "ok", fail: bool = False) -> str:
@@ -150,7 +150,7 @@ def test_leaderboard_one_row_per_model_best_first(tmp_path):
     _write_run(runs / "b", "m2", {"t1": True, "t2": True})
     _write_run(runs / "nested" / "c", "m1", {"t1": False, "t2": False})
     site = Site([runs], load_benchmarks=False)
-    groups = leaderboard(list(site.views.values()))
+    groups = leaderboard_groups(list(site.views.values()))
     assert len(groups) == 1 and [r["model"] for r in groups[0]["rows"]] == ["m2", "m1"]
     assert next(r for r in groups[0]["rows"] if r["model"] == "m1")["runs"] == 2
     data = json.loads(render_leaderboard(groups, "json"))
