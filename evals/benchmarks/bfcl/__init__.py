@@ -10,8 +10,11 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle).
 
 Served so far: the single-turn non-live Python categories (``simple_python``, ``multiple``,
-``parallel``, ``parallel_multiple``, ``irrelevance``); the others are named and refused as
-"not served yet". This module only declares it (no data is read).
+``parallel``, ``parallel_multiple``, ``irrelevance``) and the memory categories ``memory_kv`` and
+``memory_rec_sum`` (``agentic``: data and scoring; ``memory``: BFCL's backends behind MCP tools;
+``memory_run``: the prerequisite conversations, then the question); ``memory_vector``, ``web_search``
+and ``format_sensitivity`` are refused for good, each with its reason (``files.REFUSED``); the others
+are named and refused as "not served yet". This module only declares it (no data is read).
 """
 
 from __future__ import annotations
@@ -20,13 +23,15 @@ from typing import Any
 
 from ...core.options import Option
 from ...core.plugin import BenchmarkInfo
-from .files import ALL_CATEGORIES, NAME, SERVED, SOURCES
+from .files import ALL_CATEGORIES, MEMORY_SERVED, NAME, REFUSED, SERVED, SOURCES
 from .metrics import METRICS
 
 
 def _category_check(value: str) -> str | None:
-    if value == "all" or value in SERVED:
+    if value == "all" or value in SERVED or value in MEMORY_SERVED:
         return None
+    if value in REFUSED:
+        return f"BFCL category {value!r} is not served: {REFUSED[value]}"
     if value in ALL_CATEGORIES:
         return f"BFCL category {value!r} is not served yet (served: {', '.join(SERVED)})"
     return f"no BFCL v4 category {value!r}; served: {', '.join(SERVED)}"
@@ -34,7 +39,7 @@ def _category_check(value: str) -> str | None:
 
 OPTIONS: tuple[Option, ...] = (
     Option("category", str, None, "a BFCL v4 category to run (repeat the flag for several; default: every "
-           f"served one: {', '.join(SERVED)})", serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
+           f"served one: {', '.join(SERVED + MEMORY_SERVED)})", serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
 )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ...core.data import RemoteFile
 
-__all__ = ["ALL_CATEGORIES", "LATER", "NAME", "SERVED", "SOURCES", "VERSION", "WHEEL", "served_name"]
+__all__ = ["ALL_CATEGORIES", "LATER", "MEMORY_SERVED", "NAME", "REFUSED", "SERVED", "SOURCES", "VERSION", "WHEEL",
+           "served_name"]
 
 NAME = "bfcl"  # the registry name; also the folder of its files under the data directory
 VERSION = "2026.3.23"  # PyPI bfcl-eval (Apache-2.0): BFCL v4's test files and its own checkers
@@ -27,9 +28,20 @@ LATER = (
     "simple_java", "simple_javascript",
     "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance", "live_relevance",
     "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
-    "memory", "web_search", "format_sensitivity",
 )
-ALL_CATEGORIES = SERVED + LATER
+# The agentic memory categories served (each over its own BFCL backend; module .memory says why these two).
+MEMORY_SERVED = ("memory_kv", "memory_rec_sum")
+# Categories that are refused for good, each with the one-line reason (module .agentic has the details).
+REFUSED: dict[str, str] = {
+    "memory_vector": "its backend embeds text with sentence-transformers' all-MiniLM-L6-v2, a model fetched from the "
+                     "Hugging Face hub (and faiss): neither is in this environment and the model needs the internet",
+    **dict.fromkeys(("web_search", "web_search_base", "web_search_no_snippet"),
+                    "its backend searches the live web through SerpAPI (an API key and the internet); no recording of "
+                    "its results exists that `--replay` could serve"),
+    "format_sensitivity": "BFCL runs it only for prompting models (the calls written as text in varied formats); "
+                          "BFCL skips it for function-calling models, and calls over MCP are function calling",
+}
+ALL_CATEGORIES = SERVED + LATER + MEMORY_SERVED + tuple(REFUSED)
 
 
 def served_name(name: str) -> str:

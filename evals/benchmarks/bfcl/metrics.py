@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.metrics import Metric, TaskScore
-from .files import SERVED
+from .files import MEMORY_SERVED, SERVED
 
 if TYPE_CHECKING:
+    from .agentic import AgenticVerdict
     from .checker import Verdict
 
 __all__ = ["METRICS", "task_score"]
@@ -16,6 +17,10 @@ METRICS: tuple[Metric, ...] = (
     *(Metric(c, f"{c} accuracy", over="entries",
              description=f"BFCL v4 {c}: entries whose calls the AST checker accepts, over the category's entries")
       for c in SERVED),
+    *(Metric(c, f"{c} accuracy", over="entries",
+             description=f"BFCL v4 {c}: entries whose final reply holds an accepted answer (BFCL's agentic_checker), "
+             "over the category's entries")
+      for c in MEMORY_SERVED),
     Metric("accuracy", "Accuracy over the run's entries", over="entries",
            description="right entries over all the run's entries, whatever their category (not BFCL's weighted "
            "overall score)"),
@@ -26,7 +31,7 @@ METRICS: tuple[Metric, ...] = (
 )
 
 
-def task_score(category: str, verdict: Verdict, *, errored: bool) -> TaskScore:
+def task_score(category: str, verdict: Verdict | AgenticVerdict, *, errored: bool) -> TaskScore:
     """One entry's samples: its category's accuracy and the run's accuracy (and whether it failed)."""
     score = TaskScore(groups={"category": category})
     score.add(category, float(verdict.valid))

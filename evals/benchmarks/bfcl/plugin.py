@@ -24,9 +24,12 @@ from server import BenchmarkMount
 
 from ...core.metrics import TaskScore
 from ...core.plugin import BenchmarkInfo, EpisodeEnv
+from .agentic import AgenticVerdict
 from .checker import Verdict, check_calls
 from .data import BfclEntry, load_entries, verified_wheel
-from .files import SERVED, served_name
+from .files import MEMORY_SERVED, SERVED, served_name
+from .memory import MemoryCatalog
+from .memory_run import MemoryRunner
 from .metrics import task_score
 from .tools import BfclCatalog
 
@@ -45,7 +48,8 @@ NO_CALL_ANSWER = "None of the offered functions fits this request."
 def selected_categories(option: Any) -> tuple[str, ...]:
     """The categories a ``--category`` value selects (None or ``all``: every served one), in BFCL's order."""
     chosen = set(option or ["all"])
-    return SERVED if "all" in chosen else tuple(c for c in SERVED if c in chosen)
+    every = SERVED + MEMORY_SERVED
+    return every if "all" in chosen else tuple(c for c in every if c in chosen)
 
 
 def _chosen(options: Mapping[str, Any], declared: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -104,10 +108,13 @@ class BfclBenchmark:
         self.name = info.name
         self.options = options
         self.categories = selected_categories(options.get("category"))
-        self.entries: dict[str, BfclEntry] = {e.id: e for e in load_entries(self.categories)}
+        self.entries: dict[str, BfclEntry] = {
+            e.id: e for e in load_entries(tuple(c for c in self.categories if c in SERVED))}
+        memory = tuple(c for c in self.categories if c in MEMORY_SERVED)
+        self.memory: MemoryRunner | None = MemoryRunner(memory, self.name) if memory else None
 
     def task_ids(self) -> list[str]:
-        return list(self.entries)
+        return [*self.entries, *(self.memory.entries if self.memory else ())]
 
     def check(self, strategy: str, *, own_server: bool) -> None:
         if strategy not in STRATEGIES:
@@ -115,18 +122,25 @@ class BfclBenchmark:
 
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
                strategy: str | None = None) -> list[BenchmarkMount]:
-        return [BenchmarkMount(catalog=BfclCatalog(list(self.entries.values()), self.name))]
+        catalog: Any = BfclCatalog(list(self.entries.values()), self.name)
+        if self.memory is not None:
+            catalog = MemoryCatalog(self.memory.endpoints(), catalog, self.name)
+        return [BenchmarkMount(catalog=catalog)]
 
     def data_files(self) -> list[Path]:
         return [verified_wheel()]
 
-    def task_query(self, task_id: str) -> str:
-        return self.entries[task_id].query
+    def task_query(self, task_id: str) -> str | None:
+        if self.memory is not None and task_id in self.memory.entries:
+            return self.memory.entries[task_id].question
+        return self.entries[task_id].query if task_id in self.entries else None
 
     async def prepare(self, env: EpisodeEnv) -> None:
         pass
 
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        if self.memory is not None and task_id in self.memory.entries:
+            return await self.memory.episode(env, task_id, recorder)
         entry = self.entries[task_id]
         calls = gold_calls(entry)
         model = env.model(task_id, [calls] if calls else [], final_answer=None if calls else NO_CALL_ANSWER)
@@ -142,14 +156,19 @@ class BfclBenchmark:
 
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:
         task_id = str(trace.get("task_id"))
-        return float(self.verdict(task_id, trace).valid) if task_id in self.entries else None
+        known = task_id in self.entries or (self.memory is not None and task_id in self.memory.entries)
+        return float(self.verdict(task_id, trace).valid) if known else None
 
-    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
+    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict | AgenticVerdict:
+        if self.memory is not None and task_id in self.memory.entries:
+            return self.memory.verdict(task_id, trace)
         entry = self.entries[task_id]
         return check_calls(entry.category, entry.functions, calls_from_trace(trace), entry.ground_truth)
 
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
-        if task_id not in self.entries:
+        memory = self.memory.entries if self.memory is not None else {}
+        if task_id not in self.entries and task_id not in memory:
             raise ValueError(f"the run has a task id that is not among its BFCL entries: {task_id!r}")
         errored = trace is None or trace.get("status") != "completed"
-        return task_score(self.entries[task_id].category, self.verdict(task_id, trace), errored=errored)
+        category = memory[task_id].category if task_id in memory else self.entries[task_id].category
+        return task_score(category, self.verdict(task_id, trace), errored=errored)

@@ -1,7 +1,8 @@
 """Runs BFCL's own AST checker (bfcl_eval, installed in .ci/bfcl-venv) over crafted model outputs.
 
 Run by that venv's python (never imported by the project's tests):  python bfcl_official_driver.py CASES.json
-CASES.json: {"cases": [{"id", "category", "functions", "possible_answer", "response"}]}, where
+CASES.json: {"cases": [{"id", "category", "functions", "possible_answer", "response"}]} (a memory
+category's case has ``steps`` instead of functions and response: see ``agentic_verdict``), where
 ``response`` is what a function-calling model returned: a list of [name, arguments as JSON text]
 (its tool calls), or a string (a reply without calls). Prints {"verdicts": {id: {"valid",
 "error_type"}}, "accuracy": {category: right / entries}} on stdout.
@@ -35,7 +36,9 @@ _stub.MODEL_CONFIG_MAPPING = {MODEL.replace("_", "/"): _ModelConfig(True)}  # ty
 sys.modules["bfcl_eval.constants.model_config"] = _stub
 
 from bfcl_eval.constants.enums import Language  # noqa: E402
+from bfcl_eval.eval_checker.agentic_eval.agentic_checker import agentic_checker  # noqa: E402
 from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker  # noqa: E402
+from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import is_empty_execute_response  # noqa: E402
 from bfcl_eval.utils import is_empty_output, is_function_calling_format_output  # noqa: E402
 
 
@@ -51,8 +54,33 @@ def _text_safe(response: Any) -> Any:
     return [{c[0]: c[1]} for c in response] if isinstance(response, list) else response
 
 
+def agentic_verdict(case: dict[str, Any]) -> dict[str, Any]:
+    """BFCL's eval runner on an agentic entry (``_evaluate_single_agentic_entry``): ``steps`` is the
+    turn's model responses (calls or a text) or, for an inference error, the error's text. Only the
+    last step that does not decode into calls is checked, by BFCL's ``agentic_checker``."""
+    steps = case["steps"]
+    if not isinstance(steps, list):
+        return {"valid": False, "error_type": "agentic:inference_error"}
+    last = None
+    for step in steps:
+        try:
+            decoded = _decode(_text_safe(step))
+            if is_empty_execute_response(decoded):
+                last = step
+                continue
+        except Exception:  # noqa: BLE001 - as BFCL: a step that does not decode is a message
+            last = step
+            continue
+    if not last:
+        return {"valid": False, "error_type": "agentic:no_last_message"}
+    result = agentic_checker(last, case["possible_answer"])
+    return {"valid": bool(result["valid"]), "error_type": "" if result["valid"] else result.get("error_type", "")}
+
+
 def verdict(case: dict[str, Any]) -> dict[str, Any]:
     category = case["category"]
+    if category.startswith("memory_"):
+        return agentic_verdict(case)
     try:
         decoded = _decode(_text_safe(case["response"]))
     except Exception:  # noqa: BLE001 - BFCL counts any decoding failure the same way

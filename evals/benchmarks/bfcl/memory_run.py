@@ -1,0 +1,169 @@
+"""BFCL's memory episodes as its ``inference_multi_turn_FC`` runs them: the prerequisite conversations
+of the scenario first, then the question on the memory they left.
+
+The prerequisite phase runs once per (backend, scenario) and run, started by the first of the
+scenario's questions to need it (the others wait for it; a failed phase is retried by the next).
+Each conversation, in BFCL's order, gets a session of its own (a fresh backend instance loaded with
+the snapshot the previous conversation left, none for the first), BFCL's memory system prompt with
+the memory it dumps into context, and its user turns one after another, each run to the model's
+reply without calls; a turn that reaches ``--max-turns`` ends the conversation (BFCL's force quit
+after ``MAXIMUM_STEP_LIMIT`` steps: ``--max-turns 21`` is BFCL's limit). Then the snapshot is taken.
+The conversations are recorded in the trace of the episode that ran them (one ``bfcl_memory_prereq``
+event each: turns, calls, replies, the snapshot after), their tokens and cost counted there.
+
+A question gets a fresh instance holding the scenario's final snapshot, the system prompt BFCL
+builds (memory instruction, then BFCL's agentic answer-format prompt after a blank line; it replaces
+any ``--system-prompt``) and its one user turn; its trace keeps the snapshot it started from. The
+final reply is scored by :func:`.agentic.check_answer`.
+
+The oracle replies "Noted." in the prerequisite turns; in a question it reads the memory once
+(``archival_memory_list_keys`` for kv, ``memory_retrieve`` for rec_sum) and answers BFCL's first
+accepted answer in BFCL's answer format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from client.agent import run_agent
+from client.runs import EpisodeOutcome, EpisodeRecorder
+
+from .agentic import AgenticVerdict, MemoryEntry, Prereq, check_answer, read_memory
+from .memory import HIDDEN_TOOLS, LOAD_TOOL, SNAPSHOT_TOOL
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+    from ...core.plugin import EpisodeEnv
+
+__all__ = ["MemoryRunner", "final_message", "oracle_answer"]
+
+PREREQ_REPLY = "Noted."
+_ORACLE_READ = {"kv": "archival_memory_list_keys", "rec_sum": "memory_retrieve"}
+
+
+def _prompts() -> Any:
+    from .wheel_code import import_module
+
+    return import_module("bfcl_eval.constants.default_prompts")
+
+
+def oracle_answer(entry: MemoryEntry) -> str:
+    """BFCL's answer format holding the first accepted answer."""
+    return str({"answer": entry.answers[0], "context": "from the memory of earlier conversations"})
+
+
+def final_message(trace: Mapping[str, Any] | None) -> str | None:
+    """The last message of the episode that is not a call: the final reply, or ``None`` when the
+    model's every step made calls (it ran out of steps)."""
+    if trace is None:
+        return None
+    outcome = trace.get("outcome") or {}
+    return str(trace.get("final_answer") or "") if outcome.get("stop") == "final_answer" else None
+
+
+class _Conversation(EpisodeRecorder):
+    """A recorder of its own for a prerequisite conversation that also keeps the agent's message
+    list (the conversation so far), which the next user turn continues."""
+
+    messages: list[Any]
+
+    def model_request(self, *, messages: Any, **kw: Any) -> None:  # type: ignore[override]
+        self.messages = messages  # the agent's own list: its later replies and results are appended to it
+        super().model_request(messages=messages, **kw)
+
+
+async def _load(session: Client, snapshot: dict[str, Any] | None) -> str:
+    res = await session.call_tool(LOAD_TOOL, {"snapshot": snapshot})
+    if res.is_error or res.structured_content is None:
+        raise RuntimeError(f"the memory backend refused the snapshot: {res.content}")
+    return str(res.structured_content["context"])
+
+
+class MemoryRunner:
+    """The memory categories' entries, prerequisite phases and episodes for one run."""
+
+    def __init__(self, categories: tuple[str, ...], name: str) -> None:
+        self.name = name
+        self.entries: dict[str, MemoryEntry] = {}
+        self.prereqs: dict[tuple[str, str], list[Prereq]] = {}
+        for category in categories:
+            entries, prereqs = read_memory(category)
+            self.entries.update((e.id, e) for e in entries)
+            self.prereqs.update(((category, s), convs) for s, convs in prereqs.items())
+        self._snapshots: dict[tuple[str, str], dict[str, Any] | None] = {}
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def endpoints(self) -> dict[str, str]:
+        """Every endpoint id (questions and prerequisite conversations) -> its backend."""
+        out = {e.id: e.backend for e in self.entries.values()}
+        out.update((p.id, c.removeprefix("memory_")) for (c, _), convs in self.prereqs.items() for p in convs)
+        return out
+
+    def _system(self, category: str, scenario: str, memory_text: str) -> str:
+        p = _prompts()
+        template = p.MEMORY_BACKEND_INSTRUCTION_UNIFIED if "rec_sum" in category else p.MEMORY_BACKEND_INSTRUCTION_CORE_ARCHIVAL
+        return str(template.format(scenario_setting=p.MEMORY_AGENT_SETTINGS[scenario], memory_content=memory_text))
+
+    async def _conversation(self, env: EpisodeEnv, category: str, conv: Prereq, snapshot: dict[str, Any] | None,
+                            recorder: EpisodeRecorder) -> dict[str, Any] | None:
+        sub = _Conversation(conv.id)
+        async with env.session(self.name, conv.id) as session:
+            system = self._system(category, conv.scenario, await _load(session, snapshot))
+            history: list[Any] = []
+            turns: list[dict[str, Any]] = []
+            for number, text in enumerate(conv.turns):
+                cfg = dataclasses.replace(env.agent_cfg, system_prompt=None if history else system)
+                outcome = await run_agent(env.model(conv.id, [], final_answer=PREREQ_REPLY), session, text, sub, cfg,
+                                          limiter=env.limiter, visible=lambda n: n not in HIDDEN_TOOLS, history=history)
+                history = list(sub.messages)
+                turns.append({"turn": number, "calls": outcome.data.get("calls", []), "reply": outcome.final_answer,
+                              "stop": outcome.data.get("stop")})
+                if outcome.data.get("stop") == "max_turns":
+                    break  # BFCL's force quit ends the conversation
+            res = await session.call_tool(SNAPSHOT_TOOL, {})
+            if res.is_error or res.structured_content is None:
+                raise RuntimeError(f"{conv.id}: the memory snapshot could not be read: {res.content}")
+            after: dict[str, Any] = res.structured_content["snapshot"]
+        recorder.totals.add(sub.totals)  # the conversation's tokens and cost count in this episode
+        recorder.adopt_usage(sub.totals.total_tokens, sub.totals.cost_usd)  # and in the run's budget
+        recorder.event("bfcl_memory_prereq", id=conv.id, turns=turns, snapshot=after)
+        return after
+
+    async def snapshot(self, env: EpisodeEnv, category: str, scenario: str,
+                       recorder: EpisodeRecorder) -> tuple[dict[str, Any] | None, bool]:
+        """The scenario's final snapshot (running its prerequisite phase if no episode has yet), and
+        whether this call ran it."""
+        key = (category, scenario)
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            if key in self._snapshots:
+                return self._snapshots[key], False
+            snapshot: dict[str, Any] | None = None
+            for conv in self.prereqs[key]:
+                snapshot = await self._conversation(env, category, conv, snapshot, recorder)
+            self._snapshots[key] = snapshot
+            return snapshot, True
+
+    async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        entry = self.entries[task_id]
+        snapshot, ran = await self.snapshot(env, entry.category, entry.scenario, recorder)
+        async with env.session(self.name, task_id) as session:
+            memory_text = await _load(session, snapshot)
+            system = (self._system(entry.category, entry.scenario, memory_text) + "\n\n"
+                      + str(_prompts().ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT))
+            model = env.model(task_id, [[{"name": _ORACLE_READ[entry.backend], "arguments": {}}]],
+                              final_answer=oracle_answer(entry))
+            outcome = await run_agent(model, session, entry.question, recorder,
+                                      dataclasses.replace(env.agent_cfg, system_prompt=system), limiter=env.limiter,
+                                      visible=lambda n: n not in HIDDEN_TOOLS)
+        outcome.data.update(category=entry.category, memory={"scenario": entry.scenario, "snapshot": snapshot,
+                                                              "ran_prerequisites": ran})
+        return outcome
+
+    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
+        errored = trace is None or trace.get("status") != "completed"
+        return check_answer(final_message(trace), self.entries[task_id].answers, errored=errored)
