@@ -43,14 +43,21 @@ def bfcl_wheel() -> Path:
     return wheel_path()
 
 
-@pytest.fixture
-def bfcl_data(bfcl_wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A data directory holding only the wheel (where ``evals data fetch bfcl`` puts it), in use."""
-    root = tmp_path / "data"
+@pytest.fixture(scope="session")
+def _bfcl_data_root(bfcl_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("bfcl-data")
     (root / WHEEL[0]).mkdir(parents=True)
     shutil.copyfile(bfcl_wheel, root.joinpath(*WHEEL))
-    monkeypatch.setenv(DATA_ENV, str(root))
-    yield root
+    return root
+
+
+@pytest.fixture
+def bfcl_data(_bfcl_data_root: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A data directory holding only the wheel (where ``evals data fetch bfcl`` puts it), in use. One
+    directory for the whole session: BFCL's backends are imported from one wheel path per process
+    (:mod:`evals.benchmarks.bfcl.wheel_code`); a test that damages a wheel makes a directory of its own."""
+    monkeypatch.setenv(DATA_ENV, str(_bfcl_data_root))
+    yield _bfcl_data_root
 
 
 @pytest.fixture(scope="session")

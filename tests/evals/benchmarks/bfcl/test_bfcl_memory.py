@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,27 +13,10 @@ from typing import Any
 import pytest
 
 from evals.benchmarks.bfcl.agentic import check_answer, read_memory
-from evals.benchmarks.bfcl.files import MEMORY_SERVED, REFUSED, WHEEL
+from evals.benchmarks.bfcl.files import MEMORY_SERVED, REFUSED
 from evals.benchmarks.bfcl.memory import LOAD_TOOL, SNAPSHOT_TOOL, MemoryCatalog
 from evals.benchmarks.bfcl.memory_run import oracle_answer
-from evals.core.data import DATA_ENV
 from evals.core.run import RunOptions, run_benchmark
-
-
-@pytest.fixture(scope="module")
-def _one_wheel(bfcl_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("bfcl-memory-data")
-    (root / WHEEL[0]).mkdir()
-    shutil.copyfile(bfcl_wheel, root.joinpath(*WHEEL))
-    return root
-
-
-@pytest.fixture
-def bfcl_data(_one_wheel: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """One data directory for the whole module: BFCL's code is imported from one wheel path per process."""
-    monkeypatch.setenv(DATA_ENV, str(_one_wheel))
-    return _one_wheel
-
 
 DRIVER = Path(__file__).with_name("bfcl_official_driver.py")
 ROOT = Path(__file__).resolve().parents[4]

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from evals.benchmarks.bfcl.files import WHEEL
+
 ROOT = Path(__file__).resolve().parents[4]
 
 
@@ -26,11 +28,12 @@ def test_a_backend_class_is_imported_from_the_data_directorys_wheel(bfcl_data: P
     assert name == "TwitterAPI"
 
 
-def test_other_modules_and_a_wrong_wheel_are_refused(bfcl_data: Path) -> None:
+def test_other_modules_and_a_wrong_wheel_are_refused(bfcl_data: Path, tmp_path: Path) -> None:
     done = _python("from evals.benchmarks.bfcl.wheel_code import import_module\nimport_module('json')", bfcl_data)
     assert done.returncode != 0 and "'json' is not a module of bfcl_eval" in done.stderr
-    wheel = next((bfcl_data / "bfcl").glob("*.whl"))
-    wheel.write_bytes(wheel.read_bytes() + b"\0")
+    wheel = bfcl_data.joinpath(*WHEEL)
+    (tmp_path / WHEEL[0]).mkdir()
+    tmp_path.joinpath(*WHEEL).write_bytes(wheel.read_bytes() + b"\0")  # a damaged copy, in a data dir of its own
     done = _python("from evals.benchmarks.bfcl.wheel_code import import_module\n"
-                   "import_module('bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api')", bfcl_data)
+                   "import_module('bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api')", tmp_path)
     assert done.returncode != 0 and "is not the pinned bfcl-eval wheel's" in done.stderr
