@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from client.runs import EpisodeRecorder
 
     from ...core.context import ScoreContext
+    from ...core.formats import PredictionFormat
 
 __all__ = ["BfclBenchmark", "calls_from_trace", "gold_calls", "selected_categories"]
 
@@ -153,3 +154,16 @@ class BfclBenchmark:
             raise ValueError(f"the run has a task id that is not among its BFCL entries: {task_id!r}")
         errored = trace is None or trace.get("status") != "completed"
         return task_score(self.entries[task_id].category, self.verdict(task_id, trace), errored=errored)
+
+    def formats(self) -> list[PredictionFormat]:
+        """BFCL's own result files (``bfcl-official``, :mod:`.results`): read by ``evals score --format``, written by ``evals export``."""
+        from .results import official_format
+
+        return [official_format()]
+
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None,
+                     score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: the possible answers beside the predicted calls, with the checker's decisions (:mod:`.view`)."""
+        from .view import episode_sections
+
+        return episode_sections(self.entries[task_id], calls_from_trace(trace), self.verdict(task_id, trace), trace)

@@ -3,7 +3,8 @@
 Run by that venv's python (never imported by the project's tests):  python bfcl_official_driver.py CASES.json
 CASES.json: {"cases": [{"id", "category", "functions", "possible_answer", "response"}]}, where
 ``response`` is what a function-calling model returned: a list of [name, arguments as JSON text]
-(its tool calls), or a string (a reply without calls). Prints {"verdicts": {id: {"valid",
+(its tool calls), or a string (a reply without calls); or, instead of ``response``, ``result``: the
+``result`` field of a line of BFCL's own result file, decoded as it is. Prints {"verdicts": {id: {"valid",
 "error_type"}}, "accuracy": {category: right / entries}} on stdout.
 
 What runs is BFCL's code: ``ast_checker`` for the AST categories, ``is_function_calling_format_output``
@@ -54,7 +55,7 @@ def _text_safe(response: Any) -> Any:
 def verdict(case: dict[str, Any]) -> dict[str, Any]:
     category = case["category"]
     try:
-        decoded = _decode(_text_safe(case["response"]))
+        decoded = _decode(case["result"] if "result" in case else _text_safe(case["response"]))
     except Exception:  # noqa: BLE001 - BFCL counts any decoding failure the same way
         decoded = None
     if category == "irrelevance":
