@@ -159,7 +159,7 @@ class BfclBenchmark:
         """BFCL's own result files (``bfcl-official``, :mod:`.results`): read by ``evals score --format``, written by ``evals export``."""
         from .results import official_format
 
-        return [official_format()]
+        return [official_format(calls_from_trace)]
 
     def episode_view(self, task_id: str, trace: Mapping[str, Any] | None,
                      score: Mapping[str, Any] | None) -> list[dict[str, Any]]:

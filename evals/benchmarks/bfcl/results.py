@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -143,18 +143,19 @@ def read_results(path: Path) -> ImportedPredictions:
                                model=_model_of(files[0]), warnings=tuple(warnings))
 
 
-def result_lines(traces: Mapping[str, Mapping[str, Any]], ids: Sequence[str]) -> list[dict[str, Any]]:
-    """A run's entries as BFCL result lines ``{"id", "result"}``: the first turn's calls with their
+CallsOf = Callable[[Mapping[str, Any]], list[tuple[str, Any]]]  # a trace -> the scored calls (the plugin's)
+
+
+def result_lines(traces: Mapping[str, Mapping[str, Any]], ids: Sequence[str], calls_of: CallsOf) -> list[dict[str, Any]]:
+    """A run's entries as BFCL result lines ``{"id", "result"}``: the scored calls (``calls_of``) with their
     arguments as JSON text (a call whose arguments were not JSON: its text as sent, else ``""``), or the
     final answer's text when the model made no call."""
-    from .plugin import calls_from_trace
-
     out = []
     for entry_id in ids:
         trace = traces.get(entry_id)
         if trace is None:
             continue
-        calls = calls_from_trace(trace)
+        calls = calls_of(trace)
         raw = [c for c in (trace.get("outcome") or {}).get("calls") or [] if isinstance(c, dict)]
         if calls:
             result: Any = []
@@ -172,7 +173,7 @@ def _group(category: str) -> str:
     return "live" if category.startswith("live_") else "non_live"
 
 
-def _export(run_dir: RunDir, out: Path) -> list[Path]:
+def _export(run_dir: RunDir, out: Path, calls_of: CallsOf) -> list[Path]:
     config = run_dir.config or {}
     model = re.sub(r"[^A-Za-z0-9._-]+", "_", str(config.get("model") or "model")).strip("_") or "model"
     traces = run_dir.latest_traces()
@@ -181,7 +182,7 @@ def _export(run_dir: RunDir, out: Path) -> list[Path]:
         by_category.setdefault(entry.category, []).append(entry.id)
     written = []
     for category, ids in by_category.items():
-        lines = result_lines(traces, ids)
+        lines = result_lines(traces, ids, calls_of)
         if not lines:
             continue
         target = out / model / _group(category) / f"BFCL_v4_{category}_result.json"
@@ -191,13 +192,14 @@ def _export(run_dir: RunDir, out: Path) -> list[Path]:
     return written
 
 
-def official_format() -> PredictionFormat:
+def official_format(calls_of: CallsOf) -> PredictionFormat:
+    """The format; ``calls_of`` reads the calls a trace is scored by (the plugin's ``calls_from_trace``)."""
     from ...core.formats import PredictionFormat
 
     return PredictionFormat(
         FORMAT,
         "BFCL's own result files (result/<model>/<group>/BFCL_v4_<category>_result.json: {id, result} per line, "
         "an FC model's tool calls), read by `bfcl evaluate`",
-        _export,
+        lambda run_dir, out: _export(run_dir, out, calls_of),
         read_results,
     )

@@ -94,3 +94,14 @@ def test_the_sizes_here_are_the_pinned_wheels(bfcl_wheel):
             if not category.startswith(("memory_", "web_search_")):  # one file each, shared by their backends/variants
                 assert entries(category) == n, category
         assert entries("web_search") == SIZES["web_search_base"] and entries("memory") == SIZES["memory_kv"]
+
+
+def test_a_run_meets_the_leaderboards_rows_only_with_the_overall_score_over_whole_categories():
+    from evals.core.registry import get_benchmark
+
+    setting = get_benchmark("bfcl").paper_numbers.setting
+    assert setting({"metrics": {"overall_acc": 50.0}}) == {"dataset": "bfcl", "strategy": "fc"}
+    assert setting({"metrics": {"overall_acc": 50.0}, "subset_note": "10 of 4441 tasks: not comparable"})["dataset"] \
+        == "bfcl-partial"
+    assert setting({"metrics": {"overall_acc": 50.0}, "partial": True})["dataset"] == "bfcl-partial"
+    assert setting({"metrics": {"simple_python": 90.0}})["dataset"] == "bfcl-partial"
