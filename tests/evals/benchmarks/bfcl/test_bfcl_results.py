@@ -174,3 +174,22 @@ def test_the_episode_view_shows_the_possible_answers_beside_the_predicted_calls(
     none = bench.episode_view("irrelevance_0", {"task_id": "irrelevance_0", "status": "completed",
                                                 "outcome": {"calls": []}, "final_answer": "No function fits."}, None)
     assert none[0]["rows"][0][2] == "right" and none[1]["text"] == "No function fits."
+
+
+async def test_evals_view_carries_the_possible_answers_and_the_predicted_calls_of_a_run(bfcl_data, tmp_path):
+    from evals.core.run import RunOptions, run_benchmark
+    from evals.view import Site
+
+    opts = RunOptions(benchmark="bfcl", model="oracle", limit=2, run_dir=tmp_path / "run", progress=False,
+                      transport="http", benchmark_options={"category": ["parallel"]})
+    await run_benchmark(opts)
+    site = Site([tmp_path / "run"])
+    rid = next(iter(site.views))
+    ep = site.episode(rid, "parallel_0")
+    assert ep["sections_note"] is None
+    (calls,) = ep["sections"]
+    entry = next(e for e in load_entries(("parallel",)) if e.id == "parallel_0")
+    assert [p["gold"]["arguments"] for p in calls["pairs"]] == [next(iter(a.values())) for a in entry.ground_truth]
+    assert [p["predicted"] for p in calls["pairs"]] == [{"name": c["name"], "arguments": c["arguments"]}
+                                                          for c in gold_calls(entry)]
+    assert all(p["match"] is True for p in calls["pairs"]) and "the entry is right" in calls["note"]
