@@ -21,7 +21,11 @@ A *derived* metric (``derived_from`` and ``derive``) has no samples of its own: 
 ``derive`` of the unrounded fractions (``sum(num) / sum(den)``, 0 when nothing was counted) of the
 metrics it names, earlier ones in the declaration, derived or not; e.g. an F1 of the run's
 precision and recall, or an average of F1s, as an official script computes them. It has no
-standard error.
+standard error, unless it is declared ``linear``: a weighted sum of metrics over disjoint tasks
+(e.g. an average of per-category accuracies), whose standard error is the delta method's,
+``sqrt(sum((w_i * se_i) ** 2))`` with ``w_i`` its weight of metric ``i`` (``None`` when one has
+none). With ``derive_counts`` it also gets each metric's number of samples (its denominators summed;
+0 for a derived one) after the fractions, for an average weighted by how many samples each has.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class Metric:
     in_breakdowns: bool = True
     derived_from: tuple[str, ...] = ()  # keys of the metrics whose fractions ``derive`` takes, in order
     derive: Callable[..., float] | None = None  # fractions (0..1) -> this metric's fraction
+    derive_counts: bool = False  # derive also gets each metric's samples (after the fractions)
+    linear: bool = False  # derive is linear in the fractions of metrics over disjoint tasks: it has a standard error
     # a count that must never pass unnoticed: when its value is above 0 the summary's ``warnings``
     # get this text, formatted with ``n`` (the count) and ``of`` (its samples' denominators summed)
     warn: str = ""
@@ -139,15 +145,20 @@ def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[st
     scores = list(scores)
     out: dict[str, MetricValue] = {}
     fractions: dict[str, float] = {}
+    errors: dict[str, float | None] = {}  # each metric's standard error as a fraction, unrounded
     for metric in metrics:
         if metric.derive is not None:
             if metric.derived_from and all(k in fractions for k in metric.derived_from):
-                frac = metric.derive(*(fractions[k] for k in metric.derived_from))
+                frac, se = _derived(metric, [fractions[k] for k in metric.derived_from],
+                                    [out[k].samples for k in metric.derived_from],
+                                    [errors.get(k) for k in metric.derived_from])
                 fractions[metric.key] = frac
+                errors[metric.key] = se
                 tasks = max(out[k].tasks for k in metric.derived_from)
                 scale = 1.0 if metric.kind == "mean" else 100.0
-                out[metric.key] = MetricValue(round(scale * frac, metric.digits), None, tasks, 0, metric.over,
-                                              metric.digits)
+                out[metric.key] = MetricValue(round(scale * frac, metric.digits),
+                                              None if se is None else round(scale * se, metric.digits + 2), tasks, 0,
+                                              metric.over, metric.digits)
             continue
         pairs = [s.samples[metric.key] for s in scores if metric.key in s.samples]
         if pairs:
@@ -157,7 +168,26 @@ def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[st
                 num += x
                 den += d
             fractions[metric.key] = num / den if den else 0.0
+            errors[metric.key] = _ratio_stderr(pairs)
     return out
+
+
+def _derived(metric: Metric, fractions: Sequence[float], counts: Sequence[float],
+             errors: Sequence[float | None]) -> tuple[float, float | None]:
+    """A derived metric's fraction, and (``linear``) its standard error from its parts' (see the module docstring)."""
+    assert metric.derive is not None
+
+    def derive(values: Sequence[float]) -> float:
+        return metric.derive(*values, *counts) if metric.derive_counts else metric.derive(*values)  # type: ignore[misc]
+
+    frac = derive(fractions)
+    if not metric.linear or any(e is None for e in errors):
+        return frac, None
+    total = 0.0
+    for i, error in enumerate(errors):
+        weight = derive([v + 1.0 if j == i else v for j, v in enumerate(fractions)]) - frac  # exact for a linear derive
+        total += (weight * (error or 0.0)) ** 2
+    return frac, math.sqrt(total)
 
 
 def _order(key: str) -> tuple[int, float, str]:

@@ -32,3 +32,36 @@ def test_derived_metric_uses_the_run_level_fractions_not_an_average_of_task_valu
     blocks = summary_blocks(METRICS, scores)
     assert blocks["breakdowns"]["g"]["a"]["f1"] == round(100 * _f1(1, 1 / 3), 4)
     assert blocks["breakdowns"]["g"]["b"]["f1"] == 0.0  # P + R = 0
+
+
+def test_a_linear_derived_metric_has_the_delta_methods_standard_error_of_its_parts():
+    metrics = (
+        Metric("a", "A"), Metric("b", "B"),
+        Metric("mean", "mean of A and B", derived_from=("a", "b"), derive=lambda x, y: (x + y) / 2, linear=True),
+        Metric("plain", "not declared linear", derived_from=("a", "b"), derive=lambda x, y: (x + y) / 2),
+    )
+    scores = [TaskScore(samples={"a": (x, 1)}) for x in (1, 0, 1, 1)] + [TaskScore(samples={"b": (x, 1)}) for x in (0, 0, 1)]
+    values = aggregate(metrics, scores)
+    se_a, se_b = values["a"].stderr, values["b"].stderr
+    assert se_a is not None and se_b is not None
+    assert values["mean"].value == round(100 * (3 / 4 + 1 / 3) / 2, 2)
+    assert abs(values["mean"].stderr - ((se_a / 2) ** 2 + (se_b / 2) ** 2) ** 0.5) < 1e-3
+    assert values["plain"].stderr is None
+    one = aggregate(metrics, scores[:1] + scores[4:])  # A over one task: no standard error, so none for the mean
+    assert one["a"].stderr is None and one["mean"].stderr is None and one["mean"].value == round(100 * (1 + 1 / 3) / 2, 2)
+
+
+def test_derive_counts_gives_each_parts_number_of_samples_after_the_fractions():
+    seen: list[tuple[float, ...]] = []
+
+    def weighted(x: float, y: float, nx: float, ny: float) -> float:
+        seen.append((x, y, nx, ny))
+        return (x * nx + y * ny) / (nx + ny)
+
+    metrics = (Metric("a", "A"), Metric("b", "B"),
+               Metric("w", "count-weighted", derived_from=("a", "b"), derive=weighted, derive_counts=True, linear=True))
+    scores = [TaskScore(samples={"a": (1, 1)}), TaskScore(samples={"a": (1, 1)}), TaskScore(samples={"a": (0, 1)}),
+              TaskScore(samples={"b": (0, 1)})]
+    values = aggregate(metrics, scores)
+    assert seen[0] == (2 / 3, 0.0, 3.0, 1.0)
+    assert values["w"].value == 50.0

@@ -6,8 +6,11 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``data``: the entries and possible answers, read out of the wheel (checked against its sha256);
 * ``tools``: a function doc as an MCP tool, mapped as BFCL's function-calling handlers map it;
 * ``checker``: BFCL's AST checker, re-implemented rule by rule;
-* ``metrics``: each served category's accuracy;
-* ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle).
+* ``scores``: BFCL's grouped leaderboard scores, over its category names;
+* ``metrics``: each served category's accuracy, and those scores;
+* ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle);
+* ``view``: an entry in ``evals view`` (possible answers beside the predicted calls);
+* ``results``: BFCL's own result files (``evals score --format bfcl-official``, ``evals export``).
 
 Served so far: the single-turn non-live Python categories (``simple_python``, ``multiple``,
 ``parallel``, ``parallel_multiple``, ``irrelevance``) and the memory categories ``memory_kv`` and
@@ -19,10 +22,11 @@ are named and refused as "not served yet". This module only declares it (no data
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...core.options import Option
-from ...core.plugin import BenchmarkInfo
+from ...core.plugin import BenchmarkInfo, PaperNumbers
 from .files import ALL_CATEGORIES, MEMORY_SERVED, NAME, REFUSED, SERVED, SOURCES
 from .metrics import METRICS
 
@@ -56,6 +60,14 @@ def _stats() -> dict[str, Any]:
     return out
 
 
+def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """BFCL's leaderboard rows are over every scoring category, whole: a run is of that dataset only when it
+    has BFCL's overall score (every category of its formula) and is no subset of its categories' entries."""
+    whole = "overall_acc" in (summary.get("metrics") or {}) and not summary.get("subset_note") \
+        and not summary.get("partial")
+    return {"dataset": NAME if whole else f"{NAME}-partial", "strategy": "fc"}
+
+
 INFO = BenchmarkInfo(
     name=NAME, plugin=".plugin:BfclBenchmark",
     description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
@@ -63,5 +75,6 @@ INFO = BenchmarkInfo(
     strategies=("fc",), options=OPTIONS, metrics=METRICS,
     data_sources=SOURCES, stats=_stats,
     pass_metric="accuracy",
+    paper_numbers=PaperNumbers(_paper_setting, "overall_acc"),
 )
 BENCHMARKS = (INFO,)

@@ -1,4 +1,5 @@
-"""BFCL's metrics: each served category's accuracy, as BFCL reports it (right entries / entries)."""
+"""BFCL's metrics: each served category's accuracy, as BFCL reports it (right entries / entries), and
+BFCL's grouped leaderboard scores over them (:mod:`.scores`: each one once every category it needs is in the run)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ...core.metrics import Metric, TaskScore
 from .files import MEMORY_SERVED, SERVED
+from .scores import SCORE_METRICS
 
 if TYPE_CHECKING:
     from .agentic import AgenticVerdict
@@ -21,6 +23,7 @@ METRICS: tuple[Metric, ...] = (
              description=f"BFCL v4 {c}: entries whose final reply holds an accepted answer (BFCL's agentic_checker), "
              "over the category's entries")
       for c in MEMORY_SERVED),
+    *SCORE_METRICS,
     Metric("accuracy", "Accuracy over the run's entries", over="entries",
            description="right entries over all the run's entries, whatever their category (not BFCL's weighted "
            "overall score)"),

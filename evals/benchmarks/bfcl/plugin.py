@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from client.runs import EpisodeRecorder
 
     from ...core.context import ScoreContext
+    from ...core.formats import PredictionFormat
 
 __all__ = ["BfclBenchmark", "calls_from_trace", "gold_calls", "selected_categories"]
 
@@ -172,3 +173,20 @@ class BfclBenchmark:
         errored = trace is None or trace.get("status") != "completed"
         category = memory[task_id].category if task_id in memory else self.entries[task_id].category
         return task_score(category, self.verdict(task_id, trace), errored=errored)
+
+    def formats(self) -> list[PredictionFormat]:
+        """BFCL's own result files (``bfcl-official``, :mod:`.results`): read by ``evals score --format``, written by ``evals export``."""
+        from .results import official_format
+
+        return [official_format(calls_from_trace)]
+
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None,
+                     score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: the possible answers beside the predicted calls, with the checker's decisions (:mod:`.view`)."""
+        if task_id not in self.entries:
+            return []  # a memory entry: no possible answers to show beside its calls
+        from .view import episode_sections
+
+        entry, calls = self.entries[task_id], calls_from_trace(trace)
+        verdict = check_calls(entry.category, entry.functions, calls, entry.ground_truth)
+        return episode_sections(entry, calls, verdict, trace)

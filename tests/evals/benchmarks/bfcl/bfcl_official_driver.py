@@ -4,7 +4,8 @@ Run by that venv's python (never imported by the project's tests):  python bfcl_
 CASES.json: {"cases": [{"id", "category", "functions", "possible_answer", "response"}]} (a memory
 category's case has ``steps`` instead of functions and response: see ``agentic_verdict``), where
 ``response`` is what a function-calling model returned: a list of [name, arguments as JSON text]
-(its tool calls), or a string (a reply without calls). Prints {"verdicts": {id: {"valid",
+(its tool calls), or a string (a reply without calls); or, instead of ``response``, ``result``: the
+``result`` field of a line of BFCL's own result file, decoded as it is. Prints {"verdicts": {id: {"valid",
 "error_type"}}, "accuracy": {category: right / entries}} on stdout.
 
 What runs is BFCL's code: ``ast_checker`` for the AST categories, ``is_function_calling_format_output``
@@ -82,7 +83,7 @@ def verdict(case: dict[str, Any]) -> dict[str, Any]:
     if category.startswith("memory_"):
         return agentic_verdict(case)
     try:
-        decoded = _decode(_text_safe(case["response"]))
+        decoded = _decode(case["result"] if "result" in case else _text_safe(case["response"]))
     except Exception:  # noqa: BLE001 - BFCL counts any decoding failure the same way
         decoded = None
     if category == "irrelevance":

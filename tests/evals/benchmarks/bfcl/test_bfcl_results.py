@@ -1,0 +1,195 @@
+"""BFCL's own result files (``evals score PATH --format bfcl-official --benchmark bfcl``): a crafted result
+folder of every served category, each line one of the shapes an FC model's ``result`` takes, gets the
+verdicts and accuracies of BFCL's own checker (run in .ci/bfcl-venv by ``bfcl_official_driver.py``);
+``evals export`` writes the same files back; malformed files are refused with FILE:LINE and exit 2; and
+the viewer shows the possible answers beside the predicted calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.benchmarks.bfcl.data import BfclEntry, load_entries
+from evals.benchmarks.bfcl.files import SERVED, served_name
+from evals.benchmarks.bfcl.plugin import gold_calls
+from evals.benchmarks.bfcl.results import read_results
+
+ROOT = Path(__file__).resolve().parents[4]
+DRIVER = Path(__file__).with_name("bfcl_official_driver.py")
+
+
+def _evals(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "evals.cli", *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=ROOT, check=False)
+
+
+def _result(entry: BfclEntry, k: int) -> Any:
+    """One of the shapes an FC model's ``result`` takes (by ``k``), from the entry's gold calls."""
+    gold = gold_calls(entry) or [{"name": served_name(entry.functions[0]["name"]),
+                                  "arguments": dict.fromkeys(entry.functions[0]["parameters"].get("required") or [], 1)}]
+    calls = [{c["name"]: json.dumps(c["arguments"])} for c in gold]
+    shapes: list[Any] = [
+        calls,  # right (a call, for irrelevance)
+        calls[::-1],  # any order (right in parallel)
+        "I cannot help with that.",  # a text reply
+        [{gold[0]["name"]: "{not json"}],  # arguments that are not JSON: nothing decodes
+        [],  # no tool call
+        [{**calls[0], "extra_key": "{}"}, *calls[1:]],  # BFCL reads an item's first key only
+        [{gold[0]["name"]: gold[0]["arguments"]}],  # arguments as an object, not text: nothing decodes
+        "",  # an empty text decodes to no call
+        None,  # nothing
+        [{gold[0]["name"]: "null"}],  # arguments JSON but not an object
+        "Error during inference: boom",  # BFCL's record of an inference error
+        [{k: v for k, v in calls[0].items()}, {"not a call": 1}] if len(calls) == 1 else calls[:-1],
+        {"a": "{}"},  # an object, not a list
+    ]
+    return shapes[k % len(shapes)]
+
+
+@pytest.fixture
+def result_dir(bfcl_data: Path, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """result/<model>/non_live/BFCL_v4_<category>_result.json for every served category, every entry."""
+    model = tmp_path / "result" / "my-model-FC"
+    cases = []
+    by_category: dict[str, list[str]] = {}
+    for n, entry in enumerate(load_entries()):
+        result = _result(entry, n)
+        cases.append({"id": entry.id, "category": entry.category, "functions": list(entry.functions),
+                      "possible_answer": list(entry.ground_truth or ()), "result": result})
+        by_category.setdefault(entry.category, []).append(json.dumps({"id": entry.id, "result": result, "latency": 1.0}))
+    for category, lines in by_category.items():
+        path = model / "non_live" / f"BFCL_v4_{category}_result.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+    return model, cases
+
+
+def _official(bfcl_python: Path, cases: list[dict[str, Any]], tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({"cases": cases}))
+    done = subprocess.run([str(bfcl_python), str(DRIVER), str(path)], capture_output=True, text=True, timeout=600,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_an_imported_result_folder_gets_bfcls_verdicts_and_accuracies(result_dir, bfcl_python, tmp_path):
+    model, cases = result_dir
+    theirs = _official(bfcl_python, cases, tmp_path)
+    run = tmp_path / "run"
+    done = _evals("score", str(model), "--format", "bfcl-official", "--benchmark", "bfcl", "--out", str(run), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    for category in SERVED:
+        assert summary["metrics"][category] == round(100 * theirs["accuracy"][category], 2), category
+    assert {True, False} <= {v["valid"] for v in theirs["verdicts"].values()}
+    scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    ours = {s["task_id"]: s["score"]["details"]["verdict"]["valid"] for s in scores}
+    assert ours == {k: v["valid"] for k, v in theirs["verdicts"].items()}
+    config = json.loads((run / "config.json").read_text())
+    assert config["model"] == "my-model-FC" and config["imported"]["format"] == "bfcl-official"
+    assert summary["tasks"] == len(cases) and not summary.get("subset_note")
+    assert any("results are a text" in w for w in summary["warnings"])
+
+    # evals export writes BFCL's files back: read again, every verdict is the same
+    out = tmp_path / "export"
+    done = _evals("export", str(run), "--format", "bfcl-official", "--out", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    again = read_results(out)
+    rerun = tmp_path / "run2"
+    done = _evals("score", str(out), "--format", "bfcl-official", "--benchmark", "bfcl", "--out", str(rerun), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["metrics"] == summary["metrics"]
+    assert set(again.traces) == set(ours)
+
+
+def test_part_of_a_category_is_a_subset_run(result_dir, tmp_path):
+    model, _ = result_dir
+    path = model / "non_live" / "BFCL_v4_parallel_result.json"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:50]))
+    for other in model.joinpath("non_live").iterdir():
+        if other != path:
+            other.unlink()
+    done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", "--out",
+                  str(tmp_path / "run"), "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["tasks"] == 50 and "not comparable" in summary["subset_note"]
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("{not json", "not JSON"),
+    ('{"result": []}', "not a BFCL result line"),
+    ('{"id": "simple_python_0"}', "has no 'result'"),
+    ('{"id": "parallel_0", "result": []}', "is not an entry of BFCL v4's simple_python"),
+    ('{"id": "simple_python_99999", "result": []}', "is not an entry of BFCL v4's simple_python"),
+    ('{"id": "simple_python_1", "result": []}', "is given twice (first at"),
+])
+def test_a_bad_result_file_is_refused_with_file_and_line(bfcl_data, tmp_path, line, expected):
+    path = tmp_path / "BFCL_v4_simple_python_result.json"
+    path.write_text('{"id": "simple_python_1", "result": []}\n\n' + line + "\n")
+    done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", "--out",
+                  str(tmp_path / "run"), timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"{path}:3: " in done.stderr and expected in done.stderr
+    assert not (tmp_path / "run" / "traces.jsonl").exists()
+
+
+def test_a_category_not_read_yet_and_a_folder_without_results_are_refused(bfcl_data, tmp_path):
+    path = tmp_path / "BFCL_v4_multi_turn_base_result.json"
+    path.write_text('{"id": "multi_turn_base_0", "result": [[]]}\n')
+    done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
+    assert done.returncode == 2 and "'multi_turn_base' is not read yet" in done.stderr
+    done = _evals("score", str(tmp_path / "nothing"), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
+    assert done.returncode == 2 and "does not exist" in done.stderr
+    (tmp_path / "empty").mkdir()
+    done = _evals("score", str(tmp_path / "empty"), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
+    assert done.returncode == 2 and "no BFCL result file" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_episode_view_shows_the_possible_answers_beside_the_predicted_calls(bfcl_data, tmp_path):
+    from evals.core.registry import load_benchmark
+
+    bench = load_benchmark("bfcl", {"category": ["parallel", "irrelevance"]})
+    entry = bench.entries["parallel_0"]
+    gold = gold_calls(entry)
+    calls = [{"name": c["name"], "arguments": c["arguments"], "turn": 1} for c in gold[::-1]]
+    calls[0] = {**calls[0], "arguments": {**calls[0]["arguments"], "duration": 999}}  # the second answer's call: wrong
+    trace = {"task_id": "parallel_0", "status": "completed", "outcome": {"calls": calls}, "final_answer": None}
+    sections = bench.episode_view("parallel_0", trace, None)
+    pairs = sections[0]["pairs"]
+    assert sections[0]["kind"] == "calls" and len(pairs) == 2
+    first_answer = next(iter(entry.ground_truth[0].values()))
+    assert pairs[0]["gold"]["arguments"] == first_answer  # the possible values, as BFCL lists them
+    assert pairs[0]["predicted"]["arguments"] == gold[0]["arguments"] and pairs[0]["match"] is True  # any order
+    assert pairs[1]["match"] is False and pairs[1]["predicted"]["arguments"]["duration"] == 999
+    assert "the entry is wrong" in sections[0]["note"]
+    none = bench.episode_view("irrelevance_0", {"task_id": "irrelevance_0", "status": "completed",
+                                                "outcome": {"calls": []}, "final_answer": "No function fits."}, None)
+    assert none[0]["rows"][0][2] == "right" and none[1]["text"] == "No function fits."
+
+
+async def test_evals_view_carries_the_possible_answers_and_the_predicted_calls_of_a_run(bfcl_data, tmp_path):
+    from evals.core.run import RunOptions, run_benchmark
+    from evals.view import Site
+
+    opts = RunOptions(benchmark="bfcl", model="oracle", limit=2, run_dir=tmp_path / "run", progress=False,
+                      transport="http", benchmark_options={"category": ["parallel"]})
+    await run_benchmark(opts)
+    site = Site([tmp_path / "run"])
+    rid = next(iter(site.views))
+    ep = site.episode(rid, "parallel_0")
+    assert ep["sections_note"] is None
+    (calls,) = ep["sections"]
+    entry = next(e for e in load_entries(("parallel",)) if e.id == "parallel_0")
+    assert [p["gold"]["arguments"] for p in calls["pairs"]] == [next(iter(a.values())) for a in entry.ground_truth]
+    assert [p["predicted"] for p in calls["pairs"]] == [{"name": c["name"], "arguments": c["arguments"]}
+                                                          for c in gold_calls(entry)]
+    assert all(p["match"] is True for p in calls["pairs"]) and "the entry is right" in calls["note"]
