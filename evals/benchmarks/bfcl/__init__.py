@@ -5,6 +5,7 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``files``: its name, the pinned ``bfcl-eval`` wheel its data is read from, its categories;
 * ``data``: the entries and possible answers, read out of the wheel (checked against its sha256);
 * ``tools``: a function doc as an MCP tool, mapped as BFCL's function-calling handlers map it;
+* ``type_conversion``: Java and JavaScript values' text, read as BFCL's type converters read it;
 * ``checker``: BFCL's AST checker, re-implemented rule by rule;
 * ``scores``: BFCL's grouped leaderboard scores, over its category names;
 * ``metrics``: each served category's accuracy, and those scores;
@@ -12,12 +13,13 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``view``: an entry in ``evals view`` (possible answers beside the predicted calls);
 * ``results``: BFCL's own result files (``evals score --format bfcl-official``, ``evals export``).
 
-Served so far: the single-turn non-live Python categories (``simple_python``, ``multiple``,
-``parallel``, ``parallel_multiple``, ``irrelevance``) and the memory categories ``memory_kv`` and
-``memory_rec_sum`` (``agentic``: data and scoring; ``memory``: BFCL's backends behind MCP tools;
-``memory_run``: the prerequisite conversations, then the question); ``memory_vector``, ``web_search``
-and ``format_sensitivity`` are refused for good, each with its reason (``files.REFUSED``); the others
-are named and refused as "not served yet". This module only declares it (no data is read).
+Served so far: the single-turn categories (``simple_python``, ``multiple``, ``parallel``,
+``parallel_multiple``, ``irrelevance``, ``simple_java``, ``simple_javascript`` and the six ``live_*``
+ones) and the memory categories ``memory_kv`` and ``memory_rec_sum`` (``agentic``: data and scoring;
+``memory``: BFCL's backends behind MCP tools; ``memory_run``: the prerequisite conversations, then the
+question); ``memory_vector``, ``web_search`` and ``format_sensitivity`` are refused for good, each with
+its reason (``files.REFUSED``); the others are named and refused as "not served yet". This module only
+declares it (no data is read).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
 INFO = BenchmarkInfo(
     name=NAME, plugin=".plugin:BfclBenchmark",
     description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
-    "checker's rules (served: the single-turn non-live Python categories)",
+    "checker's rules (served: the single-turn categories, live, Java and JavaScript included)",
     strategies=("fc",), options=OPTIONS, metrics=METRICS,
     data_sources=SOURCES, stats=_stats,
     pass_metric="accuracy",

@@ -22,7 +22,13 @@ checker beside this one):
   lower-casing and turning ``'`` into ``"``; lists compared whole with their strings so normalised;
   dicts key by key (a missing key is allowed when its answers include ``""``); lists of dicts
   element by element; anything else must be one of the answers;
-* ``irrelevance``: right exactly when the model made no call (or its calls could not be decoded).
+* Java and JavaScript (``simple_java``, ``simple_javascript``): every value must be a string (else
+  ``type_error:java`` / ``type_error:js``), the text of a value, which is read by BFCL's
+  ``type_convertor`` rules (:mod:`.type_conversion`) for the declared type before the type and value
+  checks above (without Python's int-to-float allowance);
+* ``irrelevance`` and ``live_irrelevance``: right exactly when the model made no call (or its calls
+  could not be decoded); ``live_relevance``: right exactly when it made at least one decodable call,
+  whatever it called.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .files import served_name
+from .files import language, served_name
+from .type_conversion import JAVA_TYPES, JS_TYPES, NESTED_TYPES, Unconvertible, java_value, js_value
 
 __all__ = ["Verdict", "check_calls", "normalise"]
 
@@ -70,20 +77,24 @@ def _answer_type(answers: Sequence[Any]) -> type | None:
     return next((type(a) for a in answers if a != ""), None)
 
 
-def _type_ok(value: Any, answers: Sequence[Any], expected: type, inner: type | None) -> tuple[bool, bool]:
-    """(passes, is a "variable"): the checker's type rule for one value."""
+def _type_ok(value: Any, answers: Sequence[Any], expected: type, inner: type | None) -> tuple[bool, bool, str]:
+    """(passes, is a "variable", the error type when it does not pass): the checker's type rule."""
     answer_type = _answer_type(answers)
     items: list[Any] = value if isinstance(value, list) else []
     variable = answer_type is not None and answer_type != expected
+    error = "type_error:simple"
     if type(value) is expected:
         if inner is None:
-            return True, variable
+            return True, variable, ""
         for answer in answers:  # the items must fit at least one list answer; a non-list answer fits
             if type(answer) is not list or all(_type_ok(item, answer, inner, None)[0] for item in items):
-                return True, variable
+                return True, variable, ""
+        error = "type_error:nested"  # kept when the value then passes as a "variable", yet fails
+        if answer_type is not None and type(value) is answer_type:
+            return False, True, error
     if answer_type is not None and type(value) is answer_type:
-        return True, True
-    return False, variable
+        return True, True, ""
+    return False, variable, "type_error:simple"
 
 
 def _dict_ok(value: Mapping[str, Any], answers: Sequence[Any]) -> Verdict:
@@ -142,7 +153,34 @@ def _value_ok(param: str, value: Any, answers: Sequence[Any], expected: type, in
     return _OK if value in answers else Verdict(False, "value_error:others", f"{param}: {value!r}")
 
 
-def _call_ok(doc: Mapping[str, Any], call: Mapping[str, Any], answer: Mapping[str, Any]) -> Verdict:
+def _converted(lang: str, param: str, value: Any, type_name: str,
+               props: Mapping[str, Any]) -> tuple[Any, type, type | None] | Verdict:
+    """(value, its expected Python type, its items' type) after the language's rules; a Java or
+    JavaScript value must be the text of one and is read as BFCL's converters read it."""
+    if lang == "python":
+        expected = _PY_TYPE.get(type_name)
+        if expected is None:
+            return Verdict(False, "type_error:unknown", f"{param}: BFCL type {type_name!r} is not a Python type")
+        inner = _PY_TYPE.get(props[param]["items"]["type"]) if type_name in ("array", "tuple") else None
+        return (float(value) if type_name == "float" and type(value) is int else value), expected, inner
+    types, read = (JAVA_TYPES, java_value) if lang == "java" else (JS_TYPES, js_value)
+    short = "java" if lang == "java" else "js"
+    if type_name not in types:
+        return Verdict(False, "type_error:unknown", f"{param}: {type_name!r} is not a BFCL {lang} type")
+    if type(value) is not str:
+        return Verdict(False, f"type_error:{short}",
+                       f"{param}: a {lang} value is sent as its text, not as {type(value).__name__}")
+    nested = props[param]["items"]["type"] if type_name in NESTED_TYPES else None
+    if nested is not None and nested not in types:
+        return Verdict(False, "type_error:unknown", f"{param}: items of {nested!r} are not a BFCL {lang} type")
+    try:
+        return read(value, type_name, nested), types[type_name], (types[nested] if nested is not None else None)
+    except Unconvertible as exc:
+        return Verdict(False, "type_error:unknown", f"{param}: {exc}")
+
+
+def _call_ok(doc: Mapping[str, Any], call: Mapping[str, Any], answer: Mapping[str, Any],
+             lang: str = "python") -> Verdict:
     """One call against one answer ``{name: {param: [possible values]}}`` and the answer's doc."""
     options: Mapping[str, Any] = next(iter(answer.values()))
     name = served_name(str(doc["name"]))
@@ -157,15 +195,13 @@ def _call_ok(doc: Mapping[str, Any], call: Mapping[str, Any], answer: Mapping[st
         if param not in props or param not in options:
             return Verdict(False, "simple_function_checker:unexpected_param", f"unexpected parameter {param!r}")
         type_name = props[param]["type"]
-        expected = _PY_TYPE.get(type_name)
-        if expected is None:
-            return Verdict(False, "type_error:unknown", f"{param}: BFCL type {type_name!r} is not a Python type")
-        inner = _PY_TYPE.get(props[param]["items"]["type"]) if type_name in ("array", "tuple") else None
-        if type_name == "float" and type(value) is int:
-            value = float(value)
-        ok, variable = _type_ok(value, options[param], expected, inner)
+        converted = _converted(lang, param, value, type_name, props)
+        if isinstance(converted, Verdict):
+            return converted
+        value, expected, inner = converted
+        ok, variable, error = _type_ok(value, options[param], expected, inner)
         if not ok:
-            return Verdict(False, "type_error:simple", f"{param}: {type(value).__name__} is not {type_name}")
+            return Verdict(False, error, f"{param}: {type(value).__name__} is not {type_name}")
         if not variable and expected in (dict, str, list):
             verdict = _value_ok(param, value, options[param], expected, inner)
             if not verdict.valid:
@@ -189,12 +225,15 @@ def check_calls(category: str, docs: Sequence[Mapping[str, Any]], calls: Sequenc
     """The verdict on one entry: ``calls`` are the model's (served name, arguments) in order,
     arguments ``None`` where they were not JSON; ``answers`` the entry's possible answers."""
     decodable = all(isinstance(args, dict) for _, args in calls)
-    if category == "irrelevance":
-        made = decodable and len(calls) > 0
+    made = decodable and len(calls) > 0
+    if "irrelevance" in category:
         return Verdict(False, "irrelevance_error:decoder_success", "a call was made") if made else _OK
+    if category == "live_relevance":
+        return _OK if made else Verdict(False, "relevance_error:decoder_failed", "no call was made")
     if not decodable or not calls:
         return Verdict(False, "ast_decoder:decoder_failed", "no decodable call")
     assert answers is not None
+    lang = language(category)
     out = [{name: dict(args)} for name, args in calls]
     if "parallel" in category:
         if len(out) != len(answers):
@@ -204,7 +243,7 @@ def check_calls(category: str, docs: Sequence[Mapping[str, Any]], calls: Sequenc
             doc = _doc(docs, answer)
             found = False
             for index, call in enumerate(out):
-                if index not in taken and _call_ok(doc, call, answer).valid:
+                if index not in taken and _call_ok(doc, call, answer, lang).valid:
                     taken.add(index)
                     found = True
                     break
@@ -215,7 +254,7 @@ def check_calls(category: str, docs: Sequence[Mapping[str, Any]], calls: Sequenc
     if "multiple" in category:
         if len(out) != len(answers):
             return Verdict(False, "multiple_function_checker:wrong_count", "wrong number of calls")
-        return _call_ok(_doc(docs, answers[0]), out[0], answers[0])
+        return _call_ok(_doc(docs, answers[0]), out[0], answers[0], lang)
     if len(out) != 1:
         return Verdict(False, "simple_function_checker:wrong_count", "wrong number of calls")
-    return _call_ok(docs[0], out[0], answers[0])
+    return _call_ok(docs[0], out[0], answers[0], lang)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.data import data_file
-from .files import SERVED, SOURCES, WHEEL
+from .files import NO_ANSWER, SERVED, SOURCES, WHEEL
 
 __all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "read_category", "verified_wheel"]
 
@@ -31,7 +31,8 @@ class WheelError(ValueError):
 @dataclass(frozen=True)
 class BfclEntry:
     """One BFCL test entry: its id, category, the turn's messages, the offered functions (BFCL's
-    function docs) and the possible answers (``None`` for irrelevance: no call is right)."""
+    function docs) and the possible answers (``None`` where the wheel has none: the irrelevance
+    categories, where no call is right, and ``live_relevance``, where any call is)."""
 
     id: str
     category: str
@@ -93,17 +94,19 @@ def read_category(category: str, wheel: Path | None = None) -> list[BfclEntry]:
     with zipfile.ZipFile(path) as archive:
         rows = _read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
         answers: dict[str, Any] = {}
-        if category != "irrelevance":
+        if category not in NO_ANSWER:
             answers = {a["id"]: a.get("ground_truth")
                        for a in _read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_{category}.json", str(path))}
     out = []
     for row in rows:
         question, functions = row.get("question"), row.get("function")
         if not (isinstance(question, list) and len(question) == 1 and isinstance(question[0], list)
-                and isinstance(functions, list)):
-            raise WheelError(f"{path}: entry {row['id']} is not a single-turn entry with functions")
-        truth = answers.get(row["id"]) if category != "irrelevance" else None
-        if category != "irrelevance" and not isinstance(truth, list):
+                and question[0] and all(isinstance(m, dict) for m in question[0])
+                and question[0][-1].get("role") == "user" and isinstance(functions, list)):
+            raise WheelError(f"{path}: entry {row['id']} is not a single-turn entry (messages ending with a user "
+                             "message) with functions")
+        truth = answers.get(row["id"]) if category not in NO_ANSWER else None
+        if category not in NO_ANSWER and not isinstance(truth, list):
             raise WheelError(f"{path}: entry {row['id']} has no possible answer")
         out.append(BfclEntry(row["id"], category, tuple(question[0]), tuple(functions),
                              tuple(truth) if truth is not None else None))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ...core.data import RemoteFile
 
-__all__ = ["ALL_CATEGORIES", "LATER", "MEMORY_SERVED", "NAME", "REFUSED", "SERVED", "SOURCES", "VERSION", "WHEEL",
-           "served_name"]
+__all__ = ["ALL_CATEGORIES", "LATER", "MEMORY_SERVED", "NAME", "NO_ANSWER", "REFUSED", "SERVED", "SOURCES", "VERSION",
+           "WHEEL", "language", "served_name"]
 
 NAME = "bfcl"  # the registry name; also the folder of its files under the data directory
 VERSION = "2026.3.23"  # PyPI bfcl-eval (Apache-2.0): BFCL v4's test files and its own checkers
@@ -21,12 +21,15 @@ SOURCES: dict[str, tuple[RemoteFile, ...]] = {
     ),
 }
 
-# The single-turn, non-live Python categories: served and scored by the AST checker's rules.
-SERVED = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+# The single-turn categories: served and scored by the AST checker's (and the relevance) rules.
+SERVED = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance",
+          "simple_java", "simple_javascript",
+          "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance",
+          "live_relevance")
+# The categories whose wheel has no possible answers: only whether a call is made is scored.
+NO_ANSWER = ("irrelevance", "live_irrelevance", "live_relevance")
 # BFCL v4's other categories: named so that asking for one says "not served yet" instead of "unknown".
 LATER = (
-    "simple_java", "simple_javascript",
-    "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance", "live_relevance",
     "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
 )
 # The agentic memory categories served (each over its own BFCL backend; module .memory says why these two).
@@ -48,3 +51,11 @@ def served_name(name: str) -> str:
     """The tool name a function is served under: BFCL's FC handlers replace every ``.`` with ``_``
     (OpenAI-style APIs allow ``^[a-zA-Z0-9_-]{1,64}$``); its checker compares names so converted."""
     return name.replace(".", "_")
+
+
+def language(category: str) -> str:
+    """The language a category's functions are written in, as BFCL tells them apart by name:
+    ``java`` (but not ``javascript``), ``javascript``, else ``python``."""
+    if "javascript" in category:
+        return "javascript"
+    return "java" if "java" in category else "python"

@@ -1,24 +1,29 @@
 """BFCL as an ``evals run`` plugin: one entry's functions served as the tools of its endpoint.
 
-Strategy ``fc`` (function calling, as BFCL runs its ``-FC`` models): the entry's user turn is sent
-with the entry's functions as tools (:mod:`.tools`); the first turn in which the model calls tools
+Strategy ``fc`` (function calling, as BFCL runs its ``-FC`` models): the entry's messages are sent
+as BFCL's FC handlers send them (all of them, in order: a live entry's system message stays a
+system message, earlier user and assistant turns stay history, the last user message is the
+turn), with the entry's functions as tools (:mod:`.tools`); the first turn in which the model calls tools
 ends the episode (single-turn categories score that one response, and the calls get the
 placeholder result). A reply without a call is a reply without a call. The calls (names as served,
 arguments as the model sent them) are scored by :mod:`.checker`, the AST checker's rules.
 
 The oracle (``--model oracle``) makes the gold calls (each parameter's first possible answer; a
-parameter whose only answer is ``""`` is left out) in one turn, or none for irrelevance; it scores
-100 in every served category.
+parameter whose only answer is ``""`` is left out; a Java or JavaScript value written as the source
+text BFCL's converters read back) in one turn, none for the irrelevance categories, and for
+``live_relevance`` (whose wheel has no answers: any call is right) a call of the entry's first
+function with its required parameters filled with empty values of their types.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from client.agent import run_agent
+from client.messages import AssistantMessage, Message, SystemMessage, UserMessage
 from client.runs import EpisodeOutcome
 from server import BenchmarkMount
 
@@ -27,11 +32,12 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .agentic import AgenticVerdict
 from .checker import Verdict, check_calls
 from .data import BfclEntry, load_entries, verified_wheel
-from .files import MEMORY_SERVED, SERVED, served_name
+from .files import MEMORY_SERVED, SERVED, language, served_name
 from .memory import MemoryCatalog
 from .memory_run import MemoryRunner
 from .metrics import task_score
-from .tools import BfclCatalog
+from .tools import BfclCatalog, to_tool
+from .type_conversion import java_text, js_text
 
 if TYPE_CHECKING:
     from client.messages import ToolCall
@@ -40,7 +46,7 @@ if TYPE_CHECKING:
     from ...core.context import ScoreContext
     from ...core.formats import PredictionFormat
 
-__all__ = ["BfclBenchmark", "calls_from_trace", "gold_calls", "selected_categories"]
+__all__ = ["BfclBenchmark", "calls_from_trace", "conversation", "gold_calls", "selected_categories"]
 
 STRATEGIES = ("fc",)
 NO_CALL_ANSWER = "None of the offered functions fits this request."
@@ -53,39 +59,81 @@ def selected_categories(option: Any) -> tuple[str, ...]:
     return every if "all" in chosen else tuple(c for c in every if c in chosen)
 
 
-def _chosen(options: Mapping[str, Any], declared: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Each key's first possible value (made concrete); keys whose only possible value is ``""`` left
-    out, and so are optional keys the function doc does not declare (``declared``: its properties)."""
+_NO_VALUE = object()
+
+
+def _chosen(options: Mapping[str, Any], declared: Mapping[str, Any] | None = None, required: Sequence[str] = (),
+            *, deep: bool = True) -> dict[str, Any]:
+    """Each key's first possible value other than ``""`` (``None`` included), made concrete when
+    ``deep``. A key whose only possible value is ``""`` is left out, unless the doc requires it (then
+    ``""``, which passes as a string); so are optional keys the function doc does not declare
+    (``declared``: its properties)."""
     out = {}
     for key, values in options.items():
-        if declared is not None and key not in declared and isinstance(values, list) and "" in values:
+        if not isinstance(values, list):
+            continue
+        if declared is not None and key not in declared and "" in values:
             continue  # a few answers name a parameter the doc lacks: only leaving it out is right
-        value = next((v for v in values if v != ""), None) if isinstance(values, list) else None
-        if value is not None:
-            out[key] = _concrete(value)
+        value = next((v for v in values if v != ""), _NO_VALUE)
+        if value is not _NO_VALUE:
+            out[key] = _concrete(value) if deep else value
+        elif key in required and "" in values:
+            out[key] = ""
     return out
 
 
 def _concrete(value: Any) -> Any:
-    """A possible value as a value: a dict answer maps keys to lists of possible values, and so
-    does each dict of a list-of-dicts answer."""
+    """A possible value as a value: a dict answer maps keys to lists of possible values (compared
+    as they are: not made concrete again), and so does each dict of a list-of-dicts answer."""
     if isinstance(value, dict):
-        return _chosen(value)
+        return _chosen(value, deep=False)
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        return [_chosen(v) for v in value]
+        return [_chosen(v, deep=False) for v in value]
     return value
+
+
+_EMPTY: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False, "array": [], "object": {}}
+
+
+def _as_text(arguments: dict[str, Any], declared: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """Java or JavaScript arguments as the source text the FC handler asks for."""
+    write = java_text if lang == "java" else js_text
+    out = {}
+    for key, value in arguments.items():
+        prop = declared.get(key) or {}
+        out[key] = write(value, str(prop.get("type")), (prop.get("items") or {}).get("type"))
+    return out
 
 
 def gold_calls(entry: BfclEntry) -> list[dict[str, Any]]:
     """The oracle's calls: each answer's function (as served) with each parameter's first possible
-    value, parameters whose only possible value is ``""`` (optional) left out."""
+    value, parameters whose only possible value is ``""`` (optional) left out (see the module
+    docstring for Java, JavaScript and ``live_relevance``)."""
+    if entry.category == "live_relevance" and entry.functions:
+        first = to_tool(entry.functions[0], entry.id, entry.category)
+        props = first.input_schema.get("properties") or {}
+        required = [p for p in first.input_schema.get("required") or [] if isinstance(props.get(p), dict)]
+        return [{"name": first.name, "arguments": {p: _EMPTY.get(props[p].get("type"), "") for p in required}}]
     docs = {d.get("name"): d for d in entry.functions}
+    lang = language(entry.category)
     calls = []
     for answer in entry.ground_truth or ():
         name, params = next(iter(answer.items()))
-        declared = ((docs.get(name) or {}).get("parameters") or {}).get("properties") or {}
-        calls.append({"name": served_name(name), "arguments": _chosen(params, declared)})
+        parameters = (docs.get(name) or {}).get("parameters") or {}
+        declared = parameters.get("properties") or {}
+        arguments = _chosen(params, declared, parameters.get("required") or ())
+        if lang != "python":
+            arguments = _as_text(arguments, declared, lang)
+        calls.append({"name": served_name(name), "arguments": arguments})
     return calls
+
+
+def conversation(entry: BfclEntry) -> tuple[list[Message], str]:
+    """The entry's messages as BFCL sends them: (the messages before the last, the last user message)."""
+    kinds: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
+                                                  "assistant": lambda text: AssistantMessage(text=text)}
+    history = [kinds[str(m.get("role"))](str(m.get("content") or "")) for m in entry.messages[:-1]]
+    return history, str(entry.messages[-1].get("content") or "")
 
 
 def calls_from_trace(trace: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
@@ -149,9 +197,10 @@ class BfclBenchmark:
         async def one_response(turn: int, made: list[ToolCall]) -> bool:
             return True  # single-turn: the first response with calls is the one scored
 
+        history, user_text = conversation(entry)
         async with env.session(self.name, task_id) as session:
-            outcome = await run_agent(model, session, entry.query, recorder, env.agent_cfg, limiter=env.limiter,
-                                      on_turn=one_response)
+            outcome = await run_agent(model, session, user_text, recorder, env.agent_cfg, limiter=env.limiter,
+                                      on_turn=one_response, history=history)
         outcome.data["category"] = entry.category
         return outcome
 

@@ -6,18 +6,28 @@ category's case has ``steps`` instead of functions and response: see ``agentic_v
 ``response`` is what a function-calling model returned: a list of [name, arguments as JSON text]
 (its tool calls), or a string (a reply without calls); or, instead of ``response``, ``result``: the
 ``result`` field of a line of BFCL's own result file, decoded as it is. Prints {"verdicts": {id: {"valid",
-"error_type"}}, "accuracy": {category: right / entries}} on stdout.
+"error_type"}}, "accuracy": {category: right / entries}} on stdout. With {"tools": [{"id",
+"category", "functions"}]} instead, prints {"tools": {id: [tool]}}: each entry's functions as BFCL's
+OpenAI-style FC handler sends them (``_func_doc_language_specific_pre_processing``, then
+``convert_to_tool``).
 
-What runs is BFCL's code: ``ast_checker`` for the AST categories, ``is_function_calling_format_output``
-and ``is_empty_output`` as the eval runner uses them. Two small stand-ins, both here: the decoding of an
+What runs is BFCL's code: ``ast_checker`` for the AST categories (in the category's language, as
+``ast_file_runner`` picks it), the relevance rule of ``_evaluate_single_relevance_entry``
+(``is_empty_output``) for ``irrelevance``, ``live_irrelevance`` and ``live_relevance``, and
+``is_function_calling_format_output`` as the eval runner uses it. Two small stand-ins, both here: the decoding of an
 FC response, as BFCL's OpenAI-style FC handlers do it (``{name: json.loads(arguments)}`` per call; a
 text reply is not a call list and fails to decode), and ``bfcl_eval.constants.model_config``, whose
 import pulls every model SDK; the checker only reads one model's ``underscore_to_dot`` from it, which
 is True here (the functions are served with ``.`` as ``_``, as for BFCL's OpenAI-style FC models).
+For the tools, the handlers' module imports the prompting models' parsers (tree-sitter) and tenacity,
+neither used by ``convert_to_tool``: stand-ins for their names. Whatever BFCL's checker prints (its
+JavaScript dict reader prints its errors) goes to stderr, so stdout stays the JSON.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
 import sys
 import types
@@ -35,12 +45,28 @@ class _ModelConfig:
 _stub = types.ModuleType("bfcl_eval.constants.model_config")
 _stub.MODEL_CONFIG_MAPPING = {MODEL.replace("_", "/"): _ModelConfig(True)}  # type: ignore[attr-defined]
 sys.modules["bfcl_eval.constants.model_config"] = _stub
+for _module, _names in (("bfcl_eval.model_handler.parser.java_parser", ("parse_java_function_call",)),
+                        ("bfcl_eval.model_handler.parser.js_parser", ("parse_javascript_function_call",)),
+                        ("tenacity", ("retry", "retry_if_exception_message", "retry_if_exception_type",
+                                      "wait_random_exponential"))):
+    _standin = types.ModuleType(_module)
+    for _name in _names:
+        setattr(_standin, _name, None)
+    sys.modules.setdefault(_module, _standin)
 
-from bfcl_eval.constants.enums import Language  # noqa: E402
+from bfcl_eval.constants.enums import Language, ModelStyle  # noqa: E402
+from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI  # noqa: E402
 from bfcl_eval.eval_checker.agentic_eval.agentic_checker import agentic_checker  # noqa: E402
 from bfcl_eval.eval_checker.ast_eval.ast_checker import ast_checker  # noqa: E402
 from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import is_empty_execute_response  # noqa: E402
-from bfcl_eval.utils import is_empty_output, is_function_calling_format_output  # noqa: E402
+from bfcl_eval.model_handler.utils import convert_to_tool  # noqa: E402
+from bfcl_eval.utils import (  # noqa: E402
+    _func_doc_language_specific_pre_processing,
+    is_empty_output,
+    is_function_calling_format_output,
+    is_java,
+    is_js,
+)
 
 
 def _decode(response: Any) -> list[dict[str, Any]]:
@@ -86,27 +112,41 @@ def verdict(case: dict[str, Any]) -> dict[str, Any]:
         decoded = _decode(case["result"] if "result" in case else _text_safe(case["response"]))
     except Exception:  # noqa: BLE001 - BFCL counts any decoding failure the same way
         decoded = None
-    if category == "irrelevance":
+    if "relevance" in category:  # as _evaluate_single_relevance_entry
         made = decoded is not None and not is_empty_output(decoded)
-        return {"valid": not made, "error_type": "irrelevance_error:decoder_success" if made else ""}
+        if "irrelevance" in category:
+            return {"valid": not made, "error_type": "irrelevance_error:decoder_success" if made else ""}
+        return {"valid": made, "error_type": "" if made else "relevance_error:decoder_failed"}
     if decoded is None:
         return {"valid": False, "error_type": "ast_decoder:decoder_failed"}
     if not is_function_calling_format_output(decoded):
         return {"valid": False, "error_type": "ast_decoder:decoder_wrong_output_format"}
-    result = ast_checker(case["functions"], decoded, case["possible_answer"], Language.PYTHON, category, MODEL)
+    language = Language.JAVA if is_java(category) else Language.JAVASCRIPT if is_js(category) else Language.PYTHON
+    result = ast_checker(case["functions"], decoded, case["possible_answer"], language, category, MODEL)
     return {"valid": bool(result["valid"]), "error_type": "" if result["valid"] else result.get("error_type", "")}
+
+
+def tools(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    functions = _func_doc_language_specific_pre_processing(copy.deepcopy(entry["functions"]), entry["category"])
+    return convert_to_tool(functions, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
 
 
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as f:
-        cases = json.load(f)["cases"]
-    verdicts = {c["id"]: verdict(c) for c in cases}
+        given = json.load(f)
+    out = sys.stdout
+    if "tools" in given:
+        json.dump({"tools": {e["id"]: tools(e) for e in given["tools"]}}, out)
+        return
+    cases = given["cases"]
+    with contextlib.redirect_stdout(sys.stderr):
+        verdicts = {c["id"]: verdict(c) for c in cases}
     totals: dict[str, list[int]] = {}
     for c in cases:
         t = totals.setdefault(c["category"], [0, 0])
         t[0] += int(verdicts[c["id"]]["valid"])
         t[1] += 1
-    json.dump({"verdicts": verdicts, "accuracy": {k: r / n for k, (r, n) in totals.items()}}, sys.stdout)
+    json.dump({"verdicts": verdicts, "accuracy": {k: r / n for k, (r, n) in totals.items()}}, out)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,9 @@ import pytest
 
 from client.mcp_session import connect, make_http_client
 from evals.benchmarks.bfcl.data import WheelError, load_entries, read_category, verified_wheel
-from evals.benchmarks.bfcl.files import SERVED, SOURCES, WHEEL
-from evals.benchmarks.bfcl.tools import PLACEHOLDER, BfclCatalog, to_schema, to_tool
+from evals.benchmarks.bfcl.files import NO_ANSWER, SERVED, SOURCES, WHEEL
+from evals.benchmarks.bfcl.tools import PLACEHOLDER, BfclCatalog, language_doc, to_schema, to_tool
+from evals.benchmarks.bfcl.type_conversion import java_text, java_value, js_text, js_value
 from evals.core.fetch import ChecksumMismatch, fetch, sha256_of
 from evals.core.registry import get_benchmark
 from server import BenchmarkMount, ToolServer, create_app, serve_in_background
@@ -25,12 +26,16 @@ def test_the_pinned_wheel_is_read_category_by_category(bfcl_data):
     wheel = bfcl_data.joinpath(*WHEEL)
     assert sha256_of(wheel) == SOURCES["bfcl"][0].sha256 and wheel.stat().st_size == SOURCES["bfcl"][0].size
     sizes = {c: len(read_category(c)) for c in SERVED}
-    assert sizes == {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "irrelevance": 240}
+    assert sizes == {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "irrelevance": 240,
+                     "simple_java": 100, "simple_javascript": 50, "live_simple": 258, "live_multiple": 1053,
+                     "live_parallel": 16, "live_parallel_multiple": 24, "live_irrelevance": 884, "live_relevance": 16}
     first = read_category("simple_python")[0]
     assert first.id == "simple_python_0" and first.functions[0]["name"] == "calculate_triangle_area"
     assert first.ground_truth == ({"calculate_triangle_area": {"base": [10], "height": [5], "unit": ["units", ""]}},)
-    assert all(e.ground_truth is None for e in read_category("irrelevance"))
-    assert len({e.id for e in load_entries()}) == 1240
+    assert all(e.ground_truth is None for c in NO_ANSWER for e in read_category(c))
+    assert len({e.id for e in load_entries()}) == 3641
+    system = next(e for e in read_category("live_simple") if e.messages[0]["role"] == "system")
+    assert [m["role"] for m in system.messages] == ["system", "user"]
     info = get_benchmark("bfcl")
     assert info.missing_files({}, bfcl_data) == []  # needed files: its data sources (the wheel), where missing
     assert info.missing_files({}, bfcl_data / "elsewhere") == [("bfcl", SOURCES["bfcl"][0])]
@@ -44,7 +49,7 @@ def test_a_wheel_that_is_not_the_pinned_one_is_refused_naming_it(bfcl_wheel, tmp
     with pytest.raises(WheelError, match=rf"{other}: sha256 [0-9a-f]{{64}} is not the pinned bfcl-eval wheel's"):
         verified_wheel(other)
     with pytest.raises(WheelError, match="not served yet"):
-        read_category("live_simple", bfcl_wheel)
+        read_category("multi_turn_base", bfcl_wheel)
 
 
 DOC = {
@@ -76,6 +81,73 @@ def test_a_function_doc_becomes_the_tool_bfcls_fc_handlers_send():
     assert DOC["parameters"]["type"] == "dict" and DOC["parameters"]["properties"]["scale"]["type"] == "float"  # untouched
     tool = to_tool(DOC, "t1")
     assert tool.name == "geo_distance_find" and tool.annotations["bfcl_name"] == "geo.distance.find"
+    assert tool.description == "Distance between two places. Note that the provided function is in Python 3 syntax."
+
+
+JAVA_DOC = {"name": "Lib.sum", "description": "Sums.", "parameters": {"type": "dict", "required": ["xs"], "properties": {
+    "xs": {"type": "ArrayList", "items": {"type": "long"}, "description": "Numbers."},
+    "ref": {"type": "any", "description": "A reference."}}}}
+JS_DOC = {"name": "merge", "description": "Merges.", "parameters": {"type": "dict", "required": [], "properties": {
+    "opts": {"type": "dict", "description": "Options.", "properties": {"deep": {"type": "Boolean"}}},
+    "list": {"type": "array", "items": {"type": "String"}, "description": "Names."}}}}
+
+
+def test_java_and_javascript_docs_get_bfcls_language_pre_processing():
+    java = language_doc(JAVA_DOC, "simple_java")
+    assert java["description"] == "Sums. Note that the provided function is in Java 8 SDK syntax."
+    assert java["parameters"]["properties"]["xs"] == {"type": "string", "description": (
+        "Numbers. This is Java ArrayList type parameter in string representation. The list elements are of type "
+        "long; they are not in string representation.")}
+    assert java["parameters"]["properties"]["ref"]["description"].endswith(
+        " This parameter can be of any type of Java object in string representation.")
+    js = to_tool(JS_DOC, "t", "simple_javascript").input_schema["properties"]
+    assert js["opts"] == {"type": "string", "description": (
+        "Options. This is JavaScript dict type parameter in string representation. The dictionary entries have the "
+        'following schema; they are not in string representation. {"deep": {"type": "Boolean"}}')}
+    assert js["list"]["type"] == "string" and "items" not in js["list"]
+    assert JAVA_DOC["parameters"]["properties"]["xs"]["type"] == "ArrayList"  # the doc is left as it is
+
+
+@pytest.mark.parametrize(("text", "kind", "nested", "value"), [
+    ("42L", "long", None, 42), ("42", "long", None, "42"), ("3.5f", "float", None, 3.5), ("3.5", "float", None, "3.5"),
+    ("1e3", "double", None, 1000.0), ("true", "boolean", None, True), ("'a'", "char", None, "'a'"),
+    ("new int[]{1, 2}", "Array", "integer", [1, 2]), ('new String[]{"a"}', "Array", "String", ['"a"']),
+    ('new ArrayList<>(Arrays.asList("a", "b"))', "ArrayList", "String", ["a", "b"]),
+    ("new ArrayList<>() {{ add(1L); add(2L); }}", "ArrayList", "long", [1, 2]),
+    ("new ArrayList<>(Arrays.asList(7, true))", "ArrayList", "any", ["7", "true"]),
+    ('new HashMap<String, Object>() {{ put("k", 5); put("s", "v"); }}', "HashMap", None, {"k": 5, "s": "v"}),
+    ("someVariable", "HashMap", None, "someVariable"),
+])
+def test_java_text_is_read_as_bfcls_java_converter_reads_it(text, kind, nested, value):
+    got = java_value(text, kind, nested)
+    assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize(("text", "kind", "nested", "value"), [
+    ('"abc"', "String", None, "abc"), ("abc", "String", None, "abc"), ("12n", "Bigint", None, 12),
+    ("1.5", "float", None, 1.5), ("1e5", "float", None, "1e5"), ("false", "Boolean", None, False),
+    ("['a', 'b']", "array", "String", ["a", "b"]), ("new Array(1, 2)", "array", "integer", [1, 2]),
+    ("[[1, 2], [3]]", "array", "integer", [[1, 2], [3]]), ("[x]", "array", "Nope", "[x]"),
+    ("{a: 'x', b: [1, 2], c: true}", "dict", None, {"a": "x", "b": [1, 2], "c": True}), ("{}", "dict", None, {}),
+])
+def test_javascript_text_is_read_as_bfcls_javascript_converter_reads_it(text, kind, nested, value):
+    assert js_value(text, kind, nested) == value
+
+
+@pytest.mark.parametrize(("value", "kind", "nested"), [
+    (42, "long", None), (2.5, "float", None), (0.5, "double", None), (True, "boolean", None), ("x", "String", None),
+    ([1, 2], "Array", "integer"), (["a b", "c"], "ArrayList", "String"), ({"k": 1, "s": "v"}, "HashMap", None),
+])
+def test_the_oracles_java_text_reads_back(value, kind, nested):
+    assert java_value(java_text(value, kind, nested), kind, nested) == value
+
+
+@pytest.mark.parametrize(("value", "kind", "nested"), [
+    ("it's", "String", None), (12, "Bigint", None), (1e-05, "float", None), ([1.0, 2.5], "array", "float"),
+    ({"a": "x", "b": ["y"], "c": False}, "dict", None), ("aVariable", "dict", None),
+])
+def test_the_oracles_javascript_text_reads_back(value, kind, nested):
+    assert js_value(js_text(value, kind, nested), kind, nested) == value
 
 
 async def test_an_entrys_functions_are_served_and_answered_with_the_placeholder(bfcl_data):

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
-from evals.benchmarks.bfcl.files import SERVED, served_name
+from evals.benchmarks.bfcl.files import served_name
 from evals.benchmarks.bfcl.plugin import gold_calls
 from evals.benchmarks.bfcl.results import read_results
 
@@ -53,19 +53,25 @@ def _result(entry: BfclEntry, k: int) -> Any:
     return shapes[k % len(shapes)]
 
 
+# whole categories of every kind (Python, Java, JavaScript, live, relevance), kept small: the big live ones
+# add time, not kinds
+CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance", "simple_java",
+              "simple_javascript", "live_parallel", "live_relevance")
+
+
 @pytest.fixture
 def result_dir(bfcl_data: Path, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
-    """result/<model>/non_live/BFCL_v4_<category>_result.json for every served category, every entry."""
+    """result/<model>/<group>/BFCL_v4_<category>_result.json for :data:`CATEGORIES`, every entry."""
     model = tmp_path / "result" / "my-model-FC"
     cases = []
     by_category: dict[str, list[str]] = {}
-    for n, entry in enumerate(load_entries()):
+    for n, entry in enumerate(load_entries(CATEGORIES)):
         result = _result(entry, n)
         cases.append({"id": entry.id, "category": entry.category, "functions": list(entry.functions),
                       "possible_answer": list(entry.ground_truth or ()), "result": result})
         by_category.setdefault(entry.category, []).append(json.dumps({"id": entry.id, "result": result, "latency": 1.0}))
     for category, lines in by_category.items():
-        path = model / "non_live" / f"BFCL_v4_{category}_result.json"
+        path = model / ("live" if category.startswith("live_") else "non_live") / f"BFCL_v4_{category}_result.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n")
     return model, cases
@@ -87,7 +93,7 @@ def test_an_imported_result_folder_gets_bfcls_verdicts_and_accuracies(result_dir
     done = _evals("score", str(model), "--format", "bfcl-official", "--benchmark", "bfcl", "--out", str(run), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
-    for category in SERVED:
+    for category in CATEGORIES:
         assert summary["metrics"][category] == round(100 * theirs["accuracy"][category], 2), category
     assert {True, False} <= {v["valid"] for v in theirs["verdicts"].values()}
     scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
@@ -114,7 +120,7 @@ def test_part_of_a_category_is_a_subset_run(result_dir, tmp_path):
     model, _ = result_dir
     path = model / "non_live" / "BFCL_v4_parallel_result.json"
     path.write_text("".join(path.read_text().splitlines(keepends=True)[:50]))
-    for other in model.joinpath("non_live").iterdir():
+    for other in model.glob("*/*.json"):
         if other != path:
             other.unlink()
     done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", "--out",
