@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...core.data import RemoteFile
 
-__all__ = ["ALL_CATEGORIES", "LATER", "NAME", "SERVED", "SOURCES", "VERSION", "WHEEL", "served_name"]
+__all__ = ["ALL_CATEGORIES", "LATER", "MULTI_TURN", "NAME", "SERVED", "SINGLE_TURN", "SOURCES", "VERSION", "WHEEL", "served_name"]
 
 NAME = "bfcl"  # the registry name; also the folder of its files under the data directory
 VERSION = "2026.3.23"  # PyPI bfcl-eval (Apache-2.0): BFCL v4's test files and its own checkers
@@ -21,12 +21,14 @@ SOURCES: dict[str, tuple[RemoteFile, ...]] = {
 }
 
 # The single-turn, non-live Python categories: served and scored by the AST checker's rules.
-SERVED = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+SINGLE_TURN = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance")
+# The multi-turn categories: BFCL's stateful backends behind the tools, scored by its multi-turn checker.
+MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+SERVED = SINGLE_TURN + MULTI_TURN
 # BFCL v4's other categories: named so that asking for one says "not served yet" instead of "unknown".
 LATER = (
     "simple_java", "simple_javascript",
     "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance", "live_relevance",
-    "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
     "memory", "web_search", "format_sensitivity",
 )
 ALL_CATEGORIES = SERVED + LATER

@@ -26,8 +26,11 @@ from ...core.metrics import TaskScore
 from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .checker import Verdict, check_calls
 from .data import BfclEntry, load_entries, verified_wheel
-from .files import SERVED, served_name
+from .files import MULTI_TURN, SERVED, SINGLE_TURN, served_name
 from .metrics import task_score
+from .multi_turn import MultiTurnCatalog, MultiTurnEntry, load_multi_turn, step_limit
+from .multi_turn_checker import check_multi_turn
+from .multi_turn_episode import multi_turn_view, run_multi_turn, turns_from_trace
 from .tools import BfclCatalog
 
 if TYPE_CHECKING:
@@ -104,10 +107,17 @@ class BfclBenchmark:
         self.name = info.name
         self.options = options
         self.categories = selected_categories(options.get("category"))
-        self.entries: dict[str, BfclEntry] = {e.id: e for e in load_entries(self.categories)}
+        self.entries: dict[str, BfclEntry] = {
+            e.id: e for e in load_entries(tuple(c for c in self.categories if c in SINGLE_TURN))}
+        self.multi: dict[str, MultiTurnEntry] = {
+            e.id: e for e in load_multi_turn(tuple(c for c in self.categories if c in MULTI_TURN))}
 
     def task_ids(self) -> list[str]:
-        return list(self.entries)
+        return [*self.entries, *self.multi]
+
+    def config_extras(self) -> dict[str, Any]:
+        """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run."""
+        return {"bfcl_step_limit": step_limit()} if self.multi else {}
 
     def check(self, strategy: str, *, own_server: bool) -> None:
         if strategy not in STRATEGIES:
@@ -115,18 +125,23 @@ class BfclBenchmark:
 
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
                strategy: str | None = None) -> list[BenchmarkMount]:
-        return [BenchmarkMount(catalog=BfclCatalog(list(self.entries.values()), self.name))]
+        single = BfclCatalog(list(self.entries.values()), self.name)
+        if not self.multi:
+            return [BenchmarkMount(catalog=single)]
+        return [BenchmarkMount(catalog=MultiTurnCatalog(single, list(self.multi.values()), self.name))]
 
     def data_files(self) -> list[Path]:
         return [verified_wheel()]
 
     def task_query(self, task_id: str) -> str:
-        return self.entries[task_id].query
+        return self.multi[task_id].query if task_id in self.multi else self.entries[task_id].query
 
     async def prepare(self, env: EpisodeEnv) -> None:
         pass
 
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        if task_id in self.multi:
+            return await run_multi_turn(self.multi[task_id], env, recorder, self.name)
         entry = self.entries[task_id]
         calls = gold_calls(entry)
         model = env.model(task_id, [calls] if calls else [], final_answer=None if calls else NO_CALL_ANSWER)
@@ -142,14 +157,27 @@ class BfclBenchmark:
 
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:
         task_id = str(trace.get("task_id"))
-        return float(self.verdict(task_id, trace).valid) if task_id in self.entries else None
+        known = task_id in self.entries or task_id in self.multi
+        return float(self.verdict(task_id, trace).valid) if known else None
 
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
+        if task_id in self.multi:
+            return check_multi_turn(self.multi[task_id], turns_from_trace(trace))
         entry = self.entries[task_id]
         return check_calls(entry.category, entry.functions, calls_from_trace(trace), entry.ground_truth)
 
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
-        if task_id not in self.entries:
+        entry = self.entries.get(task_id) or self.multi.get(task_id)
+        if entry is None:
             raise ValueError(f"the run has a task id that is not among its BFCL entries: {task_id!r}")
         errored = trace is None or trace.get("status") != "completed"
-        return task_score(self.entries[task_id].category, self.verdict(task_id, trace), errored=errored)
+        return task_score(entry.category, self.verdict(task_id, trace), errored=errored)
+
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None,
+                     score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """A multi-turn entry's turns (the model's calls beside the ground truth's) and, when it
+        failed, the verdict with the first failing turn's state differences; nothing for the others."""
+        if task_id not in self.multi:
+            return []
+        verdict = (((score or {}).get("score") or {}).get("details") or {}).get("verdict")
+        return multi_turn_view(self.multi[task_id], trace, verdict)
