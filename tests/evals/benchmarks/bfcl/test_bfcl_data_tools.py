@@ -14,7 +14,7 @@ import pytest
 
 from client.mcp_session import connect, make_http_client
 from evals.benchmarks.bfcl.data import WheelError, load_entries, read_category, verified_wheel
-from evals.benchmarks.bfcl.files import SERVED, SOURCES, WHEEL
+from evals.benchmarks.bfcl.files import SINGLE_TURN, SOURCES, WHEEL
 from evals.benchmarks.bfcl.tools import PLACEHOLDER, BfclCatalog, to_schema, to_tool
 from evals.core.fetch import ChecksumMismatch, fetch, sha256_of
 from evals.core.registry import get_benchmark
@@ -24,7 +24,7 @@ from server import BenchmarkMount, ToolServer, create_app, serve_in_background
 def test_the_pinned_wheel_is_read_category_by_category(bfcl_data):
     wheel = bfcl_data.joinpath(*WHEEL)
     assert sha256_of(wheel) == SOURCES["bfcl"][0].sha256 and wheel.stat().st_size == SOURCES["bfcl"][0].size
-    sizes = {c: len(read_category(c)) for c in SERVED}
+    sizes = {c: len(read_category(c)) for c in SINGLE_TURN}
     assert sizes == {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "irrelevance": 240}
     first = read_category("simple_python")[0]
     assert first.id == "simple_python_0" and first.functions[0]["name"] == "calculate_triangle_area"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evals.benchmarks.bfcl.data import load_entries
-from evals.benchmarks.bfcl.files import SERVED
+from evals.benchmarks.bfcl.files import SINGLE_TURN
 from evals.core.run import RunOptions, run_benchmark, score_run_dir
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -33,7 +33,7 @@ def test_the_oracle_scores_100_on_simple_python_through_the_cli_and_http(bfcl_da
     assert json.loads(done.stdout)["completed"] == 20
 
 
-@pytest.mark.parametrize("category", [c for c in SERVED if c != "simple_python"])
+@pytest.mark.parametrize("category", [c for c in SINGLE_TURN if c != "simple_python"])
 async def test_the_oracle_scores_100_in_every_served_category(bfcl_data, category, tmp_path):
     opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=tmp_path / "run", limit=20, transport="http",
                       concurrency=4, progress=False, benchmark_options={"category": [category]})
@@ -43,7 +43,7 @@ async def test_the_oracle_scores_100_in_every_served_category(bfcl_data, categor
     assert await score_run_dir(tmp_path / "run") == summary | {"run_dir": summary["run_dir"]}
 
 
-@pytest.mark.parametrize("category", ["live_simple", "multi_turn_base", "simple_java", "web_search", "memory"])
+@pytest.mark.parametrize("category", ["live_simple", "simple_java", "web_search", "memory"])
 def test_a_category_not_served_yet_is_refused_with_exit_2(bfcl_data, category):
     done = _evals("run", "bfcl", "--category", category, "--model", "oracle", timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -56,7 +56,7 @@ def _turns(query: str, calls: list[tuple[str, dict]] | None) -> dict:
     return {"messages": [{"role": "user", "content": query}, reply]}
 
 
-async def test_a_scripted_model_with_known_mistakes_gets_the_hand_computed_numbers(bfcl_data, tmp_path):
+async def test_a_scripted_model_with_known_mistakes_gets_the_hand_computed_numbers(bfcl_code_data, tmp_path):
     e = {x.id: x for x in load_entries()}
     first_irrelevant = e["irrelevance_1"].functions[0]
     script = {
