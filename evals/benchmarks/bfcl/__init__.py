@@ -6,11 +6,17 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``data``: the entries and possible answers, read out of the wheel (checked against its sha256);
 * ``tools``: a function doc as an MCP tool, mapped as BFCL's function-calling handlers map it;
 * ``checker``: BFCL's AST checker, re-implemented rule by rule;
+* ``wheel_code``: BFCL's Python modules (its backends, its constants) imported out of the wheel;
+* ``backends``: fresh instances of BFCL's backend classes behind MCP tools, one set per MCP session;
+* ``multi_turn``: the multi-turn entries and their tools; ``multi_turn_checker``: BFCL's
+  ``multi_turn_checker``, re-implemented; ``multi_turn_episode``: the user turns sent one after
+  another, the oracle, the viewer's sections;
 * ``metrics``: each served category's accuracy;
 * ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle).
 
 Served so far: the single-turn non-live Python categories (``simple_python``, ``multiple``,
-``parallel``, ``parallel_multiple``, ``irrelevance``); the others are named and refused as
+``parallel``, ``parallel_multiple``, ``irrelevance``) and the multi-turn ones (``multi_turn_base``,
+``_miss_func``, ``_miss_param``, ``_long_context``); the others are named and refused as
 "not served yet". This module only declares it (no data is read).
 """
 
@@ -20,7 +26,7 @@ from typing import Any
 
 from ...core.options import Option
 from ...core.plugin import BenchmarkInfo
-from .files import ALL_CATEGORIES, NAME, SERVED, SOURCES
+from .files import ALL_CATEGORIES, MULTI_TURN, NAME, SERVED, SOURCES
 from .metrics import METRICS
 
 
@@ -41,9 +47,17 @@ OPTIONS: tuple[Option, ...] = (
 def _stats() -> dict[str, Any]:
     """``evals data stats bfcl``: entries, functions and answers per served category."""
     from .data import read_category
+    from .multi_turn import read_multi_turn
 
     out: dict[str, Any] = {"tasks": 0}
     for category in SERVED:
+        if category in MULTI_TURN:
+            multi = read_multi_turn(category)
+            out[category] = {"entries": len(multi), "turns": sum(len(e.turns) for e in multi),
+                             "functions": sum(len(e.all_functions()) for e in multi),
+                             "gold_calls": sum(len(t) for e in multi for t in e.ground_truth)}
+            out["tasks"] += len(multi)
+            continue
         entries = read_category(category)
         out[category] = {"entries": len(entries), "functions": sum(len(e.functions) for e in entries),
                          "gold_calls": sum(len(e.ground_truth or ()) for e in entries)}
@@ -54,7 +68,8 @@ def _stats() -> dict[str, Any]:
 INFO = BenchmarkInfo(
     name=NAME, plugin=".plugin:BfclBenchmark",
     description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
-    "checker's rules (served: the single-turn non-live Python categories)",
+    "checker's rules (the single-turn non-live Python categories) or its multi-turn checker (the multi-turn "
+    "categories, on BFCL's stateful backends)",
     strategies=("fc",), options=OPTIONS, metrics=METRICS,
     data_sources=SOURCES, stats=_stats,
     pass_metric="accuracy",

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from evals.benchmarks.bfcl.files import MULTI_TURN
 from evals.benchmarks.bfcl.multi_turn import MultiTurnEntry, gold_steps, read_multi_turn
@@ -89,6 +92,10 @@ def _ours(entry: MultiTurnEntry, turns: Turns | None) -> dict[str, Any]:
 
 
 def test_every_multi_turn_verdict_is_bfcls(bfcl_code_data, bfcl_python, tmp_path):
+    if subprocess.run([str(bfcl_python), "-c", "import mpmath, tenacity"], capture_output=True, timeout=60,
+                      check=False).returncode != 0:
+        why = f"{bfcl_python.parent.parent} lacks mpmath and tenacity: rerun scripts/bfcl_env.sh"
+        pytest.fail(why) if os.environ.get("EVALS_REQUIRE_BFCL") == "1" else pytest.skip(why)
     cases, ours, kinds = [], {}, set()
     for category in MULTI_TURN:
         for entry in read_multi_turn(category)[:PER_CATEGORY]:
