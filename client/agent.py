@@ -114,6 +114,7 @@ async def run_agent(
     visible: Callable[[str], bool] | None = None,
     on_turn: Callable[[int, list[ToolCall]], Awaitable[bool]] | None = None,
     history: Sequence[Message] = (),
+    transcript: list[Message] | None = None,
 ) -> EpisodeOutcome:
     """Run one episode over an open MCP session; returns the outcome with the calls made.
 
@@ -130,7 +131,10 @@ async def run_agent(
     ``on_turn(turn, calls)`` is awaited with each turn's tool calls before any of them runs (for a
     harness that decides a turn's calls together); when it returns True the episode ends after this
     turn's calls (stop ``"on_turn"``). ``history``: earlier turns of the conversation (user and
-    assistant messages), sent between the system prompt and ``user_text``.
+    assistant messages), sent between the system prompt and ``user_text``. ``transcript``: when
+    given, this call's messages from ``user_text`` on (the user message, the model's replies, the
+    tool results) are appended to it: the next call's history, for a harness that sends several
+    user turns one after another.
     """
     listed = await list_all_tools(session) if session is not None else []
     tools = [ToolDef.from_mcp(t) for t in listed if visible is None or visible(t.name)]
@@ -140,6 +144,7 @@ async def run_agent(
         messages.append(SystemMessage(cfg.system_prompt))
     messages.extend(history)
     messages.append(UserMessage(user_text))
+    first_new = len(messages) - 1
     model = Model.of(adapter, limiter=limiter, retry=cfg.retry)  # cache, rate limit, retries, cost
     params = cfg.params
     calls: list[dict[str, Any]] = []
@@ -199,4 +204,6 @@ async def run_agent(
         if end_after:
             stop = "on_turn"
             break
+    if transcript is not None:
+        transcript.extend(messages[first_new:])
     return EpisodeOutcome(final_answer=recorder.answer, data={"calls": calls, "stop": stop})

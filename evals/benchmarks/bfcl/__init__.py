@@ -7,19 +7,25 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``tools``: a function doc as an MCP tool, mapped as BFCL's function-calling handlers map it;
 * ``type_conversion``: Java and JavaScript values' text, read as BFCL's type converters read it;
 * ``checker``: BFCL's AST checker, re-implemented rule by rule;
+* ``wheel_code``: BFCL's Python modules (its backends, its constants) imported out of the wheel;
+* ``backends``: fresh instances of BFCL's backend classes behind MCP tools, one set per MCP session;
+* ``multi_turn``: the multi-turn entries and their tools; ``multi_turn_checker``: BFCL's
+  ``multi_turn_checker``, re-implemented; ``multi_turn_episode``: the user turns sent one after
+  another, the oracle, the viewer's sections;
+* ``agentic``, ``memory``, ``memory_run``, ``memory_view``: the memory categories (data and scoring;
+  BFCL's backends behind MCP tools; the prerequisite conversations, then the question; the viewer);
 * ``scores``: BFCL's grouped leaderboard scores, over its category names;
 * ``metrics``: each served category's accuracy, and those scores;
 * ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle);
 * ``view``: an entry in ``evals view`` (possible answers beside the predicted calls);
 * ``results``: BFCL's own result files (``evals score --format bfcl-official``, ``evals export``).
 
-Served so far: the single-turn categories (``simple_python``, ``multiple``, ``parallel``,
+Served: the single-turn categories (``simple_python``, ``multiple``, ``parallel``,
 ``parallel_multiple``, ``irrelevance``, ``simple_java``, ``simple_javascript`` and the six ``live_*``
-ones) and the memory categories ``memory_kv`` and ``memory_rec_sum`` (``agentic``: data and scoring;
-``memory``: BFCL's backends behind MCP tools; ``memory_run``: the prerequisite conversations, then the
-question); ``memory_vector``, ``web_search`` and ``format_sensitivity`` are refused for good, each with
-its reason (``files.REFUSED``); the others are named and refused as "not served yet". This module only
-declares it (no data is read).
+ones), the multi-turn ones (``multi_turn_base``, ``_miss_func``, ``_miss_param``, ``_long_context``)
+and the memory categories ``memory_kv`` and ``memory_rec_sum``; ``memory_vector``, ``web_search`` and
+``format_sensitivity`` are refused for good, each with its reason (``files.REFUSED``). This module
+only declares it (no data is read).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from typing import Any
 
 from ...core.options import Option
 from ...core.plugin import BenchmarkInfo, PaperNumbers
-from .files import ALL_CATEGORIES, MEMORY_SERVED, NAME, REFUSED, SERVED, SOURCES
+from .files import MEMORY_SERVED, MULTI_TURN, NAME, REFUSED, SERVED, SOURCES
 from .metrics import METRICS
 
 
@@ -38,9 +44,7 @@ def _category_check(value: str) -> str | None:
         return None
     if value in REFUSED:
         return f"BFCL category {value!r} is not served: {REFUSED[value]}"
-    if value in ALL_CATEGORIES:
-        return f"BFCL category {value!r} is not served yet (served: {', '.join(SERVED)})"
-    return f"no BFCL v4 category {value!r}; served: {', '.join(SERVED)}"
+    return f"no BFCL v4 category {value!r}; served: {', '.join(SERVED + MEMORY_SERVED)}"
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -52,9 +56,17 @@ OPTIONS: tuple[Option, ...] = (
 def _stats() -> dict[str, Any]:
     """``evals data stats bfcl``: entries, functions and answers per served category."""
     from .data import read_category
+    from .multi_turn import read_multi_turn
 
     out: dict[str, Any] = {"tasks": 0}
     for category in SERVED:
+        if category in MULTI_TURN:
+            multi = read_multi_turn(category)
+            out[category] = {"entries": len(multi), "turns": sum(len(e.turns) for e in multi),
+                             "functions": sum(len(e.all_functions()) for e in multi),
+                             "gold_calls": sum(len(t) for e in multi for t in e.ground_truth)}
+            out["tasks"] += len(multi)
+            continue
         entries = read_category(category)
         out[category] = {"entries": len(entries), "functions": sum(len(e.functions) for e in entries),
                          "gold_calls": sum(len(e.ground_truth or ()) for e in entries)}
@@ -73,7 +85,8 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
 INFO = BenchmarkInfo(
     name=NAME, plugin=".plugin:BfclBenchmark",
     description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
-    "checker's rules (served: the single-turn categories, live, Java and JavaScript included)",
+    "checker's rules (the single-turn categories, live, Java and JavaScript included), its multi-turn checker "
+    "(the multi-turn categories, on BFCL's stateful backends) or its agentic checker (memory)",
     strategies=("fc",), options=OPTIONS, metrics=METRICS,
     data_sources=SOURCES, stats=_stats,
     pass_metric="accuracy",

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import WheelError, _read_jsonl, verified_wheel
+from .data import WheelError, read_jsonl, verified_wheel
 from .files import MEMORY_SERVED
 
 __all__ = ["SCENARIOS", "AgenticVerdict", "MemoryEntry", "Prereq", "check_answer", "read_memory", "standardize"]
@@ -105,14 +105,14 @@ def read_memory(category: str, wheel: Path | None = None) -> tuple[list[MemoryEn
     path = verified_wheel(wheel)
     where = str(path)
     with zipfile.ZipFile(path) as archive:
-        rows = _read_jsonl(archive, f"{_DATA}BFCL_v4_memory.json", where)
+        rows = read_jsonl(archive, f"{_DATA}BFCL_v4_memory.json", where)
         answers = {a["id"]: a.get("ground_truth")
-                   for a in _read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_memory.json", where)}
+                   for a in read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_memory.json", where)}
         prereqs: dict[str, list[Prereq]] = {}
         for scenario in SCENARIOS:
             member = f"{_DATA}memory_prereq_conversation/memory_{scenario}.json"
             convs = []
-            for row in _read_jsonl(archive, member, where):
+            for row in read_jsonl(archive, member, where):
                 turns = row.get("question")
                 if not (isinstance(turns, list) and all(isinstance(t, list) and len(t) == 1 for t in turns)):
                     raise WheelError(f"{where}:{member}: {row['id']} is not a list of one-message user turns")

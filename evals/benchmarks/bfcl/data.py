@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ...core.data import data_file
-from .files import NO_ANSWER, SERVED, SOURCES, WHEEL
+from .files import NO_ANSWER, SERVED, SINGLE_TURN, SOURCES, WHEEL
 
-__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "read_category", "verified_wheel"]
+__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "read_category", "read_jsonl",
+           "verified_wheel"]
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # no test file of the pinned wheel is near this; a bound all the same
 _DATA = "bfcl_eval/data/"
@@ -64,7 +65,8 @@ def verified_wheel(path: Path | None = None) -> Path:
     return wheel
 
 
-def _read_jsonl(archive: zipfile.ZipFile, member: str, where: str) -> list[dict[str, Any]]:
+def read_jsonl(archive: zipfile.ZipFile, member: str, where: str, *, keyed: bool = True) -> list[dict[str, Any]]:
+    """The objects of one JSON Lines member of the wheel; ``keyed``: each must have a string ``id``."""
     try:
         info = archive.getinfo(member)
     except KeyError:
@@ -80,7 +82,7 @@ def _read_jsonl(archive: zipfile.ZipFile, member: str, where: str) -> list[dict[
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise WheelError(f"{where}:{member}:{number}: not JSON ({exc.msg})") from None
-            if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+            if not isinstance(value, dict) or (keyed and not isinstance(value.get("id"), str)):
                 raise WheelError(f"{where}:{member}:{number}: not an entry with an id")
             out.append(value)
     return out
@@ -88,15 +90,17 @@ def _read_jsonl(archive: zipfile.ZipFile, member: str, where: str) -> list[dict[
 
 def read_category(category: str, wheel: Path | None = None) -> list[BfclEntry]:
     """The entries of one served category, in the file's order, with their possible answers."""
-    if category not in SERVED:
+    if category not in SINGLE_TURN:
+        if category in SERVED:
+            raise WheelError(f"BFCL category {category!r} is not a single-turn category")
         raise WheelError(f"BFCL category {category!r} is not served yet (served: {', '.join(SERVED)})")
     path = verified_wheel(wheel)
     with zipfile.ZipFile(path) as archive:
-        rows = _read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
+        rows = read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
         answers: dict[str, Any] = {}
         if category not in NO_ANSWER:
             answers = {a["id"]: a.get("ground_truth")
-                       for a in _read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_{category}.json", str(path))}
+                       for a in read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_{category}.json", str(path))}
     out = []
     for row in rows:
         question, functions = row.get("question"), row.get("function")
@@ -113,6 +117,6 @@ def read_category(category: str, wheel: Path | None = None) -> list[BfclEntry]:
     return out
 
 
-def load_entries(categories: tuple[str, ...] = SERVED, wheel: Path | None = None) -> list[BfclEntry]:
-    """The entries of ``categories`` (served ones), category by category."""
+def load_entries(categories: tuple[str, ...] = SINGLE_TURN, wheel: Path | None = None) -> list[BfclEntry]:
+    """The entries of ``categories`` (served single-turn ones), category by category."""
     return [e for c in categories for e in read_category(c, wheel)]

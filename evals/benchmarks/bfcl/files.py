@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ...core.data import RemoteFile
 
-__all__ = ["ALL_CATEGORIES", "LATER", "MEMORY_SERVED", "NAME", "NO_ANSWER", "REFUSED", "SERVED", "SOURCES", "VERSION",
-           "WHEEL", "language", "served_name"]
+__all__ = ["ALL_CATEGORIES", "MEMORY_SERVED", "MULTI_TURN", "NAME", "NO_ANSWER", "REFUSED", "SERVED",
+           "SINGLE_TURN", "SOURCES", "VERSION", "WHEEL", "language", "served_name"]
 
 NAME = "bfcl"  # the registry name; also the folder of its files under the data directory
 VERSION = "2026.3.23"  # PyPI bfcl-eval (Apache-2.0): BFCL v4's test files and its own checkers
@@ -22,16 +22,15 @@ SOURCES: dict[str, tuple[RemoteFile, ...]] = {
 }
 
 # The single-turn categories: served and scored by the AST checker's (and the relevance) rules.
-SERVED = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance",
-          "simple_java", "simple_javascript",
-          "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance",
-          "live_relevance")
+SINGLE_TURN = ("simple_python", "multiple", "parallel", "parallel_multiple", "irrelevance",
+               "simple_java", "simple_javascript",
+               "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple", "live_irrelevance",
+               "live_relevance")
 # The categories whose wheel has no possible answers: only whether a call is made is scored.
 NO_ANSWER = ("irrelevance", "live_irrelevance", "live_relevance")
-# BFCL v4's other categories: named so that asking for one says "not served yet" instead of "unknown".
-LATER = (
-    "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
-)
+# The multi-turn categories: BFCL's stateful backends behind the tools, scored by its multi-turn checker.
+MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+SERVED = SINGLE_TURN + MULTI_TURN
 # The agentic memory categories served (each over its own BFCL backend; module .memory says why these two).
 MEMORY_SERVED = ("memory_kv", "memory_rec_sum")
 # Categories that are refused for good, each with the one-line reason (module .agentic has the details).
@@ -44,7 +43,7 @@ REFUSED: dict[str, str] = {
     "format_sensitivity": "BFCL runs it only for prompting models (the calls written as text in varied formats); "
                           "BFCL skips it for function-calling models, and calls over MCP are function calling",
 }
-ALL_CATEGORIES = SERVED + LATER + MEMORY_SERVED + tuple(REFUSED)
+ALL_CATEGORIES = SERVED + MEMORY_SERVED + tuple(REFUSED)
 
 
 def served_name(name: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.metrics import Metric, TaskScore
-from .files import MEMORY_SERVED, SERVED
+from .files import MEMORY_SERVED, MULTI_TURN, SERVED
 from .scores import SCORE_METRICS
 
 if TYPE_CHECKING:
@@ -17,7 +17,8 @@ __all__ = ["METRICS", "task_score"]
 
 METRICS: tuple[Metric, ...] = (
     *(Metric(c, f"{c} accuracy", over="entries",
-             description=f"BFCL v4 {c}: entries whose calls the AST checker accepts, over the category's entries")
+             description=f"BFCL v4 {c}: entries whose calls the {'multi-turn' if c in MULTI_TURN else 'AST'} checker "
+             "accepts, over the category's entries")
       for c in SERVED),
     *(Metric(c, f"{c} accuracy", over="entries",
              description=f"BFCL v4 {c}: entries whose final reply holds an accepted answer (BFCL's agentic_checker), "
@@ -29,7 +30,8 @@ METRICS: tuple[Metric, ...] = (
            "overall score)"),
     Metric("failed_episodes", "Episodes that failed", kind="count", higher_is_better=False, in_breakdowns=False,
            warn="{n:g} of {of:g} episodes failed (scored as BFCL scores an inference error: a text without a call)",
-           warn_counted_as="a reply with no call: wrong in the AST categories, right in irrelevance",
+           warn_counted_as="a reply with no call: wrong in the AST categories, right in irrelevance; "
+           "multi-turn: wrong (inference_error)",
            warn_official="BFCL records the error text as the model's result; it decodes to no call"),
 )
 

@@ -32,10 +32,13 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .agentic import AgenticVerdict
 from .checker import Verdict, check_calls
 from .data import BfclEntry, load_entries, verified_wheel
-from .files import MEMORY_SERVED, SERVED, language, served_name
+from .files import MEMORY_SERVED, MULTI_TURN, SERVED, SINGLE_TURN, language, served_name
 from .memory import MemoryCatalog
 from .memory_run import MemoryRunner
 from .metrics import task_score
+from .multi_turn import MultiTurnCatalog, MultiTurnEntry, load_multi_turn, step_limit
+from .multi_turn_checker import check_multi_turn
+from .multi_turn_episode import multi_turn_view, run_multi_turn, turns_from_trace
 from .tools import BfclCatalog, to_tool
 from .type_conversion import java_text, js_text
 
@@ -158,12 +161,18 @@ class BfclBenchmark:
         self.options = options
         self.categories = selected_categories(options.get("category"))
         self.entries: dict[str, BfclEntry] = {
-            e.id: e for e in load_entries(tuple(c for c in self.categories if c in SERVED))}
+            e.id: e for e in load_entries(tuple(c for c in self.categories if c in SINGLE_TURN))}
+        self.multi: dict[str, MultiTurnEntry] = {
+            e.id: e for e in load_multi_turn(tuple(c for c in self.categories if c in MULTI_TURN))}
         memory = tuple(c for c in self.categories if c in MEMORY_SERVED)
         self.memory: MemoryRunner | None = MemoryRunner(memory, self.name) if memory else None
 
     def task_ids(self) -> list[str]:
-        return [*self.entries, *(self.memory.entries if self.memory else ())]
+        return [*self.entries, *self.multi, *(self.memory.entries if self.memory else ())]
+
+    def config_extras(self) -> dict[str, Any]:
+        """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run."""
+        return {"bfcl_step_limit": step_limit()} if self.multi else {}
 
     def check(self, strategy: str, *, own_server: bool) -> None:
         if strategy not in STRATEGIES:
@@ -172,6 +181,8 @@ class BfclBenchmark:
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
                strategy: str | None = None) -> list[BenchmarkMount]:
         catalog: Any = BfclCatalog(list(self.entries.values()), self.name)
+        if self.multi:
+            catalog = MultiTurnCatalog(catalog, list(self.multi.values()), self.name)
         if self.memory is not None:
             catalog = MemoryCatalog(self.memory.endpoints(), catalog, self.name)
         return [BenchmarkMount(catalog=catalog)]
@@ -182,6 +193,8 @@ class BfclBenchmark:
     def task_query(self, task_id: str) -> str | None:
         if self.memory is not None and task_id in self.memory.entries:
             return self.memory.entries[task_id].question
+        if task_id in self.multi:
+            return self.multi[task_id].query
         return self.entries[task_id].query if task_id in self.entries else None
 
     async def prepare(self, env: EpisodeEnv) -> None:
@@ -190,6 +203,8 @@ class BfclBenchmark:
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         if self.memory is not None and task_id in self.memory.entries:
             return await self.memory.episode(env, task_id, recorder)
+        if task_id in self.multi:
+            return await run_multi_turn(self.multi[task_id], env, recorder, self.name)
         entry = self.entries[task_id]
         calls = gold_calls(entry)
         model = env.model(task_id, [calls] if calls else [], final_answer=None if calls else NO_CALL_ANSWER)
@@ -206,22 +221,25 @@ class BfclBenchmark:
 
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:
         task_id = str(trace.get("task_id"))
-        known = task_id in self.entries or (self.memory is not None and task_id in self.memory.entries)
+        known = (task_id in self.entries or task_id in self.multi
+                 or (self.memory is not None and task_id in self.memory.entries))
         return float(self.verdict(task_id, trace).valid) if known else None
 
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict | AgenticVerdict:
         if self.memory is not None and task_id in self.memory.entries:
             return self.memory.verdict(task_id, trace)
+        if task_id in self.multi:
+            return check_multi_turn(self.multi[task_id], turns_from_trace(trace))
         entry = self.entries[task_id]
         return check_calls(entry.category, entry.functions, calls_from_trace(trace), entry.ground_truth)
 
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         memory = self.memory.entries if self.memory is not None else {}
-        if task_id not in self.entries and task_id not in memory:
+        entry: Any = self.entries.get(task_id) or self.multi.get(task_id) or memory.get(task_id)
+        if entry is None:
             raise ValueError(f"the run has a task id that is not among its BFCL entries: {task_id!r}")
         errored = trace is None or trace.get("status") != "completed"
-        category = memory[task_id].category if task_id in memory else self.entries[task_id].category
-        return task_score(category, self.verdict(task_id, trace), errored=errored)
+        return task_score(entry.category, self.verdict(task_id, trace), errored=errored)
 
     def formats(self) -> list[PredictionFormat]:
         """BFCL's own result files (``bfcl-official``, :mod:`.results`): read by ``evals score --format``, written by ``evals export``."""
@@ -231,11 +249,16 @@ class BfclBenchmark:
 
     def episode_view(self, task_id: str, trace: Mapping[str, Any] | None,
                      score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-        """``evals view``: the possible answers beside the predicted calls, with the checker's decisions (:mod:`.view`)."""
+        """``evals view``: a single-turn entry's possible answers beside the predicted calls, with the
+        checker's decisions (:mod:`.view`); a multi-turn entry's turns (the model's calls beside the
+        ground truth's) and, when it failed, the first failing turn's state differences."""
+        if task_id in self.multi:
+            verdict = (((score or {}).get("score") or {}).get("details") or {}).get("verdict")
+            return multi_turn_view(self.multi[task_id], trace, verdict)
         if task_id not in self.entries:
             return []  # a memory entry: no possible answers to show beside its calls
         from .view import episode_sections
 
         entry, calls = self.entries[task_id], calls_from_trace(trace)
-        verdict = check_calls(entry.category, entry.functions, calls, entry.ground_truth)
-        return episode_sections(entry, calls, verdict, trace)
+        verdict_ = check_calls(entry.category, entry.functions, calls, entry.ground_truth)
+        return episode_sections(entry, calls, verdict_, trace)

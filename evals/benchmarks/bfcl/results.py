@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .data import load_entries
-from .files import SERVED, served_name
+from .files import SINGLE_TURN, served_name
 
 if TYPE_CHECKING:
     from client.runs import RunDir
@@ -101,10 +101,10 @@ def read_results(path: Path) -> ImportedPredictions:
     categories = []
     for file in files:
         category = FILE_NAME.fullmatch(file.name).group(1)  # type: ignore[union-attr]
-        if category not in SERVED:
-            raise ValueError(f"{file}: BFCL category {category!r} is not read yet (read: {', '.join(SERVED)})")
+        if category not in SINGLE_TURN:
+            raise ValueError(f"{file}: BFCL category {category!r} is not read yet (read: {', '.join(SINGLE_TURN)})")
         categories.append(category)
-    known = {e.id: e.category for e in load_entries(tuple(c for c in SERVED if c in categories))}
+    known = {e.id: e.category for e in load_entries(tuple(c for c in SINGLE_TURN if c in categories))}
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, str] = {}
     texts: list[str] = []
@@ -138,7 +138,7 @@ def read_results(path: Path) -> ImportedPredictions:
         warnings.append(f"{len(texts)} results are a text, not tool calls ({shown}): scored as BFCL scores an FC "
                         "model's reply without a call; a prompting (non-FC) model's calls written as text are not "
                         "decoded here")
-    chosen = [c for c in SERVED if c in categories]
+    chosen = [c for c in SINGLE_TURN if c in categories]
     return ImportedPredictions(traces=traces, strategy="fc", options={"category": chosen},
                                model=_model_of(files[0]), warnings=tuple(warnings))
 
@@ -178,7 +178,7 @@ def _export(run_dir: RunDir, out: Path, calls_of: CallsOf) -> list[Path]:
     model = re.sub(r"[^A-Za-z0-9._-]+", "_", str(config.get("model") or "model")).strip("_") or "model"
     traces = run_dir.latest_traces()
     by_category: dict[str, list[str]] = {}
-    for entry in load_entries(tuple(c for c in SERVED if c in set((config.get("options") or {}).get("category") or SERVED))):
+    for entry in load_entries(tuple(c for c in SINGLE_TURN if c in set((config.get("options") or {}).get("category") or SINGLE_TURN))):
         by_category.setdefault(entry.category, []).append(entry.id)
     written = []
     for category, ids in by_category.items():

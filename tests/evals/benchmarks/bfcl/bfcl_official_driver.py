@@ -1,4 +1,4 @@
-"""Runs BFCL's own AST checker (bfcl_eval, installed in .ci/bfcl-venv) over crafted model outputs.
+"""Runs BFCL's own checkers (bfcl_eval, installed in .ci/bfcl-venv) over crafted model outputs.
 
 Run by that venv's python (never imported by the project's tests):  python bfcl_official_driver.py CASES.json
 CASES.json: {"cases": [{"id", "category", "functions", "possible_answer", "response"}]} (a memory
@@ -19,9 +19,20 @@ FC response, as BFCL's OpenAI-style FC handlers do it (``{name: json.loads(argum
 text reply is not a call list and fails to decode), and ``bfcl_eval.constants.model_config``, whose
 import pulls every model SDK; the checker only reads one model's ``underscore_to_dot`` from it, which
 is True here (the functions are served with ``.`` as ``_``, as for BFCL's OpenAI-style FC models).
-For the tools, the handlers' module imports the prompting models' parsers (tree-sitter) and tenacity,
-neither used by ``convert_to_tool``: stand-ins for their names. Whatever BFCL's checker prints (its
+For the tools and the multi-turn decoding, the handlers' module imports the prompting models' parsers
+(tree-sitter) and tenacity, used by neither ``convert_to_tool`` nor ``convert_to_function_call``:
+stand-ins for their names (the real ones when installed). Whatever BFCL's checker prints (its
 JavaScript dict reader prints its errors) goes to stderr, so stdout stays the JSON.
+
+Multi-turn cases (``"multi_turn": true``) carry ``entry`` (id, initial_config, involved_classes),
+``ground_truth`` (per turn, BFCL's call strings) and ``result``: per turn, the model's responses,
+each a list of [name, arguments as JSON text] or a string (a text reply); ``null`` for a failed
+episode. What runs is BFCL's ``multi_turn_checker`` (with its backends), after its eval runner's
+steps for one entry (``_evaluate_single_multi_turn_entry``, whose module needs packages the venv
+lacks; its dozen lines are followed here): a result that is not a list is an inference error,
+fewer turns than the ground truth "force-terminated", each response decoded by BFCL's own
+``convert_to_function_call`` (undecodable or empty ones dropped). Each case runs under a model name of
+its own: BFCL caches backend instances in globals by model name and entry id.
 """
 
 from __future__ import annotations
@@ -67,6 +78,47 @@ from bfcl_eval.utils import (  # noqa: E402
     is_java,
     is_js,
 )
+
+_MT: dict[str, Any] = {}
+
+
+def _multi_turn_code() -> dict[str, Any]:
+    """BFCL's multi-turn checker and decoding, imported on first use (its backends need mpmath)."""
+    if not _MT:
+        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import multi_turn_checker
+        from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import is_empty_execute_response
+        from bfcl_eval.model_handler.utils import convert_to_function_call
+
+        _MT.update(checker=multi_turn_checker, empty=is_empty_execute_response, decode=convert_to_function_call)
+    return _MT
+
+
+def multi_turn_verdict(case: dict[str, Any], model_name: str) -> dict[str, Any]:
+    code = _multi_turn_code()
+    result, truth = case["result"], case["ground_truth"]
+    if not isinstance(result, list):
+        return {"valid": False, "error_type": "multi_turn:inference_error"}
+    if len(result) != len(truth):
+        return {"valid": False, "error_type": "multi_turn:force_terminated"}
+    decoded = []
+    for turn in result:
+        steps = []
+        for step in turn:
+            try:
+                calls = code["decode"](_text_safe(step))
+            except Exception:  # noqa: BLE001, S112 - the runner drops any response it cannot decode
+                continue
+            if not code["empty"](calls):
+                steps.append(calls)
+        decoded.append(steps)
+    out = code["checker"](decoded, truth, dict(case["entry"]), case["category"], model_name)
+    verdict = {"valid": bool(out["valid"]), "error_type": "" if out["valid"] else out.get("error_type", "")}
+    details = out.get("details") or {}
+    if "differences" in details:
+        verdict["attributes"] = sorted(details["differences"])
+    if "missing_items" in details:
+        verdict["missing"] = len(details["missing_items"])
+    return verdict
 
 
 def _decode(response: Any) -> list[dict[str, Any]]:
@@ -140,7 +192,8 @@ def main() -> None:
         return
     cases = given["cases"]
     with contextlib.redirect_stdout(sys.stderr):
-        verdicts = {c["id"]: verdict(c) for c in cases}
+        verdicts = {c["id"]: multi_turn_verdict(c, f"fidelity_{i}") if c.get("multi_turn") else verdict(c)
+                    for i, c in enumerate(cases)}
     totals: dict[str, list[int]] = {}
     for c in cases:
         t = totals.setdefault(c["category"], [0, 0])

@@ -18,7 +18,7 @@ from typing import Any
 
 from evals.benchmarks.bfcl.checker import check_calls
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
-from evals.benchmarks.bfcl.files import SERVED, language, served_name
+from evals.benchmarks.bfcl.files import SINGLE_TURN, language, served_name
 from evals.benchmarks.bfcl.plugin import gold_calls
 from evals.benchmarks.bfcl.tools import to_tool
 
@@ -126,7 +126,7 @@ def _ours(entry: BfclEntry, response: Any) -> tuple[bool, str]:
 
 
 def test_every_verdict_and_accuracy_is_bfcls(bfcl_data, bfcl_python, tmp_path):
-    entries = load_entries(SERVED)
+    entries = load_entries(SINGLE_TURN)
     cases, ours = [], {}
     for entry in entries:
         for variant, response in _variants(entry):
@@ -153,7 +153,7 @@ def test_every_verdict_and_accuracy_is_bfcls(bfcl_data, bfcl_python, tmp_path):
 
 
 def test_every_entrys_tools_are_the_ones_bfcls_fc_handler_sends(bfcl_data, bfcl_python, tmp_path):
-    entries = load_entries(SERVED)
+    entries = load_entries(SINGLE_TURN)
     path = tmp_path / "tools.json"
     path.write_text(json.dumps({"tools": [{"id": e.id, "category": e.category, "functions": list(e.functions)}
                                           for e in entries]}))

@@ -13,7 +13,7 @@ import pytest
 
 from evals.benchmarks.bfcl.checker import check_calls
 from evals.benchmarks.bfcl.data import load_entries
-from evals.benchmarks.bfcl.files import SERVED
+from evals.benchmarks.bfcl.files import SINGLE_TURN
 from evals.benchmarks.bfcl.plugin import gold_calls
 from evals.core.run import RunOptions, run_benchmark, score_run_dir
 
@@ -35,7 +35,7 @@ def test_the_oracle_scores_100_on_simple_python_through_the_cli_and_http(bfcl_da
     assert json.loads(done.stdout)["completed"] == 20
 
 
-@pytest.mark.parametrize("category", [c for c in SERVED if c != "simple_python"])
+@pytest.mark.parametrize("category", [c for c in SINGLE_TURN if c != "simple_python"])
 async def test_the_oracle_scores_100_in_every_served_category(bfcl_data, category, tmp_path):
     opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=tmp_path / "run", limit=20, transport="http",
                       concurrency=4, progress=False, benchmark_options={"category": [category]})
@@ -46,11 +46,11 @@ async def test_the_oracle_scores_100_in_every_served_category(bfcl_data, categor
     assert await score_run_dir(tmp_path / "run") == summary | {"run_dir": summary["run_dir"]}
 
 
-@pytest.mark.parametrize("category", ["multi_turn_miss_func", "multi_turn_base"])  # refused ones: test_bfcl_memory
-def test_a_category_not_served_yet_is_refused_with_exit_2(bfcl_data, category):
+@pytest.mark.parametrize("category", ["multi_turn_composite", "nonsense"])  # refused ones: test_bfcl_memory
+def test_a_category_bfcl_v4_does_not_score_is_refused_with_exit_2(bfcl_data, category):
     done = _evals("run", "bfcl", "--category", category, "--model", "oracle", timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"BFCL category {category!r} is not served yet" in done.stderr
+    assert f"no BFCL v4 category {category!r}; served: simple_python," in done.stderr
 
 
 # Entries whose possible answers no call can meet (BFCL's own checker agrees: the fidelity test's
@@ -63,7 +63,7 @@ UNREACHABLE = {"simple_java_36", "simple_java_65", "live_simple_106-63-0", "live
 
 def test_the_oracles_calls_are_right_in_every_entry_no_call_can_miss(bfcl_data):
     wrong = set()
-    for entry in load_entries(SERVED):
+    for entry in load_entries(SINGLE_TURN):
         calls = [(c["name"], c["arguments"]) for c in gold_calls(entry)]
         if not check_calls(entry.category, entry.functions, calls, entry.ground_truth).valid:
             wrong.add(entry.id)
@@ -93,7 +93,7 @@ def _turns(query: str, calls: list[tuple[str, dict]] | None) -> dict:
     return {"messages": [{"role": "user", "content": query}, reply]}
 
 
-async def test_a_scripted_model_with_known_mistakes_gets_the_hand_computed_numbers(bfcl_data, tmp_path):
+async def test_a_scripted_model_with_known_mistakes_gets_the_hand_computed_numbers(bfcl_code_data, tmp_path):
     e = {x.id: x for x in load_entries()}
     first_irrelevant = e["irrelevance_1"].functions[0]
     script = {

@@ -1,0 +1,204 @@
+"""BFCL's multi-turn entries, read out of the pinned wheel, and their tools: BFCL's backends behind MCP.
+
+An entry is several user turns over one set of stateful backends (``involved_classes``, loaded
+from the entry's ``initial_config``). Its functions are the function docs of those classes
+(``data/multi_turn_func_doc/``, the files BFCL's ``MULTI_TURN_FUNC_DOC_FILE_MAPPING`` names), each
+description with BFCL's " Note that the provided function is in Python 3 syntax." appended, as
+BFCL's loader does. In ``multi_turn_miss_func`` the functions of ``missed_function`` are held out
+until their turn (an empty turn, to which BFCL says :func:`added_functions_prompt`).
+
+Every function is served as an MCP tool of the entry's endpoint (:func:`.backends.backend_tool`:
+the schema as :mod:`.tools` maps it, each call run on the MCP session's own fresh instances). The
+held-out functions are listed from the start: the episode shows them to the model only from
+their turn on (``run_agent``'s ``visible``). ``excluded_function`` (on 18 entries of each file) is
+read by no code of BFCL's and is ignored here too.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tool_specs import TaskNotFound, ToolSpec
+
+from .backends import BackendError, Instances, backend_tool, fresh_instances
+from .data import WheelError, read_jsonl, verified_wheel
+from .files import MULTI_TURN, NAME
+from .wheel_code import import_module
+
+__all__ = ["PYTHON_HINT", "MultiTurnCatalog", "MultiTurnEntry", "added_functions_prompt", "gold_steps",
+           "load_multi_turn", "parse_call", "read_multi_turn", "step_limit"]
+
+PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
+_DATA = "bfcl_eval/data/"
+
+
+def _prompts() -> Any:
+    return import_module("bfcl_eval.constants.default_prompts")
+
+
+def step_limit() -> int:
+    """BFCL's ``MAXIMUM_STEP_LIMIT``: a user turn ends the entry ("force-terminated") once the model
+    has answered with calls more than this many times in it."""
+    return int(_prompts().MAXIMUM_STEP_LIMIT)
+
+
+def added_functions_prompt() -> str:
+    """What BFCL says in a held-out function's turn (``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``)."""
+    return str(_prompts().DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC)
+
+
+@dataclass(frozen=True)
+class MultiTurnEntry:
+    """One multi-turn entry: its user turns (each a list of messages; a held-out turn is empty), its
+    backends and their initial config, the functions offered from the start, those added at a later
+    turn, and the ground truth: per turn, the calls as BFCL writes them (``cd(folder='document')``)."""
+
+    id: str
+    category: str
+    turns: tuple[tuple[dict[str, Any], ...], ...]
+    involved_classes: tuple[str, ...]
+    initial_config: Mapping[str, Any]
+    functions: tuple[dict[str, Any], ...]
+    missed: Mapping[int, tuple[dict[str, Any], ...]] = field(default_factory=dict)
+    ground_truth: tuple[tuple[str, ...], ...] = ()
+
+    @property
+    def long_context(self) -> bool:
+        """BFCL loads the backends with ``long_context=True`` for these (its test: the id's category)."""
+        category = self.id.rsplit("_", 1)[0]
+        return "long_context" in category or "composite" in category
+
+    @property
+    def query(self) -> str:
+        return "\n".join(str(m.get("content", "")) for m in (self.turns[0] if self.turns else ()))
+
+    def all_functions(self) -> tuple[dict[str, Any], ...]:
+        return self.functions + tuple(d for turn in sorted(self.missed) for d in self.missed[turn])
+
+    def instances(self) -> Instances:
+        """Fresh backend instances for this entry, initialised as BFCL initialises them."""
+        return fresh_instances(self.involved_classes, self.initial_config, long_context=self.long_context)
+
+
+@functools.cache
+def _docs(path: Path, class_name: str) -> tuple[dict[str, Any], ...]:
+    files = import_module("bfcl_eval.constants.executable_backend_config").MULTI_TURN_FUNC_DOC_FILE_MAPPING
+    if class_name not in files:
+        raise WheelError(f"{path}: BFCL has no function docs for backend class {class_name!r}")
+    with zipfile.ZipFile(path) as archive:
+        rows = read_jsonl(archive, f"{_DATA}multi_turn_func_doc/{files[class_name]}", str(path), keyed=False)
+    return tuple(rows)
+
+
+def _with_hint(doc: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(doc))
+    out["description"] = str(out.get("description", "")) + PYTHON_HINT
+    return out
+
+
+def read_multi_turn(category: str, wheel: Path | None = None) -> list[MultiTurnEntry]:
+    """The entries of one multi-turn category, in the file's order, with their ground truth."""
+    if category not in MULTI_TURN:
+        raise WheelError(f"BFCL category {category!r} is not a multi-turn category ({', '.join(MULTI_TURN)})")
+    path = verified_wheel(wheel)
+    with zipfile.ZipFile(path) as archive:
+        rows = read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
+        answers = {a["id"]: a.get("ground_truth")
+                   for a in read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_{category}.json", str(path))}
+    out = []
+    for row in rows:
+        where = f"{path}: entry {row['id']}"
+        turns, classes, truth = row.get("question"), row.get("involved_classes"), answers.get(row["id"])
+        if not (isinstance(turns, list) and all(isinstance(t, list) for t in turns) and isinstance(classes, list)):
+            raise WheelError(f"{where} is not a multi-turn entry (question, involved_classes)")
+        if not (isinstance(truth, list) and len(truth) == len(turns) and all(isinstance(t, list) for t in truth)):
+            raise WheelError(f"{where} has no ground truth of one call list per turn")
+        docs = [_with_hint(d) for c in classes for d in _docs(path.resolve(), str(c))]
+        missed: dict[int, tuple[dict[str, Any], ...]] = {}
+        for turn, names in (row.get("missed_function") or {}).items():
+            held = []
+            for name in names:  # BFCL moves the first doc of that name out of the offered list
+                index = next((i for i, d in enumerate(docs) if d.get("name") == name), None)
+                if index is not None:
+                    held.append(docs.pop(index))
+            missed[int(turn)] = tuple(held)
+        out.append(MultiTurnEntry(row["id"], category, tuple(tuple(t) for t in turns), tuple(map(str, classes)),
+                                  dict(row.get("initial_config") or {}), tuple(docs), missed,
+                                  tuple(tuple(map(str, t)) for t in truth)))
+    return out
+
+
+def load_multi_turn(categories: Sequence[str] = MULTI_TURN, wheel: Path | None = None) -> list[MultiTurnEntry]:
+    return [e for c in categories for e in read_multi_turn(c, wheel)]
+
+
+def parse_call(text: str) -> tuple[str, list[Any], dict[str, Any]]:
+    """A ground-truth call (``sort('a.pdf')``) as (name, positional values, keyword values)."""
+    import ast
+
+    call = ast.parse(text, mode="eval").body
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        raise ValueError(f"not a plain call: {text!r}")
+    return (call.func.id, [ast.literal_eval(a) for a in call.args],
+            {str(k.arg): ast.literal_eval(k.value) for k in call.keywords})
+
+
+def gold_steps(entry: MultiTurnEntry) -> list[list[dict[str, Any]]]:
+    """The ground truth as MCP calls, one list per turn: positional values bound to the backend
+    method's parameter names (its signature), keyword values as they are."""
+    methods: dict[str, Any] = {}
+    for class_name in entry.involved_classes:
+        module = import_module(import_module("bfcl_eval.constants.executable_backend_config")
+                               .CLASS_FILE_PATH_MAPPING[class_name])
+        for name, member in inspect.getmembers(getattr(module, class_name), predicate=inspect.isfunction):
+            if not name.startswith("_"):
+                methods[name] = member
+    out = []
+    for turn in entry.ground_truth:
+        calls = []
+        for text in turn:
+            name, args, kwargs = parse_call(text)
+            if name not in methods:
+                raise BackendError(f"BFCL entry {entry.id}: the ground truth calls {name!r}, which no backend has")
+            bound = inspect.signature(methods[name]).bind(None, *args, **kwargs)
+            calls.append({"name": name, "arguments": {k: v for k, v in list(bound.arguments.items())[1:]}})
+        out.append(calls)
+    return out
+
+
+class MultiTurnCatalog:
+    """The single-turn catalog (``base``) with the multi-turn entries added: a multi-turn entry's
+    endpoint offers all its functions as tools running on the session's own backend instances."""
+
+    def __init__(self, base: Any, entries: Sequence[MultiTurnEntry], name: str = NAME) -> None:
+        self.name = name
+        self.base = base
+        self.entries = {e.id: e for e in entries}
+        self._specs: dict[str, list[ToolSpec]] = {}
+
+    def task_ids(self) -> list[str]:
+        return [*self.base.task_ids(), *self.entries]
+
+    def task_tools(self, task_id: str) -> list[ToolSpec]:
+        entry = self.entries.get(task_id)
+        if entry is None:
+            if task_id in self.base.task_ids():
+                return list(self.base.task_tools(task_id))
+            raise TaskNotFound(task_id, self.task_ids(), catalog=self.name)
+        if task_id not in self._specs:
+            self._specs[task_id] = [backend_tool(doc, task_id, entry.instances) for doc in entry.all_functions()]
+        return list(self._specs[task_id])
+
+    def playground_tools(self) -> list[ToolSpec]:
+        seen = {t.name: t for t in self.base.playground_tools()}
+        for task_id in self.entries:
+            for spec in self.task_tools(task_id):
+                seen.setdefault(spec.name, spec)
+        return list(seen.values())

@@ -1,0 +1,133 @@
+"""BFCL's multi-turn checker, re-implemented: an entry's recorded calls judged as ``multi_turn_checker`` does.
+
+The model's calls are not judged by what happened live: they are run again, turn by turn, on
+fresh instances of the entry's backends, beside the ground truth's calls on fresh instances of
+their own, as BFCL's eval runner and checker do (``tests/evals/benchmarks/bfcl/test_bfcl_fidelity.py``
+runs BFCL's own checker beside this one):
+
+* an episode that failed (no list of turns) is ``multi_turn:inference_error``; fewer turns than
+  the ground truth (the model hit the step limit) is ``multi_turn:force_terminated``;
+* a step (one model response) is decoded as BFCL's FC handlers decode it: every call written as
+  ``name(k=repr(v),...)``; a step with a call whose arguments were not JSON, or with no call, is
+  dropped;
+* per turn: the model's steps run on its instances, the turn's ground truth on the gold ones
+  (both keep their state from turn to turn); then, in this order: a turn with ground truth but no
+  model step is ``multi_turn:empty_turn_model_response``; a turn without ground truth is not
+  checked (its calls still ran); each backend's public attributes must equal the gold one's
+  (``multi_turn:instance_state_mismatch``, with the differing attributes); and every result of
+  the turn's gold calls must be among the results of all the model's calls so far, as a multiset
+  (``multi_turn:execution_response_mismatch``, with the missing results);
+* the first failing turn gives the verdict; an entry no turn fails is right.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .backends import call_text, execute_text, method_table, state_differences
+from .checker import Verdict
+from .multi_turn import MultiTurnEntry
+
+__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "check_multi_turn", "decode_steps", "jsonable"]
+
+MAX_DETAIL_CHARS = 20_000  # a state difference is kept for the viewer up to this size (as JSON)
+
+
+@dataclass(frozen=True)
+class MultiTurnVerdict(Verdict):
+    """A multi-turn verdict: BFCL's error type and message, the first failing turn, and its details
+    (the state differences per backend, or the missing results)."""
+
+    turn: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "turn": self.turn, "details": self.details}
+
+
+def jsonable(value: Any, depth: int = 0, seen: frozenset[int] = frozenset()) -> Any:
+    """A backend value as JSON for the viewer: objects as their public attributes (a ``parent``
+    link or an object already on the path shown by its class name), bounded in depth."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if depth > 12 or id(value) in seen:
+        return f"<{type(value).__name__}>"
+    inner = seen | {id(value)}
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v, depth + 1, inner) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [jsonable(v, depth + 1, inner) for v in value]
+    if hasattr(value, "__dict__"):
+        return {"__class__": type(value).__name__,
+                **{k: jsonable(v, depth + 1, inner) for k, v in vars(value).items()
+                   if not k.startswith("_") and k != "parent"}}
+    return repr(value)
+
+
+def _bounded(value: Any) -> Any:
+    shown = jsonable(value)
+    text = json.dumps(shown, ensure_ascii=False, default=str)
+    return shown if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS] + " ... (cut)"
+
+
+def decode_steps(turn: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[str]]:
+    """One turn's steps (each a list of ``{"name", "arguments"}``, arguments ``None`` when they
+    were not JSON) as BFCL's decoded steps: call strings; undecodable and empty steps dropped."""
+    out = []
+    for step in turn:
+        if not step or any(not isinstance(c.get("arguments"), dict) for c in step):
+            continue
+        out.append([call_text(str(c.get("name")), c["arguments"]) for c in step])
+    return out
+
+
+def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None) -> MultiTurnVerdict:
+    """The verdict on one entry: ``turns`` holds, per user turn, the model's steps (``None``: the
+    episode failed and left no turns)."""
+    truth = entry.ground_truth
+    if turns is None:
+        return MultiTurnVerdict(False, "multi_turn:inference_error",
+                                "Error during inference phase. Model did not output a list of model responses.")
+    if len(turns) != len(truth):
+        return MultiTurnVerdict(False, "multi_turn:force_terminated",
+                                f"Model was force-terminated during inference phase. The length of the model result "
+                                f"turns ({len(turns)}) does not match the length of the ground truth turns ({len(truth)}).")
+    decoded = [decode_steps(t) for t in turns]
+    model, gold = entry.instances(), entry.instances()
+    model_table, gold_table = method_table(model), method_table(gold)
+    so_far: list[str] = []
+    for index, gold_calls in enumerate(truth):
+        for step in decoded[index]:
+            so_far.extend(execute_text(model, c, model_table) for c in step)
+        gold_results = [execute_text(gold, c, gold_table) for c in gold_calls]
+        if not gold_calls:
+            continue
+        if not decoded[index]:
+            return MultiTurnVerdict(False, "multi_turn:empty_turn_model_response",
+                                    f"Model response list is empty for turn {index}", index)
+        for class_name, gold_instance in gold.items():
+            differences = state_differences(model[class_name], gold_instance)
+            if differences:
+                return MultiTurnVerdict(
+                    False, "multi_turn:instance_state_mismatch",
+                    f"Model instance for {class_name} does not match the state with ground truth instance.", index,
+                    {"class": class_name, "differences": {k: {"model": _bounded(v["model"]),
+                                                              "ground_truth": _bounded(v["ground_truth"])}
+                                                          for k, v in differences.items()}})
+        left = list(so_far)
+        missing = []
+        for result in gold_results:
+            if result in left:
+                left.remove(result)
+            else:
+                missing.append(result)
+        if missing:
+            return MultiTurnVerdict(
+                False, "multi_turn:execution_response_mismatch",
+                f"Model response execution results so far does not contain all the ground truth response "
+                f"execution results for turn {index}.", index,
+                {"missing_items": [_bounded(m) for m in missing]})
+    return MultiTurnVerdict(True)

@@ -1,0 +1,182 @@
+"""A multi-turn episode as BFCL's FC inference drives one, and how the viewer shows it.
+
+The user turns are sent one after another in one conversation (each turn's ``run_agent`` gets the
+earlier turns as its history). Within a turn the model answers, its calls run on the session's
+backends and their results go back, until it answers without a call (the turn ends), a response's
+call has arguments that are not JSON (BFCL cannot decode the step: the turn ends), or it has
+answered with calls more than BFCL's step limit times (:func:`.multi_turn.step_limit`; the
+episode ends there: BFCL's "force-terminated"). In a held-out function's turn
+(``multi_turn_miss_func``) the held-out functions are shown from then on, and the user says
+BFCL's :func:`.multi_turn.added_functions_prompt`.
+
+Two differences from BFCL's loop, neither touching the score (scoring runs the recorded calls again
+on fresh instances, :mod:`.multi_turn_checker`): in a response with an undecodable call the other
+calls have already run live (BFCL runs none of them); a call to a function not shown yet is
+answered as an unknown tool (BFCL would run it).
+
+The oracle (:class:`MultiTurnOracle`) answers each turn with that turn's ground-truth calls in one
+response, then "Done.". One entry's ground truth (``multi_turn_miss_func_49``, turn 1) calls
+``tail``, which that entry holds out until turn 3: the oracle makes the call all the same; it is
+answered as an unknown tool live, recorded, and scored as BFCL scores it (its checker runs every
+decoded call, shown or not).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from client.adapters.base import DEFAULT_PARAMS, GenerateParams
+from client.agent import run_agent
+from client.messages import (
+    AssistantMessage,
+    Message,
+    ModelResponse,
+    ToolCall,
+    ToolChoice,
+    ToolDef,
+    Usage,
+    UserMessage,
+)
+from client.runs import EpisodeOutcome
+
+from ...core.episode_view import table_section, text_section
+from .multi_turn import MultiTurnEntry, added_functions_prompt, gold_steps, step_limit
+
+if TYPE_CHECKING:
+    from client.runs import EpisodeRecorder
+
+    from ...core.plugin import EpisodeEnv
+
+__all__ = ["MultiTurnOracle", "multi_turn_view", "run_multi_turn", "turns_from_trace"]
+
+
+class MultiTurnOracle:
+    """A scripted model for one multi-turn entry: in user turn ``turn`` (set by the episode), its
+    first response makes that turn's ground-truth calls (none for an empty turn), the next says "Done."."""
+
+    provider = "oracle"
+
+    def __init__(self, steps: list[list[dict[str, Any]]], known: set[str], *, task_id: str = "") -> None:
+        self.steps = steps
+        self.known = known  # the entry's functions, held-out ones too
+        self.turn = 0
+        self.model = self.name = "oracle"
+        self.task_id = task_id
+
+    async def complete(self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
+                       params: GenerateParams = DEFAULT_PARAMS) -> ModelResponse:
+        last_user = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=-1)
+        answered = any(isinstance(m, AssistantMessage) for m in messages[last_user + 1:])
+        step = self.steps[self.turn] if not answered and self.turn < len(self.steps) else []
+        missing = [c["name"] for c in step if c["name"] not in self.known]
+        if missing:  # a gold call to no function of the entry: the harness is wrong, say so loudly
+            raise RuntimeError(f"oracle: gold tool(s) {missing} are no function of {self.task_id!r}")
+        calls = [ToolCall.from_arguments(f"oracle_{self.turn}_{i}", c["name"], dict(c["arguments"]))
+                 for i, c in enumerate(step)]
+        text = None if calls else "Done."
+        raw = {"text": text, "tool_calls": [c.to_dict() for c in calls]}
+        return ModelResponse(text=text, tool_calls=calls, reasoning=None, usage=Usage(),
+                             stop_reason="tool_calls" if calls else "end_turn", latency_s=0.0, model="oracle", raw=raw)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _steps(calls: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A run_agent call's recorded calls grouped by model response, in order."""
+    out: dict[int, list[dict[str, Any]]] = {}
+    for c in calls:
+        out.setdefault(int(c.get("turn", 0)), []).append(
+            {"name": c.get("name"), "arguments": c.get("arguments") if isinstance(c.get("arguments"), dict) else None})
+    return [out[k] for k in sorted(out)]
+
+
+async def run_multi_turn(entry: MultiTurnEntry, env: EpisodeEnv, recorder: EpisodeRecorder, benchmark: str) -> EpisodeOutcome:
+    """One multi-turn episode (see the module docstring); the outcome's ``turns`` holds, per user
+    turn, the model's responses with calls, each a list of ``{"name", "arguments"}``."""
+    limit = step_limit()
+    cfg = dataclasses.replace(env.agent_cfg, max_turns=limit + 1)
+    known = {str(d["name"]) for d in entry.all_functions()}
+    oracle = MultiTurnOracle(gold_steps(entry), known, task_id=entry.id) if env.adapter is None else None
+    model: Any = env.adapter if env.adapter is not None else oracle
+    shown = {str(d["name"]) for d in entry.functions}
+    conversation: list[Message] = []
+    turns: list[list[list[dict[str, Any]]]] = []
+    flat: list[dict[str, Any]] = []
+    force_quit = False
+
+    async def end_if_undecodable(turn: int, calls: list[ToolCall]) -> bool:
+        return any(c.arguments is None for c in calls)
+
+    async with env.session(benchmark, entry.id) as session:
+        for index, messages in enumerate(entry.turns):
+            texts = [str(m.get("content", "")) for m in messages]
+            if index in entry.missed:
+                shown |= {str(d["name"]) for d in entry.missed[index]}
+                texts = [added_functions_prompt()]
+            if not texts:
+                raise ValueError(f"BFCL entry {entry.id}: turn {index} has no user message")
+            if oracle is not None:
+                oracle.turn = index
+            recorder.note(f"BFCL user turn {index}", user_turn=index)
+            conversation.extend(UserMessage(t) for t in texts[:-1])
+            now = frozenset(shown)
+            out = await run_agent(model, session, texts[-1], recorder, cfg, limiter=env.limiter,
+                                  visible=lambda name, now=now: name in now,  # type: ignore[misc]
+                                  on_turn=end_if_undecodable, history=list(conversation), transcript=conversation)
+            calls = out.data.get("calls") or []
+            turns.append(_steps(calls))
+            flat.extend({**c, "user_turn": index} for c in calls)
+            if out.data.get("stop") == "max_turns":
+                force_quit = True
+                break
+    return EpisodeOutcome(data={"category": entry.category, "turns": turns, "calls": flat, "force_quit": force_quit})
+
+
+def turns_from_trace(trace: Mapping[str, Any] | None) -> list[list[list[dict[str, Any]]]] | None:
+    """The recorded turns of a completed episode; ``None`` for a failed or missing one."""
+    if trace is None or trace.get("status") != "completed":
+        return None
+    turns = (trace.get("outcome") or {}).get("turns")
+    return turns if isinstance(turns, list) else None
+
+
+def _calls_text(calls: Sequence[Mapping[str, Any]]) -> str:
+    from .backends import call_text
+
+    return "; ".join(call_text(str(c.get("name")), c["arguments"]) if isinstance(c.get("arguments"), dict)
+                     else f"{c.get('name')}(<arguments not JSON>)" for c in calls) or "(none)"
+
+
+def multi_turn_view(entry: MultiTurnEntry, trace: Mapping[str, Any] | None,
+                    verdict: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The viewer's sections: each turn's user message, the model's calls and the ground truth's,
+    and, for a failed entry, the verdict and the failing turn's state differences or missing results."""
+    turns = turns_from_trace(trace) or []
+    rows = []
+    for index, gold in enumerate(entry.ground_truth):
+        said = (added_functions_prompt() if index in entry.missed
+                else " ".join(str(m.get("content", "")) for m in entry.turns[index]))
+        made = turns[index] if index < len(turns) else None
+        rows.append([index, said, " | ".join(_calls_text(s) for s in made) if made else "(none)",
+                     "; ".join(gold) or "(none)"])
+    sections = [table_section("Turns: the model's calls beside the ground truth's", ["turn", "user", "model", "gold"],
+                              rows, note="each | separates the model's responses within a turn")]
+    if verdict is not None and not verdict.get("valid", True):
+        details = verdict.get("details") or {}
+        head = f"{verdict.get('error_type')}: {verdict.get('error')}"
+        sections.append(text_section("Verdict", head, note=f"first failing turn: {verdict.get('turn')}"))
+        differences = details.get("differences") or {}
+        if differences:
+            sections.append(table_section(
+                f"State differences after turn {verdict.get('turn')} ({details.get('class')})",
+                ["attribute", "model", "ground truth"],
+                [[k, v.get("model"), v.get("ground_truth")] for k, v in differences.items()]))
+        if details.get("missing_items"):
+            sections.append(table_section("Ground-truth results the model's calls never produced", ["result"],
+                                          [[m] for m in details["missing_items"]]))
+    return sections
+
+
