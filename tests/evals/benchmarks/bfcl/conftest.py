@@ -68,17 +68,7 @@ def bfcl_python() -> Path:
     return VENV_PYTHON
 
 
-@pytest.fixture(scope="session")
-def _bfcl_session_data(bfcl_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("bfcl-data")
-    (root / WHEEL[0]).mkdir()
-    shutil.copyfile(bfcl_wheel, root.joinpath(*WHEEL))
-    return root
-
-
 @pytest.fixture
-def bfcl_code_data(_bfcl_session_data: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Like ``bfcl_data``, for tests that run BFCL's backends: one data directory for the whole session,
-    since BFCL's code is imported from one wheel path per process (:mod:`evals.benchmarks.bfcl.wheel_code`)."""
-    monkeypatch.setenv(DATA_ENV, str(_bfcl_session_data))
-    yield _bfcl_session_data
+def bfcl_code_data(bfcl_data: Path) -> Path:
+    """``bfcl_data``, named for the tests that run BFCL's backends (imported from one wheel path per process)."""
+    return bfcl_data

@@ -48,8 +48,10 @@ def test_a_wheel_that_is_not_the_pinned_one_is_refused_naming_it(bfcl_wheel, tmp
         f.write(b"\0")
     with pytest.raises(WheelError, match=rf"{other}: sha256 [0-9a-f]{{64}} is not the pinned bfcl-eval wheel's"):
         verified_wheel(other)
-    with pytest.raises(WheelError, match="not served yet"):
+    with pytest.raises(WheelError, match="not a single-turn category"):
         read_category("multi_turn_base", bfcl_wheel)
+    with pytest.raises(WheelError, match="not served yet"):
+        read_category("memory_vector", bfcl_wheel)
 
 
 DOC = {
