@@ -14,6 +14,7 @@ from view_runs import serve_view
 
 from client import eventloop
 from evals.benchmarks.bfcl.agentic import MemoryEntry, Prereq, read_memory
+from evals.benchmarks.bfcl.memory_view import memory_episode_sections
 from evals.cli_parts.summary import summary_notes
 from evals.core.data import DATA_ENV
 from evals.core.run import RunOptions, run_benchmark
@@ -146,6 +147,8 @@ def test_a_scripted_model_with_known_memory_mistakes_gets_the_hand_computed_numb
     assert summary["subset_note"].startswith("10 of 310 tasks: not comparable")
     assert not_comparable(summary) == "10 of 310 tasks: not comparable"
     assert any(n.startswith("not comparable with the papers' numbers") for n in summary_notes(summary))
+    subset = [a for a in summary["anomalies"] if a["kind"] == "subset"]  # the run page's and evals report's caveat
+    assert len(subset) == 1 and subset[0]["message"] == summary["subset_note"]
 
 
 def test_the_episode_view_shows_the_accepted_answers_the_verdict_and_the_prerequisite_conversations(
@@ -216,3 +219,9 @@ def test_a_memory_episode_in_the_browser_shows_markup_as_text_and_the_conversati
     conv.locator("summary").click()
     body.wait_for(state="visible")
     assert body.inner_text().startswith(f"user 1: {first.turns[0]}")
+
+
+def test_a_memory_question_that_never_ran_shows_its_accepted_answers_and_no_verdict():
+    entry = MemoryEntry("memory_kv_1-customer-1", "memory_kv", "customer", "How old am I?", ("35", "thirty five"))
+    (answer,) = memory_episode_sections(entry, {}, None, None)
+    assert answer["rows"][0][1] == '["35", "thirty five"]' and answer["rows"][1][1:] == ["(none)", "(see the scores)"]
