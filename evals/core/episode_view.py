@@ -9,7 +9,8 @@ viewer renders each kind the same way for every benchmark, always as text, never
   reason (the viewer marks the arguments that differ);
 * :func:`chains_section`: paths such as a KG walk (``Bob -mother-> Alice -prefer_dinnertime-> ...``);
 * :func:`table_section`: a small table;
-* :func:`text_section`: a block of text (a prompt, an answer, a rationale);
+* :func:`text_section`: a block of text (a prompt, an answer, a rationale), optionally collapsed
+  (shown under its title, opened by a click);
 * :func:`answer_section`: the gold answer beside the final answer, with the scorer's verdict.
 
 :func:`trace_calls` reads the tool calls of a trace, to pair with the gold calls.
@@ -60,8 +61,9 @@ def table_section(title: str, header: Sequence[str], rows: Sequence[Sequence[Any
     return {"kind": "table", "title": title, "header": list(header), "rows": [list(r) for r in rows], "note": note}
 
 
-def text_section(title: str, text: str, note: str | None = None) -> dict[str, Any]:
-    return {"kind": "text", "title": title, "text": text, "note": note}
+def text_section(title: str, text: str, note: str | None = None, *, collapsed: bool = False) -> dict[str, Any]:
+    section = {"kind": "text", "title": title, "text": text, "note": note}
+    return {**section, "collapsed": True} if collapsed else section
 
 
 def answer_section(gold: Any, how: str | None, final: Any, correct: bool | None, note: str | None = None) -> dict[str, Any]:

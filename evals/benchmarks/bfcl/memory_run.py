@@ -97,6 +97,10 @@ class MemoryRunner:
         self._snapshots: dict[tuple[str, str], dict[str, Any] | None] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
+    def prereq_by_id(self) -> dict[str, Prereq]:
+        """Every prerequisite conversation by its id."""
+        return {p.id: p for convs in self.prereqs.values() for p in convs}
+
     def endpoints(self) -> dict[str, str]:
         """Every endpoint id (questions and prerequisite conversations) -> its backend."""
         out = {e.id: e.backend for e in self.entries.values()}

@@ -233,6 +233,16 @@ class BfclBenchmark:
         entry = self.entries[task_id]
         return check_calls(entry.category, entry.functions, calls_from_trace(trace), entry.ground_truth)
 
+    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: a memory question's accepted answers beside its final answer, the verdict, the
+        prerequisite conversations (:mod:`.memory_view`)."""
+        if self.memory is not None and task_id in self.memory.entries:
+            from .memory_view import memory_episode_sections
+
+            verdict = self.memory.verdict(task_id, trace) if trace is not None else None
+            return memory_episode_sections(self.memory.entries[task_id], self.memory.prereq_by_id(), trace, verdict)
+        return []
+
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         memory = self.memory.entries if self.memory is not None else {}
         entry: Any = self.entries.get(task_id) or self.multi.get(task_id) or memory.get(task_id)

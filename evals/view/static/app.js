@@ -419,6 +419,8 @@
     if (s.kind === "chains") return chainsSection(s);
     if (s.kind === "table") return h("section", { class: "card" }, h("h3", {}, s.title),
       table(s.header, (s.rows || []).map((r) => h("tr", {}, r.map((c) => h("td", {}, inline(c)))))), s.note ? h("p", { class: "muted small" }, s.note) : null);
+    if (s.collapsed) return h("section", { class: "card" }, h("details", { class: "collapsed-section" }, h("summary", {}, s.title || ""),
+      s.note ? h("p", { class: "muted small" }, s.note) : null, pre(s.text, "text")));
     return h("section", { class: "card" }, h("h3", {}, s.title || ""), pre(s.text), s.note ? h("p", { class: "muted small" }, s.note) : null);
   }
   function item(it) {
