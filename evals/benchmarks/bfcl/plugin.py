@@ -233,16 +233,6 @@ class BfclBenchmark:
         entry = self.entries[task_id]
         return check_calls(entry.category, entry.functions, calls_from_trace(trace), entry.ground_truth)
 
-    def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-        """``evals view``: a memory question's accepted answers beside its final answer, the verdict, the
-        prerequisite conversations (:mod:`.memory_view`)."""
-        if self.memory is not None and task_id in self.memory.entries:
-            from .memory_view import memory_episode_sections
-
-            verdict = self.memory.verdict(task_id, trace) if trace is not None else None
-            return memory_episode_sections(self.memory.entries[task_id], self.memory.prereq_by_id(), trace, verdict)
-        return []
-
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         memory = self.memory.entries if self.memory is not None else {}
         entry: Any = self.entries.get(task_id) or self.multi.get(task_id) or memory.get(task_id)
@@ -261,12 +251,19 @@ class BfclBenchmark:
                      score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         """``evals view``: a single-turn entry's possible answers beside the predicted calls, with the
         checker's decisions (:mod:`.view`); a multi-turn entry's turns (the model's calls beside the
-        ground truth's) and, when it failed, the first failing turn's state differences."""
+        ground truth's) and, when it failed, the first failing turn's state differences; a memory
+        question's accepted answers beside its final answer, the verdict, the prerequisite
+        conversations (:mod:`.memory_view`)."""
+        if self.memory is not None and task_id in self.memory.entries:
+            from .memory_view import memory_episode_sections
+
+            mem_verdict = self.memory.verdict(task_id, trace) if trace is not None else None
+            return memory_episode_sections(self.memory.entries[task_id], self.memory.prereq_by_id(), trace, mem_verdict)
         if task_id in self.multi:
             verdict = (((score or {}).get("score") or {}).get("details") or {}).get("verdict")
             return multi_turn_view(self.multi[task_id], trace, verdict)
         if task_id not in self.entries:
-            return []  # a memory entry: no possible answers to show beside its calls
+            return []
         from .view import episode_sections
 
         entry, calls = self.entries[task_id], calls_from_trace(trace)
