@@ -4,7 +4,8 @@
 * for each benchmark of ``--runs``, a one-task oracle run (``evals run NAME --model oracle --limit 1
   --no-progress``, a fresh run directory each time): ``first episode`` is the wall time from starting
   the command to its first episode's start (the ``ts`` of the run's first ``episode_started`` event in
-  ``events.jsonl``), ``whole`` the whole command (the summary table included). An entry of ``--runs``
+  ``events.jsonl``), ``whole`` the whole command (the summary table included), ``whole, CPU s`` its
+  CPU time (user + system; less sensitive to a loaded machine than wall time). An entry of ``--runs``
   is the arguments after ``evals run`` (paths relative to the checkout); the default list ends with
   the family task file of ``docs/your-own-tasks.md``.
 
@@ -29,6 +30,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import shlex
 import statistics
 import subprocess
@@ -73,15 +75,21 @@ def _first_episode_ts(run_dir: Path) -> float:
     raise SystemExit(f"{run_dir}: no episode_started event")
 
 
-def time_command(argv: list[str], root: Path, run_dir: Path | None) -> tuple[float, float | None]:
-    """Wall seconds of the command, and to its first episode (a run) or None."""
-    start_wall, t0 = time.time(), time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_command(argv: list[str], root: Path, run_dir: Path | None) -> tuple[float, float | None, float]:
+    """Wall seconds of the command, to its first episode (a run) or None, and its CPU seconds."""
+    cpu0, start_wall, t0 = _children_cpu(), time.time(), time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(root), cwd=root)
     whole = time.perf_counter() - t0
+    cpu = _children_cpu() - cpu0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} (in {root}) exited with {proc.returncode}: "
                          f"{proc.stderr.decode(errors='replace')[-2000:]}")
-    return whole, None if run_dir is None else _first_episode_ts(run_dir) - start_wall
+    return whole, None if run_dir is None else _first_episode_ts(run_dir) - start_wall, cpu
 
 
 @contextlib.contextmanager
@@ -122,24 +130,24 @@ def main() -> None:
         ]
         labels = [label for label, _ in plain]
         for bench in args.runs:
-            labels += [f"run {_run_label(bench)}: first episode", f"run {_run_label(bench)}: whole"]
+            labels += [f"run {_run_label(bench)}: {what}" for what in ("first episode", "whole", "whole, CPU s")]
         samples: dict[tuple[str, str], list[float]] = {}
         counter = 0
         for rep in range(args.repeat + 1):  # the first round warms up and is not counted
             for label, argv in plain:
                 for name, root in impls.items():
-                    whole, _ = time_command(argv, root, None)
+                    whole, _, _ = time_command(argv, root, None)
                     if rep:
                         samples.setdefault((label, name), []).append(whole)
             for bench in args.runs:
                 for name, root in impls.items():
                     counter += 1
                     run_dir = tmp / f"run-{counter}"
-                    whole, first = time_command(_run_argv(py, bench, run_dir), root, run_dir)
+                    whole, first, cpu = time_command(_run_argv(py, bench, run_dir), root, run_dir)
                     if rep:
                         assert first is not None
-                        samples.setdefault((f"run {_run_label(bench)}: first episode", name), []).append(first)
-                        samples.setdefault((f"run {_run_label(bench)}: whole", name), []).append(whole)
+                        for what, value in (("first episode", first), ("whole", whole), ("whole, CPU s", cpu)):
+                            samples.setdefault((f"run {_run_label(bench)}: {what}", name), []).append(value)
     load_after = os.getloadavg()
     print(f"# evals start-up: medians of {args.repeat} runs each (after a warm-up run), interleaved; "
           f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs, "
