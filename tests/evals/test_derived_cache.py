@@ -184,3 +184,33 @@ def test_paper_numbers_follow_their_file(cache: Path, tmp_path: Path) -> None:
     assert [r.metrics for r in load_paper_numbers(paper)] == [{"acc": 10.0}]
     paper.write_text(table % "20.0")
     assert [r.metrics for r in load_paper_numbers(paper)] == [{"acc": 20.0}]
+
+
+def test_read_jsonl_follows_its_file_and_keeps_every_value_exactly(cache: Path, tmp_path: Path) -> None:
+    from evals.core.data import read_jsonl
+
+    path = tmp_path / "rows.jsonl"
+    rows = [{"b": 1, "a": [0.1, 1e-300, None, True]}, "text", 3]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    assert read_jsonl(path) == rows and read_jsonl(path) == rows
+    assert list(read_jsonl(path)[0]) == ["b", "a"]  # key order kept
+    path.write_text(json.dumps({"c": 2}) + "\n")
+    assert read_jsonl(path) == [{"c": 2}]
+    path.write_text("{not json\n")
+    with pytest.raises(ValueError, match="rows.jsonl"):
+        read_jsonl(path)
+
+
+def test_bfcl_entries_from_the_cache_are_the_wheels(cache: Path) -> None:
+    from evals.benchmarks.bfcl import data as bfcl
+    from evals.core.data import DataNotFound
+
+    try:
+        wheel = bfcl.verified_wheel()
+    except DataNotFound:
+        pytest.skip("no BFCL wheel in the data directory")
+    category = bfcl.SERVED[0]
+    parsed = bfcl._read_category(category, wheel)
+    assert bfcl.read_category(category) == parsed
+    assert bfcl.read_category(category) == parsed  # from the cache
+    assert list((cache / "derived").glob(f"bfcl-{category}-*.marshal"))
