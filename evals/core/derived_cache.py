@@ -1,7 +1,7 @@
 """What a run derives from files that rarely change (a benchmark's task index, a parsed YAML file),
 kept in the user cache so the next process reads it instead of deriving it again.
 
-An entry is one file under ``<cache>/derived/`` (:func:`~evals.core.data.cache_dir`) holding, in
+An entry is one file under ``<cache>/derived/`` (:func:`cache_dir`) holding, in
 :mod:`marshal` form (what the KG's saved adjacency uses), ``(FORMAT, signature, value)``. The
 signature is each source file's resolved path, size, modification time and SHA-256, and the same for
 the code that derives the value (the deriving modules' own files: editing one derives again). An
@@ -21,21 +21,29 @@ import gc
 import hashlib
 import marshal
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .data import cache_dir
-
-__all__ = ["FORMAT", "cached_derivation", "derived_cache_path", "normalization_code", "source_signature",
+__all__ = ["CACHE_ENV", "FORMAT", "cache_dir", "cached_derivation", "derived_cache_path", "normalization_code", "source_signature",
            "with_cached_normalizations"]
 
 FORMAT = 1
 """Of the entry files; another number: the file is not used."""
 
+CACHE_ENV = "EVALS_CACHE_DIR"
+
 T = TypeVar("T")
 Signature = list[tuple[str, int, int, str]]
+
+
+def cache_dir() -> Path:
+    """Root of the project's per-user cache (KG databases, downloads, derived values):
+    ``$EVALS_CACHE_DIR``, else ``$XDG_CACHE_HOME/mcp-multihop-evals`` (default ``~/.cache/...``)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "mcp-multihop-evals"
 
 
 def source_signature(paths: Sequence[str | Path]) -> Signature:
@@ -86,6 +94,8 @@ def _write(path: Path, signature: Signature, value: Any) -> None:
         payload = marshal.dumps((FORMAT, signature, value))
     except ValueError:  # a value marshal cannot hold: no cache
         return
+    import tempfile  # on use: evals.core.data (and `evals --help`) import this module
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
