@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .cli_parts.data import build_data_parser, ensure_benchmark_data, json_line
-from .cli_parts.listing import add_list_parser, version_string
+from .cli_parts.listing import VersionAction, add_list_parser
 from .cli_parts.parser import EvalsParser, LazySubParsers
 from .cli_parts.run import EXIT_INTERRUPTED, EXIT_USAGE, RUN_EXIT_STATUSES, build_run_parser, redacted
 from .cli_parts.serve import build_serve_parser
@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``evals`` parser; each sub-command's arguments are added when the command line selects it
     (:class:`~evals.cli_parts.parser.LazySubParsers`), so ``evals --help`` loads no sub-command's code."""
     p = EvalsParser(prog="evals", description="MCP tool server and evaluation client for multi-hop tool use.")
-    p.add_argument("--version", action="version", version=version_string(), help="print the version and exit")
+    p.add_argument("--version", action=VersionAction, help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True)
     assert isinstance(sub, LazySubParsers)
     sub.add_lazy("serve", build_serve_parser, help="serve benchmark tools and the family KG over MCP (HTTP, or stdio)")

@@ -131,6 +131,8 @@ from tool_specs.schema import (
     map_type_name,
     normalize_output_schema,
     normalize_schema,
+    remember_normalizations,
+    remembered_normalizations,
 )
 from tool_specs.session_executors import (
     PlaceholderExecutor,
@@ -293,6 +295,8 @@ __all__ = [
     "normalize_arguments",
     "normalize_output_schema",
     "normalize_schema",
+    "remember_normalizations",
+    "remembered_normalizations",
     "normalize_value",
     "param_matches",
     "register_executor_kind",

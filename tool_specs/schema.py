@@ -43,6 +43,8 @@ __all__ = [
     "map_type_name",
     "normalize_output_schema",
     "normalize_schema",
+    "remember_normalizations",
+    "remembered_normalizations",
 ]
 
 _META_VALIDATOR = META_VALIDATOR  # the draft 2020-12 meta-schema's validator (tool_specs.validation uses it)
@@ -75,6 +77,19 @@ class _ResultCache:
         with self._lock:
             self._data[key] = value
             self._data[fixed_point] = (value[0], ())
+            while len(self._data) > self._maxsize:
+                self._data.popitem(last=False)
+
+
+    def items(self) -> list[tuple[tuple[str, ...], tuple[str, tuple[str, ...]]]]:
+        with self._lock:
+            return list(self._data.items())
+
+    def update(self, items: Iterable[tuple[tuple[str, ...], tuple[str, tuple[str, ...]]]]) -> None:
+        with self._lock:
+            for key, value in items:
+                self._data[key] = value
+                self._data.move_to_end(key)
             while len(self._data) > self._maxsize:
                 self._data.popitem(last=False)
 
@@ -203,6 +218,34 @@ def normalize_schema(
         raise SchemaNormalizationError(f"schema is not JSON-serialisable: {exc}") from exc
     schema_json, notes = _normalize_input_cached(raw_json, json.dumps(required_list))
     return json.loads(schema_json), list(notes)
+
+
+Normalizations = tuple[list[tuple[tuple[str, ...], tuple[str, tuple[str, ...]]]], ...]
+
+
+def remembered_normalizations() -> Normalizations:
+    """The normalisation results this process remembers (input and output schemas), as plain strings
+    and tuples: what :func:`remember_normalizations` takes back, e.g. in a later process from a cache
+    (one kept for the same code: a result is this code's answer to the exact JSON text of its key)."""
+    return _INPUT_CACHE.items(), _OUTPUT_CACHE.items()
+
+
+def remember_normalizations(saved: Normalizations) -> None:
+    """Remember results that :func:`remembered_normalizations` returned: normalising those schemas
+    again costs a lookup. ``ValueError`` for anything else (nothing is remembered then)."""
+    def valid(items: Any, width: int) -> bool:
+        return isinstance(items, list) and all(
+            isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], tuple) and len(item[0]) == width
+            and all(isinstance(k, str) for k in item[0]) and isinstance(item[1], tuple) and len(item[1]) == 2
+            and isinstance(item[1][0], str) and isinstance(item[1][1], tuple)
+            and all(isinstance(n, str) for n in item[1][1])
+            for item in items
+        )
+
+    if not (isinstance(saved, tuple) and len(saved) == 2 and valid(saved[0], 2) and valid(saved[1], 1)):
+        raise ValueError("not the normalisation results of remembered_normalizations()")
+    _INPUT_CACHE.update(saved[0])
+    _OUTPUT_CACHE.update(saved[1])
 
 
 def _normalize_output_cached(raw_json: str) -> tuple[str, tuple[str, ...]]:

@@ -5,7 +5,14 @@ summary says beside its numbers (:mod:`.summary`), ``evals serve`` (:mod:`.serve
 its exit statuses (:mod:`.run`)."""
 
 from .data import build_data_parser, cmd_data_fetch, cmd_data_stats, ensure_benchmark_data, json_line
-from .listing import add_list_parser, add_serve_option_groups, benchmark_listing, cmd_list, version_string
+from .listing import (
+    VersionAction,
+    add_list_parser,
+    add_serve_option_groups,
+    benchmark_listing,
+    cmd_list,
+    version_string,
+)
 from .parser import (
     DefaultsHelpFormatter,
     EvalsParser,
@@ -25,6 +32,7 @@ __all__ = [
     "EvalsParser",
     "LazySubParsers",
     "RawDefaultsHelpFormatter",
+    "VersionAction",
     "add_list_parser",
     "add_serve_option_groups",
     "benchmark_listing",

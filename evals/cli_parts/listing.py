@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.registry import all_benchmarks, get_benchmark, serve_options
 
-__all__ = ["add_list_parser", "add_serve_option_groups", "benchmark_listing", "cmd_list", "version_string"]
+__all__ = ["VersionAction", "add_list_parser", "add_serve_option_groups", "benchmark_listing", "cmd_list", "version_string"]
 
 
 def version_string() -> str:
@@ -26,6 +26,19 @@ def version_string() -> str:
     except PackageNotFoundError:  # pragma: no cover - run from a checkout that is not installed
         v = "unknown (not installed)"
     return f"evals {v} (Python {sys.version.split()[0]})"
+
+
+class VersionAction(argparse.Action):
+    """``--version``: prints :func:`version_string` and exits; the distribution's metadata is read only
+    then (argparse's own ``version`` action takes the string when the parser is built, for every command)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(version_string())
+        parser.exit()
 
 
 def add_serve_option_groups(parser: argparse.ArgumentParser) -> None:

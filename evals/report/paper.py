@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.derived_cache import cached_derivation
 from ..core.plugin import PaperNumbers
 from .metrics import paper_numbers_of
 
@@ -129,8 +130,6 @@ def load_paper_numbers(source: str | Path | Iterable[str | Path] | None = None) 
     ``source``: None for every registered benchmark's file; else a file, a directory of ``*.yaml``
     files, or several files.
     """
-    from tool_specs import load_yaml
-
     known = paper_files()
     if source is None:
         files = list(known)
@@ -142,7 +141,8 @@ def load_paper_numbers(source: str | Path | Iterable[str | Path] | None = None) 
     rows: list[PaperRow] = []
     for path in files:
         model_keys = known.get(path.resolve(), ())
-        doc = load_yaml(path.read_text(encoding="utf-8"), path)[0] or {}
+        doc = _read_yaml(path) or {}
+        shown = _shown_path(path)
         aliases: dict[str, set[str]] = {}
         for name, names in (doc.get("model_aliases") or {}).items():
             aliases.setdefault(str(name).lower(), set()).update(normalize_model(n) for n in names or ())
@@ -169,9 +169,18 @@ def load_paper_numbers(source: str | Path | Iterable[str | Path] | None = None) 
                     aggregate=bool(r.get("aggregate", False)),
                     model_key_aliases={k: _names(setting[k], aliases) for k in model_keys if k in setting},
                     tables=(table.get("table"),),
-                    file=_shown_path(path),
+                    file=shown,
                 ))
     return rows
+
+
+def _read_yaml(path: Path) -> Any:
+    """The file's document, parsed once per version of the file (then read from the user cache)."""
+    from tool_specs import safe_load
+
+    return cached_derivation(f"paper-numbers-{path.stem}", [path],
+                             lambda: safe_load.load_yaml(path.read_text(encoding="utf-8"), path)[0],
+                             code=[safe_load.__file__])
 
 
 def _shown_path(path: Path) -> str:

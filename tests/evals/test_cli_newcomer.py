@@ -44,6 +44,19 @@ def test_version_names_the_installed_version(capsys):
     assert re.match(r"evals \d+\.\d+\.\d+ \(Python 3\.\d+", capsys.readouterr().out)
 
 
+def test_only_version_reads_the_distributions_metadata():
+    """Building the parser (every command does) reads no package metadata: ``--version`` reads it
+    when asked (importlib.metadata costs tens of milliseconds of every start-up)."""
+    code = ("import sys; from evals.cli import build_parser; p = build_parser(); "
+            "print('importlib.metadata' in sys.modules); p.parse_args(['--version'])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.splitlines()
+    assert first == "False"
+    assert re.match(r"evals \d+\.\d+\.\d+ \(Python 3\.\d+", second)
+
+
 def _flags(parser: argparse.ArgumentParser, path: str = "evals"):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

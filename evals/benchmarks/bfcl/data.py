@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.data import data_file
+from ...core.derived_cache import cached_derivation
 from .files import NO_ANSWER, SERVED, SINGLE_TURN, SOURCES, WHEEL
 
 __all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "read_category", "read_jsonl",
@@ -89,12 +90,22 @@ def read_jsonl(archive: zipfile.ZipFile, member: str, where: str, *, keyed: bool
 
 
 def read_category(category: str, wheel: Path | None = None) -> list[BfclEntry]:
-    """The entries of one served category, in the file's order, with their possible answers."""
+    """The entries of one served category, in the file's order, with their possible answers (read
+    from the user cache while the wheel and this code are the same: :mod:`~evals.core.derived_cache`)."""
     if category not in SINGLE_TURN:
         if category in SERVED:
             raise WheelError(f"BFCL category {category!r} is not a single-turn category")
         raise WheelError(f"BFCL category {category!r} is not served yet (served: {', '.join(SERVED)})")
     path = verified_wheel(wheel)
+    return cached_derivation(
+        f"bfcl-{category}", [path], lambda: _read_category(category, path), code=[__file__, Path(__file__).with_name("files.py")],
+        encode=lambda entries: [(e.id, e.category, e.messages, e.functions, e.ground_truth) for e in entries],
+        decode=lambda rows: [BfclEntry(i, c, tuple(m), tuple(f), None if g is None else tuple(g))
+                             for i, c, m, f, g in rows],
+    )
+
+
+def _read_category(category: str, path: Path) -> list[BfclEntry]:
     with zipfile.ZipFile(path) as archive:
         rows = read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
         answers: dict[str, Any] = {}

@@ -29,6 +29,7 @@ from kg_store import Triple
 from tool_specs import TaskNotFound, ToolSpec
 
 from ...core.data import data_file
+from ...core.derived_cache import cached_derivation, with_cached_normalizations
 from .names import KG_TOOL_PREFIX
 
 DATASETS = ("b", "e")
@@ -140,6 +141,11 @@ def load_tasks(dataset: str, path: Path | None = None) -> list[FamilyToolTask]:
     if short not in DATASETS:
         raise ValueError(f"unknown FamilyTool dataset {dataset!r}; expected one of familytool-b, familytool-e")
     path = path or data_file("familytool", f"familytool-{short}.jsonl")
+    return cached_derivation(f"familytool-{short}-tasks", [path], lambda: _parse_tasks(short, path),
+                             code=[__file__], encode=_encode_tasks, decode=_decode_tasks)
+
+
+def _parse_tasks(short: str, path: Path) -> list[FamilyToolTask]:
     tasks: list[FamilyToolTask] = []
     seen: set[str] = set()
     with open(path, encoding="utf-8") as fh:
@@ -152,6 +158,37 @@ def load_tasks(dataset: str, path: Path | None = None) -> list[FamilyToolTask]:
             seen.add(task.id)
             tasks.append(task)
     return tasks
+
+
+def _encode_tasks(tasks: list[FamilyToolTask]) -> tuple[list[dict[str, Any]], list[tuple[Any, ...]]]:
+    """The tasks as built-in types for the cache: each distinct candidate tool once (a task names
+    its tools by index; the file repeats them in every record)."""
+    tools: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+    rows = []
+    for t in tasks:
+        refs = []
+        for tool in t.candidate_tools:
+            key = json.dumps(tool)  # key order kept: it is the order the schema is served in
+            if key not in index:
+                index[key] = len(tools)
+                tools.append(tool)
+            refs.append(index[key])
+        rows.append((t.id, t.dataset, t.query, t.raw_query, t.speaker, [tuple(x) for x in t.gold_kg],
+                     [(c.name, c.arguments) for c in t.gold_calls], refs, t.gold_text))
+    return tools, rows
+
+
+def _decode_tasks(raw: Any) -> list[FamilyToolTask]:
+    tools, rows = raw
+    return [
+        FamilyToolTask(
+            id=tid, dataset=dataset, query=query, raw_query=raw_query, speaker=speaker,
+            gold_kg=tuple(Triple(*x) for x in gold_kg), gold_calls=tuple(GoldCall(n, a) for n, a in calls),
+            candidate_tools=tuple(tools[i] for i in refs), gold_text=gold_text,
+        )
+        for tid, dataset, query, raw_query, speaker, gold_kg, calls, refs, gold_text in rows
+    ]
 
 
 def kg_file(dataset: str) -> Path:
@@ -167,9 +204,10 @@ class FamilyToolCatalog:
     each tool is normalised once and shared.
     """
 
-    def __init__(self, dataset: str, tasks: list[FamilyToolTask] | None = None):
+    def __init__(self, dataset: str, tasks: list[FamilyToolTask] | None = None, path: Path | None = None):
         short = dataset.removeprefix("familytool-")
         self.name = f"familytool-{short}"
+        self.path = path  # the tasks' file, when they are its tasks (their schemas' normalisations are cached)
         self.tasks: dict[str, FamilyToolTask] = {t.id: t for t in (tasks or load_tasks(short))}
         self._raw: dict[str, dict[str, Any]] = {}
         for task in self.tasks.values():
@@ -182,12 +220,17 @@ class FamilyToolCatalog:
 
     @cached_property
     def _specs(self) -> dict[str, ToolSpec]:
-        return {
-            name: ToolSpec.from_benchmark(
-                raw, validation="warn", annotations={"benchmark": self.name, "source": "MTU-Bench"}
-            )
-            for name, raw in sorted(self._raw.items())
-        }
+        def build() -> dict[str, ToolSpec]:
+            return {
+                name: ToolSpec.from_benchmark(
+                    raw, validation="warn", annotations={"benchmark": self.name, "source": "MTU-Bench"}
+                )
+                for name, raw in sorted(self._raw.items())
+            }
+
+        if self.path is None:
+            return build()
+        return with_cached_normalizations(f"{self.name}-schemas", [self.path], build)
 
     def task_ids(self) -> list[str]:
         return list(self.tasks)
@@ -227,7 +270,7 @@ def shared_catalog(dataset: str) -> FamilyToolCatalog:
     path = data_file("familytool", f"familytool-{short}.jsonl")
     key = (short, str(path.resolve()), path.stat().st_mtime_ns)
     if key not in _CATALOGS:
-        _CATALOGS[key] = FamilyToolCatalog(short, load_tasks(short, path))
+        _CATALOGS[key] = FamilyToolCatalog(short, load_tasks(short, path), path)
     return _CATALOGS[key]
 
 

@@ -240,8 +240,20 @@ class ToolHopTask:
         return [parse_call(text, hop) for text, hop in zip(self.gold_calls, self.hops, strict=True)]
 
 
+_DEF_NAME = re.compile(r"^def\s+(\w+)\s*\(", re.M)
+_DEF_SIGNATURE = re.compile(r"def\s+\w+\s*\((.*?)\)\s*(->[^:]*)?:", re.S)  # matched where a _DEF_NAME starts
+
+
+def _signature(source: str, function: str) -> re.Match[str] | None:
+    """The first ``def function(...):`` of ``source`` (one compiled pattern for every name)."""
+    for found in _DEF_NAME.finditer(source):
+        if found.group(1) == function and (match := _DEF_SIGNATURE.match(source, found.start())):
+            return match
+    return None
+
+
 def _overlap(source: str, function: str, tool: Mapping[str, Any]) -> int:
-    match = re.search(rf"^def\s+{function}\s*\((.*?)\)\s*(->[^:]*)?:", source, re.M | re.S)
+    match = _signature(source, function)
     params = set(re.findall(r"(\w+)\s*(?:[:=,]|$)", match.group(1))) if match else set()
     props = set((tool.get("parameters") or {}).get("properties") or {})
     return len(params & props) - len(props - params)
@@ -264,7 +276,7 @@ def _record_to_task(raw: Mapping[str, Any], where: str) -> ToolHopTask:
     hops: list[Hop] = []
     used: dict[str, int] = {}
     for source in functions:
-        names = re.findall(r"^def\s+(\w+)\s*\(", source, re.M) if isinstance(source, str) else []
+        names = _DEF_NAME.findall(source) if isinstance(source, str) else []
         names = [n for n in names if unassigned.get(n)]
         if not names:
             raise ToolHopDataError(f"{where}: a function in 'functions' defines none of the tools {sorted(unassigned)}")
