@@ -55,6 +55,7 @@ OPTIONS: tuple[Option, ...] = (
 
 def _stats() -> dict[str, Any]:
     """``evals data stats bfcl``: entries, functions and answers per served category."""
+    from .agentic import read_memory
     from .data import read_category
     from .multi_turn import read_multi_turn
 
@@ -71,6 +72,11 @@ def _stats() -> dict[str, Any]:
         out[category] = {"entries": len(entries), "functions": sum(len(e.functions) for e in entries),
                          "gold_calls": sum(len(e.ground_truth or ()) for e in entries)}
         out["tasks"] += len(entries)
+    for category in MEMORY_SERVED:
+        questions, prereqs = read_memory(category)
+        out[category] = {"entries": len(questions), "scenarios": len(prereqs),
+                         "prerequisite_conversations": sum(len(p) for p in prereqs.values())}
+        out["tasks"] += len(questions)
     return out
 
 
