@@ -74,7 +74,8 @@ class Router:
         session = None
         if len(target) == 3 and b"session=" in target[1]:
             query = target[1].partition(b"?")[2].decode("latin-1")
-            session = next(iter(parse_qs(query).get("session", [])), None)
+            named = parse_qs(query).get("session")
+            session = named[-1] if named else None  # the last one, as the server reads the query
         if session is None:
             at = head.lower().find(b"\r\nmcp-session-id:")
             if at >= 0:
