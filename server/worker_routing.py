@@ -45,7 +45,7 @@ from tool_specs import shown_name
 
 from .http import HTTPLimits, _GuardedH11Protocol, _protocol_class, uvicorn_config, wait_started
 
-__all__ = ["WORKER_HEADER", "Handoff", "Router", "RoutingProtocol", "reuseport_socket", "serve_routed", "worker_header"]
+__all__ = ["WORKER_HEADER", "Router", "reuseport_socket", "serve_routed"]
 
 log = logging.getLogger(__name__)
 
