@@ -122,10 +122,12 @@ def _worker_app(args: argparse.Namespace, benchmarks: list[str], given: dict[str
     and what it serves (for the start-up lines)."""
     from server import create_app
 
+    from ..core.serve_workers import WorkerStartError
+
     ts = _build(args, benchmarks, given, None, stack)
     writable = sorted(name for name, info in ts.describe().items() if (info["kg"] or {}).get("writes"))
     if writable:
-        raise ValueError(f"{', '.join(writable)} serves a writable KG, which one process must hold: use --workers 1")
+        raise WorkerStartError(f"{', '.join(writable)} serves a writable KG, which one process must hold: use --workers 1")
     ts.session_limits = sessions
     return create_app(ts, host=args.host, token=token, json_response=args.json_response), ts.describe()
 
@@ -151,8 +153,12 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
 
     log_level = "info" if args.verbose else "warning"
     if not args.stdio and sessions is not None and limits is not None and args.workers > 1:
+        from tool_specs import load_tool_dir
+
         from ..core.serve_workers import serve_workers
 
+        for folder in args.tools_dir:  # its problems said once, before any worker starts (each loads it again)
+            load_tool_dir(Path(folder))
         return serve_workers(
             args.workers, args.host, args.port, functools.partial(_worker_app, args, benchmarks, given, token),
             sessions=sessions, limits=limits, log_level=log_level,

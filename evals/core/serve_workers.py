@@ -9,7 +9,8 @@ on the request path (sessions are spread evenly: a keyed hash a client cannot st
 
 The parent only supervises: it reserves the port (so ``--port 0`` picks one and a port in use is
 reported once), starts the workers (forked when it has no other thread, else spawned), waits until
-each is ready or one fails (its error is raised as :class:`WorkerStartError`), and on SIGTERM or
+each has built its server or one fails (its exception is raised in the parent, so that it is reported as one
+process reports it), and on SIGTERM or
 SIGINT stops them all (SIGTERM, then SIGKILL after 15 s) and leaves none behind. A worker that dies
 is reported, not replaced (its sessions' state is gone; a new process under its index would answer
 them from a fresh state); the others go on. A worker whose parent dies stops by itself.
@@ -23,6 +24,7 @@ import gc
 import multiprocessing
 import multiprocessing.connection
 import os
+import pickle
 import shutil
 import signal
 import sys
@@ -43,7 +45,7 @@ AppBuilder = Callable[[contextlib.ExitStack, SessionLimits], tuple[Any, Any]]  #
 
 
 class WorkerStartError(RuntimeError):
-    """A worker process could not start (the message is its error)."""
+    """A worker process could not start (the message says why; a worker's own exception is raised as it is)."""
 
 
 def share_limits(sessions: SessionLimits, limits: HTTPLimits, workers: int) -> tuple[SessionLimits, HTTPLimits]:
@@ -74,7 +76,7 @@ def serve_workers(
     log_level: str, announce: Callable[[str, list[int], Any], None], report: Callable[[str], None],
 ) -> int:
     """Serve ``build``'s app from ``workers`` processes on ``host:port`` until SIGTERM/SIGINT; returns 0,
-    or 1 when every worker died. ``announce(url, pids, what_is_served)`` once all are ready; ``report`` a worker's death."""
+    or 1 when every worker died. ``announce(url, pids, what_is_served)`` once all are built, before they listen; ``report`` a worker's death."""
     shared_sessions, shared_limits = share_limits(sessions, limits, workers)
     from server.worker_routing import reuseport_socket
 
@@ -99,9 +101,11 @@ def serve_workers(
             theirs.close()
             procs.append(proc)
             conns.append(ours)
-        pids, served = _wait_ready(procs, conns)
+        pids, served = _wait_built(procs, conns)
         shown = f"[{bound}]" if ":" in bound else bound
         announce(f"http://{shown}:{port}", pids, served)
+        for conn in conns:  # go: serve (a client that saw the announcement finds the port served)
+            conn.send("go")
         alive = dict(enumerate(procs))
         while alive:
             multiprocessing.connection.wait([p.sentinel for p in alive.values()])
@@ -123,7 +127,7 @@ def serve_workers(
         shutil.rmtree(peers, ignore_errors=True)
 
 
-def _wait_ready(procs: list[Any], conns: list[multiprocessing.connection.Connection]) -> tuple[list[int], Any]:
+def _wait_built(procs: list[Any], conns: list[multiprocessing.connection.Connection]) -> tuple[list[int], Any]:
     pending = dict(enumerate(conns))
     pids: dict[int, int] = {}
     served: Any = None
@@ -135,9 +139,9 @@ def _wait_ready(procs: list[Any], conns: list[multiprocessing.connection.Connect
                     kind, value = conn.recv()
                 except EOFError:
                     raise WorkerStartError(f"worker process {index} exited with status {procs[index].exitcode} "
-                                           "before it was ready (its output is above)") from None
+                                           "before it had started (its output is above)") from None
                 if kind == "error":
-                    raise WorkerStartError(value)
+                    raise value
                 pids[index], served = value
                 del pending[index]
     return [pids[i] for i in range(len(procs))], served
@@ -175,12 +179,21 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
             app, served = build(stack, sessions)
             sock = reuseport_socket(host, port)
             stack.callback(sock.close)
-            sock.listen(2048)
-        except Exception as exc:
-            conn.send(("error", str(exc) or type(exc).__name__))
+        except Exception as exc:  # the parent raises it, to be reported as one process reports it
+            try:
+                pickle.loads(pickle.dumps(exc))
+            except Exception:  # it does not cross processes: its message does
+                exc = WorkerStartError(str(exc) or type(exc).__name__)
+            conn.send(("error", exc))
             return
         gc.collect()
         gc.freeze()  # what start-up built stays out of the collector's walks (as `serve` does)
+        conn.send(("built", (os.getpid(), served)))
+        try:
+            conn.recv()  # go: every worker is built and the parent has said where the server is
+        except EOFError:
+            return
+        sock.listen(2048)
 
         async def run() -> None:
             loop = asyncio.get_running_loop()
@@ -191,12 +204,9 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
                     time.sleep(0.5)
                 loop.call_soon_threadsafe(stop.set)
 
-            def ready() -> None:
-                conn.send(("ready", (os.getpid(), served)))
-                threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
-
+            threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
             await serve_routed(app, sock, Router(index, workers, secret, Path(peers)), limits=limits,
-                               log_level=log_level, on_ready=ready, stop=stop)
+                               log_level=log_level, stop=stop)
 
         eventloop.run(run())
     sys.stdout.flush()

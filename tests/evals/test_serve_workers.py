@@ -54,7 +54,12 @@ def _start(*extra: str) -> Served:
         if found:
             served = Served(proc, found.group(1), [int(found.group(2)), int(found.group(3))])
             served.log = lines
-            return served
+            while time.monotonic() < deadline:  # announced before the workers listen, as one process does
+                try:
+                    httpx2.get(served.url + "/health", timeout=5)
+                    return served
+                except httpx2.HTTPError:
+                    time.sleep(0.1)
     proc.kill()
     raise AssertionError(f"evals serve --workers 2 did not start: {''.join(lines)[-2000:]}")
 
