@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
 import os
 import statistics
@@ -88,6 +89,48 @@ class Load:
             except Exception as exc:  # counted, and the worker goes on with a new session
                 self.errors.append(f"{type(exc).__name__}: {exc}")
 
+    async def lean_worker(self, index: int) -> None:
+        """:meth:`worker`'s calls as bare HTTP/1.1 requests on one kept-alive connection (what the MCP SDK's
+        client sends for a ``tools/call``, JSON answers), so that the load costs a fraction of the server's CPU."""
+        host, port = self.base.removeprefix("http://").rsplit(":", 1)
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": CALL[0], "arguments": CALL[1], "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "bench_load", "version": "0"},
+                "io.modelcontextprotocol/clientCapabilities": {}}}}).encode()
+        n = index
+        reader = writer = None
+        while time.monotonic() < self.deadline:
+            task = TASKS[n % len(TASKS)]
+            n += 1
+            head = (f"POST /mcp/familytool-b/{task}?session={uuid.uuid4().hex} HTTP/1.1\r\nhost: {host}:{port}\r\n"
+                    "accept: application/json, text/event-stream\r\ncontent-type: application/json\r\n"
+                    f"mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: {CALL[0]}\r\n"
+                    f"content-length: {len(body)}\r\n\r\n").encode() + body
+            self.sessions += 1
+            try:
+                for _ in range(self.calls_per_session):
+                    if time.monotonic() >= self.deadline:
+                        break
+                    if writer is None:
+                        reader, writer = await asyncio.open_connection(host, int(port))
+                    assert reader is not None
+                    t0 = time.perf_counter()
+                    writer.write(head)
+                    status = await reader.readuntil(b"\r\n\r\n")
+                    size = int(status.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+                    answer = await reader.readexactly(size)
+                    self.lat.append(time.perf_counter() - t0)
+                    if not status.startswith(b"HTTP/1.1 200") or b'"isError":true' in answer:
+                        self.errors.append(f"error: {status.splitlines()[0]!r} {answer[:200]!r}")
+            except Exception as exc:  # counted; a new connection for the next session
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                if writer is not None:
+                    writer.close()
+                reader = writer = None
+        if writer is not None:
+            writer.close()
+
 
 def tree_pids(pid: int) -> list[int]:
     """``pid`` and its descendants (``evals serve --workers N``: the supervisor and its worker processes)."""
@@ -112,18 +155,20 @@ class Row:
     calls: int = 0
     wall: float = 0.0
     server_cpu: float = 0.0
+    client_cpu: float = 0.0
     lat: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     rss: tuple[float, float, float] = (0.0, 0.0, 0.0)
     fds: tuple[int, int, int] = (0, 0, 0)
 
 
-def _client_process(base: str, sessions: range, calls_per_session: int, deadline: float, out: Any) -> None:
+def _client_process(base: str, sessions: range, calls_per_session: int, deadline: float, lean: bool, out: Any) -> None:
     async def run() -> None:
         load = Load(base, HTTPClientPool(), calls_per_session, deadline)
+        cpu = time.process_time()
         async with load.pool:
-            await asyncio.gather(*(load.worker(i) for i in sessions))
-        out.send((load.lat, load.errors, load.sessions))
+            await asyncio.gather(*((load.lean_worker if lean else load.worker)(i) for i in sessions))
+        out.send((load.lat, load.errors, load.sessions, time.process_time() - cpu))
 
     asyncio.events._set_running_loop(None)  # forked from the parent's running loop
     asyncio.run(run())
@@ -133,7 +178,8 @@ async def measure(workers: int, args: argparse.Namespace) -> Row:
     """One load run against ``evals serve --workers N`` (its own server, started and stopped here)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "evals.cli", "serve", "--port", str(port), "--workers", str(workers),
-                             "--benchmarks", "familytool-b"], env=dict(os.environ))
+                             "--benchmarks", "familytool-b", *(["--json-response"] if args.lean_load else [])],
+                            env=dict(os.environ))
     base = f"http://127.0.0.1:{port}"
     row = Row(workers)
     try:
@@ -157,15 +203,17 @@ async def measure(workers: int, args: argparse.Namespace) -> Row:
         for k in range(args.client_processes):
             ours, theirs = ctx.Pipe(duplex=False)
             p = ctx.Process(target=_client_process,
-                            args=(base, range(k, args.sessions, args.client_processes), args.calls_per_session, deadline, theirs))
+                            args=(base, range(k, args.sessions, args.client_processes), args.calls_per_session, deadline,
+                                  args.lean_load, theirs))
             p.start()
             clients.append((p, ours))
         while any(p.is_alive() for p, _ in clients) and not all(c.poll() for _, c in clients):
             await asyncio.sleep(1.0)
             rss_peak = max(rss_peak, tree(rss_mib, pids))
         for p, c in clients:
-            lat, errors, sessions = c.recv()
+            lat, errors, sessions, client_cpu = c.recv()
             p.join()
+            row.client_cpu += client_cpu
             row.lat += lat
             row.errors += errors
             row.sessions += sessions
@@ -193,6 +241,11 @@ async def main() -> None:
     ap.add_argument("--repeats", type=int, default=1, help="rounds over --workers (default 1); the median is reported")
     ap.add_argument("--client-processes", type=int, default=1,
                     help="processes the sessions are spread over (the load's own CPU: default 1)")
+    ap.add_argument("--lean-load", action="store_true",
+                    help="send the calls as bare HTTP requests (what the SDK's client sends; JSON answers, the server "
+                    "started with --json-response) instead of through the MCP SDK's client, whose CPU per call is "
+                    "above the server's: on a machine with few cores the load would otherwise take the cores the "
+                    "server's processes need")
     args = ap.parse_args()
 
     runs: dict[int, list[Row]] = {w: [] for w in args.workers}
@@ -205,10 +258,11 @@ async def main() -> None:
     def rate(r: Row) -> float:
         return r.calls / r.wall
 
-    table = Table(title=f"Load: {args.sessions} concurrent MCP sessions over HTTP for {args.minutes:g} min "
+    table = Table(title=f"Load: {args.sessions} concurrent MCP sessions over HTTP for {args.minutes:g} min"
+                        f"{' (lean load)' if args.lean_load else ''} "
                         f"({CALL[0]}, 2 hops; server in its own processes; median of {args.repeats})")
     for col in ("workers", "sessions opened", "calls", "calls/s", "vs first", "p50 ms", "p99 ms", "server CPU ms/call",
-                "errors", "RSS start/peak/end MiB", "fds before/loaded/after"):
+                "load's CPU ms/call", "errors", "RSS start/peak/end MiB", "fds before/loaded/after"):
         table.add_column(col, justify="right")
     base_rate = statistics.median(rate(r) for r in runs[args.workers[0]])
     ok = True
@@ -218,7 +272,8 @@ async def main() -> None:
         table.add_row(
             str(w), str(row.sessions), str(row.calls), f"{rate(row):.0f}", f"{rate(row) / base_rate:.2f}",
             f"{pct(lat, 50) * 1e3:.1f}" if lat else "-", f"{pct(lat, 99) * 1e3:.1f}" if lat else "-",
-            f"{row.server_cpu / len(lat) * 1e3:.2f}" if lat else "-", str(sum(len(r.errors) for r in rows)),
+            f"{row.server_cpu / len(lat) * 1e3:.2f}" if lat else "-", f"{row.client_cpu / len(lat) * 1e3:.2f}" if lat else "-",
+            str(sum(len(r.errors) for r in rows)),
             " / ".join(f"{x:.0f}" for x in row.rss), " / ".join(map(str, row.fds)),
         )
         ok = ok and all(not r.errors and r.fds[2] <= r.fds[0] for r in rows)
