@@ -176,14 +176,18 @@ def _client_process(base: str, sessions: range, calls_per_session: int, deadline
 
 async def measure(workers: int, args: argparse.Namespace) -> Row:
     """One load run against ``evals serve --workers N`` (its own server, started and stopped here)."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "evals.cli", "serve", "--port", str(port), "--workers", str(workers),
-                             "--benchmarks", "familytool-b", *(["--json-response"] if args.lean_load else [])],
-                            env=dict(os.environ))
-    base = f"http://127.0.0.1:{port}"
+    for _ in range(5):  # another process may take the free port first: then our server exits, and we try again
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, "-m", "evals.cli", "serve", "--port", str(port), "--workers", str(workers),
+                                 "--benchmarks", "familytool-b", *(["--json-response"] if args.lean_load else [])],
+                                env=dict(os.environ))
+        base = f"http://127.0.0.1:{port}"
+        await wait_for_health(base, tries=6000)
+        await asyncio.sleep(1.0)
+        if proc.poll() is None:
+            break
     row = Row(workers)
     try:
-        await wait_for_health(base, tries=6000)
         while len(pids := tree_pids(proc.pid)) < (workers + 1 if workers > 1 else 1):
             await asyncio.sleep(0.1)
         async with HTTPClientPool() as pool:  # warm-up: the KG opened, first calls served, in every process
