@@ -4,7 +4,7 @@ Modules, low to high: ``kg_tools`` (the KG as tools), ``names`` (prefix completi
 ``resources`` (what a benchmark offers besides tools), ``surface`` (resources, prompts, completions,
 logging and subscriptions as MCP handlers), ``middleware``, ``core`` (``ToolServer``: endpoints, sessions,
 ``tools/list`` and ``tools/call``), ``http_errors`` and ``http`` (the Starlette app, auth, uvicorn), ``stdio``,
-``mcp_sources`` (MCP servers as the user names them), ``upstream`` (another MCP server's tools, proxied) and ``recording`` (its responses recorded and replayed). Every
+``worker_routing`` (one port served by several processes, each session kept on its own), ``mcp_sources`` (MCP servers as the user names them), ``upstream`` (another MCP server's tools, proxied) and ``recording`` (its responses recorded and replayed). Every
 name in a module's ``__all__`` is re-exported here. The server imports no benchmark module and
 nothing from ``client`` or ``evals`` (``tests/test_architecture.py`` checks it).
 """
@@ -65,6 +65,7 @@ from .upstream import (
     tool_spec_of,
     upstream_specs,
 )
+from .worker_routing import WORKER_HEADER, Router, reuseport_socket, serve_routed
 
 __all__ = [
     "KG_WRITE_TOOLS",
@@ -140,4 +141,8 @@ __all__ = [
     "upstream_specs",
     "uvicorn_config",
     "wait_started",
+    "WORKER_HEADER",
+    "Router",
+    "reuseport_socket",
+    "serve_routed",
 ]

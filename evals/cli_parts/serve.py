@@ -18,7 +18,7 @@ from .data import ensure_benchmark_data
 from .listing import add_serve_option_groups
 
 if TYPE_CHECKING:
-    from server import EndpointRef, HTTPLimits, SessionLimits
+    from server import EndpointRef, HTTPLimits, SessionLimits, ToolServer
 
 __all__ = ["build_serve_parser", "cmd_serve"]
 
@@ -51,11 +51,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     sessions: SessionLimits | None = None
     limits: HTTPLimits | None = None
+    shared_state = bool(args.mcp_server or args.mcp_config or given.get("allow_writes") or given.get("inductive"))
+    if args.workers is None:  # one process where the state must be one: a writable KG, the user's MCP servers
+        caps = (args.max_sessions, args.max_sessions_per_endpoint, args.max_connections)  # each worker gets 1/N of each
+        args.workers = 1 if args.stdio or shared_state else max(1, min(os.cpu_count() or 1, *caps))
+    if args.workers < 1 or (args.workers > 1 and (args.stdio or shared_state)):
+        err.print(f"[red]error:[/] --workers {args.workers}: " + (
+            "must be at least 1" if args.workers < 1 else "stdio serves one session, from one process" if args.stdio
+            else "--allow-writes, --inductive and --mcp-server/--mcp-config keep state that one process must hold: use --workers 1"))
+        return 2
     if not args.stdio:
         try:
             check_bind(args.host, token)
             sessions = SessionLimits(args.max_sessions, args.max_sessions_per_endpoint, args.session_idle_timeout)
             limits = HTTPLimits(args.max_connections, args.header_timeout, args.body_timeout, args.keep_alive_timeout)
+            if args.workers > 1:
+                from ..core.serve_workers import share_limits
+
+                share_limits(sessions, limits, args.workers)
         except (ServerConfigError, ValueError) as exc:
             err.print(f"[red]error:[/] {exc}")
             return 2
@@ -69,8 +82,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if benchmarks:
         benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks),
                                            options=dict.fromkeys(benchmarks, given))
+    from ..core.serve_workers import WorkerStartError
+
     try:
-        _serve(args, benchmarks, given, default, token, sessions, limits)
+        return _serve(args, benchmarks, given, default, token, sessions, limits)
+    except WorkerStartError as exc:  # a worker process's start-up error (--workers N), as one process says it
+        err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        return 2
     except KGError as exc:  # --kg-file: a missing file or a bad line (file:line), no traceback
         err.print(f"[red]error:[/] {escape(str(exc))}", soft_wrap=True)
         return 2
@@ -80,42 +98,84 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except SpecLoadError as exc:  # every problem of every --tools-dir file, one line each
         print(f"evals serve: error: {exc}", file=sys.stderr, flush=True)
         return 2
-    return 0
+
+
+def _build(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any], default: EndpointRef | None,
+           stack: contextlib.ExitStack) -> ToolServer:
+    from ..core.serving import build_tool_server
+
+    return build_tool_server(
+        benchmarks,
+        stack=stack,
+        tools_dirs=[Path(d) for d in args.tools_dir],
+        options=given,
+        default=default,
+        page_size=args.page_size,
+        mcp_sources=_serve_mcp_sources(args),
+        kg_file=Path(args.kg_file) if args.kg_file else None,
+    )
+
+
+def _worker_app(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any], token: str | None,
+                stack: contextlib.ExitStack, sessions: SessionLimits) -> tuple[Any, dict[str, Any]]:
+    """A worker process's app (``--workers N``): its own tool server, with its share of the session caps;
+    and what it serves (for the start-up lines)."""
+    from server import create_app
+
+    from ..core.serve_workers import WorkerStartError
+
+    ts = _build(args, benchmarks, given, None, stack)
+    writable = sorted(name for name, info in ts.describe().items() if (info["kg"] or {}).get("writes"))
+    if writable:
+        raise WorkerStartError(f"{', '.join(writable)} serves a writable KG, which one process must hold: use --workers 1")
+    ts.session_limits = sessions
+    return create_app(ts, host=args.host, token=token, json_response=args.json_response), ts.describe()
+
+
+def _announce(url: str, describe: dict[str, Any], pids: list[int] | None = None) -> None:
+    procs = f"  ({len(pids)} worker processes, pids {', '.join(map(str, pids))})" if pids else ""
+    err.print(f"[bold]MCP server[/] on {url}  (health: {url}/health){procs}")
+    for name, info in describe.items():
+        if info["tasks"]:
+            err.print(f"  {url}/mcp/{name}  playground, {info['tasks']} task endpoints at {url}/mcp/{name}/<task_id>")
+        else:  # the user's own tools (--tools-dir): one endpoint, no tasks
+            err.print(f"  {url}/mcp/{name}")
 
 
 def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any], default: EndpointRef | None,
-           token: str | None, sessions: SessionLimits | None, limits: HTTPLimits | None) -> None:
-    """Build the tool server and serve it on stdio, or over HTTP with ``sessions`` and ``limits``."""
+           token: str | None, sessions: SessionLimits | None, limits: HTTPLimits | None) -> int:
+    """Build the tool server and serve it on stdio, or over HTTP with ``sessions`` and ``limits``
+    (from ``args.workers`` processes when more than one)."""
+    import functools
+
     from client import eventloop
     from server import bind_host, create_app, serve, serve_stdio
 
-    from ..core.serving import build_tool_server
+    log_level = "info" if args.verbose else "warning"
+    if not args.stdio and sessions is not None and limits is not None and args.workers > 1:
+        from tool_specs import load_tool_dir
 
-    with contextlib.ExitStack() as stack:
-        ts = build_tool_server(
-            benchmarks,
-            stack=stack,
-            tools_dirs=[Path(d) for d in args.tools_dir],
-            options=given,
-            default=default,
-            page_size=args.page_size,
-            mcp_sources=_serve_mcp_sources(args),
-            kg_file=Path(args.kg_file) if args.kg_file else None,
+        from ..core.serve_workers import serve_workers
+
+        for folder in args.tools_dir:  # its problems said once, before any worker starts (each loads it again)
+            load_tool_dir(Path(folder))
+        return serve_workers(
+            args.workers, args.host, args.port, functools.partial(_worker_app, args, benchmarks, given, token),
+            sessions=sessions, limits=limits, log_level=log_level,
+            announce=lambda url, pids, describe: _announce(url, describe, pids),
+            report=lambda line: err.print(f"[yellow]warning:[/] {line}"),
         )
+    with contextlib.ExitStack() as stack:
+        ts = _build(args, benchmarks, given, default, stack)
         if args.stdio or sessions is None or limits is None:
             eventloop.run(serve_stdio(ts))
-            return
+            return 0
         ts.session_limits = sessions
         app = create_app(ts, host=args.host, token=token, json_response=args.json_response)
         bound = bind_host(args.host)  # what is listened on (``localhost.`` binds ``localhost``)
-        shown = f"http://[{bound}]:{args.port}" if ":" in bound else f"http://{bound}:{args.port}"
-        err.print(f"[bold]MCP server[/] on {shown}  (health: {shown}/health)")
-        for name, info in ts.describe().items():
-            if info["tasks"]:
-                err.print(f"  {shown}/mcp/{name}  playground, {info['tasks']} task endpoints at {shown}/mcp/{name}/<task_id>")
-            else:  # the user's own tools (--tools-dir): one endpoint, no tasks
-                err.print(f"  {shown}/mcp/{name}")
-        serve(app, host=args.host, port=args.port, log_level="info" if args.verbose else "warning", limits=limits)
+        _announce(f"http://[{bound}]:{args.port}" if ":" in bound else f"http://{bound}:{args.port}", ts.describe())
+        serve(app, host=args.host, port=args.port, log_level=log_level, limits=limits)
+    return 0
 
 
 def _serve_mcp_sources(args: argparse.Namespace) -> list[Any]:
@@ -176,6 +236,10 @@ def build_serve_parser(s: argparse.ArgumentParser) -> None:
     s.add_argument("--kg-file", metavar="FILE", help="serve your own KG, a triple file (one ['head', 'relation', "
                    "'tail'] per line), as the KG tools at /mcp/custom (built once into the cache)")
     s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
+    s.add_argument("--workers", type=int, metavar="N",
+                   help="HTTP: serve from N processes on the one port, each session kept on the process that made "
+                   "it, the session and connection caps shared out between them (default: the CPU count; 1 with "
+                   "--allow-writes, --inductive, --mcp-server or --mcp-config)")
     s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
     _add_limit_arguments(s.add_argument_group(
         "limits on what clients may hold (HTTP; they do not change results)"))
