@@ -49,6 +49,7 @@ from tool_specs import shown_name
 
 from .core import EndpointNotFound, EndpointRef, SessionLimits, ToolServer, current_endpoint
 from .http_errors import BareMCP, rpc_not_found
+from .http_modern import ModernEntry
 from .loopback import bind_host, host_security, is_loopback
 
 __all__ = [
@@ -311,6 +312,7 @@ class _MCPEndpoint:
         self.manager = manager
         self.token = token
         self.guard = guard
+        self.modern = ModernEntry(manager)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.token is not None:
@@ -342,7 +344,7 @@ class _MCPEndpoint:
         headers = dict(scope["headers"])
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:  # the modern protocol: no sessions
-            await self.manager.handle_request(scope, receive, send)
+            await self.modern(scope, receive, send)
             return
         sid = headers.get(b"mcp-session-id", b"").decode("latin-1") or None
         if sid is not None:
