@@ -39,7 +39,7 @@ from .http_errors import BareMCP, rpc_not_found
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
 from .loopback import bind_host, host_security, is_ip_literal, loopback_security
 from .mcp_sources import McpSource, McpSourceError, load_mcp_config, parse_mcp_server
-from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
+from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, RequestChecksMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
 from .recording import CallRecording, RecordedExecutor, Recording, read_recording, replay_specs
@@ -109,6 +109,7 @@ __all__ = [
     "RecordedExecutor",
     "Recording",
     "NullInputResponsesMiddleware",
+    "RequestChecksMiddleware",
     "ServerConfigError",
     "SessionLimits",
     "ToolServer",

@@ -418,13 +418,13 @@ def create_app(
             yield
 
     methods = ["GET", "POST", "DELETE"]
-    routes = [
+    routes = [  # a task's endpoint first: the route of nearly every request (no two of these match one path)
+        Route("/mcp/{benchmark}/{task_id:path}", mcp_app, methods=methods),
+        Route("/mcp/{benchmark}", mcp_app, methods=methods),
         Route("/health", health, methods=["GET"]),
         Route("/", health, methods=["GET"]),
         Route("/mcp", BareMCP(tool_server), methods=methods),
         Route("/mcp/", BareMCP(tool_server), methods=methods),
-        Route("/mcp/{benchmark}", mcp_app, methods=methods),
-        Route("/mcp/{benchmark}/{task_id:path}", mcp_app, methods=methods),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
 

@@ -7,7 +7,7 @@ Starlette ``Response``: most of what a tool call costs the server beyond the too
 entry makes the same checks, in the same order, with the SDK's own functions (the transport's
 Host/Origin check, ``Accept``, the JSON-RPC envelope, duplicated routing headers, the request
 envelope's classification, ``Mcp-Param-*`` headers against the tool's input schema) and serves the
-request through the SDK's ``serve_one`` as the SDK does, but in the request's own task:
+request through the SDK's ``ServerRunner`` as its ``serve_one`` does, but in the request's own task:
 
 * a notification the handler emits (a log message, progress) commits the response to
   ``text/event-stream`` and is written at once; a handler that emits nothing is answered with
@@ -30,7 +30,7 @@ from typing import Any, cast
 import anyio
 from mcp.server import Server
 from mcp.server.connection import Connection
-from mcp.server.runner import modern_error_data, serve_one
+from mcp.server.runner import ServerRunner, aclose_shielded, modern_error_data
 from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware, TransportSecurityMiddleware
@@ -39,6 +39,7 @@ from mcp.shared.exceptions import NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     MCP_PARAM_HEADER_PREFIX,
+    X_MCP_HEADER_KEY,
     InboundLadderRejection,
     classify_inbound_request,
     find_duplicated_routing_header,
@@ -62,6 +63,7 @@ _SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
+_SCHEMAS_KEPT = 4096  # input schemas whose x-mcp-header answer is remembered
 
 
 def _dumps(msg: JSONRPCResponse | JSONRPCError | JSONRPCNotification) -> str:
@@ -157,6 +159,7 @@ class ModernEntry:
         self.security = TransportSecurityMiddleware(manager.security_settings)
         self.json_response = manager.json_response
         self.asgi = RequestBodyLimitMiddleware(self._handle, manager.max_request_body_size)
+        self._declares: dict[int, tuple[Any, bool]] = {}  # id(input schema) -> (schema, declares x-mcp-header)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.asgi(scope, receive, send)
@@ -226,8 +229,7 @@ class ModernEntry:
             timer = asyncio.get_running_loop().call_later(SSE_PING_INTERVAL, start_pinging) if reply.sse else None
             try:
                 try:
-                    result = await serve_one(self.app, dctx, req.method, req.params, connection=connection,
-                                             lifespan_state=self.manager._lifespan_state)
+                    result = await self._serve_one(dctx, req, connection)
                     msg: JSONRPCResponse | JSONRPCError = JSONRPCResponse(jsonrpc="2.0", id=req.id, result=result)
                 except Exception as exc:
                     msg = JSONRPCError(jsonrpc="2.0", id=req.id, error=modern_error_data(exc))
@@ -239,6 +241,26 @@ class ModernEntry:
                 await reply.finish(msg)
             finally:
                 watch.cancel()
+
+    async def _serve_one(self, dctx: _DispatchContext, req: JSONRPCRequest, connection: Connection) -> dict[str, Any]:
+        """The SDK's ``serve_one``, whose shielded unwinding of the connection's exit stack is skipped
+        when nothing was put on it (it closes nothing then; the timed, shielded scope alone costs)."""
+        runner = ServerRunner(self.app, connection, self.manager._lifespan_state)
+        try:
+            return await runner.on_request(dctx, req.method, req.params)
+        finally:
+            if connection.exit_stack._exit_callbacks:  # type: ignore[attr-defined]
+                await aclose_shielded(connection)
+
+    def _declares_headers(self, schema: Any) -> bool:
+        """Whether an input schema names ``x-mcp-header`` anywhere (without it, no header can disagree)."""
+        hit = self._declares.get(id(schema))
+        if hit is None or hit[0] is not schema:
+            if len(self._declares) >= _SCHEMAS_KEPT:
+                self._declares.clear()
+            hit = (schema, X_MCP_HEADER_KEY in json.dumps(schema, default=str))
+            self._declares[id(schema)] = hit
+        return hit[1]
 
     def _param_rejection(self, req: JSONRPCRequest, headers: Mapping[str, str]) -> bool:
         """Whether a ``tools/call``'s ``Mcp-Param-*`` headers disagree with its arguments (the SDK's check)."""
@@ -257,4 +279,6 @@ class ModernEntry:
             schema = lookup(name)
         except Exception:
             return True  # the SDK logs it and serves the call: let it
-        return schema is not None and validate_mcp_param_headers(schema, arguments or {}, headers) is not None
+        if schema is None or not self._declares_headers(schema):
+            return False
+        return validate_mcp_param_headers(schema, arguments or {}, headers) is not None

@@ -46,12 +46,14 @@ async def _wait(spec: Any, arguments: dict[str, Any], ctx: Any) -> str:
 
 PAY = ToolSpec(name="pay", description="Pay a booking.", executor=_pay,
                input_schema={"type": "object", "properties": {"book_info": {"type": "string"}}})
+ROUTE = ToolSpec(name="route", description="Route a booking.", executor=_pay, input_schema={
+    "type": "object", "properties": {"book_info": {"type": "string", "x-mcp-header": "Book"}}})
 WAIT = ToolSpec(name="wait", description="Wait.", executor=_wait,
                 input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}})
 
 
 def _tool_server() -> ToolServer:
-    return ToolServer([BenchmarkMount(StaticCatalog("shop", {"t1": [PAY, WAIT]}))])
+    return ToolServer([BenchmarkMount(StaticCatalog("shop", {"t1": [PAY, WAIT, ROUTE]}))])
 
 
 def _call(method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -77,6 +79,11 @@ CASES: dict[str, dict[str, Any]] = {
     "a bad argument": _post(_call("tools/call", {"name": "pay", "arguments": {"book_info": 5}})),
     "non-object arguments": _post(_call("tools/call", {"name": "pay", "arguments": [1, 2]})),
     "an unknown tool": _post(_call("tools/call", {"name": "nope", "arguments": {}})),
+    "a routed call with its header": _post(_call("tools/call", {"name": "route", "arguments": {"book_info": "b2"}}),
+                                           {"mcp-param-book": "b2"}),
+    "a routed call whose header disagrees": _post(
+        _call("tools/call", {"name": "route", "arguments": {"book_info": "b2"}}), {"mcp-param-book": "b3"}),
+    "a routed call without its header": _post(_call("tools/call", {"name": "route", "arguments": {"book_info": "b2"}})),
     "a listing": _post(_call("tools/list")),
     "a bad cursor": _post(_call("tools/list", {"cursor": "x"})),
     "no tool name": _post(_call("tools/call", {"arguments": {}})),
@@ -134,6 +141,8 @@ async def test_modern_requests_are_answered_as_the_sdks_entry_answers(json_respo
     assert ours["a call"][2]["result"]["content"][0]["text"] == "paid b1"
     assert ours["a bad argument"][2]["result"]["isError"] is True
     assert ours["non-object arguments"][2]["result"]["isError"] is True
+    assert ours["a routed call with its header"][2]["result"]["content"][0]["text"] == "paid b2"
+    assert ours["a routed call whose header disagrees"][0] == 400
     assert ours["a foreign Host"][0] >= 400 and ours["bad JSON"][0] == 400 and ours["a notification"][0] == 202
     logged = ours["a call asking for log messages"]
     if json_response:  # no stream to carry them: dropped
