@@ -48,12 +48,13 @@ PAY = ToolSpec(name="pay", description="Pay a booking.", executor=_pay,
                input_schema={"type": "object", "properties": {"book_info": {"type": "string"}}})
 ROUTE = ToolSpec(name="route", description="Route a booking.", executor=_pay, input_schema={
     "type": "object", "properties": {"book_info": {"type": "string", "x-mcp-header": "Book"}}})
+NOTE = ToolSpec(name="note", description="Take a note.", executor=_pay, input_schema={"type": "object"})
 WAIT = ToolSpec(name="wait", description="Wait.", executor=_wait,
                 input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}})
 
 
 def _tool_server() -> ToolServer:
-    return ToolServer([BenchmarkMount(StaticCatalog("shop", {"t1": [PAY, WAIT, ROUTE]}))])
+    return ToolServer([BenchmarkMount(StaticCatalog("shop", {"t1": [PAY, WAIT, ROUTE], "t2": [NOTE]}))])
 
 
 def _call(method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -178,3 +179,27 @@ async def test_a_silent_call_commits_the_stream_and_pings(monkeypatch) -> None:
     status, _, messages = _answer(r)
     assert messages[-1]["id"] == 7 and messages[-1]["result"]["content"][0]["text"] == "waited"
     assert not events["cancelled"].is_set()
+
+
+PATHS = ["/mcp/shop/t1", "/mcp/shop", "/mcp/shop/", "/mcp/shop/t1/", "/mcp/nope", "/mcp/shop/nope", "/mcp", "/mcp/",
+         "/mcp//t1", "/health", "/mcp/shop/t1?session=a"]
+
+
+async def test_endpoint_requests_are_routed_as_starlettes_routes_route_them() -> None:
+    """The app hands endpoint requests to the endpoint itself (server.http._App); with that off, Starlette's
+    router does: every path and method answers the same."""
+    answers: dict[str, list[tuple[int, str, Any]]] = {}
+    async with httpx2.AsyncClient(timeout=10) as http:
+        for how in ("ours", "starlette"):
+            app = create_app(_tool_server())
+            if how == "starlette":
+                app.endpoint = None  # type: ignore[attr-defined]
+            async with serve_in_background(app) as url:
+                answers[how] = [_answer(await http.request(url=url + path, **_post(_call("tools/list"), method=method)))
+                                for path in PATHS for method in ("POST", "GET", "PUT")]
+    assert answers["ours"] == answers["starlette"]
+    listed = answers["ours"][0]
+    assert listed[0] == 200 and [t["name"] for t in listed[2]["result"]["tools"]] == ["pay", "wait", "route"]
+    playground = answers["ours"][PATHS.index("/mcp/shop") * 3]
+    assert [t["name"] for t in playground[2]["result"]["tools"]] == ["pay", "wait", "route", "note"]
+    assert answers["ours"][PATHS.index("/mcp/nope") * 3][0] == 404
