@@ -66,7 +66,17 @@ _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
 _SCHEMAS_KEPT = 4096  # input schemas whose x-mcp-header answer is remembered
 
 
-def _dumps(msg: JSONRPCResponse | JSONRPCError | JSONRPCNotification) -> str:
+def _dumps(msg: JSONRPCResponse | JSONRPCError | JSONRPCNotification | tuple[RequestId, dict[str, Any]]) -> str:
+    """A JSON-RPC message as the SDK writes it; ``(id, result)`` is a response not yet made a model.
+
+    A result from the SDK's runner is already in its wire form (dumped in JSON mode), which the
+    response model would validate and dump again unchanged; it is written as it is unless plain
+    JSON cannot carry it, when the model does the conversion as the SDK's entry would."""
+    if isinstance(msg, tuple):
+        try:
+            return json.dumps({"jsonrpc": "2.0", "id": msg[0], "result": msg[1]}, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            msg = JSONRPCResponse(jsonrpc="2.0", id=msg[0], result=msg[1])
     return json.dumps(msg.model_dump(mode="json", by_alias=True, exclude_none=True), separators=(",", ":"))
 
 
@@ -87,7 +97,7 @@ class _Reply:
                 await self.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
             await self.send({"type": "http.response.body", "body": data or b": ping\r\n\r\n", "more_body": True})
 
-    async def finish(self, msg: JSONRPCResponse | JSONRPCError) -> None:
+    async def finish(self, msg: JSONRPCError | tuple[RequestId, dict[str, Any]]) -> None:
         async with self.lock:
             if self.committed:
                 body = f"event: message\r\ndata: {_dumps(msg)}\r\n\r\n".encode()
@@ -230,7 +240,7 @@ class ModernEntry:
             try:
                 try:
                     result = await self._serve_one(dctx, req, connection)
-                    msg: JSONRPCResponse | JSONRPCError = JSONRPCResponse(jsonrpc="2.0", id=req.id, result=result)
+                    msg: JSONRPCError | tuple[RequestId, dict[str, Any]] = (req.id, result)
                 except Exception as exc:
                     msg = JSONRPCError(jsonrpc="2.0", id=req.id, error=modern_error_data(exc))
                 finally:
