@@ -36,6 +36,7 @@ from .http import (
     wait_started,
 )
 from .http_errors import BareMCP, rpc_not_found
+from .http_modern import ModernEntry
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
 from .loopback import bind_host, host_security, is_ip_literal, loopback_security
 from .mcp_sources import McpSource, McpSourceError, load_mcp_config, parse_mcp_server
@@ -104,6 +105,7 @@ __all__ = [
     "KGConfig",
     "McpSource",
     "McpSourceError",
+    "ModernEntry",
     "NonObjectArgumentsMiddleware",
     "ProxyExecutor",
     "RecordedExecutor",
