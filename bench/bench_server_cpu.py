@@ -25,7 +25,11 @@ the table shows medians over ``--repeats`` and the ratio ours/SDK of those media
 the goal is <= 1.00). Only server CPU is measured: the machine may be loaded, wall times are not shown.
 
     EVALS_DATA_DIR=../shared/data python bench/bench_server_cpu.py [--calls 1000] [--repeats 3] \\
-        [--concurrency 1 8 32]
+        [--concurrency 1 8 32] [--compare-ref REF]
+
+``--compare-ref REF`` (e.g. ``main``) also serves the code of that git commit (its tree exported with
+``git archive`` to a temporary directory, run from there the way ``ours`` is run), measured in the
+same rounds: the table adds its CPU per call and ours/REF.
 
 ``--tool-path`` instead times, in this process and without HTTP, each step of our server's own path
 for the KG call (argument checks, the KG search, the whole spec call, the endpoint's call, the MCP
@@ -36,10 +40,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import uuid
@@ -152,19 +158,35 @@ async def measure(pid: int, url: str, name: str, arguments: dict[str, Any], conc
     return 1000 * (cpu_s(pid) - cpu0) / (each * concurrency)
 
 
-def start_servers(tmp: Path, kg_file: Path) -> tuple[dict[str, subprocess.Popen[bytes]], dict[str, str]]:
+def export_tree(ref: str, dest: Path) -> Path:
+    """``git archive`` the whole tree of commit ``ref`` into ``dest``."""
+    repo = Path(__file__).resolve().parent.parent
+    data = subprocess.run(["git", "-C", str(repo), "archive", ref], check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
+    return dest
+
+
+def start_servers(tmp: Path, kg_file: Path, ref: str | None = None
+                  ) -> tuple[dict[str, subprocess.Popen[bytes]], dict[str, str]]:
     tools = tmp / "tools"
     tools.mkdir()
     (tools / "echo.yaml").write_text(ECHO_SPEC)
     (tools / "echo_tool.py").write_text(ECHO_MODULE)
-    ports = {s: free_port() for s in SERVERS}
+    servers = [*SERVERS, "ref"] if ref else list(SERVERS)
+    ports = {s: free_port() for s in servers}
     env = dict(os.environ)
     procs = {
         "sdk": subprocess.Popen([sys.executable, __file__, "--serve-sdk", str(ports["sdk"]), "--kg-file", str(kg_file)],
                                 env=env),
-        "ours": subprocess.Popen([sys.executable, "-m", "evals.cli", "serve", "--port", str(ports["ours"]),
-                                  "--benchmarks", "familytool-b", "--tools-dir", str(tools)], env=env),
     }
+    trees = {"ours": Path(__file__).resolve().parent.parent}
+    if ref:
+        trees["ref"] = export_tree(ref, tmp / "ref")
+    for name, tree in trees.items():
+        procs[name] = subprocess.Popen(
+            [sys.executable, "-m", "evals.cli", "serve", "--port", str(ports[name]), "--benchmarks", "familytool-b",
+             "--tools-dir", str(tools)], env={**env, "PYTHONPATH": str(tree)}, cwd=tree)
     return procs, {s: f"http://127.0.0.1:{p}" for s, p in ports.items()}
 
 
@@ -233,6 +255,8 @@ async def main() -> None:
     ap.add_argument("--tools", nargs="+", choices=list(CALLS), default=list(CALLS))
     ap.add_argument("--tool-path", action="store_true",
                     help="time our server's own steps for the KG call in process instead (see above)")
+    ap.add_argument("--compare-ref", metavar="REF",
+                    help="also serve the code of this git commit (e.g. main), interleaved; adds ours/REF")
     ap.add_argument("--serve-sdk", type=int, metavar="PORT", help=argparse.SUPPRESS)
     ap.add_argument("--kg-file", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -247,17 +271,18 @@ async def main() -> None:
 
     results: dict[tuple[str, int, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        procs, bases = start_servers(Path(tmp), kg_file)
+        procs, bases = start_servers(Path(tmp), kg_file, args.compare_ref)
         try:
-            await wait_for_health(bases["ours"], tries=600)
-            await wait_for_health(bases["sdk"], tries=600, path="/mcp")
+            for server in procs:
+                await wait_for_health(bases[server], tries=600, **({"path": "/mcp"} if server == "sdk" else {}))
             for _ in range(args.repeats):
                 for c in args.concurrency:
                     for tool in args.tools:
-                        for server in SERVERS:  # interleaved: one of each, then again
-                            path, name, arguments = CALLS[tool][server]
+                        for server in procs:  # interleaved: one of each, then again
+                            kind = "sdk" if server == "sdk" else "ours"
+                            path, name, arguments = CALLS[tool][kind]
                             ms = await measure(procs[server].pid, bases[server] + path, name, arguments, c,
-                                               args.calls, per_session_url=server == "ours")
+                                               args.calls, per_session_url=kind == "ours")
                             results.setdefault((tool, c, server), []).append(ms)
         finally:
             for p in procs.values():
@@ -268,14 +293,22 @@ async def main() -> None:
     load = os.getloadavg()
     table = Table(title=f"server CPU per tool call over HTTP, ours vs the MCP SDK's MCPServer (median of {args.repeats}, "
                         f"{args.calls} calls each)")
-    for col in ("tool", "concurrency", "SDK ms/call", "ours ms/call", "ours/SDK", "ratios per repeat"):
+    ref = args.compare_ref
+    cols = ["tool", "concurrency", "SDK ms/call", "ours ms/call", "ours/SDK", "ratios per repeat"]
+    if ref:
+        cols += [f"{ref} ms/call", f"{ref}/SDK", f"ours/{ref}"]
+    for col in cols:
         table.add_column(col, justify="right")
+    med = statistics.median
     for tool in args.tools:
         for c in args.concurrency:
             sdk, ours = results[tool, c, "sdk"], results[tool, c, "ours"]
             per = " ".join(f"{o / s:.2f}" for o, s in zip(ours, sdk, strict=True))
-            table.add_row(tool, str(c), f"{statistics.median(sdk):.3f}", f"{statistics.median(ours):.3f}",
-                          f"{statistics.median(ours) / statistics.median(sdk):.2f}", per)
+            row = [tool, str(c), f"{med(sdk):.3f}", f"{med(ours):.3f}", f"{med(ours) / med(sdk):.2f}", per]
+            if ref:
+                old = results[tool, c, "ref"]
+                row += [f"{med(old):.3f}", f"{med(old) / med(sdk):.2f}", f"{med(ours) / med(old):.2f}"]
+            table.add_row(*row)
     console = Console(width=max(Console().width, 120))
     console.print(table)
     console.print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (at the end); "

@@ -36,10 +36,11 @@ from .http import (
     wait_started,
 )
 from .http_errors import BareMCP, rpc_not_found
+from .http_modern import ModernEntry
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
 from .loopback import bind_host, host_security, is_ip_literal, loopback_security
 from .mcp_sources import McpSource, McpSourceError, load_mcp_config, parse_mcp_server
-from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware
+from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, RequestChecksMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
 from .recording import CallRecording, RecordedExecutor, Recording, read_recording, replay_specs
@@ -105,11 +106,13 @@ __all__ = [
     "KGConfig",
     "McpSource",
     "McpSourceError",
+    "ModernEntry",
     "NonObjectArgumentsMiddleware",
     "ProxyExecutor",
     "RecordedExecutor",
     "Recording",
     "NullInputResponsesMiddleware",
+    "RequestChecksMiddleware",
     "ServerConfigError",
     "SessionLimits",
     "ToolServer",

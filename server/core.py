@@ -38,7 +38,13 @@ from tool_specs import (
 )
 
 from .kg_tools import KGConfig, kg_tools
-from .middleware import _UNSET, NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, _raw_arguments
+from .middleware import (
+    _UNSET,
+    NonObjectArgumentsMiddleware,
+    NullInputResponsesMiddleware,
+    RequestChecksMiddleware,
+    _raw_arguments,
+)
 from .prompts import PromptSpec
 from .surface import Surface
 
@@ -294,8 +300,7 @@ class ToolServer:
             on_call_tool=on_call_tool,
             get_tool_input_schema=tool_input_schema,
         )
-        server.middleware.append(NullInputResponsesMiddleware())
-        server.middleware.append(NonObjectArgumentsMiddleware())
+        server.middleware.append(RequestChecksMiddleware())  # null params refused, non-object arguments kept
         self.surface.register(server, lambda ctx: self._ref_from_context(ctx, default))
         return server
 
@@ -316,7 +321,10 @@ class ToolServer:
             return None, connection_state
         # the SDK makes a ServerSession per request; a legacy client's connection has a session id
         connection = getattr(ctx.session, "_connection", None)
-        query = getattr(request, "query_params", None)
+        query_string = getattr(request, "scope", {}).get("query_string", b"")
+        # Starlette parses the query string on first use: only when it can name a session at all
+        maybe = b"session" in query_string or b"%" in query_string
+        query = getattr(request, "query_params", None) if maybe else None
         named = (query.get("session") if query is not None else None) or getattr(connection, "session_id", None)
         key = f"{ref.path}?session={named}" if named else ref.path
         return (str(named) if named else None), self._session_states.get(key, ref.path, named=bool(named))

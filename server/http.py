@@ -49,6 +49,7 @@ from tool_specs import shown_name
 
 from .core import EndpointNotFound, EndpointRef, SessionLimits, ToolServer, current_endpoint
 from .http_errors import BareMCP, rpc_not_found
+from .http_modern import ModernEntry
 from .loopback import bind_host, host_security, is_loopback
 
 __all__ = [
@@ -311,6 +312,7 @@ class _MCPEndpoint:
         self.manager = manager
         self.token = token
         self.guard = guard
+        self.modern = ModernEntry(manager)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.token is not None:
@@ -342,7 +344,7 @@ class _MCPEndpoint:
         headers = dict(scope["headers"])
         version = headers.get(b"mcp-protocol-version", b"").decode("latin-1") or None
         if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:  # the modern protocol: no sessions
-            await self.manager.handle_request(scope, receive, send)
+            await self.modern(scope, receive, send)
             return
         sid = headers.get(b"mcp-session-id", b"").decode("latin-1") or None
         if sid is not None:
@@ -372,6 +374,32 @@ class _MCPEndpoint:
             await send(message)
 
         await self.manager.handle_request(scope, receive, watch)
+
+
+class _App(Starlette):
+    """The Starlette app, with the requests of an endpoint (``/mcp/<benchmark>[/<task_id>]``, GET, POST
+    or DELETE: nearly every request) handed straight to the endpoint's app with the path parameters
+    Starlette's routes would give, past its error and exception middleware and its router (which
+    cost each request four calls and a regular expression per route tried); the rest, lifespan
+    included, goes through Starlette. An exception gets uvicorn's 500, as Starlette's would."""
+
+    endpoint: Any = None  # the ASGI app of /mcp/{benchmark} and /mcp/{benchmark}/{task_id:path}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (scope["type"] == "http" and self.endpoint is not None and scope["method"] in _ENDPOINT_METHODS
+                and not scope.get("root_path")):  # mounted under a prefix: Starlette's routing strips it
+            path: str = scope["path"]
+            if path.startswith("/mcp/"):
+                benchmark, slash, task_id = path[5:].partition("/")
+                if benchmark:
+                    scope["app"], scope["router"], scope["endpoint"] = self, self.router, self.endpoint
+                    scope["path_params"] = {"benchmark": benchmark, "task_id": task_id} if slash else {"benchmark": benchmark}
+                    await self.endpoint(scope, receive, send)
+                    return
+        await super().__call__(scope, receive, send)
+
+
+_ENDPOINT_METHODS = frozenset({"GET", "POST", "DELETE"})
 
 
 def _session_error(message: str, status: int) -> JSONResponse:
@@ -415,16 +443,18 @@ def create_app(
         async with manager.run():
             yield
 
-    methods = ["GET", "POST", "DELETE"]
-    routes = [
+    methods = sorted(_ENDPOINT_METHODS)
+    routes = [  # _App serves the first two itself; they stay for anything that reads the routes
+        Route("/mcp/{benchmark}/{task_id:path}", mcp_app, methods=methods),
+        Route("/mcp/{benchmark}", mcp_app, methods=methods),
         Route("/health", health, methods=["GET"]),
         Route("/", health, methods=["GET"]),
         Route("/mcp", BareMCP(tool_server), methods=methods),
         Route("/mcp/", BareMCP(tool_server), methods=methods),
-        Route("/mcp/{benchmark}", mcp_app, methods=methods),
-        Route("/mcp/{benchmark}/{task_id:path}", mcp_app, methods=methods),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = _App(routes=routes, lifespan=lifespan)
+    app.endpoint = mcp_app
+    return app
 
 
 def uvicorn_config(

@@ -11,7 +11,7 @@ from mcp import types
 from mcp.server import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-__all__ = ["NonObjectArgumentsMiddleware", "NullInputResponsesMiddleware"]
+__all__ = ["NonObjectArgumentsMiddleware", "NullInputResponsesMiddleware", "RequestChecksMiddleware"]
 
 _UNSET: Any = object()
 _raw_arguments: ContextVar[Any] = ContextVar("raw_tool_arguments", default=_UNSET)
@@ -28,16 +28,20 @@ class NonObjectArgumentsMiddleware:
     """
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        params = ctx.params
-        if ctx.method == "tools/call" and isinstance(params, Mapping):
-            args = params.get("arguments")
-            if args is not None and not isinstance(args, Mapping):
-                token = _raw_arguments.set(args)
-                try:
-                    return await call_next(replace(ctx, params={**params, "arguments": {}}))
-                finally:
-                    _raw_arguments.reset(token)
-        return await call_next(ctx)
+        return await _with_object_arguments(ctx, call_next)
+
+
+async def _with_object_arguments(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+    params = ctx.params
+    if ctx.method == "tools/call" and isinstance(params, Mapping):
+        args = params.get("arguments")
+        if args is not None and not isinstance(args, Mapping):
+            token = _raw_arguments.set(args)
+            try:
+                return await call_next(replace(ctx, params={**params, "arguments": {}}))
+            finally:
+                _raw_arguments.reset(token)
+    return await call_next(ctx)
 
 
 _OBJECT_PARAMS = ("inputResponses", "requestState")  # present in a request => an object / a string, never null
@@ -52,15 +56,28 @@ class NullInputResponsesMiddleware:
     """
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        params = ctx.params
-        if ctx.request_id is not None and isinstance(params, Mapping):
-            for key in _OBJECT_PARAMS:
-                if key in params and params[key] is None:
-                    kind = "an object (InputResponses)" if key == "inputResponses" else "a string"
-                    raise MCPError(
-                        code=types.INVALID_PARAMS,
-                        message=f"{ctx.method}: params.{key} is null; when present it must be {kind}",
-                    )
+        _refuse_null_params(ctx)
         return await call_next(ctx)
+
+
+def _refuse_null_params(ctx: ServerRequestContext[Any, Any]) -> None:
+    params = ctx.params
+    if ctx.request_id is not None and isinstance(params, Mapping):
+        for key in _OBJECT_PARAMS:
+            if key in params and params[key] is None:
+                kind = "an object (InputResponses)" if key == "inputResponses" else "a string"
+                raise MCPError(
+                    code=types.INVALID_PARAMS,
+                    message=f"{ctx.method}: params.{key} is null; when present it must be {kind}",
+                )
+
+
+class RequestChecksMiddleware:
+    """:class:`NullInputResponsesMiddleware` then :class:`NonObjectArgumentsMiddleware`, as one layer of
+    the SDK's middleware chain (each layer costs every request a call and a coroutine)."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        _refuse_null_params(ctx)
+        return await _with_object_arguments(ctx, call_next)
 
 

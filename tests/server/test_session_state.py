@@ -105,3 +105,15 @@ def test_bad_executor_options_name_the_problem():
         resolve_executor({"kind": "replay", "calls": [{"arguments": {}}]})
     with pytest.raises(ExecutorConfigError, match="list of names"):
         resolve_executor({"kind": "placeholder", "fields": "a"})
+
+
+async def test_a_session_named_in_any_spelling_of_the_query_is_the_same_session(tool_server):
+    """The server reads ``session`` from the query only when the query can name it; a percent-encoded
+    key still names it, and another parameter alone names none."""
+    async with serve_in_background(create_app(tool_server)) as url:
+        async with connect(url + "/mcp/nested/t1?session=k") as a, connect(url + "/mcp/nested/t1?s%65ssion=k") as b, \
+                connect(url + "/mcp/nested/t1?other=k") as c:
+            assert structured(await a.call_tool("pay", {})) == {"result": "API_call_0"}
+            assert structured(await b.call_tool("pay", {})) == {"result": "API_call_1"}  # the same session
+            assert structured(await c.call_tool("pay", {})) == {"result": "API_call_0"}  # the endpoint's shared one
+            assert structured(await a.call_tool("pay", {})) == {"result": "API_call_2"}
