@@ -17,11 +17,10 @@ the caller turns its objects into them and back (``encode`` / ``decode``).
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import marshal
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,21 +65,11 @@ def derived_cache_path(name: str, sources: Sequence[str | Path]) -> Path:
     return cache_dir() / "derived" / f"{name}-{key}.marshal"
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector off inside: loading many small containers would trigger it often."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _read(path: Path, signature: Signature) -> tuple[bool, Any]:
     try:
-        with _gc_paused():
+        from kg_store.triples import gc_paused  # every run imports kg_store (the server's KG tools)
+
+        with gc_paused():
             data = marshal.loads(path.read_bytes())
     except (OSError, EOFError, ValueError, TypeError):
         return False, None

@@ -72,3 +72,4 @@ def bfcl_python() -> Path:
 def bfcl_code_data(bfcl_data: Path) -> Path:
     """``bfcl_data``, named for the tests that run BFCL's backends (imported from one wheel path per process)."""
     return bfcl_data
+

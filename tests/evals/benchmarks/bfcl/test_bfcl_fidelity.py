@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
+
+from official_checker import run_official
 
 from evals.benchmarks.bfcl.checker import check_calls
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.files import SINGLE_TURN, language, served_name
 from evals.benchmarks.bfcl.plugin import gold_calls
 from evals.benchmarks.bfcl.tools import to_tool
-
-DRIVER = Path(__file__).with_name("bfcl_official_driver.py")
 
 _WRONG_TYPE: dict[type, Any] = {int: "7", float: "7.5", str: 7, bool: "true", list: "x", dict: "x"}
 
@@ -134,12 +132,7 @@ def test_every_verdict_and_accuracy_is_bfcls(bfcl_data, bfcl_python, tmp_path):
             cases.append({"id": case_id, "category": entry.category, "functions": list(entry.functions),
                           "possible_answer": list(entry.ground_truth or ()), "response": response})
             ours[case_id] = _ours(entry, response)
-    path = tmp_path / "cases.json"
-    path.write_text(json.dumps({"cases": cases}))
-    done = subprocess.run([str(bfcl_python), str(DRIVER), str(path)], capture_output=True, text=True, timeout=600,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    theirs = json.loads(done.stdout)
+    theirs = run_official(bfcl_python, {"cases": cases}, tmp_path)
     assert len(cases) > 30000 and set(theirs["verdicts"]) == set(ours)
     differ = {k: (ours[k], (v["valid"], v["error_type"])) for k, v in theirs["verdicts"].items()
               if ours[k] != (v["valid"], v["error_type"])}
@@ -154,13 +147,8 @@ def test_every_verdict_and_accuracy_is_bfcls(bfcl_data, bfcl_python, tmp_path):
 
 def test_every_entrys_tools_are_the_ones_bfcls_fc_handler_sends(bfcl_data, bfcl_python, tmp_path):
     entries = load_entries(SINGLE_TURN)
-    path = tmp_path / "tools.json"
-    path.write_text(json.dumps({"tools": [{"id": e.id, "category": e.category, "functions": list(e.functions)}
-                                          for e in entries]}))
-    done = subprocess.run([str(bfcl_python), str(DRIVER), str(path)], capture_output=True, text=True, timeout=600,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    theirs = json.loads(done.stdout)["tools"]
+    theirs = run_official(bfcl_python, {"tools": [{"id": e.id, "category": e.category, "functions": list(e.functions)}
+                                                  for e in entries]}, tmp_path)["tools"]
     differ = []
     for entry in entries:
         ours = [{"name": t.name, "description": t.description, "parameters": t.input_schema}

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from official_checker import run_official
 
 from evals.benchmarks.bfcl.agentic import check_answer, read_memory
 from evals.benchmarks.bfcl.files import MEMORY_SERVED, REFUSED
@@ -18,7 +19,6 @@ from evals.benchmarks.bfcl.memory import LOAD_TOOL, SNAPSHOT_TOOL, MemoryCatalog
 from evals.benchmarks.bfcl.memory_run import oracle_answer
 from evals.core.run import RunOptions, run_benchmark
 
-DRIVER = Path(__file__).with_name("bfcl_official_driver.py")
 ROOT = Path(__file__).resolve().parents[4]
 CALL = [["core_memory_list_keys", "{}"]]
 
@@ -55,13 +55,8 @@ def test_every_memory_verdict_is_bfcls(bfcl_data, bfcl_python, tmp_path):
                 cases.append({"id": case_id, "category": entry.category, "possible_answer": list(entry.answers),
                               "steps": steps})
                 ours[case_id] = _ours(steps, entry.answers)
-    path = tmp_path / "cases.json"
-    path.write_text(json.dumps({"cases": cases}))
     env = {**os.environ, "BFCL_PROJECT_ROOT": str(tmp_path / "bfcl-root")}
-    done = subprocess.run([str(bfcl_python), str(DRIVER), str(path)], capture_output=True, text=True, timeout=600,
-                          check=False, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    theirs = json.loads(done.stdout)
+    theirs = run_official(bfcl_python, {"cases": cases}, tmp_path, env)
     assert len(cases) > 1500 and set(theirs["verdicts"]) == set(ours)
     differ = {k: (ours[k], (v["valid"], v["error_type"])) for k, v in theirs["verdicts"].items()
               if ours[k] != (v["valid"], v["error_type"])}

@@ -14,16 +14,14 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from official_checker import run_official
 
 from evals.benchmarks.bfcl.files import MULTI_TURN
 from evals.benchmarks.bfcl.multi_turn import MultiTurnEntry, gold_steps, read_multi_turn
 from evals.benchmarks.bfcl.multi_turn_checker import check_multi_turn
-
-DRIVER = Path(__file__).with_name("bfcl_official_driver.py")
 
 PER_CATEGORY = 20
 Turns = list[list[list[dict[str, Any]]]]  # per turn, the model's responses with calls
@@ -107,12 +105,7 @@ def test_every_multi_turn_verdict_is_bfcls(bfcl_code_data, bfcl_python, tmp_path
                               "ground_truth": [list(t) for t in entry.ground_truth], "result": result})
                 ours[case_id] = _ours(entry, turns)
                 kinds.add(ours[case_id]["error_type"])
-    path = tmp_path / "cases.json"
-    path.write_text(json.dumps({"cases": cases}))
-    done = subprocess.run([str(bfcl_python), str(DRIVER), str(path)], capture_output=True, text=True, timeout=600,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    theirs = json.loads(done.stdout)
+    theirs = run_official(bfcl_python, {"cases": cases}, tmp_path)
     assert set(theirs["verdicts"]) == set(ours)
     differ = {k: (ours[k], v) for k, v in theirs["verdicts"].items() if ours[k] != v}
     assert not differ, f"{len(differ)} of {len(ours)} verdicts differ, e.g. {list(differ.items())[:6]}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from official_checker import run_official
 
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.files import served_name
@@ -21,7 +22,6 @@ from evals.benchmarks.bfcl.plugin import gold_calls
 from evals.benchmarks.bfcl.results import read_results
 
 ROOT = Path(__file__).resolve().parents[4]
-DRIVER = Path(__file__).with_name("bfcl_official_driver.py")
 
 
 def _evals(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -77,18 +77,9 @@ def result_dir(bfcl_data: Path, tmp_path: Path) -> tuple[Path, list[dict[str, An
     return model, cases
 
 
-def _official(bfcl_python: Path, cases: list[dict[str, Any]], tmp_path: Path) -> dict[str, Any]:
-    path = tmp_path / "cases.json"
-    path.write_text(json.dumps({"cases": cases}))
-    done = subprocess.run([str(bfcl_python), str(DRIVER), str(path)], capture_output=True, text=True, timeout=600,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
-
-
 def test_an_imported_result_folder_gets_bfcls_verdicts_and_accuracies(result_dir, bfcl_python, tmp_path):
     model, cases = result_dir
-    theirs = _official(bfcl_python, cases, tmp_path)
+    theirs = run_official(bfcl_python, {"cases": cases}, tmp_path)
     run = tmp_path / "run"
     done = _evals("score", str(model), "--format", "bfcl-official", "--benchmark", "bfcl", "--out", str(run), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
