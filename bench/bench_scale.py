@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import os
+import re
 import resource
 import statistics
 import subprocess
