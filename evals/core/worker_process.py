@@ -257,6 +257,9 @@ async def _work(out: Any, opts: RunOptions, bench: Benchmark) -> int:
         with episode_gc():  # as run_episodes does in one process: the loaded benchmark out of collections
             while line := await reader.readline():  # EOF: the parent is done, or died
                 core.handle(json.loads(line))
+        # the parent is done or died, and our zygote may be gone too (nobody left to kill us): if
+        # closing hangs, the default SIGALRM ends this process
+        signal.alarm(int(STOP_TIMEOUT_S))
     return 0
 
 
@@ -316,6 +319,7 @@ def zygote(fd_socket: socket.socket) -> int:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdout = sys.stderr  # the protocol owns fd 1
+    _close_copies(0, 1, keep=fd_socket.fileno())
     ctl = _Lines(0)
     while (first := ctl.pop()) is None:
         if not ctl.fill():
@@ -396,6 +400,25 @@ def zygote(fd_socket: socket.socket) -> int:
                 sel.unregister(0)
                 deadline = time.monotonic() + STOP_TIMEOUT_S
     return 0
+
+
+def _close_copies(*fds: int, keep: int) -> None:
+    """Close this process's other descriptors of the same pipes or sockets as ``fds``. A parent on
+    uvloop hands its child the ends of a socketpair as fd 0 and 1 *and* leaves them open under their
+    old numbers; every worker forked from here would inherit those copies, so the parent's end of our
+    stdout would see no EOF when we die (only when the last worker has gone too)."""
+    try:
+        wanted = {(st.st_dev, st.st_ino) for st in map(os.fstat, fds)}
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd")]
+    except OSError:
+        return
+    for fd in open_fds:
+        if fd in fds or fd == keep or fd <= 2:
+            continue
+        with contextlib.suppress(OSError):  # the listing's own descriptor is closed already
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) in wanted:
+                os.close(fd)
 
 
 def gc_freeze() -> None:

@@ -18,8 +18,12 @@ run *one* run, and the workers only run episodes:
 
 So every task still gets exactly one trace line, written by one process. A worker that dies (even by
 SIGKILL) stops the run like an interrupt: the episodes in flight get no trace and run again on resume.
-A parent that dies closes the workers' stdin (and the zygote's): they stop. A zygote that dies stops
-the run the same way, naming it. The same oracle numbers come out of any N.
+A parent that dies closes the workers' stdin (and the zygote's): they stop (a worker whose stdin has
+closed is gone within ``STOP_TIMEOUT_S`` even if closing hangs, so with its zygote gone as well).
+The zygote is needed only to start the workers: if it dies once they are forked, the run goes on
+with them and the parent logs a warning naming it (the parent then signals the workers by their
+pidfd, and a worker's exit status is unknown); if it dies before, the workers not yet forked fail to
+start, naming it, and so does the run. The same oracle numbers come out of any N.
 
 Protocol (messages are dicts; :class:`Channel` carries them). Parent to worker: ``{"op": "run",
 "task", "episode_id", "attempt", "config_hash"}``, ``{"op": "cancel", "task"}``, ``{"op": "granted",
@@ -43,6 +47,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import sys
@@ -122,7 +127,8 @@ class Zygote:
         self.error: str | None = None  # why it cannot fork (it failed to load, or is gone)
         self.forks: dict[int, asyncio.Future[int]] = {}
         self.exits: dict[int, asyncio.Future[int | None]] = {}
-        self.on_lost: Callable[[str], None] | None = None  # told once if it dies while workers need it
+        self.pidfds: dict[int, int] = {}  # each worker's pidfd (Linux): it stays its own once we are gone
+        self.on_lost: Callable[[str], None] | None = None  # told once if it dies after forking workers
         self.closing = False
         self.reader = asyncio.create_task(self._read())
 
@@ -190,8 +196,7 @@ class Zygote:
         if not self.reader.done():
             self._send({"kill": pid, "signal": int(sig)})
         else:  # the zygote is gone: the worker is init's child now
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
+            _signal_orphan(pid, self.pidfds.get(pid), sig)
 
     async def _read(self) -> None:
         stdout = self.proc.stdout
@@ -201,8 +206,12 @@ class Zygote:
             if "error" in msg:
                 self.error = msg["error"]
             elif "forked" in msg:
+                pid = int(msg["pid"])
+                if hasattr(os, "pidfd_open"):  # the zygote reaps it only after it exited
+                    with contextlib.suppress(OSError):
+                        self.pidfds[pid] = os.pidfd_open(pid)
                 if not (future := self.forks[int(msg["forked"])]).done():
-                    future.set_result(int(msg["pid"]))
+                    future.set_result(pid)
             elif "exited" in msg:
                 exit_code = self.exited(int(msg["exited"]))
                 if not exit_code.done():
@@ -225,6 +234,9 @@ class Zygote:
         await _stop(self.proc)
         with contextlib.suppress(BaseException):
             await self.reader
+        for pidfd in self.pidfds.values():
+            os.close(pidfd)
+        self.pidfds.clear()
 
 
 def _how(rc: int) -> str:
@@ -327,28 +339,55 @@ class ForkedChannel:
         pid = self.pid.result()
         exited = self.zygote.exited(pid)
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if exited.done() and exited.result() is None:  # the zygote is gone: init reaps the worker
-                await _orphan_stopped(pid, sig)
-            elif exited.done():
-                break
-            if sig is not None:
-                self.zygote.kill(pid, sig)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(exited), STOP_TIMEOUT_S)
+            if not exited.done():  # the zygote signals it and reports its exit
+                if sig is not None:
+                    self.zygote.kill(pid, sig)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(exited), STOP_TIMEOUT_S)
+                if not exited.done():
+                    continue
+                if exited.result() is not None:
+                    return
+                sig = None  # the zygote died meanwhile: wait for the orphan as it is, then signal it
+            elif exited.result() is not None:
+                return
+            # the zygote is gone: init reaps the worker; we signal it (by its pidfd where there is one)
+            if await _orphan_stopped(pid, self.zygote.pidfds.get(pid), sig):
+                return
 
 
-async def _orphan_stopped(pid: int, sig: signal.Signals | None) -> None:
-    """Signal a worker whose zygote is gone (``None``: none) and wait, bounded, until it has exited."""
-    if sig is not None:
-        with contextlib.suppress(ProcessLookupError):
+def _signal_orphan(pid: int, pidfd: int | None, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        if pidfd is not None:
+            signal.pidfd_send_signal(pidfd, sig)
+        else:
             os.kill(pid, sig)
+
+
+def _orphan_gone(pid: int, pidfd: int | None) -> bool:
+    """Whether a worker whose zygote is gone has exited (a zombie has: its reaper may be slow)."""
+    if pidfd is not None:
+        return bool(select.select([pidfd], [], [], 0)[0])  # readable once the process has exited
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    with contextlib.suppress(OSError, IndexError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    return False
+
+
+async def _orphan_stopped(pid: int, pidfd: int | None, sig: signal.Signals | None) -> bool:
+    """Signal a worker whose zygote is gone (``None``: none) and wait, bounded, until it has exited;
+    whether it has."""
+    if sig is not None and not _orphan_gone(pid, pidfd):
+        _signal_orphan(pid, pidfd, sig)
     deadline = asyncio.get_running_loop().time() + STOP_TIMEOUT_S
-    while asyncio.get_running_loop().time() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
+    while not _orphan_gone(pid, pidfd):
+        if asyncio.get_running_loop().time() >= deadline:
+            return False
         await asyncio.sleep(0.05)
+    return True
 
 
 @dataclass
@@ -402,9 +441,13 @@ class WorkerPool:
         self._zygote.on_lost = self._lost
 
     def _lost(self, why: str) -> None:
-        if not self._closing:
-            log.error("%s", why)
-            self.control.interrupt(why)
+        """The zygote died. It only starts workers: those it forked run on (a worker that has not been
+        forked yet fails to start, naming the zygote, and so does the run)."""
+        if self._closing:
+            return
+        started = [c for c in self._spawned if c.pid.done() and c.pid.exception() is None]
+        if started and len(started) == len(self._spawned):
+            log.warning("%s; its %d workers go on (it is needed only to start them)", why, len(started))
 
     def configure(self, opts: RunOptions) -> None:
         """Send the zygote the run's options (complete: strategy, benchmark options); it loads the

@@ -77,6 +77,42 @@ def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_t
     assert set(ids) == {t.id for t in load_tasks("b")[:60]}
 
 
+def test_a_killed_zygote_leaves_the_run_to_its_workers_and_a_killed_parent_then_leaves_no_process(
+    wait_for_traces, data_dir, tmp_path
+):
+    """The zygote is killed once its workers run: the run goes on with them to its end, exit 0, each
+    task once, the zygote named in a warning; nothing outlives the run. Then the same with the parent
+    SIGKILLed after its zygote: its workers (init's children now) still stop."""
+    for then in ("finish", "kill the parent"):
+        run = tmp_path / then.replace(" ", "-")
+        args = [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "oracle:0.05", "--limit",
+                "40", "--concurrency", "4", "--workers", "2", "--run-dir", str(run), "--no-progress", "--json"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_traces(run / "traces.jsonl", 4, proc)
+            [zygote] = _children(proc.pid)
+            workers = _children(zygote)
+            assert len(workers) == 2, workers
+            os.kill(zygote, signal.SIGKILL)
+            if then == "kill the parent":
+                _all_gone([zygote], "survived SIGKILL")
+                os.kill(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=30)
+        if then == "finish":
+            assert proc.returncode == 0, err[-2000:]
+            assert f"the worker zygote (pid {zygote}) exited with signal SIGKILL; its 2 workers go on" in err
+            assert json.loads(out.strip().splitlines()[-1])["completed"] == 40
+            ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
+            assert sorted(ids) == sorted(t.id for t in load_tasks("b")[:40])
+        else:
+            assert proc.returncode == -signal.SIGKILL
+        _all_gone([zygote, *workers], f"outlived the run ({then})")
+
+
 def _all_gone(pids: list[int], what: str) -> None:
     deadline = time.time() + 30
     while time.time() < deadline and any(_alive(p) for p in pids):
@@ -102,11 +138,16 @@ async def test_a_worker_forked_by_the_zygote_runs_episodes_and_a_failed_load_is_
         assert outcome.error is None and outcome.data["calls"]
         assert recorder.totals.tool_calls >= 1  # the oracle's calls went through the worker's own tool server
         worker_pid = int(worker.channel.name.split()[-1][:-1])
-        os.kill(zygote.proc.pid, signal.SIGKILL)  # the zygote dies: the run stops, naming it
+        os.kill(zygote.proc.pid, signal.SIGKILL)  # the zygote dies: it only starts workers; this one goes on
         async with asyncio.timeout(30):
-            await control.wait()
-        assert control.reason == f"the worker zygote (pid {zygote.proc.pid}) exited with signal SIGKILL"
-    _all_gone([worker_pid], "outlived its pool (its zygote killed)")
+            await zygote.reader
+        assert zygote.error == f"the worker zygote (pid {zygote.proc.pid}) exited with signal SIGKILL"
+        again = EpisodeRecorder(task.id, episode_id="e2")
+        async with asyncio.timeout(60):
+            outcome = await pool.episode(task.id, again)
+        assert outcome.error is None and again.totals.tool_calls >= 1 and not control.interrupted
+        assert _alive(worker_pid)
+    _all_gone([worker_pid], "outlived its pool (its zygote killed)")  # stopped although not the zygote's any more
     bad = RunOptions(benchmark="familytool-b", model="oracle", progress=False, workers=2,
                      benchmark_options={"no_such_option": 1})
     with pytest.raises(WorkerError, match=r"worker \d failed to start: .*no_such_option"):
