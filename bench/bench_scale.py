@@ -5,6 +5,7 @@ whole command (wall), the CPU of the command and every process under it (``RUSAG
 workers and their zygote are reaped inside it), and the episodes' own wall from its ``--json``
 summary. Tables:
 
+* worker start: CPU seconds per extra worker (``--workers 4`` less ``--workers 1``, 8 episodes);
 * workers 1..16 (``--model oracle:0``): episodes/s over the episodes, speed-up, whole command, CPU
   per episode with start-up;
 * concurrency 64..1024 with a 0.5 s model turn (``oracle:0.5``, ``--workers auto``);
@@ -71,6 +72,20 @@ def median_rows(roots: dict[str, Path], args: list[str], repeats: int) -> dict[s
     return {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
 
 
+def start_cpu(roots: dict[str, Path], extra: int, repeats: int) -> dict[str, list[float]]:
+    """CPU seconds per extra worker: the whole tree's CPU of ``--workers 1+extra`` less that of
+    ``--workers 1``, over ``extra``, for a run of 8 instant episodes (start-up and teardown are all
+    there is), one value per repeat, each pair run back to back and interleaved with the other roots."""
+    per: dict[str, list[float]] = {name: [] for name in roots}
+    args = ["--model", "oracle:0", "--limit", "8", "--concurrency", "8"]
+    for _ in range(repeats):
+        for name, root in roots.items():
+            one = run_once(root, [*args, "--workers", "1"])["cpu"]
+            many = run_once(root, [*args, "--workers", str(1 + extra)])["cpu"]
+            per[name].append((many - one) / extra)
+    return per
+
+
 def serve_has_workers(root: Path) -> bool:
     env = dict(os.environ, PYTHONPATH=str(root))
     out = subprocess.run([sys.executable, "-m", "evals.cli", "serve", "--help"], cwd=root, env=env,
@@ -83,6 +98,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="2 cores: workers 1,2,4, fewer episodes")
     ap.add_argument("--compare-ref", metavar="REF", help="also time a git worktree of REF, interleaved")
     ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--start-repeats", type=int, default=5, help="pairs for the worker-start CPU table")
     a = ap.parse_args()
     workers = [1, 2, 4] if a.quick else [1, 2, 4, 8, 16]
     limit = 200 if a.quick else 3864
@@ -97,6 +113,10 @@ def main() -> int:
         roots[a.compare_ref] = Path(tmp)
     try:
         print(f"load before: {Path('/proc/loadavg').read_text().split()[:3]}; {os.cpu_count()} CPUs")
+        per = start_cpu(roots, 3, a.start_repeats)
+        print("\n| worker start: CPU s per extra worker (--workers 4 less --workers 1, 8 episodes) | median | runs |")
+        for name, values in per.items():
+            print(f"| {name} | {statistics.median(values):.2f} | {' '.join(f'{v:.2f}' for v in values)} |", flush=True)
         print("\n| workers | ep/s over the episodes | speed-up | whole command s | CPU/episode ms |"
               + (f" x {a.compare_ref}: wall | CPU/ep |" if a.compare_ref else ""))
         base = None
