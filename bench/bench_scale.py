@@ -5,7 +5,8 @@ whole command (wall), the CPU of the command and every process under it (``RUSAG
 workers and their zygote are reaped inside it), and the episodes' own wall from its ``--json``
 summary. Tables:
 
-* worker start: CPU seconds per extra worker (``--workers 4`` less ``--workers 1``, 8 episodes);
+* worker start: CPU seconds per extra worker (``--workers 4`` less ``--workers 1``, and less
+  ``--workers 2``; 8 episodes; see :func:`start_cpu`);
 * workers 1..16 (``--model oracle:0``): episodes/s over the episodes, speed-up, whole command, CPU
   per episode with start-up;
 * concurrency 64..1024 with a 0.5 s model turn (``oracle:0.5``, ``--workers auto``);
@@ -72,17 +73,18 @@ def median_rows(roots: dict[str, Path], args: list[str], repeats: int) -> dict[s
     return {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
 
 
-def start_cpu(roots: dict[str, Path], extra: int, repeats: int) -> dict[str, list[float]]:
-    """CPU seconds per extra worker: the whole tree's CPU of ``--workers 1+extra`` less that of
-    ``--workers 1``, over ``extra``, for a run of 8 instant episodes (start-up and teardown are all
-    there is), one value per repeat, each pair run back to back and interleaved with the other roots."""
-    per: dict[str, list[float]] = {name: [] for name in roots}
+def start_cpu(roots: dict[str, Path], extra: int, repeats: int) -> dict[str, list[tuple[float, float]]]:
+    """CPU seconds per extra worker, for runs of 8 instant episodes (start-up and teardown are all
+    there is): ``(--workers 1+extra less --workers 1) / extra`` (all that N workers cost over one
+    process: with a zygote, its one interpreter and benchmark load too) and ``(--workers 1+extra less
+    --workers 2) / (extra - 1)`` (what one more worker costs once there are workers). One pair per
+    repeat; each root's three runs back to back, interleaved with the other roots."""
+    per: dict[str, list[tuple[float, float]]] = {name: [] for name in roots}
     args = ["--model", "oracle:0", "--limit", "8", "--concurrency", "8"]
     for _ in range(repeats):
         for name, root in roots.items():
-            one = run_once(root, [*args, "--workers", "1"])["cpu"]
-            many = run_once(root, [*args, "--workers", str(1 + extra)])["cpu"]
-            per[name].append((many - one) / extra)
+            one, two, many = (run_once(root, [*args, "--workers", str(n)])["cpu"] for n in (1, 2, 1 + extra))
+            per[name].append(((many - one) / extra, (many - two) / (extra - 1)))
     return per
 
 
@@ -98,7 +100,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="2 cores: workers 1,2,4, fewer episodes")
     ap.add_argument("--compare-ref", metavar="REF", help="also time a git worktree of REF, interleaved")
     ap.add_argument("--repeats", type=int, default=None)
-    ap.add_argument("--start-repeats", type=int, default=5, help="pairs for the worker-start CPU table")
+    ap.add_argument("--start-repeats", type=int, default=5, help="repeats of the worker-start CPU table")
+    ap.add_argument("--start-only", action="store_true", help="only the worker-start CPU table")
     a = ap.parse_args()
     workers = [1, 2, 4] if a.quick else [1, 2, 4, 8, 16]
     limit = 200 if a.quick else 3864
@@ -114,9 +117,13 @@ def main() -> int:
     try:
         print(f"load before: {Path('/proc/loadavg').read_text().split()[:3]}; {os.cpu_count()} CPUs")
         per = start_cpu(roots, 3, a.start_repeats)
-        print("\n| worker start: CPU s per extra worker (--workers 4 less --workers 1, 8 episodes) | median | runs |")
+        print("\n| worker start, CPU s per extra worker (8 episodes) | (w4 - w1) / 3 | (w4 - w2) / 2 | runs (w4-w1)/3 |")
         for name, values in per.items():
-            print(f"| {name} | {statistics.median(values):.2f} | {' '.join(f'{v:.2f}' for v in values)} |", flush=True)
+            print(f"| {name} | {statistics.median(v[0] for v in values):.2f} | {statistics.median(v[1] for v in values):.2f}"
+                  f" | {' '.join(f'{v[0]:.2f}' for v in values)} |", flush=True)
+        if a.start_only:
+            print(f"load after: {Path('/proc/loadavg').read_text().split()[:3]}")
+            return 0
         print("\n| workers | ep/s over the episodes | speed-up | whole command s | CPU/episode ms |"
               + (f" x {a.compare_ref}: wall | CPU/ep |" if a.compare_ref else ""))
         base = None
