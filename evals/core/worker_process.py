@@ -330,6 +330,7 @@ def zygote(fd_socket: socket.socket) -> int:
         from . import episodes  # noqa: F401  (what every worker needs, imported once)
 
         bench = load_benchmark(opts.benchmark, opts.benchmark_options)
+        _warm_imports()
         if (threads := _threads()) > 1:
             raise RuntimeError(f"the worker zygote runs {threads} threads after loading {opts.benchmark}; "
                                "it forks workers only from one thread")
@@ -400,6 +401,23 @@ def zygote(fd_socket: socket.socket) -> int:
                 sel.unregister(0)
                 deadline = time.monotonic() + STOP_TIMEOUT_S
     return 0
+
+
+WARM_IMPORTS = ("anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.tls", "httpcore2", "kuzu")
+"""Modules each worker would import on its own once forked (its event loop's anyio backend, the HTTP
+transport under its MCP and model clients, the KG store's database): imported once, here, instead."""
+
+
+def _warm_imports() -> None:
+    import importlib
+
+    from client import eventloop
+
+    with contextlib.suppress(ImportError, RuntimeError, ValueError):
+        eventloop.loop_name()  # imports uvloop where it is used
+    for name in WARM_IMPORTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 def _close_copies(*fds: int, keep: int) -> None:
