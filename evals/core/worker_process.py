@@ -1,7 +1,18 @@
 """A worker's side of ``evals run --workers N`` (:mod:`evals.core.workers` has the protocol and the
 parent's side): :class:`WorkerCore` runs the episodes the parent hands it, whatever carries the
-messages; run as ``python -m evals.core.worker_process`` it is a local worker process, talking to the
-parent over its stdin and stdout.
+messages. Local workers come from a *zygote*: ``python -m evals.core.worker_process FD`` imports what
+a run needs and loads the benchmark once, then forks one worker per request of the parent (as the
+standard library's ``forkserver`` does), so an extra worker costs a fork and its own tool server,
+not a fresh interpreter (:func:`zygote`). A forked worker talks to the parent over the two pipes the
+parent handed the zygote for it (its stdin and stdout).
+
+The zygote, over its stdin (JSON lines from the parent): the run's options (first line), then
+``{"fork": index}`` (the worker's two pipe ends arrive beside it over the socket ``FD``, with
+``SCM_RIGHTS``) and ``{"kill": pid, "signal": n}``. Over its stdout: ``{"loaded": true}`` or
+``{"error": MESSAGE}``, ``{"forked": index, "pid": pid}``, ``{"exited": pid, "status": code}`` (a
+negative code: the signal). It forks only while it runs one thread and no event loop. When its stdin
+closes (the parent is done, or died) it waits for its workers (they stop on their own stdin's end),
+SIGKILLs those still alive after ``STOP_TIMEOUT_S``, and exits.
 """
 
 from __future__ import annotations
@@ -11,8 +22,12 @@ import contextlib
 import json
 import logging
 import os
+import selectors
 import signal
+import socket
 import sys
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -129,20 +144,22 @@ class WorkerCore:
     sessions); :meth:`handle` takes each message from the parent; ``send`` carries the worker's
     messages back (see the module docstring)."""
 
-    def __init__(self, opts: RunOptions, send: Callable[[dict[str, Any]], None], events: EventLog | None = None):
+    def __init__(self, opts: RunOptions, send: Callable[[dict[str, Any]], None], events: EventLog | None = None,
+                 bench: Benchmark | None = None):
         self.opts = opts
         self.send = send
         self.events = events
         self.limiter = RemoteLimiter(opts, send) if (opts.rpm or opts.tpm) else None
         self.running: dict[str, asyncio.Task[None]] = {}
-        self._bench: Benchmark | None = None
+        self._bench: Benchmark | None = bench  # loaded already (by the zygote), or by :meth:`open`
         self._env: EpisodeEnv | None = None
 
     async def open(self, stack: contextlib.AsyncExitStack) -> None:
         from .episodes import open_episode_env
         from .registry import load_benchmark
 
-        self._bench = load_benchmark(self.opts.benchmark, self.opts.benchmark_options)
+        if self._bench is None:
+            self._bench = load_benchmark(self.opts.benchmark, self.opts.benchmark_options)
         self._env = await open_episode_env(self.opts, self._bench, stack, self.limiter)
 
     def handle(self, msg: dict[str, Any]) -> None:
@@ -203,19 +220,10 @@ class WorkerCore:
             self.events.close()
 
 
-async def _work(out: Any) -> int:
-    from .server_process import _decode_options
-
+async def _work(out: Any, opts: RunOptions, bench: Benchmark) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    from . import episodes, registry  # noqa: F401  (what every run needs, while the parent prepares)
-
-    line = await reader.readline()
-    if not line:
-        return 2
-    opts = _decode_options(line.decode())
-    opts.workers, opts.progress = 1, False
 
     flush_due = False
 
@@ -233,7 +241,7 @@ async def _work(out: Any) -> int:
 
     async with contextlib.AsyncExitStack() as stack:
         try:
-            core = WorkerCore(opts, send)
+            core = WorkerCore(opts, send, bench=bench)
             stack.push_async_callback(core.aclose)
             await core.open(stack)  # while the parent prepares the run directory
             # then the second line: the event log, once the parent has opened (and repaired) it
@@ -249,24 +257,206 @@ async def _work(out: Any) -> int:
         with episode_gc():  # as run_episodes does in one process: the loaded benchmark out of collections
             while line := await reader.readline():  # EOF: the parent is done, or died
                 core.handle(json.loads(line))
+        # the parent is done or died, and our zygote may be gone too (nobody left to kill us): if
+        # closing hangs, the default SIGALRM ends this process
+        signal.alarm(int(STOP_TIMEOUT_S))
     return 0
 
 
-def main() -> int:
+def _worker(opts: RunOptions, bench: Benchmark) -> int:
+    """A forked worker's life: fd 0 and 1 are its pipes from and to the parent."""
     from client import eventloop
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it closes our stdin
-    out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # the protocol owns stdout; anything printed goes to the log
-    return eventloop.run(_work(out))
+    out = os.fdopen(1, "wb")  # the pipe to the parent (the zygote's sys.stdout is its stderr)
+    return eventloop.run(_work(out, opts, bench))
+
+
+STOP_TIMEOUT_S = 10.0
+
+
+class _Lines:
+    """JSON lines from a file descriptor, read without blocking past what select said is there."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buf = b""
+        self.eof = False
+
+    def fill(self) -> bool:
+        """Read what is there (blocking until something is); False at the end."""
+        chunk = os.read(self.fd, 1 << 16)
+        self.eof = not chunk
+        self.buf += chunk
+        return bool(chunk)
+
+    def pop(self) -> bytes | None:
+        """The next whole line (without its newline), if one is here."""
+        line, sep, rest = self.buf.partition(b"\n")
+        if not sep:
+            return None
+        self.buf = rest
+        return line
+
+
+def _report(msg: dict[str, Any]) -> None:
+    with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
+        os.write(1, json.dumps(msg).encode() + b"\n")
+
+
+def _threads() -> int:
+    """This process's threads (native ones included where ``/proc`` says)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
+
+
+def zygote(fd_socket: socket.socket) -> int:
+    """The zygote's life (see the module docs): load once, then fork workers on request."""
+    from .registry import load_benchmark
+    from .server_process import _decode_options
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.stdout = sys.stderr  # the protocol owns fd 1
+    _close_copies(0, 1, keep=fd_socket.fileno())
+    ctl = _Lines(0)
+    while (first := ctl.pop()) is None:
+        if not ctl.fill():
+            return 0
+    try:
+        opts = _decode_options(first.decode())
+        opts.workers, opts.progress = 1, False
+        from . import episodes  # noqa: F401  (what every worker needs, imported once)
+
+        bench = load_benchmark(opts.benchmark, opts.benchmark_options)
+        _warm_imports()
+        if (threads := _threads()) > 1:
+            raise RuntimeError(f"the worker zygote runs {threads} threads after loading {opts.benchmark}; "
+                               "it forks workers only from one thread")
+    except Exception as exc:
+        traceback.print_exc()
+        _report({"error": f"{type(exc).__name__}: {exc}"})
+        return 0
+    _report({"loaded": True})
+    gc_freeze()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # the wake-up fd says a worker exited
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    sel = selectors.DefaultSelector()
+    sel.register(0, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    children: set[int] = set()
+    deadline: float | None = None  # once the parent closed our stdin: when the rest are killed
+    while not ctl.eof or children:
+        while (line := ctl.pop()) is not None:
+            msg = json.loads(line)
+            if "fork" in msg:
+                _, fds, _, _ = socket.recv_fds(fd_socket, 1, 2)
+                pid = os.fork()
+                if pid == 0:  # the worker
+                    code = 1
+                    try:
+                        signal.set_wakeup_fd(-1)
+                        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                        sel.close()
+                        for fd in (wake_r, wake_w, fd_socket.detach()):
+                            os.close(fd)
+                        os.dup2(fds[0], 0)
+                        os.dup2(fds[1], 1)
+                        os.close(fds[0])
+                        os.close(fds[1])
+                        code = _worker(opts, bench)
+                    except BaseException:
+                        traceback.print_exc()
+                    finally:
+                        _exit(code)
+                for fd in fds:
+                    os.close(fd)
+                children.add(pid)
+                _report({"forked": msg["fork"], "pid": pid})
+            elif "kill" in msg and msg["kill"] in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(msg["kill"]), int(msg["signal"]))
+        while children:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            children.discard(pid)
+            _report({"exited": pid, "status": os.waitstatus_to_exitcode(status)})
+        if deadline is not None and time.monotonic() >= deadline:
+            for pid in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + STOP_TIMEOUT_S
+        if ctl.eof and not children:
+            break
+        # the lines read already are handled (above) before waiting for more
+        for key, _ in sel.select(None if deadline is None else max(0.0, deadline - time.monotonic())):
+            if key.fd == wake_r:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_r, 512)
+            elif not ctl.eof and not ctl.fill():
+                sel.unregister(0)
+                deadline = time.monotonic() + STOP_TIMEOUT_S
+    return 0
+
+
+WARM_IMPORTS = ("anyio._backends._asyncio", "anyio.streams.stapled", "anyio.streams.tls", "httpcore2", "kuzu")
+"""Modules each worker would import on its own once forked (its event loop's anyio backend, the HTTP
+transport under its MCP and model clients, the KG store's database): imported once, here, instead."""
+
+
+def _warm_imports() -> None:
+    import importlib
+
+    from client import eventloop
+
+    with contextlib.suppress(ImportError, RuntimeError, ValueError):
+        eventloop.loop_name()  # imports uvloop where it is used
+    for name in WARM_IMPORTS:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+
+
+def _close_copies(*fds: int, keep: int) -> None:
+    """Close this process's other descriptors of the same pipes or sockets as ``fds``. A parent on
+    uvloop hands its child the ends of a socketpair as fd 0 and 1 *and* leaves them open under their
+    old numbers; every worker forked from here would inherit those copies, so the parent's end of our
+    stdout would see no EOF when we die (only when the last worker has gone too)."""
+    try:
+        wanted = {(st.st_dev, st.st_ino) for st in map(os.fstat, fds)}
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd" if os.path.isdir("/proc/self/fd") else "/dev/fd")]
+    except OSError:
+        return
+    for fd in open_fds:
+        if fd in fds or fd == keep or fd <= 2:
+            continue
+        with contextlib.suppress(OSError):  # the listing's own descriptor is closed already
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) in wanted:
+                os.close(fd)
+
+
+def gc_freeze() -> None:
+    """Keep what the zygote loaded out of the workers' collections (their pages stay shared)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+def _exit(code: int) -> None:
+    # everything is closed and flushed (the event log, the tool server): skip the interpreter's
+    # teardown of the loaded benchmark, seconds on a busy machine that the parent would wait for
+    for stream in (sys.__stdout__, sys.__stderr__, sys.stdout, sys.stderr):
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    code = main()
-    # everything is closed and flushed (the event log, the tool server): skip the interpreter's
-    # teardown of the loaded benchmark, seconds on a busy machine that the parent would wait for
-    for stream in (sys.__stdout__, sys.__stderr__):
-        if stream is not None:
-            stream.flush()
-    os._exit(code)
+    _exit(zygote(socket.socket(fileno=int(sys.argv[1]))))

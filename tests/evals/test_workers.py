@@ -3,6 +3,7 @@ traces after a SIGKILL of the parent or of one worker, rate limits and budget he
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -11,9 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from fake_providers import FakeProviderServer, openai_chat
 
-from client.runs import RunDir
+from client.runs import EpisodeRecorder, RunDir
 from evals.benchmarks.familytool.data import load_tasks
 from evals.core.run import RunOptions, run_benchmark
 
@@ -55,18 +57,17 @@ def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_t
     for kill in ("worker", "parent"):
         proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for_traces(traces, seen + 8, proc)
-        workers = _children(proc.pid)
+        zygotes = _children(proc.pid)  # the workers are forked by the run's one zygote
+        assert len(zygotes) == 1, zygotes
+        workers = _children(zygotes[0])
         assert len(workers) == 2, workers
         os.kill(workers[0] if kill == "worker" else proc.pid, signal.SIGKILL)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode != 0
         if kill == "worker":  # the run stopped like an interrupt, saying why
             assert f"worker 0 (pid {workers[0]}) exited with signal SIGKILL" in err, err[-2000:]
-        else:  # the workers saw their stdin close and stopped
-            deadline = time.time() + 30
-            while time.time() < deadline and any(_alive(w) for w in workers):
-                time.sleep(0.05)
-            assert not any(_alive(w) for w in workers), "a worker outlived its parent"
+        else:  # the workers and the zygote saw their stdin close and stopped
+            _all_gone([*workers, *zygotes], "outlived its parent")
         now = traces.read_bytes().count(b"\n")
         assert seen + 8 <= now < 60, (kill, seen, now)
         ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
@@ -74,6 +75,84 @@ def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_t
         seen = now
     ids = resume_to_the_end(args, run, 60)
     assert set(ids) == {t.id for t in load_tasks("b")[:60]}
+
+
+def test_a_killed_zygote_leaves_the_run_to_its_workers_and_a_killed_parent_then_leaves_no_process(
+    wait_for_traces, data_dir, tmp_path
+):
+    """The zygote is killed once its workers run: the run goes on with them to its end, exit 0, each
+    task once, the zygote named in a warning; nothing outlives the run. Then the same with the parent
+    SIGKILLed after its zygote: its workers (init's children now) still stop."""
+    for then in ("finish", "kill the parent"):
+        run = tmp_path / then.replace(" ", "-")
+        args = [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "oracle:0.05", "--limit",
+                "40", "--concurrency", "4", "--workers", "2", "--run-dir", str(run), "--no-progress", "--json"]
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_traces(run / "traces.jsonl", 4, proc)
+            [zygote] = _children(proc.pid)
+            workers = _children(zygote)
+            assert len(workers) == 2, workers
+            os.kill(zygote, signal.SIGKILL)
+            if then == "kill the parent":
+                _all_gone([zygote], "survived SIGKILL")
+                os.kill(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=30)
+        if then == "finish":
+            assert proc.returncode == 0, err[-2000:]
+            assert f"the worker zygote (pid {zygote}) exited with signal SIGKILL; its 2 workers go on" in err
+            assert json.loads(out.strip().splitlines()[-1])["completed"] == 40
+            ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
+            assert sorted(ids) == sorted(t.id for t in load_tasks("b")[:40])
+        else:
+            assert proc.returncode == -signal.SIGKILL
+        _all_gone([zygote, *workers], f"outlived the run ({then})")
+
+
+def _all_gone(pids: list[int], what: str) -> None:
+    deadline = time.time() + 30
+    while time.time() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    assert not [p for p in pids if _alive(p)], f"a process {what}"
+
+
+async def test_a_worker_forked_by_the_zygote_runs_episodes_and_a_failed_load_is_named(data_dir, tmp_path):
+    from client.runner import RunControl
+    from evals.core.workers import WorkerError, WorkerPool
+
+    opts = RunOptions(benchmark="familytool-b", model="oracle", strategy="agent", progress=False, workers=1)
+    control = RunControl()
+    pool = WorkerPool(opts, limiter=None, control=control)
+    async with pool:
+        [worker] = pool.workers
+        assert worker.channel.name.startswith("worker 0 (pid ")
+        zygote = pool._zygote
+        assert zygote is not None and _children(zygote.proc.pid) == [int(worker.channel.name.split()[-1][:-1])]
+        task = load_tasks("b")[0]
+        recorder = EpisodeRecorder(task.id, episode_id="e1")
+        outcome = await pool.episode(task.id, recorder)
+        assert outcome.error is None and outcome.data["calls"]
+        assert recorder.totals.tool_calls >= 1  # the oracle's calls went through the worker's own tool server
+        worker_pid = int(worker.channel.name.split()[-1][:-1])
+        os.kill(zygote.proc.pid, signal.SIGKILL)  # the zygote dies: it only starts workers; this one goes on
+        async with asyncio.timeout(30):
+            await zygote.reader
+        assert zygote.error == f"the worker zygote (pid {zygote.proc.pid}) exited with signal SIGKILL"
+        again = EpisodeRecorder(task.id, episode_id="e2")
+        async with asyncio.timeout(60):
+            outcome = await pool.episode(task.id, again)
+        assert outcome.error is None and again.totals.tool_calls >= 1 and not control.interrupted
+        assert _alive(worker_pid)
+    _all_gone([worker_pid], "outlived its pool (its zygote killed)")  # stopped although not the zygote's any more
+    bad = RunOptions(benchmark="familytool-b", model="oracle", progress=False, workers=2,
+                     benchmark_options={"no_such_option": 1})
+    with pytest.raises(WorkerError, match=r"worker \d failed to start: .*no_such_option"):
+        async with WorkerPool(bad, limiter=None, control=RunControl()):
+            pass
 
 
 def _alive(pid: int) -> bool:
