@@ -10,7 +10,8 @@ summary. Tables:
 * workers 1..16 (``--model oracle:0``): episodes/s over the episodes, speed-up, whole command, CPU
   per episode with start-up;
 * concurrency 64..1024 with a 0.5 s model turn (``oracle:0.5``, ``--workers auto``);
-* ``evals serve --workers N``: only when this checkout's ``evals serve`` has the flag (else a note).
+* ``evals serve --workers N``: calls/s against N (``bench/bench_load.py --workers ... --lean-load``, its
+  table as it prints it), when this checkout's ``evals serve`` has the flag (else a note).
 
 ``--compare-ref REF`` runs the same rows from a ``git worktree`` of REF, interleaved, ratios beside.
 
@@ -147,7 +148,12 @@ def main() -> int:
             print(f"| {c} | {r['episodes_s']:.1f} | {ideal:.1f} | {ideal / r['episodes_s']:.2f} | {r['wall']:.1f} |",
                   flush=True)
         if serve_has_workers(REPO):
-            print("\n`evals serve --workers`: run bench/bench_load.py against it (table not built in yet)")
+            print("\n`evals serve --workers N` (bench/bench_load.py, bare HTTP tools/call load):", flush=True)
+            clients = max(1, (os.cpu_count() or 2) // 4)
+            subprocess.run([sys.executable, str(REPO / "bench" / "bench_load.py"), "--workers", *map(str, workers),
+                            "--repeats", str(repeats), "--minutes", "0.25" if a.quick else "0.5", "--lean-load",
+                            "--sessions", "32" if a.quick else "128", "--client-processes", str(clients)],
+                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
         else:
             print("\nnote: this checkout's `evals serve` has no --workers flag: server table skipped")
         print(f"load after: {Path('/proc/loadavg').read_text().split()[:3]}")
