@@ -184,9 +184,14 @@ def start_servers(tmp: Path, kg_file: Path, ref: str | None = None
     if ref:
         trees["ref"] = export_tree(ref, tmp / "ref")
     for name, tree in trees.items():
+        # one server process, as the SDK's (`evals serve` serves from one process per CPU by default,
+        # and the CPU measured is the server pid's own); a tree older than --workers has one anyway
+        serve_help = subprocess.run([sys.executable, "-m", "evals.cli", "serve", "--help"], capture_output=True,
+                                    text=True, env={**env, "PYTHONPATH": str(tree)}, cwd=tree, check=False).stdout
+        one = ["--workers", "1"] if "--workers" in serve_help else []
         procs[name] = subprocess.Popen(
             [sys.executable, "-m", "evals.cli", "serve", "--port", str(ports[name]), "--benchmarks", "familytool-b",
-             "--tools-dir", str(tools)], env={**env, "PYTHONPATH": str(tree)}, cwd=tree)
+             "--tools-dir", str(tools), *one], env={**env, "PYTHONPATH": str(tree)}, cwd=tree)
     return procs, {s: f"http://127.0.0.1:{p}" for s, p in ports.items()}
 
 

@@ -103,6 +103,13 @@ def _with_hint(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@functools.cache
+def _hinted_docs(path: Path, class_name: str) -> tuple[dict[str, Any], ...]:
+    """A class's docs with BFCL's Python hint, made once: the entries share them (nothing changes a
+    doc in place; a tool's schema is a copy)."""
+    return tuple(_with_hint(d) for d in _docs(path, class_name))
+
+
 def read_multi_turn(category: str, wheel: Path | None = None) -> list[MultiTurnEntry]:
     """The entries of one multi-turn category, in the file's order, with their ground truth."""
     if category not in MULTI_TURN:
@@ -120,7 +127,7 @@ def read_multi_turn(category: str, wheel: Path | None = None) -> list[MultiTurnE
             raise WheelError(f"{where} is not a multi-turn entry (question, involved_classes)")
         if not (isinstance(truth, list) and len(truth) == len(turns) and all(isinstance(t, list) for t in truth)):
             raise WheelError(f"{where} has no ground truth of one call list per turn")
-        docs = [_with_hint(d) for c in classes for d in _docs(path.resolve(), str(c))]
+        docs = [d for c in classes for d in _hinted_docs(path.resolve(), str(c))]
         missed: dict[int, tuple[dict[str, Any], ...]] = {}
         for turn, names in (row.get("missed_function") or {}).items():
             held = []
