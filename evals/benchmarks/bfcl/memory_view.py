@@ -35,7 +35,10 @@ def _final(trace: Mapping[str, Any] | None, verdict: AgenticVerdict | None) -> s
     if trace is None:
         return None
     if verdict is not None and verdict.error_type == "agentic:no_last_message":
-        return "(none: every step made calls, or the last text was empty)"
+        outcome = trace.get("outcome") or {}
+        if "bfcl_last_message" in outcome:  # an imported BFCL result
+            return "(none: no step without calls, or the last such step was empty)"
+        return "(an empty text)" if outcome.get("stop") == "final_answer" else "(none: every step made calls)"
     if verdict is not None and verdict.error_type == "agentic:inference_error":
         return f"(none: the episode {trace.get('status') or 'failed'})"
     return str(trace.get("final_answer") or "")
