@@ -80,6 +80,7 @@ def _memory_result(answer: str, k: int) -> Any:
         [[answer, call]],  # calls after the reply: the reply is still the last non-call message
         [[{"answer": 1}]],  # an object whose value is no arguments: str() of it
         [[[answer]]],  # a list holding the text
+        [[call, ["I do not know", answer]]],  # a list of texts: BFCL checks its first item only
         [[call, None]],  # null: no last message
         [[call, 5]],  # a number: checked as "5"
     ]
