@@ -85,11 +85,12 @@ def standardize(text: str) -> str:
 
 
 def check_answer(final_message: str | None, answers: tuple[str, ...] | list[str], *, errored: bool = False) -> AgenticVerdict:
-    """The verdict on an episode whose last non-call message is ``final_message`` (``None``: every
-    step made calls)."""
+    """The verdict on an episode whose last non-call message is ``final_message`` (``None``: there is
+    none, as when every step made calls or the last text was empty; an imported result's message can
+    be a present but empty text, which BFCL checks and finds no answer in)."""
     if errored:
         return AgenticVerdict(False, "agentic:inference_error")
-    if not final_message:
+    if final_message is None:
         return AgenticVerdict(False, "agentic:no_last_message", final_message)
     said = standardize(final_message)
     for answer in answers:

@@ -58,11 +58,16 @@ def oracle_answer(entry: MemoryEntry) -> str:
 
 def final_message(trace: Mapping[str, Any] | None) -> str | None:
     """The last message of the episode that is not a call: the final reply, or ``None`` when the
-    model's every step made calls (it ran out of steps)."""
+    model's every step made calls (it ran out of steps) or its reply was empty (BFCL reads an empty
+    text as no message). An imported BFCL result carries the message BFCL's runner picks
+    (``bfcl_last_message``, :func:`.results.last_message`)."""
     if trace is None:
         return None
     outcome = trace.get("outcome") or {}
-    return str(trace.get("final_answer") or "") if outcome.get("stop") == "final_answer" else None
+    if "bfcl_last_message" in outcome:
+        message = outcome["bfcl_last_message"]
+        return message if isinstance(message, str) else None
+    return str(trace.get("final_answer") or "") or None if outcome.get("stop") == "final_answer" else None
 
 
 class _Conversation(EpisodeRecorder):

@@ -35,7 +35,10 @@ def _final(trace: Mapping[str, Any] | None, verdict: AgenticVerdict | None) -> s
     if trace is None:
         return None
     if verdict is not None and verdict.error_type == "agentic:no_last_message":
-        return "(an empty text)" if verdict.message == "" else "(none: every step made calls)"
+        outcome = trace.get("outcome") or {}
+        if "bfcl_last_message" in outcome:  # an imported BFCL result
+            return "(none: no step without calls, or the last such step was empty)"
+        return "(an empty text)" if outcome.get("stop") == "final_answer" else "(none: every step made calls)"
     if verdict is not None and verdict.error_type == "agentic:inference_error":
         return f"(none: the episode {trace.get('status') or 'failed'})"
     return str(trace.get("final_answer") or "")
@@ -81,7 +84,11 @@ def memory_episode_sections(entry: MemoryEntry, prereqs: Mapping[str, Prereq], t
     for i, e in enumerate(events, 1):
         sections.append(text_section(f"Prerequisite conversation {i} of {len(events)}: {e.get('id')}",
                                      prereq_text(e, prereqs.get(str(e.get("id")))), collapsed=True))
-    if trace is not None and not events:
+    if trace is not None and trace.get("imported_from"):
+        sections.append(text_section("BFCL's result, as imported", _json((trace.get("outcome") or {}).get("bfcl_result")),
+                                     note=f"from {trace['imported_from']}: the question's turn, each step the "
+                                     "model's calls or its text", collapsed=True))
+    elif trace is not None and not events:
         sections.append(text_section(
             "Prerequisite conversations", f"The {entry.scenario} scenario's prerequisite conversations ran once in this "
             "run, in the trace of the first of its questions to start (its outcome has memory.ran_prerequisites "

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from ...core.plugin import EpisodeEnv
 
-__all__ = ["MultiTurnOracle", "multi_turn_view", "run_multi_turn", "turns_from_trace"]
+__all__ = ["MultiTurnOracle", "multi_turn_view", "response_steps", "run_multi_turn", "turns_from_trace"]
 
 
 class MultiTurnOracle:
@@ -84,7 +84,7 @@ class MultiTurnOracle:
         return None
 
 
-def _steps(calls: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
+def response_steps(calls: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
     """A run_agent call's recorded calls grouped by model response, in order."""
     out: dict[int, list[dict[str, Any]]] = {}
     for c in calls:
@@ -127,7 +127,7 @@ async def run_multi_turn(entry: MultiTurnEntry, env: EpisodeEnv, recorder: Episo
                                   visible=lambda name, now=now: name in now,  # type: ignore[misc]
                                   on_turn=end_if_undecodable, history=list(conversation), transcript=conversation)
             calls = out.data.get("calls") or []
-            turns.append(_steps(calls))
+            turns.append(response_steps(calls))
             flat.extend({**c, "user_turn": index} for c in calls)
             if out.data.get("stop") == "max_turns":
                 force_quit = True

@@ -18,6 +18,7 @@ function with its required parameters filled with empty values of their types.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -242,10 +243,12 @@ class BfclBenchmark:
         return task_score(entry.category, self.verdict(task_id, trace), errored=errored)
 
     def formats(self) -> list[PredictionFormat]:
-        """BFCL's own result files (``bfcl-official``, :mod:`.results`): read by ``evals score --format``, written by ``evals export``."""
-        from .results import official_format
+        """BFCL's own result files (``bfcl-official``, also named ``bfcl`` as issue 39 calls it, :mod:`.results`):
+        read by ``evals score --format``, written by ``evals export``."""
+        from .results import FORMAT, official_format
 
-        return [official_format(calls_from_trace)]
+        official = official_format(calls_from_trace)
+        return [official, dataclasses.replace(official, name="bfcl", description=f"the same as {FORMAT}")]
 
     def episode_view(self, task_id: str, trace: Mapping[str, Any] | None,
                      score: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -21,7 +21,29 @@ grouped score appears only when every category it needs is in the files (:mod:`.
 Malformed input is refused with ``FILE:LINE``: a line that is not JSON, has no string ``id`` or no
 ``result``, an id of another category or that the category does not have, an id given twice.
 
-``evals export RUN --format bfcl-official`` writes a run's calls in the same shape, for BFCL's own
+Multi-turn and memory files (``result/<model>/multi_turn/``, ``result/<model>/agentic/memory/<backend>/``)
+hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
+(one per response), each the decoded calls (a list of ``{name: arguments as JSON text}``) or the reply's
+text; an inference error is the error's text. Each step is decoded as BFCL's eval runner decodes it
+with an FC handler's ``decode_execute`` (``convert_to_function_call``: a lone object is one item;
+every key of an item is a call; a text value is ``json.loads``-ed and must give an object; anything
+else does not decode), and it is scored as a live episode is:
+
+* multi-turn: a ``result`` that is not a list is ``multi_turn:inference_error`` (the episode is
+  recorded as failed); each turn keeps only its steps that decode to at least one call, in the shape
+  :func:`.multi_turn_episode.turns_from_trace` reads (a turn that is a text or an object has no such
+  step, as BFCL iterates it); fewer turns than the ground truth is ``force_terminated``; the calls
+  then run again on fresh backends (:mod:`.multi_turn_checker`);
+* memory: a ``result`` that is not a list of one turn is ``agentic:inference_error``; otherwise the
+  last step that does not decode to a call is the checked message (a list: its first item; anything
+  not a text: as Python's ``str`` writes it), none when that step is empty (``no_last_message``). The
+  prerequisite conversations' files (``BFCL_v4_memory_<backend>_prereq_result.json``) are skipped, as
+  ``bfcl evaluate`` skips them.
+
+A turn or step BFCL's runner cannot iterate (a number, ``null``) is refused with ``FILE:LINE``: BFCL's
+own evaluation stops there.
+
+``evals export RUN --format bfcl-official`` writes a run's calls in the same shapes, for BFCL's own
 ``bfcl evaluate``.
 """
 
@@ -33,19 +55,24 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .agentic import read_memory
 from .data import load_entries
-from .files import SINGLE_TURN, served_name
+from .files import MEMORY_SERVED, MULTI_TURN, REFUSED, SINGLE_TURN, served_name
+from .multi_turn import load_multi_turn
 
 if TYPE_CHECKING:
     from client.runs import RunDir
 
     from ...core.formats import ImportedPredictions, PredictionFormat
 
-__all__ = ["FORMAT", "decode_result", "official_format", "read_results", "result_lines"]
+__all__ = ["FORMAT", "decode_result", "decode_step", "last_message", "official_format", "read_results",
+           "result_lines"]
 
 FORMAT = "bfcl-official"
 FILE_NAME = re.compile(r"BFCL_v4_(\w+?)_result\.json")
 _GROUPS = frozenset({"non_live", "live", "multi_turn", "agentic", "format_sensitivity"})
+READ = SINGLE_TURN + MULTI_TURN + MEMORY_SERVED  # the categories whose result files are read
+_NOT_ITERABLE = "BFCL's eval runner cannot iterate it"
 
 
 def decode_result(result: Any) -> tuple[list[dict[str, Any]], str | None]:
@@ -77,6 +104,64 @@ def decode_result(result: Any) -> tuple[list[dict[str, Any]], str | None]:
     return calls, None
 
 
+def decode_step(step: Any) -> list[dict[str, Any]] | None:
+    """One step of a multi-turn or memory result as BFCL's FC ``decode_execute`` decodes it
+    (``convert_to_function_call``): its calls ``{"name", "arguments"}`` (``[]``: none), or None when
+    the decoding raises."""
+    items = [step] if isinstance(step, dict) else step
+    if isinstance(items, str):
+        return [] if not items else None  # a text's characters are not call objects
+    if not isinstance(items, list):
+        return None
+    calls = []
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        for name, value in item.items():
+            if isinstance(value, str):
+                try:
+                    value = json.loads(value)
+                except ValueError:
+                    return None
+            if not isinstance(value, dict):
+                return None
+            calls.append({"name": name, "arguments": value})
+    return calls
+
+
+def _iterated(value: Any, where: str, what: str) -> list[Any]:
+    """``value`` as BFCL's runner iterates it (a text: its characters; an object: its keys)."""
+    if isinstance(value, str | dict | list):
+        return list(value)
+    raise ValueError(f"{where}: {what} is {json.dumps(value)}, not a list ({_NOT_ITERABLE})")
+
+
+def _turns(result: Any, where: str) -> list[list[list[dict[str, Any]]]] | None:
+    """A multi-turn ``result`` as the per-turn steps with calls (None: not a list, an inference error)."""
+    if not isinstance(result, list):
+        return None
+    turns = []
+    for index, turn in enumerate(result):
+        steps = [decode_step(step) for step in _iterated(turn, where, f"turn {index}")]
+        turns.append([s for s in steps if s])
+    return turns
+
+
+def last_message(result: Any, where: str) -> tuple[bool, str | None]:
+    """A memory ``result`` as ``(inference error, the checked message)`` (module docstring); the
+    message is None when there is none."""
+    if not isinstance(result, list) or len(result) != 1:
+        return True, None
+    last: Any = None
+    for step in _iterated(result[0], where, "the question's turn"):
+        if not decode_step(step):
+            last = step
+    if not last:
+        return False, None
+    message = last[0] if isinstance(last, list) else last
+    return False, message if isinstance(message, str) else str(message)
+
+
 def _files(path: Path) -> list[Path]:
     if path.is_file():
         if not FILE_NAME.fullmatch(path.name):
@@ -90,21 +175,62 @@ def _files(path: Path) -> list[Path]:
 
 def _model_of(path: Path) -> str:
     parent = path.parent
+    if parent.parent.name == "memory" and parent.parent.parent.name == "agentic":
+        return parent.parent.parent.parent.name  # result/<model>/agentic/memory/<backend>/
     return parent.parent.name if parent.name in _GROUPS else parent.name
+
+
+def _known(categories: Sequence[str]) -> dict[str, str]:
+    """Every entry id of ``categories`` -> its category."""
+    known = {e.id: e.category for e in load_entries(tuple(c for c in SINGLE_TURN if c in categories))}
+    known.update((e.id, e.category) for e in load_multi_turn(tuple(c for c in MULTI_TURN if c in categories)))
+    for category in (c for c in MEMORY_SERVED if c in categories):
+        known.update((e.id, e.category) for e in read_memory(category)[0])
+    return known
+
+
+def _trace(entry_id: str, category: str, result: Any, where: str, source: str) -> tuple[dict[str, Any], str | None]:
+    """One line's trace, and the reply's text when it is a single-turn text."""
+    from ...core.formats import imported_trace
+
+    outcome: dict[str, Any] = {"category": category, "bfcl_result": result}
+    if category in SINGLE_TURN:
+        calls, text = decode_result(result)
+        return imported_trace(entry_id, {**outcome, "calls": calls}, final_answer=text, source=source), text
+    if category in MULTI_TURN:
+        turns = _turns(result, where)
+        trace = imported_trace(entry_id, {**outcome, "turns": turns}, source=source)
+        failed, shape = turns is None, "a list of turns"
+    else:
+        failed, message = last_message(result, where)
+        trace = imported_trace(entry_id, {**outcome, "stop": "max_turns" if message is None else "final_answer",
+                                          "bfcl_last_message": message}, final_answer=message, source=source)
+        shape = "a list of one turn"
+    if failed:  # BFCL's inference_error: recorded as a failed episode, as a live one is
+        trace.update(status="errored", error={"type": "InferenceError", "retryable": False,
+                                              "message": f"BFCL's result is not {shape}: {str(result)[:300]}"})
+    return trace, None
 
 
 def read_results(path: Path) -> ImportedPredictions:
     """BFCL result files (a file, or every one under a folder) as traces (see the module docstring)."""
-    from ...core.formats import ImportedPredictions, imported_trace
+    from ...core.formats import ImportedPredictions
 
-    files = _files(path)
+    files = []
     categories = []
-    for file in files:
+    for file in _files(path):
         category = FILE_NAME.fullmatch(file.name).group(1)  # type: ignore[union-attr]
-        if category not in SINGLE_TURN:
-            raise ValueError(f"{file}: BFCL category {category!r} is not read yet (read: {', '.join(SINGLE_TURN)})")
+        if category.endswith("_prereq") and category.removesuffix("_prereq") in MEMORY_SERVED:
+            continue  # the prerequisite conversations (BFCL_v4_memory_<backend>_prereq_result.json): not scored
+        if category in REFUSED:
+            raise ValueError(f"{file}: BFCL category {category!r} is not served here: {REFUSED[category]}")
+        if category not in READ:
+            raise ValueError(f"{file}: {category!r} is no BFCL v4 category read here (read: {', '.join(READ)})")
+        files.append(file)
         categories.append(category)
-    known = {e.id: e.category for e in load_entries(tuple(c for c in SINGLE_TURN if c in categories))}
+    if not files:
+        raise ValueError(f"{path}: only prerequisite conversations, no scored BFCL result file")
+    known = _known(categories)
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, str] = {}
     texts: list[str] = []
@@ -127,18 +253,16 @@ def read_results(path: Path) -> ImportedPredictions:
             if entry_id in seen:
                 raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
             seen[entry_id] = where
-            calls, text = decode_result(row["result"])
+            traces[entry_id], text = _trace(entry_id, category, row["result"], where, str(file))
             if text is not None and text.strip() and not text.startswith("Error during inference"):
                 texts.append(where)
-            outcome = {"category": category, "calls": calls, "bfcl_result": row["result"]}
-            traces[entry_id] = imported_trace(entry_id, outcome, final_answer=text, source=str(file))
     warnings = []
     if texts:
         shown = ", ".join(texts[:5]) + (f", ... ({len(texts)} in all)" if len(texts) > 5 else "")
         warnings.append(f"{len(texts)} results are a text, not tool calls ({shown}): scored as BFCL scores an FC "
                         "model's reply without a call; a prompting (non-FC) model's calls written as text are not "
                         "decoded here")
-    chosen = [c for c in SINGLE_TURN if c in categories]
+    chosen = [c for c in READ if c in categories]
     return ImportedPredictions(traces=traces, strategy="fc", options={"category": chosen},
                                model=_model_of(files[0]), warnings=tuple(warnings))
 
@@ -169,7 +293,36 @@ def result_lines(traces: Mapping[str, Mapping[str, Any]], ids: Sequence[str], ca
     return out
 
 
+def _step_result(step: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """One response's calls as BFCL records them (arguments that were not JSON: ``""``, which does not decode)."""
+    return [{str(c.get("name")): json.dumps(c["arguments"]) if isinstance(c.get("arguments"), dict) else ""}
+            for c in step]
+
+
+def episode_result(trace: Mapping[str, Any], category: str) -> Any:
+    """A multi-turn or memory episode's ``result`` as BFCL's ``inference_multi_turn_FC`` records it:
+    per turn, the responses with calls (and, for memory, the final reply's text after them); a failed
+    episode: its error's text. An imported trace's own ``result`` is written back as it was."""
+    from .multi_turn_episode import response_steps, turns_from_trace
+
+    outcome = trace.get("outcome") or {}
+    if "bfcl_result" in outcome:
+        return outcome["bfcl_result"]
+    if trace.get("status") != "completed":
+        return f"Error during inference: {(trace.get('error') or {}).get('message') or 'the episode failed'}"
+    if category in MULTI_TURN:
+        return [[_step_result(step) for step in turn] for turn in turns_from_trace(trace) or []]
+    steps: list[Any] = [_step_result(step) for step in response_steps(outcome.get("calls") or [])]
+    if outcome.get("stop") == "final_answer":
+        steps.append(str(trace.get("final_answer") or ""))
+    return [steps]
+
+
 def _group(category: str) -> str:
+    if category in MEMORY_SERVED:
+        return f"agentic/memory/{category.removeprefix('memory_')}"
+    if category in MULTI_TURN:
+        return "multi_turn"
     return "live" if category.startswith("live_") else "non_live"
 
 
@@ -177,12 +330,16 @@ def _export(run_dir: RunDir, out: Path, calls_of: CallsOf) -> list[Path]:
     config = run_dir.config or {}
     model = re.sub(r"[^A-Za-z0-9._-]+", "_", str(config.get("model") or "model")).strip("_") or "model"
     traces = run_dir.latest_traces()
+    chosen = set((config.get("options") or {}).get("category") or READ)
     by_category: dict[str, list[str]] = {}
-    for entry in load_entries(tuple(c for c in SINGLE_TURN if c in set((config.get("options") or {}).get("category") or SINGLE_TURN))):
-        by_category.setdefault(entry.category, []).append(entry.id)
+    for entry_id, category in _known([c for c in READ if c in chosen or "all" in chosen]).items():
+        by_category.setdefault(category, []).append(entry_id)
     written = []
     for category, ids in by_category.items():
-        lines = result_lines(traces, ids, calls_of)
+        if category in SINGLE_TURN:
+            lines = result_lines(traces, ids, calls_of)
+        else:
+            lines = [{"id": i, "result": episode_result(traces[i], category)} for i in ids if i in traces]
         if not lines:
             continue
         target = out / model / _group(category) / f"BFCL_v4_{category}_result.json"
@@ -199,7 +356,8 @@ def official_format(calls_of: CallsOf) -> PredictionFormat:
     return PredictionFormat(
         FORMAT,
         "BFCL's own result files (result/<model>/<group>/BFCL_v4_<category>_result.json: {id, result} per line, "
-        "an FC model's tool calls), read by `bfcl evaluate`",
+        "an FC model's tool calls; multi-turn and memory: per turn, each response's calls or text), read by "
+        "`bfcl evaluate`",
         lambda run_dir, out: _export(run_dir, out, calls_of),
         read_results,
     )

@@ -33,6 +33,11 @@ lacks; its dozen lines are followed here): a result that is not a list is an inf
 fewer turns than the ground truth "force-terminated", each response decoded by BFCL's own
 ``convert_to_function_call`` (undecodable or empty ones dropped). Each case runs under a model name of
 its own: BFCL caches backend instances in globals by model name and entry id.
+
+With ``"raw": true`` a multi-turn or memory case's ``result`` is the ``result`` field of a line of
+BFCL's own result file, as ``inference_multi_turn_FC`` writes it, read as the eval runner reads it
+(``_evaluate_single_multi_turn_entry`` / ``_evaluate_single_agentic_entry``), each step decoded by
+BFCL's own ``convert_to_function_call`` (an FC handler's ``decode_execute``).
 """
 
 from __future__ import annotations
@@ -105,7 +110,7 @@ def multi_turn_verdict(case: dict[str, Any], model_name: str) -> dict[str, Any]:
         steps = []
         for step in turn:
             try:
-                calls = code["decode"](_text_safe(step))
+                calls = code["decode"](step if case.get("raw") else _text_safe(step))
             except Exception:  # noqa: BLE001, S112 - the runner drops any response it cannot decode
                 continue
             if not code["empty"](calls):
@@ -137,13 +142,20 @@ def agentic_verdict(case: dict[str, Any]) -> dict[str, Any]:
     """BFCL's eval runner on an agentic entry (``_evaluate_single_agentic_entry``): ``steps`` is the
     turn's model responses (calls or a text) or, for an inference error, the error's text. Only the
     last step that does not decode into calls is checked, by BFCL's ``agentic_checker``."""
-    steps = case["steps"]
-    if not isinstance(steps, list):
+    if case.get("raw"):  # the eval runner: a list of one turn, its steps decoded by the FC decode_execute
+        from bfcl_eval.model_handler.utils import convert_to_function_call
+
+        if not isinstance(case["result"], list) or len(case["result"]) != 1:
+            return {"valid": False, "error_type": "agentic:inference_error"}
+        steps, decode = case["result"][0], convert_to_function_call
+    else:
+        steps, decode = case["steps"], lambda step: _decode(_text_safe(step))
+    if not isinstance(steps, list) and not case.get("raw"):
         return {"valid": False, "error_type": "agentic:inference_error"}
     last = None
     for step in steps:
         try:
-            decoded = _decode(_text_safe(step))
+            decoded = decode(step)
             if is_empty_execute_response(decoded):
                 last = step
                 continue

@@ -41,7 +41,7 @@ def _ours(steps: Any, answers: tuple[str, ...]) -> tuple[bool, str]:
     if not isinstance(steps, list):
         v = check_answer(None, answers, errored=True)
     else:  # our agent stops at its first text reply: the last step is the final message, or none was given
-        v = check_answer(steps[-1] if isinstance(steps[-1], str) else None, answers)
+        v = check_answer(steps[-1] or None if isinstance(steps[-1], str) else None, answers)  # "": no message
     return v.valid, v.error_type
 
 

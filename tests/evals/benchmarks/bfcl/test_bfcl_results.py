@@ -139,11 +139,11 @@ def test_a_bad_result_file_is_refused_with_file_and_line(bfcl_data, tmp_path, li
     assert not (tmp_path / "run" / "traces.jsonl").exists()
 
 
-def test_a_category_not_read_yet_and_a_folder_without_results_are_refused(bfcl_data, tmp_path):
-    path = tmp_path / "BFCL_v4_multi_turn_base_result.json"
-    path.write_text('{"id": "multi_turn_base_0", "result": [[]]}\n')
+def test_a_refused_category_and_a_folder_without_results_are_refused(bfcl_data, tmp_path):
+    path = tmp_path / "BFCL_v4_web_search_base_result.json"  # multi-turn and memory files are read now
+    path.write_text('{"id": "web_search_base_0", "result": [[]]}\n')
     done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
-    assert done.returncode == 2 and "'multi_turn_base' is not read yet" in done.stderr
+    assert done.returncode == 2 and "'web_search_base' is not served here: its backend searches" in done.stderr
     done = _evals("score", str(tmp_path / "nothing"), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
     assert done.returncode == 2 and "does not exist" in done.stderr
     (tmp_path / "empty").mkdir()
