@@ -45,8 +45,12 @@ def _prompts() -> Any:
 
 def step_limit() -> int:
     """BFCL's ``MAXIMUM_STEP_LIMIT``: a user turn ends the entry ("force-terminated") once the model
-    has answered with calls more than this many times in it."""
-    return int(_prompts().MAXIMUM_STEP_LIMIT)
+    has answered with calls more than this many times in it (kept in the user cache with the wheel's
+    other derived data: reading it imports BFCL's prompt module)."""
+    from ...core.derived_cache import cached_derivation
+
+    return cached_derivation("bfcl-step-limit", [verified_wheel()], lambda: int(_prompts().MAXIMUM_STEP_LIMIT),
+                             code=[__file__], decode=int)
 
 
 def added_functions_prompt() -> str:
@@ -111,10 +115,25 @@ def _hinted_docs(path: Path, class_name: str) -> tuple[dict[str, Any], ...]:
 
 
 def read_multi_turn(category: str, wheel: Path | None = None) -> list[MultiTurnEntry]:
-    """The entries of one multi-turn category, in the file's order, with their ground truth."""
+    """The entries of one multi-turn category, in the file's order, with their ground truth (from the
+    user cache while the wheel and this code are the same: :mod:`~evals.core.derived_cache`)."""
+    from ...core.derived_cache import cached_derivation
+
     if category not in MULTI_TURN:
         raise WheelError(f"BFCL category {category!r} is not a multi-turn category ({', '.join(MULTI_TURN)})")
     path = verified_wheel(wheel)
+    return cached_derivation(
+        f"bfcl-{category}", [path], lambda: _read_multi_turn(category, path),
+        code=[__file__, Path(__file__).with_name("files.py")],
+        encode=lambda entries: [(e.id, e.category, e.turns, e.involved_classes, dict(e.initial_config), e.functions,
+                                 dict(e.missed), e.ground_truth) for e in entries],
+        decode=lambda rows: [MultiTurnEntry(i, c, tuple(map(tuple, t)), tuple(k), dict(ic), tuple(f),
+                                            {int(n): tuple(d) for n, d in m.items()}, tuple(map(tuple, g)))
+                             for i, c, t, k, ic, f, m, g in rows],
+    )
+
+
+def _read_multi_turn(category: str, path: Path) -> list[MultiTurnEntry]:
     with zipfile.ZipFile(path) as archive:
         rows = read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
         answers = {a["id"]: a.get("ground_truth")

@@ -144,3 +144,17 @@ async def test_backend_state_never_leaks_between_sessions_of_one_evals_serve(bfc
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=20)
+
+
+def test_multi_turn_entries_and_the_step_limit_from_the_user_cache_are_the_wheels(bfcl_data, tmp_path, monkeypatch):
+    from evals.benchmarks.bfcl import multi_turn
+    from evals.benchmarks.bfcl.data import verified_wheel
+
+    monkeypatch.setenv("EVALS_CACHE_DIR", str(tmp_path / "cache"))
+    parsed = multi_turn._read_multi_turn("multi_turn_miss_func", verified_wheel())
+    assert any(e.missed for e in parsed)  # the held-out functions (int-keyed) make the round trip too
+    assert multi_turn.read_multi_turn("multi_turn_miss_func") == parsed
+    assert multi_turn.read_multi_turn("multi_turn_miss_func") == parsed  # from the cache
+    assert multi_turn.step_limit() == multi_turn.step_limit() == int(multi_turn._prompts().MAXIMUM_STEP_LIMIT)
+    assert {p.name.split("-")[1] for p in (tmp_path / "cache" / "derived").glob("bfcl-*.marshal")} == {
+        "multi_turn_miss_func", "step"}
