@@ -7,11 +7,8 @@ sha256 checksums are checked for real. ``$EVALS_DATA_URL_PREFIX`` points the com
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
-import functools
 import hashlib
-import http.server
 import json
 import os
 import shutil
@@ -24,6 +21,7 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from loopback_http import serve_directory
 
 from evals.cli import ensure_benchmark_data
 from evals.core import fetch as fetch_mod
@@ -40,19 +38,6 @@ def _mirror(data_dir: Path, root: Path, names=("familytool", "toolhop-subset")) 
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(data_dir / f.dest, target)
     return root
-
-
-@contextlib.contextmanager
-def _stand_in(root: Path):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def _dead_port() -> int:
@@ -90,7 +75,7 @@ def test_the_subset_source_is_the_manifest_blob():
 
 def test_run_on_an_empty_data_dir_fetches_then_runs(data_dir, tmp_path):
     data = tmp_path / "data"
-    with _stand_in(_mirror(data_dir, tmp_path / "mirror", ["familytool"])) as prefix:
+    with serve_directory(_mirror(data_dir, tmp_path / "mirror", ["familytool"])) as prefix:
         env = _env(data, prefix)
         proc = _cli("run", "familytool-b", "--model", "oracle", "--limit", "2", "--run-dir", str(tmp_path / "run"),
                     "--no-progress", "--json", env=env)
@@ -111,7 +96,7 @@ def test_run_on_an_empty_data_dir_fetches_then_runs(data_dir, tmp_path):
 def test_serve_on_an_empty_data_dir_fetches_every_benchmark_and_serves(subset_data, tmp_path):
     data = tmp_path / "data"
     port = _dead_port()
-    with _stand_in(_mirror(subset_data, tmp_path / "mirror")) as prefix:
+    with serve_directory(_mirror(subset_data, tmp_path / "mirror")) as prefix:
         proc = subprocess.Popen([sys.executable, "-m", "evals.cli", "serve", "--port", str(port)],
                                 env=_env(data, prefix), stderr=subprocess.PIPE, text=True)
         try:
@@ -158,7 +143,7 @@ def test_a_checksum_mismatch_is_refused(data_dir, tmp_path):
     data = tmp_path / "data"
     mirror = _mirror(data_dir, tmp_path / "mirror", ["familytool"])
     (mirror / "KG/familykg-b.txt").write_text("['Bob', 'mother', 'Mallory']\n")
-    with _stand_in(mirror) as prefix:
+    with serve_directory(mirror) as prefix:
         proc = _cli("run", "familytool-b", "--model", "oracle", "--limit", "1", "--run-dir", str(tmp_path / "run"),
                     env=_env(data, prefix))
     assert proc.returncode == 2
@@ -170,7 +155,7 @@ def test_a_checksum_mismatch_is_refused(data_dir, tmp_path):
 
 def test_default_serve_leaves_out_what_cannot_be_had_required_ones_fail(data_dir, tmp_path, monkeypatch, capsys):
     data = tmp_path / "data"
-    with _stand_in(_mirror(data_dir, tmp_path / "mirror", ["familytool"])) as prefix:  # no ToolHop on the host
+    with serve_directory(_mirror(data_dir, tmp_path / "mirror", ["familytool"])) as prefix:  # no ToolHop on the host
         monkeypatch.setenv("EVALS_DATA_DIR", str(data))
         monkeypatch.setenv("EVALS_DATA_URL_PREFIX", prefix)
         served = ensure_benchmark_data(["familytool-b", "familytool-e", "toolhop"], required=False)
@@ -198,7 +183,7 @@ def test_a_second_fetch_waits_for_the_first(data_dir, tmp_path):
     """Two processes fetching into one directory: the second waits on the lock, then finds the files."""
     data = tmp_path / "data"
     data.mkdir()
-    with _stand_in(_mirror(data_dir, tmp_path / "mirror", ["familytool"])) as prefix:
+    with serve_directory(_mirror(data_dir, tmp_path / "mirror", ["familytool"])) as prefix:
         msgs: list[str] = []
         result: list = []
         with open(data / ".fetch.lock", "a") as held:

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import ast
-import contextlib
-import functools
-import http.server
 import json
 import shutil
 import subprocess
 import sys
-import threading
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from loopback_http import serve_directory
 
 from evals.benchmarks.familytool.data import FamilyToolCatalog, load_tasks, parse_query
 from evals.core.fetch import FetchError, fetch, sources
@@ -71,19 +67,6 @@ def test_data_stats_without_data_says_how_to_fix_it(tmp_path, monkeypatch):
     assert "EVALS_DATA_DIR" in proc.stderr and "familytool-b.jsonl" in proc.stderr
 
 
-@contextlib.contextmanager
-def _static_server(root: Path):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-
-
 def test_fetch_downloads_verifies_and_refuses_a_corrupt_file(data_dir, tmp_path):
     mirror = tmp_path / "mirror"
     for f in sources()["familytool"]:  # lay the real files out as in the upstream repository
@@ -91,7 +74,7 @@ def test_fetch_downloads_verifies_and_refuses_a_corrupt_file(data_dir, tmp_path)
         (mirror / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(data_dir / f.dest, mirror / rel)
     out = tmp_path / "data"
-    with _static_server(mirror) as url:
+    with serve_directory(mirror) as url:
         paths = fetch("familytool", out, url_prefix=url)
         assert [p.read_bytes() for p in paths] == [(data_dir / f.dest).read_bytes() for f in sources()["familytool"]]
         msgs: list[str] = []

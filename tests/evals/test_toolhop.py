@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import functools
 import hashlib
-import http.server
 import json
-import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from loopback_http import serve_directory
 
 from client.agent import result_text
 from client.mcp_session import connect, make_http_client
@@ -255,14 +253,6 @@ def test_registry_entry():
     assert load_benchmark("toolhop", {"dataset": "subset"}).task_ids()[:1] == ["202"]
 
 
-def _serve_dir(root: Path):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
-
-
 def test_fetch_toolhop_pins_the_revision_and_checks_the_checksum(tmp_path, monkeypatch):
     (entry,) = fetch.sources()["toolhop"]
     assert "/resolve/b439d7279af359fda46e8117ae4f0245b75f5c6b/data/ToolHop.json" in entry.url
@@ -271,9 +261,7 @@ def test_fetch_toolhop_pins_the_revision_and_checks_the_checksum(tmp_path, monke
     (mirror / "data").mkdir(parents=True)
     payload = json.dumps([json.loads(line) | {"id": json.loads(line)["source_id"]} for line in SUBSET.read_text().splitlines()[:3]])
     (mirror / "data" / "ToolHop.json").write_text(payload)
-    httpd = _serve_dir(mirror)
-    prefix = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
+    with serve_directory(mirror) as prefix:
         with pytest.raises(fetch.FetchError, match="sha256"):  # not the pinned file: refused, nothing saved
             fetch.fetch("toolhop", tmp_path / "data", url_prefix=prefix)
         assert not (tmp_path / "data" / "toolhop" / "ToolHop.json").exists()
@@ -282,8 +270,6 @@ def test_fetch_toolhop_pins_the_revision_and_checks_the_checksum(tmp_path, monke
         monkeypatch.setitem(fetch.sources(), "toolhop", [pinned])
         (path,) = fetch.fetch("toolhop", tmp_path / "data", url_prefix=prefix)
         assert path.read_bytes() == blob
-    finally:
-        httpd.shutdown()
     monkeypatch.setenv("EVALS_DATA_DIR", str(tmp_path / "data"))
     assert dataset_in_use("auto") == "full"
     subset_ids = [str(json.loads(line)["source_id"]) for line in SUBSET.read_text().splitlines()[:3]]

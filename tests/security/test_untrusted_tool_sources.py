@@ -15,11 +15,11 @@ import json
 import os
 import stat
 import sys
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from loopback_http import serve_http
 
 from evals.cli import main
 from server import (
@@ -59,15 +59,8 @@ def schema_host() -> Iterator[tuple[str, list[str]]]:
     """A local HTTP server that serves a schema holding :data:`SECRET`: its URL and the paths asked for."""
     hits: list[str] = []
     handler = type("Handler", (_Counting,), {"hits": hits})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_port}/schema.json", hits
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serve_http(handler) as url:
+        yield f"{url}/schema.json", hits
 
 
 def hostile(mode: str, **env: str) -> McpSource:

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import http.server
 import shutil
-import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from loopback_http import serve_directory
 
 from client.mcp_session import connect, make_http_client
 from evals.benchmarks.bfcl.data import WheelError, load_entries, read_category, verified_wheel
@@ -165,29 +160,15 @@ async def test_an_entrys_functions_are_served_and_answered_with_the_placeholder(
         assert not result.is_error and result.structured_content == PLACEHOLDER
 
 
-@contextlib.contextmanager
-def _mirror(root: Path) -> Iterator[str]:
-    """A loopback stand-in for PyPI's files host, serving ``root``."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
-    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
 def test_data_fetch_puts_the_wheel_where_the_benchmark_reads_it_and_refuses_another(bfcl_wheel, tmp_path):
     good, bad = tmp_path / "good", tmp_path / "bad"
     good.mkdir()
     bad.mkdir()
     shutil.copyfile(bfcl_wheel, good / WHEEL[1])
     (bad / WHEEL[1]).write_bytes(b"not the wheel")
-    with _mirror(good) as prefix:
+    with serve_directory(good) as prefix:
         [path] = fetch("bfcl", tmp_path / "data", url_prefix=prefix)
     assert path == (tmp_path / "data").joinpath(*WHEEL) and len(read_category("multiple", path)) == 200
-    with _mirror(bad) as prefix, pytest.raises(ChecksumMismatch):
+    with serve_directory(bad) as prefix, pytest.raises(ChecksumMismatch):
         fetch("bfcl", tmp_path / "other", url_prefix=prefix)
     assert not (tmp_path / "other").joinpath(*WHEEL).exists()

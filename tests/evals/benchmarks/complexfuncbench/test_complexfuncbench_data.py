@@ -7,18 +7,17 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import functools
 import http.server
 import json
 import re
 import shutil
-import threading
 from collections import Counter
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import jsonschema
 import pytest
+from loopback_http import serve_directory, serve_http
 
 from client.agent import result_text
 from client.mcp_session import connect
@@ -180,17 +179,6 @@ async def test_the_oracle_scores_100_on_every_sample_held(cfb, tmp_path, monkeyp
     assert turns == [0, 1, 2, 2]  # the parallel step went in one turn
 
 
-@contextlib.contextmanager
-def _http(handler_cls):
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler_cls)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
 def test_evals_data_fetch_checks_size_and_sha256_against_a_stand_in(cfb, tmp_path):
     mirror = tmp_path / "mirror"
     json_files = [f for f in SOURCES["complexfuncbench-official"] if f.dest.endswith(".json")]
@@ -200,9 +188,7 @@ def test_evals_data_fetch_checks_size_and_sha256_against_a_stand_in(cfb, tmp_pat
         shutil.copy(cfb / Path(f.dest).name, target)
     full = SOURCES["complexfuncbench"][0]
     (mirror / full.mirror_url("").lstrip("/")).write_text("{}\n")  # not the pinned file
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(mirror))
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
-    with _http(handler) as url:
+    with serve_directory(mirror) as url:
         got = fetch("complexfuncbench-extras", tmp_path / "data", url_prefix=url)
         assert sorted(p.name for p in got) == ["All_Tools.json", "ComplexFuncBench_possible_answer.jsonl"]
         assert (tmp_path / "data" / "complexfuncbench" / "All_Tools.json").read_bytes() == (cfb / "All_Tools.json").read_bytes()
@@ -237,7 +223,7 @@ async def test_the_rapidapi_matcher_asks_the_booking_api_stand_in(cfb, monkeypat
     info = json.loads((cfb / "tool_info.json").read_text())["booking-com15"]
     exact = load_exact_match(cfb / "exact_match_values.json")
     sample = load_samples([FIX / "samples.jsonl"])[0]  # Hotels-1: a Search_Hotel_Destination step
-    with _http(Booking) as url:
+    with serve_http(Booking) as url:
         # through the benchmark's own endpoint, as `evals serve --rapidapi-matcher --rapidapi-url URL` serves it
         bench = load_benchmark("complexfuncbench", {"samples_file": str(FIX / "samples.jsonl"), "rapidapi_matcher": True,
                                                     "rapidapi_url": url})

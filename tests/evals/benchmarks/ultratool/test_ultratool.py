@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fake_providers import FakeProviderServer, openai_chat
+from loopback_http import serve_directory
 
 from client.agent import result_text
 from client.mcp_session import connect
@@ -451,10 +452,6 @@ def test_evals_data_fetch_gets_the_pinned_files_through_a_mirror(tmp_path):
     """The declared sources are the files of the pinned commit: fetched from a local mirror laid out
     as the repository, each checked against its sha256 (a wrong file is refused). The official code
     files that hold the prompts are part of the source; their stand-ins are refused."""
-    import functools
-    import http.server
-    import threading
-
     from evals.benchmarks.ultratool.files import INFERENCE_UTILS, PROTOCOL
     from evals.core import fetch
 
@@ -466,14 +463,10 @@ def test_evals_data_fetch_gets_the_pinned_files_through_a_mirror(tmp_path):
     for path, text in STAND_INS.items():
         (mirror / path).parent.mkdir(parents=True, exist_ok=True)
         (mirror / path).write_text(text)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(mirror))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    prefix = f"http://127.0.0.1:{httpd.server_address[1]}"
     code = {f.dest for f in PROTOCOL}
     assert code == {"ultratool/official/inference/utils.py", "ultratool/official/inference/openai_api.py",
                     "ultratool/official/evaluation/config.py"}
-    try:
+    with serve_directory(mirror) as prefix:
         data = [f.dest for f in fetch.sources()["ultratool"] if f.dest not in code]
         files = fetch.fetch("ultratool", tmp_path / "data", url_prefix=prefix, only=data)
         assert len(files) == 11 and all(f.is_file() for f in files)
@@ -487,8 +480,5 @@ def test_evals_data_fetch_gets_the_pinned_files_through_a_mirror(tmp_path):
         bad = tmp_path / "bad"
         (bad / "data" / "English-dataset").mkdir(parents=True)
         (bad / "data" / "English-dataset" / "test.json").write_text("{}\n")
-        httpd.RequestHandlerClass = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(bad))
-        with pytest.raises(fetch.FetchError, match="sha256"):
-            fetch.fetch("ultratool", tmp_path / "data2", url_prefix=prefix, only=["ultratool/English-dataset/test.json"])
-    finally:
-        httpd.shutdown()
+    with serve_directory(bad) as prefix, pytest.raises(fetch.FetchError, match="sha256"):
+        fetch.fetch("ultratool", tmp_path / "data2", url_prefix=prefix, only=["ultratool/English-dataset/test.json"])
