@@ -43,6 +43,7 @@ def _prompts() -> Any:
     return import_module("bfcl_eval.constants.default_prompts")
 
 
+@functools.cache  # one pinned wheel per process (wheel_code): looked up once, not per episode
 def step_limit() -> int:
     """BFCL's ``MAXIMUM_STEP_LIMIT``: a user turn ends the entry ("force-terminated") once the model
     has answered with calls more than this many times in it (kept in the user cache with the wheel's

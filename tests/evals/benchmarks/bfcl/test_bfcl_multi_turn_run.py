@@ -155,6 +155,7 @@ def test_multi_turn_entries_and_the_step_limit_from_the_user_cache_are_the_wheel
     assert any(e.missed for e in parsed)  # the held-out functions (int-keyed) make the round trip too
     assert multi_turn.read_multi_turn("multi_turn_miss_func") == parsed
     assert multi_turn.read_multi_turn("multi_turn_miss_func") == parsed  # from the cache
+    multi_turn.step_limit.cache_clear()  # kept per process once read: read it here, through the user cache
     assert multi_turn.step_limit() == multi_turn.step_limit() == int(multi_turn._prompts().MAXIMUM_STEP_LIMIT)
     assert {p.name.split("-")[1] for p in (tmp_path / "cache" / "derived").glob("bfcl-*.marshal")} == {
         "multi_turn_miss_func", "step"}
