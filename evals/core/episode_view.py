@@ -27,28 +27,37 @@ __all__ = ["answer_section", "call_pair", "calls_section", "chains_section", "di
 
 
 def call_pair(gold: Mapping[str, Any] | None, predicted: Mapping[str, Any] | None, *, match: bool | None,
-              matcher: str | None = None, reason: str | None = None) -> dict[str, Any]:
+              matcher: str | None = None, reason: str | None = None,
+              same: Mapping[str, bool] | None = None) -> dict[str, Any]:
     """One gold call (``{"name", "arguments"}``) and the predicted call paired with it (either may be
-    None: a call missed, a call too many), with the decision and who took it."""
-    return {"gold": dict(gold) if gold is not None else None,
-            "predicted": dict(predicted) if predicted is not None else None,
-            "match": match, "matcher": matcher, "reason": reason}
+    None: a call missed, a call too many), with the decision and who took it. ``same``: the
+    matcher's own decision per argument, where equal values are not what it asks (a gold value that
+    lists the allowed values, a tolerance); the others are compared as they are."""
+    out = {"gold": dict(gold) if gold is not None else None,
+           "predicted": dict(predicted) if predicted is not None else None,
+           "match": match, "matcher": matcher, "reason": reason}
+    if same is not None:
+        out["same"] = dict(same)
+    return out
 
 
-def diff_arguments(gold: Mapping[str, Any] | None, predicted: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """Every argument name of either call with both values and whether they are equal."""
+def diff_arguments(gold: Mapping[str, Any] | None, predicted: Mapping[str, Any] | None,
+                   same: Mapping[str, bool] | None = None) -> list[dict[str, Any]]:
+    """Every argument name of either call with both values and whether they agree: the matcher's
+    decision in ``same`` where it has one, else whether they are equal."""
     g = dict((gold or {}).get("arguments") or {})
     p = dict((predicted or {}).get("arguments") or {})
     keys = list(dict.fromkeys([*g, *p]))
+    decided = same or {}
     return [{"key": k, "gold": g.get(k), "predicted": p.get(k), "in_gold": k in g, "in_predicted": k in p,
-             "same": k in g and k in p and g[k] == p[k]} for k in keys]
+             "same": decided[k] if k in decided else k in g and k in p and g[k] == p[k]} for k in keys]
 
 
 def calls_section(title: str, pairs: Sequence[Mapping[str, Any]], note: str | None = None) -> dict[str, Any]:
     """Gold beside predicted (pairs from :func:`call_pair`), each with its argument diff."""
     out = []
     for pair in pairs:
-        out.append({**pair, "diff": diff_arguments(pair.get("gold"), pair.get("predicted"))})
+        out.append({**pair, "diff": diff_arguments(pair.get("gold"), pair.get("predicted"), pair.get("same"))})
     return {"kind": "calls", "title": title, "pairs": out, "note": note}
 
 

@@ -103,7 +103,7 @@ def _sections(view: RunView, task_id: str, trace: Mapping[str, Any] | None, reco
     for s in sections:
         if s.get("kind") == "calls":
             for pair in s.get("pairs") or []:
-                pair.setdefault("diff", diff_arguments(pair.get("gold"), pair.get("predicted")))
+                pair.setdefault("diff", diff_arguments(pair.get("gold"), pair.get("predicted"), pair.get("same")))
     return sections, None
 
 

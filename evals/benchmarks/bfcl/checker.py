@@ -40,7 +40,7 @@ from typing import Any
 from .files import language, served_name
 from .type_conversion import JAVA_TYPES, JS_TYPES, NESTED_TYPES, Unconvertible, java_value, js_value
 
-__all__ = ["Verdict", "check_calls", "normalise"]
+__all__ = ["Verdict", "check_calls", "normalise", "param_ok"]
 
 # BFCL's Python type names -> the Python type a value must have exactly
 _PY_TYPE: dict[str, type] = {"string": str, "integer": int, "float": float, "boolean": bool, "array": list,
@@ -179,12 +179,33 @@ def _converted(lang: str, param: str, value: Any, type_name: str,
         return Verdict(False, "type_error:unknown", f"{param}: {exc}")
 
 
+def param_ok(doc: Mapping[str, Any], options: Mapping[str, Any], param: str, value: Any,
+             lang: str = "python") -> Verdict:
+    """One argument of a call against the answer's possible values (``options``: param -> values)
+    and the function's doc: the checker's rules for a parameter given."""
+    props: Mapping[str, Any] = doc["parameters"]["properties"]
+    if param not in props or param not in options:
+        return Verdict(False, "simple_function_checker:unexpected_param", f"unexpected parameter {param!r}")
+    type_name = props[param]["type"]
+    converted = _converted(lang, param, value, type_name, props)
+    if isinstance(converted, Verdict):
+        return converted
+    value, expected, inner = converted
+    ok, variable, error = _type_ok(value, options[param], expected, inner)
+    if not ok:
+        return Verdict(False, error, f"{param}: {type(value).__name__} is not {type_name}")
+    if not variable and expected in (dict, str, list):
+        return _value_ok(param, value, options[param], expected, inner)
+    if value not in options[param]:
+        return Verdict(False, "value_error:others", f"{param}: {value!r} (expected one of {options[param]})")
+    return _OK
+
+
 def _call_ok(doc: Mapping[str, Any], call: Mapping[str, Any], answer: Mapping[str, Any],
              lang: str = "python") -> Verdict:
     """One call against one answer ``{name: {param: [possible values]}}`` and the answer's doc."""
     options: Mapping[str, Any] = next(iter(answer.values()))
     name = served_name(str(doc["name"]))
-    props: Mapping[str, Any] = doc["parameters"]["properties"]
     if name not in call:
         return Verdict(False, "simple_function_checker:wrong_func_name", f"function {name!r} not called")
     given = call[name]
@@ -192,23 +213,9 @@ def _call_ok(doc: Mapping[str, Any], call: Mapping[str, Any], answer: Mapping[st
         if param not in given:
             return Verdict(False, "simple_function_checker:missing_required", f"missing required {param!r}")
     for param, value in given.items():
-        if param not in props or param not in options:
-            return Verdict(False, "simple_function_checker:unexpected_param", f"unexpected parameter {param!r}")
-        type_name = props[param]["type"]
-        converted = _converted(lang, param, value, type_name, props)
-        if isinstance(converted, Verdict):
-            return converted
-        value, expected, inner = converted
-        ok, variable, error = _type_ok(value, options[param], expected, inner)
-        if not ok:
-            return Verdict(False, error, f"{param}: {type(value).__name__} is not {type_name}")
-        if not variable and expected in (dict, str, list):
-            verdict = _value_ok(param, value, options[param], expected, inner)
-            if not verdict.valid:
-                return verdict
-            continue
-        if value not in options[param]:
-            return Verdict(False, "value_error:others", f"{param}: {value!r} (expected one of {options[param]})")
+        verdict = param_ok(doc, options, param, value, lang)
+        if not verdict.valid:
+            return verdict
     for param, allowed in options.items():
         if param not in given and "" not in allowed:
             return Verdict(False, "simple_function_checker:missing_optional", f"{param!r} not given")

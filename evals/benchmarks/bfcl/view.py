@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.episode_view import call_pair, calls_section, table_section, text_section
-from .checker import Verdict, check_calls
+from .checker import Verdict, check_calls, param_ok
 from .data import BfclEntry
-from .files import served_name
+from .files import language, served_name
 
 __all__ = ["MATCHER", "episode_sections"]
 
@@ -26,6 +26,18 @@ MATCHER = "BFCL's AST checker"
 def _gold(answer: Mapping[str, Any]) -> dict[str, Any]:
     name, options = next(iter(answer.items()))
     return {"name": served_name(str(name)), "arguments": dict(options)}
+
+
+def _argument_decisions(entry: BfclEntry, arguments: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, bool]:
+    """Per argument, the checker's decision (a gold value lists the allowed values, so equality says
+    nothing): a given argument by its parameter rule, a left-out one right when ``""`` is allowed."""
+    name, options = next(iter(answer.items()))
+    doc = next((d for d in entry.functions if d.get("name") == name), None)
+    if doc is None:
+        return {}
+    lang = language(entry.category)
+    given = {k: param_ok(doc, options, k, v, lang).valid for k, v in arguments.items()}
+    return given | {k: "" in v for k, v in options.items() if k not in arguments and isinstance(v, list)}
 
 
 def _pair_verdict(entry: BfclEntry, call: tuple[str, Any], answer: Mapping[str, Any]) -> Verdict:
@@ -66,7 +78,8 @@ def episode_sections(entry: BfclEntry, calls: list[tuple[str, Any]], verdict: Ve
                 continue
             v = _pair_verdict(entry, calls[c], answer) if isinstance(calls[c][1], dict) else \
                 Verdict(False, "ast_decoder:decoder_failed", "arguments are not JSON")
-            pairs.append(call_pair(_gold(answer), shown[c], match=v.valid, matcher=MATCHER,
+            same = _argument_decisions(entry, calls[c][1], answer) if isinstance(calls[c][1], dict) else None
+            pairs.append(call_pair(_gold(answer), shown[c], match=v.valid, matcher=MATCHER, same=same,
                                    reason="accepted" if v.valid else v.error_type + (f": {v.error}" if v.error else "")))
         pairs += [call_pair(None, shown[c], match=False, matcher=MATCHER, reason="a call too many")
                   for c in rest]

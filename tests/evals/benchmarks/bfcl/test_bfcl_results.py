@@ -167,6 +167,9 @@ def test_the_episode_view_shows_the_possible_answers_beside_the_predicted_calls(
     assert pairs[0]["gold"]["arguments"] == first_answer  # the possible values, as BFCL lists them
     assert pairs[0]["predicted"]["arguments"] == gold[0]["arguments"] and pairs[0]["match"] is True  # any order
     assert pairs[1]["match"] is False and pairs[1]["predicted"]["arguments"]["duration"] == 999
+    # each argument by the checker's parameter rule (gold lists the allowed values: equality says nothing)
+    assert all(d["same"] for d in pairs[0]["diff"]) and {d["key"]: d["same"] for d in pairs[1]["diff"]}["duration"] is False
+    assert [d["key"] for d in pairs[1]["diff"] if not d["same"]] == ["duration"]
     assert "the entry is wrong" in sections[0]["note"]
     none = bench.episode_view("irrelevance_0", {"task_id": "irrelevance_0", "status": "completed",
                                                 "outcome": {"calls": []}, "final_answer": "No function fits."}, None)
@@ -190,3 +193,4 @@ async def test_evals_view_carries_the_possible_answers_and_the_predicted_calls_o
     assert [p["predicted"] for p in calls["pairs"]] == [{"name": c["name"], "arguments": c["arguments"]}
                                                           for c in gold_calls(entry)]
     assert all(p["match"] is True for p in calls["pairs"]) and "the entry is right" in calls["note"]
+    assert all(d["same"] for p in calls["pairs"] for d in p["diff"])  # what the page marks = or ≠
