@@ -29,8 +29,9 @@ from evals.core.run import RunOptions, run_benchmark, score_run_dir
 
 ray = pytest.importorskip("ray")
 
+from loopback_http import serve_directory  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
-from test_data_fetch import _dead_port, _mirror, _stand_in  # noqa: E402  (tests/evals is on sys.path)
+from test_data_fetch import _dead_port, _mirror  # noqa: E402  (tests/evals is on sys.path)
 
 # the Ray tests share one xdist worker (test.sh: --dist loadgroup); each Ray cluster here is the test's own
 pytestmark = pytest.mark.xdist_group("ray")
@@ -48,7 +49,7 @@ SAFETY_S = 900  # a safety net, never reached on a working setup however loaded:
 @pytest.fixture
 def mirror(data_dir: Path, tmp_path: Path) -> Iterator[str]:
     """A local stand-in for the hosts of the pinned FamilyTool files."""
-    with _stand_in(_mirror(data_dir, tmp_path / "mirror", names=("familytool",))) as url:
+    with serve_directory(_mirror(data_dir, tmp_path / "mirror", names=("familytool",))) as url:
         yield url
 
 
