@@ -1,0 +1,56 @@
+"""`python -m bench.fuzz --bench NAME [--files N] [--seed S] [--work DIR] [--keep DIR]`: the table."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib
+import random
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.fuzz.outcome import compare
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.fuzz", description=__doc__)
+    p.add_argument("--bench", action="append", required=True, help="a module of bench/fuzz (repeatable)")
+    p.add_argument("--files", type=int, default=200)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "evals-fuzz",
+                   help="where the official code and its venv are kept between runs")
+    p.add_argument("--keep", type=Path, help="copy every non-equal case here, with both outcomes")
+    a = p.parse_args(argv)
+    rows = []
+    for name in a.bench:
+        target = importlib.import_module(f"bench.fuzz.{name}")
+        work = a.work / name
+        work.mkdir(parents=True, exist_ok=True)
+        target.prepare(work)
+        counts: collections.Counter[str] = collections.Counter()
+        rng = random.Random(f"{a.seed}:{name}")
+        for i in range(a.files):
+            with tempfile.TemporaryDirectory() as tmp:
+                case = target.generate(rng, Path(tmp))
+                off, ours = target.run_official(work, case), target.run_ours(case)
+                n = max(1, len(off.numbers))
+                verdict = compare(off, ours)
+                counts[verdict] += n
+                counts["files"] += 1
+                if verdict != "equal" and a.keep:
+                    dest = a.keep / name / f"{a.seed}-{i}-{verdict}"
+                    dest.mkdir(parents=True, exist_ok=True)
+                    (shutil.copytree if case.is_dir() else shutil.copy)(case, dest / case.name)
+                    (dest / "outcomes.txt").write_text(f"official: {off}\nours: {ours}\n", encoding="utf-8")
+        rows.append((name, counts))
+    print(f"| benchmark | files | numbers equal | loud | silent | crashed |   (seed {a.seed})")
+    print("|---|---|---|---|---|---|")
+    for name, c in rows:
+        print(f"| {name} | {c['files']} | {c['equal']} | {c['loud']} | {c['silent']} | {c['crashed']} |")
+    return 1 if any(c["silent"] or c["crashed"] for _, c in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
