@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 from collections.abc import Generator
@@ -35,6 +36,28 @@ def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _stop_on_sigterm)
+
+
+_DATA_WORDS = re.compile(r"\b(data|EVALS_DATA_DIR|subset|KG files|papers|wheel)\b", re.I)
+_MISSING_WORDS = re.compile(r"not found|absent|not in the|\bno\b", re.I)
+
+
+def missing_data_reason(reason: str) -> bool:
+    """A skip that says benchmark data (a data file, the papers' texts, BFCL's wheel) is missing."""
+    return bool(_DATA_WORDS.search(reason) and _MISSING_WORDS.search(reason))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    """``EVALS_REQUIRE_DATA=1`` (``.ci/run`` sets it): a test skipped because data is missing fails
+    instead, naming what is missing: in CI every data set is present, so a skip there hides a test."""
+    report: pytest.TestReport = yield
+    if report.skipped and os.environ.get("EVALS_REQUIRE_DATA") == "1" and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if missing_data_reason(reason):
+            report.outcome = "failed"
+            report.longrepr = f"EVALS_REQUIRE_DATA=1: data missing where CI must have it: {reason}"
+    return report
 
 
 @pytest.hookimpl(wrapper=True)

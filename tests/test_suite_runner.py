@@ -166,3 +166,33 @@ def test_sigterm_stops_a_pytest_session_cleanly(tmp_path: Path, workers: list[st
     assert not (tmp_path / "b-started").exists(), out
     if "no:xdist" in workers:  # an xdist worker is stopped by its controller (test.sh signals the workers too)
         assert (tmp_path / "torn-down").exists(), out
+
+
+@pytest.mark.parametrize("reason, is_data", [
+    ("UltraTool data not found; set EVALS_DATA_DIR (e.g. to ../shared/data)", True),
+    ("ToolHop subset not found at /x/toolhop/subset.json", True),
+    ("ComplexFuncBench data is not in the data directory", True),
+    ("no BFCL wheel in the data directory", True),
+    ("/work/shared/papers/familytool.txt not found", True),
+    ("FamilyTool KG files ['familykg-b.txt'] not found in /d; set EVALS_DATA_DIR to the data directory", True),
+    ("mcp-server-time is not installed beside this interpreter (the dev extra installs it)", False),
+    ("this host has no IPv6 loopback", False),
+    ("npm tools not installed (.ci/run: npm install --prefix .ci)", False),
+])
+def test_which_skips_say_data_is_missing(reason: str, is_data: bool, request: pytest.FixtureRequest) -> None:
+    rules = request.config.pluginmanager.get_plugin(str(REPO / "tests" / "conftest.py"))
+    assert rules is not None
+    assert rules.missing_data_reason(reason) is is_data
+
+
+def test_a_data_skip_fails_when_ci_requires_the_data(tmp_path: Path) -> None:
+    """Issue 45, item 8: with EVALS_REQUIRE_DATA=1 (.ci/run) a test that would skip for missing data fails."""
+    test = "tests/evals/test_epochs.py"
+    env = {**os.environ, "EVALS_DATA_DIR": str(tmp_path)}
+    base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", test, "-k", "oracle_over_three_epochs"]
+    skipped = subprocess.run(base, cwd=REPO, env={**env, "EVALS_REQUIRE_DATA": "0"}, capture_output=True, text=True,
+                             timeout=300)
+    assert skipped.returncode == 0 and "skipped" in skipped.stdout, skipped.stdout[-2000:]
+    failed = subprocess.run(base, cwd=REPO, env={**env, "EVALS_REQUIRE_DATA": "1"}, capture_output=True, text=True,
+                            timeout=300)
+    assert failed.returncode == 1 and "data missing where CI must have it" in failed.stdout, failed.stdout[-2000:]

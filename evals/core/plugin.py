@@ -136,6 +136,9 @@ class BenchmarkInfo:
     # the metrics the runs list and the leaderboard show for a run, in order (``evals view``); empty: the
     # main metric, then the next two of the main block
     headline_metrics: tuple[str, ...] = ()
+    # the version of this benchmark's scoring code: raised (with a line in CHANGELOG.md) whenever a change
+    # can change a number of an existing run; config.json records it, `evals score` says when it changed
+    scorer_version: int = 1
     package: str = ""  # the package that declares it (the registry sets it): where ``plugin`` and paper_numbers.yaml are
 
     def __post_init__(self) -> None:

@@ -86,6 +86,12 @@ def ray_installed() -> bool:
     return importlib.util.find_spec("ray") is not None
 
 
+def ray_module(name: str = "ray") -> Any:
+    """Ray (or one of its modules), imported when a run uses it; typed ``Any`` so that the type check
+    is the same with and without the ``ray`` extra installed."""
+    return importlib.import_module(name)
+
+
 # ---- the worker: a Ray actor ------------------------------------------------------------------
 
 
@@ -132,9 +138,9 @@ class RayWorker:
                     ready.set_result({"error": f"{type(exc).__name__}: {exc}"})
                     return
                 self._core = core
-                import ray
+                ray = ray_module()
 
-                ready.set_result({"ready": True, "pid": os.getpid(), "node": ray.util.get_node_ip_address()})  # type: ignore[no-untyped-call]
+                ready.set_result({"ready": True, "pid": os.getpid(), "node": ray.util.get_node_ip_address()})
                 assert self._stopping is not None
                 with episode_gc():  # as a local worker: the loaded benchmark out of collections
                     await self._stopping.wait()
@@ -182,9 +188,9 @@ class RayWorker:
     async def where(self) -> dict[str, Any]:
         """Where the actor was placed: ``{"pid", "node" (its address), "node_id" (Ray's)}``; the
         first call the parent makes, so that it knows the actor is placed before it waits for it to load."""
-        import ray
+        ray = ray_module()
 
-        return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(),  # type: ignore[no-untyped-call]
+        return {"pid": os.getpid(), "node": ray.util.get_node_ip_address(),
                 "node_id": ray.get_runtime_context().get_node_id()}
 
 
@@ -235,7 +241,7 @@ class RayChannel:
         """Place the actor, then wait until it has loaded the benchmark on its node (or refused);
         the pool hands out no episode before every actor is ready, so a run either has all its
         ``--workers`` or stops before its first episode."""
-        import ray
+        ray = ray_module()
 
         actor = remote.options(
             name=f"evals-worker-{tag}-{index}", num_cpus=1, max_restarts=0, scheduling_strategy="SPREAD",
@@ -244,7 +250,7 @@ class RayChannel:
             try:
                 where = await asyncio.wait_for(_wrap(actor.where.remote()), PLACE_TIMEOUT_S)
             except TimeoutError:
-                cpus = ray.cluster_resources().get("CPU", 0)  # type: ignore[no-untyped-call]
+                cpus = ray.cluster_resources().get("CPU", 0)
                 raise WorkerError(
                     f"worker {index} (a Ray actor) was not placed on any node within {PLACE_TIMEOUT_S:.0f} s: "
                     f"it needs a free CPU, and the cluster has {cpus:g} CPUs for --workers {opts.workers}"
@@ -282,7 +288,7 @@ class RayChannel:
             self._seq += 1
 
     async def receive(self) -> dict[str, Any] | None:
-        import ray
+        ray = ray_module()
 
         while not self._inbox:
             if self._why is not None:
@@ -302,7 +308,7 @@ class RayChannel:
         return self._why or "an unknown error"
 
     async def close(self) -> None:
-        import ray
+        ray = ray_module()
 
         if self._closed:
             return
@@ -335,12 +341,12 @@ def start_local_head(num_cpus: int) -> None:
     # only (by default a Linux head takes the machine's outward address and listens on every interface)
     os.environ[SINGLE_MACHINE_ENV] = "0"
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    import ray
-    from ray._private import ray_constants
+    ray = ray_module()
+    ray_constants = ray_module("ray._private.ray_constants")
 
     ray_constants.ENABLE_RAY_CLUSTER = False  # read when Ray was imported, maybe before the line above
     ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level=logging.WARNING)
-    if (ip := ray.util.get_node_ip_address()) != "127.0.0.1":  # type: ignore[no-untyped-call]
+    if (ip := ray.util.get_node_ip_address()) != "127.0.0.1":
         ray.shutdown()
         raise WorkerError(f"the local Ray head took the address {ip}, not 127.0.0.1; "
                           "start a head yourself (ray start --head) and give --ray-address")
@@ -351,7 +357,7 @@ def open_cluster(opts: RunOptions, stack: contextlib.ExitStack | contextlib.Asyn
     ``opts.workers`` None (``--workers auto``) becomes the cluster's CPU count. Returns the pool's worker starter."""
     if not ray_installed():
         raise ValueError(RAY_MISSING)
-    import ray
+    ray = ray_module()
 
     if not ray.is_initialized():
         if opts.ray_address:
@@ -366,7 +372,7 @@ def open_cluster(opts: RunOptions, stack: contextlib.ExitStack | contextlib.Asyn
             raise WorkerError(f"cannot start or reach {where}: {type(exc).__name__}: {exc}") from None
         stack.callback(ray.shutdown)
     if opts.workers is None:  # --workers auto on a cluster: one actor per CPU
-        opts.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
+        opts.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
     remote = ray.remote(RayWorker)
     tag = uuid.uuid4().hex[:8]
 

@@ -219,6 +219,7 @@ async def summarize(
             summary["anomalies"].append(missing.to_dict("run"))
     summary["partial"] = partial
     summary["tasks_ran"] = len(scored)
+    summary["scorer_version"] = bench.info.scorer_version
     summary.update(coverage(len(task_ids), len(bench.task_ids())))
     extras = getattr(bench, "summary_extras", None)
     if callable(extras):
