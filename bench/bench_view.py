@@ -94,7 +94,11 @@ def main() -> None:
     ap.add_argument("--dir", help="where to write the runs (default: a temporary directory)")
     args = ap.parse_args()
 
-    from evals.view import RunIndex, RunView, Site, compare_runs, episode
+    from evals.view.compare import compare_runs
+    from evals.view.index import RunIndex
+    from evals.view.runs import RunView
+    from evals.view.site import Site
+    from evals.view.transcript import episode
 
     root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-view-"))
     a, b = root / "run-a", root / "run-b"

@@ -172,7 +172,7 @@ def versions(bench: Benchmark | None = None) -> dict[str, Any]:
 
     from kg_store.engine import engine_name
 
-    out = {"project": v("mcp-multihop-evals"), "commit": source_commit(), "python": platform.python_version(),
+    out: dict[str, Any] = {"project": v("mcp-multihop-evals"), "commit": source_commit(), "python": platform.python_version(),
            "mcp": v("mcp"), "kg_engine": engine_name(), "jsonschema": v("jsonschema")}
     if bench is not None:
         out["scorer"] = {bench.info.name: bench.info.scorer_version}

@@ -7,15 +7,8 @@
 * :mod:`.leaderboard`: runs grouped by benchmark, dataset and setting, one row per model;
 * :mod:`.jsonsafe`: JSON without ``NaN``; :mod:`.site`: the data of every page (damaged runs left out); :mod:`.app`: the Starlette app; :mod:`.export`: the static site;
 * :mod:`.cli`: the sub-commands.
+
+Import names from their modules (``from evals.view.site import Site``): the package exports nothing.
 """
 
-from client.lazy import LazyExports
-
-# the modules whose public names (each module's own ``__all__``) are exported here; a module is imported
-# on the first use of one of its names (``evals --help`` registers the sub-commands without loading the
-# web app, numpy or scipy)
-_EXPORTS = LazyExports(__name__, (
-    "index", "runs", "transcript", "compare", "leaderboard", "jsonsafe", "site", "app", "export", "cli",
-))
-__getattr__ = _EXPORTS.attribute
-__all__ = _EXPORTS.names
+__all__: list[str] = []

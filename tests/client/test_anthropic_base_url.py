@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from fake_providers import FakeProviderServer, anthropic_message
 
-from client.adapters import AnthropicAdapter
-from client.adapters.anthropic_adapter import anthropic_root
+from client.adapters.anthropic_adapter import AnthropicAdapter, anthropic_root
 from client.messages import UserMessage
 
 

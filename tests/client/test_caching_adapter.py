@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from fake_providers import FakeProviderServer, openai_chat, openai_error, tool_call
 
-from client.adapters import OpenAIAdapter
 from client.adapters.base import GenerateParams
 from client.adapters.caching import CachedModelResponse, CachingAdapter, is_cached
 from client.adapters.errors import ModelError
+from client.adapters.openai_adapter import OpenAIAdapter
 from client.agent import AgentConfig, run_agent
 from client.cache import ResponseCache
 from client.messages import SystemMessage, ToolDef, UserMessage

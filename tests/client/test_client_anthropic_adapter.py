@@ -15,7 +15,7 @@ from fake_providers import (
     tool_call,
 )
 
-from client.adapters import AnthropicAdapter
+from client.adapters.anthropic_adapter import AnthropicAdapter
 from client.adapters.base import GenerateParams
 from client.adapters.errors import ModelError
 from client.messages import (

@@ -13,8 +13,8 @@ from fake_providers import (
     validate_openai_request,
 )
 
-from client.adapters import OpenAIAdapter
 from client.adapters.errors import ModelError
+from client.adapters.openai_adapter import OpenAIAdapter
 from client.messages import UserMessage
 
 

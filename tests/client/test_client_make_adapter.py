@@ -8,16 +8,11 @@ from pathlib import Path
 import pytest
 from fake_providers import FakeProviderServer, openai_chat
 
-from client.adapters import (
-    AnthropicAdapter,
-    ModelAdapter,
-    OpenAIAdapter,
-    known_prefixes,
-    make_adapter,
-    parse_spec,
-    register_adapter,
-)
+from client.adapters import known_prefixes, make_adapter, parse_spec, register_adapter
+from client.adapters.anthropic_adapter import AnthropicAdapter
+from client.adapters.base import ModelAdapter
 from client.adapters.errors import is_context_length_message
+from client.adapters.openai_adapter import OpenAIAdapter
 from client.adapters.pricing import PRICES, load_price_overrides, price_for
 from client.messages import ModelResponse, Price, Usage, UserMessage
 

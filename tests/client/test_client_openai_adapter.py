@@ -15,9 +15,9 @@ from fake_providers import (
     tool_call,
 )
 
-from client.adapters import OpenAIAdapter
 from client.adapters.base import LOCAL_PLACEHOLDER_API_KEY, GenerateParams
 from client.adapters.errors import ModelError
+from client.adapters.openai_adapter import OpenAIAdapter
 from client.messages import (
     AssistantMessage,
     SystemMessage,

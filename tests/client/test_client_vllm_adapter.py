@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from client.adapters import ModelAdapter, make_adapter
-from client.adapters.base import GenerateParams
+from client.adapters import make_adapter
+from client.adapters.base import GenerateParams, ModelAdapter
 from client.adapters.vllm_adapter import (
     CHAT_TEMPLATE_DIR,
     INSTALL_HINT,

@@ -11,9 +11,9 @@ import httpx2 as httpx
 import pytest
 from fake_providers import openai_error
 
-from client.adapters import ModelError, make_adapter, register_adapter
+from client.adapters import make_adapter, register_adapter
 from client.adapters.base import DEFAULT_PARAMS, GenerateParams, SDKAdapter
-from client.adapters.errors import ErrorDetails
+from client.adapters.errors import ErrorDetails, ModelError
 from client.adapters.names import ToolNameMap
 from client.cache import ResponseCache, request_key
 from client.messages import Message, ModelResponse, SystemMessage, ToolChoice, ToolDef, Usage, UserMessage

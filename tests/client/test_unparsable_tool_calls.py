@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from fake_providers import FakeProviderServer, openai_chat, tool_call
 
-from client.adapters import OpenAIAdapter
 from client.adapters.base import GenerateParams
+from client.adapters.openai_adapter import OpenAIAdapter
 from client.adapters.vllm_adapter import TOOL_CALL_MARKERS, VLLMAdapter
 from client.agent import AgentConfig, run_agent
 from client.messages import STOP_MAX_TOKENS, ToolDef, UserMessage

@@ -11,17 +11,13 @@ import numpy as np
 import pytest
 
 from client.runs import EpisodeRecorder
-from evals.view import (
-    RunIndex,
-    RunView,
-    Site,
-    compare_runs,
-    mcnemar_exact,
-    paired_bootstrap,
-    transcript_items,
-)
+from evals.view.compare import compare_runs, mcnemar_exact, paired_bootstrap
 from evals.view.export import static_name
+from evals.view.index import RunIndex
 from evals.view.leaderboard import leaderboard_groups, render_leaderboard
+from evals.view.runs import RunView
+from evals.view.site import Site
+from evals.view.transcript import transcript_items
 
 
 def _trace(task_id: str, *, answer: str = "ok", fail: bool = False) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from client import eventloop
 from evals.core.run import RunOptions, run_benchmark
-from evals.view import Site
+from evals.view.site import Site
 
 
 def _oracle_run(root: Path, benchmark: str, strategy: str | None = None, limit: int = 2) -> Site:

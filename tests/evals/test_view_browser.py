@@ -145,7 +145,7 @@ def test_an_unregistered_copy_still_shows_its_tasks(runs, tmp_path):
     """A run whose benchmark is not registered is listed with its stored scores and transcripts."""
     import json
 
-    from evals.view import Site
+    from evals.view.site import Site
 
     copy = tmp_path / "renamed"
     shutil.copytree(runs / "run-a", copy)

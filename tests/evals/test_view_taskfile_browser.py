@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from view_runs import MINI_TASKS, serve_view, taskfile_runs
 
-from evals.view import Site
 from evals.view.compare import CompareError
+from evals.view.site import Site
 
 
 @pytest.fixture(scope="module")

@@ -90,8 +90,8 @@ def serve_view(root: Path) -> Iterator[str]:
     """``evals view ROOT``'s app served on 127.0.0.1 in a thread; yields its URL."""
     import uvicorn
 
-    from evals.view import Site
     from evals.view.app import make_app
+    from evals.view.site import Site
 
     port = _free_port()
     srv = uvicorn.Server(uvicorn.Config(make_app(Site([root])), host="127.0.0.1", port=port, log_level="warning",

@@ -163,8 +163,8 @@ def test_the_viewer_answers_only_a_loopback_host_as_the_mcp_server_does(viewer):
 async def test_a_public_bind_still_refuses_a_dns_name_a_page_could_rebind(sound_runs):
     """``--host 0.0.0.0`` (no token, unlike ``evals serve``): addresses and localhost answer, DNS names do
     not. The app is built for that bind and served on 127.0.0.1 (tests reach nothing beyond loopback)."""
-    from evals.view import Site
     from evals.view.app import make_app
+    from evals.view.site import Site
     from server import serve_in_background
 
     async with serve_in_background(make_app(Site([sound_runs]), "0.0.0.0")) as url:

@@ -19,7 +19,7 @@ from evals.cli_parts.summary import summary_notes
 from evals.core.data import DATA_ENV
 from evals.core.run import RunOptions, run_benchmark
 from evals.report.tables import not_comparable
-from evals.view import Site
+from evals.view.site import Site
 
 MAX_TURNS = 4
 NOTED = {"role": "assistant", "content": "Noted."}

@@ -178,7 +178,7 @@ def test_the_episode_view_shows_the_possible_answers_beside_the_predicted_calls(
 
 async def test_evals_view_carries_the_possible_answers_and_the_predicted_calls_of_a_run(bfcl_data, tmp_path):
     from evals.core.run import RunOptions, run_benchmark
-    from evals.view import Site
+    from evals.view.site import Site
 
     opts = RunOptions(benchmark="bfcl", model="oracle", limit=2, run_dir=tmp_path / "run", progress=False,
                       transport="http", benchmark_options={"category": ["parallel"]})

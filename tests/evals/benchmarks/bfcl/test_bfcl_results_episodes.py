@@ -217,7 +217,7 @@ def test_a_bad_multi_turn_or_memory_line_is_refused_with_file_and_line(bfcl_data
 
 
 def test_the_viewer_shows_imported_multi_turn_and_memory_episodes(bfcl_code_data, tmp_path):
-    from evals.view import Site
+    from evals.view.site import Site
 
     model = tmp_path / "result" / "m-FC"
     entry = read_multi_turn("multi_turn_base")[0]
