@@ -29,7 +29,6 @@ from .messages import (
     UserMessage,
 )
 from .model import Model, is_cached
-from .ratelimit import RateLimiter
 from .retry import RetryPolicy
 from .runs import EpisodeOutcome, EpisodeRecorder, outcome_raw_arguments
 
@@ -104,13 +103,12 @@ def result_text(result: types.CallToolResult) -> str:
 
 
 async def run_agent(
-    adapter: ModelAdapter,
+    model: Model | ModelAdapter,
     session: Client | None,
     user_text: str,
     recorder: EpisodeRecorder,
     cfg: AgentConfig,
     *,
-    limiter: RateLimiter | None = None,
     visible: Callable[[str], bool] | None = None,
     on_turn: Callable[[int, list[ToolCall]], Awaitable[bool]] | None = None,
     history: Sequence[Message] = (),
@@ -118,8 +116,9 @@ async def run_agent(
 ) -> EpisodeOutcome:
     """Run one episode over an open MCP session; returns the outcome with the calls made.
 
-    Every request goes through :class:`client.model.Model` (``adapter``'s response cache when it is a
-    ``Model`` with one, the ``limiter``, ``cfg.retry`` and the cost).
+    Every request goes through :class:`client.model.Model`: ``model`` as it was built, once per role,
+    with its cache, rate limit and retries (``evals.core``'s ``EpisodeEnv`` builds them); a bare
+    adapter is wrapped with ``cfg.retry`` and no cache or rate limit.
     ``session=None`` runs the model without tools (one turn: its answer is the final answer).
     ``visible(name)``: which of the session's tools the model is shown (default: all of them).
 
@@ -145,7 +144,8 @@ async def run_agent(
     messages.extend(history)
     messages.append(UserMessage(user_text))
     first_new = len(messages) - 1
-    model = Model.of(adapter, limiter=limiter, retry=cfg.retry)  # cache, rate limit, retries, cost
+    if not isinstance(model, Model):
+        model = Model(model, retry=cfg.retry)
     params = cfg.params
     calls: list[dict[str, Any]] = []
     stop = "max_turns"

@@ -97,13 +97,6 @@ class Model:
         self.provider = adapter.provider
         self.model = adapter.model
 
-    @classmethod
-    def of(cls, adapter: ModelAdapter, *, limiter: RateLimiter | None, retry: RetryPolicy | None) -> Model:
-        """``adapter`` as a ``Model`` with this rate limit and retry policy; a ``Model`` keeps its cache."""
-        if isinstance(adapter, Model):
-            return cls(adapter.inner, adapter.cache, key_extra=adapter.key_extra, limiter=limiter, retry=retry)
-        return cls(adapter, limiter=limiter, retry=retry)
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r}, {self.cache!r})"
 

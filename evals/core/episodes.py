@@ -11,10 +11,10 @@ from typing import Any
 
 from client.adapters import make_adapter
 from client.adapters.base import ModelAdapter
-from client.adapters.caching import CachingAdapter
 from client.agent import AgentConfig
 from client.cache import ResponseCache
 from client.mcp_session import HTTPClientPool
+from client.model import Model
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
 from server import ToolServer, create_app, serve_in_background
@@ -78,22 +78,23 @@ async def open_episode_env(
         temperature=opts.temperature,
         retry=retry,
     )
-    shared: ModelAdapter | None = None
-    if oracle_latency is None:
-        shared = make_adapter(opts.model, **adapter_kwargs(opts))
-        stack.push_async_callback(shared.aclose)
+    shared: Model | None = None
+    if oracle_latency is None:  # the model role, built once: its cache, the rate limit, retries
+        adapter = make_adapter(opts.model, **adapter_kwargs(opts))
+        stack.push_async_callback(adapter.aclose)
+        cache = None
         if opts.cache:  # a rerun of the same requests is free and deterministic
             cache = ResponseCache(opts.cache)
             stack.callback(cache.close)
-            shared = CachingAdapter(shared, cache, key_extra=opts.adapter_options or None)
-    extra: dict[str, ModelAdapter] = {}
+        shared = Model(adapter, cache, key_extra=opts.adapter_options or None, limiter=limiter, retry=retry)
+    roles: dict[str, Model] = {}
     for option in bench.info.options:
-        if option.model and (adapter := second_model(opts, opts.benchmark_options.get(option.name), stack)) is not None:
-            extra[option.name] = adapter
+        if option.model and (other := second_model(opts, opts.benchmark_options.get(option.name), stack)) is not None:
+            roles[option.name] = Model(other, limiter=limiter, retry=retry)
     sessions = await open_sessions(opts, bench, stack)
     env = EpisodeEnv(
-        opts=opts, sessions=sessions, agent_cfg=agent_cfg, adapter=shared,
-        oracle_latency=oracle_latency or 0.0, limiter=limiter, extra_adapters=extra,
+        opts=opts, sessions=sessions, agent_cfg=agent_cfg, shared=shared,
+        oracle_latency=oracle_latency or 0.0, limiter=limiter, roles=roles,
     )
     await bench.prepare(env)
     return env

@@ -106,11 +106,12 @@ class LLMJudge:
         retry: RetryPolicy | None = None,
         limiter: RateLimiter | None = None,
     ):
+        from client.model import Model
+
         self.adapter = adapter
-        self.cache = cache
+        self.cache = cache  # the judge's decisions, the one store of them (the model call itself is not cached)
         self.max_tokens = max_tokens
-        self.retry = retry
-        self.limiter = limiter
+        self._model = Model(adapter, limiter=limiter, retry=retry)  # built once: rate limit, retries, cost
 
     @property
     def model(self) -> str:
@@ -135,8 +136,6 @@ class LLMJudge:
         with reasons); it is part of the cache key when given."""
         from client.adapters.base import GenerateParams
         from client.messages import Message, SystemMessage, UserMessage
-        from client.model import Model
-
         model = self.model
         limit = self.max_tokens if max_tokens is None else max_tokens
         key: dict[str, Any] = {"judge": model, "system": system, "prompt": prompt}
@@ -148,7 +147,7 @@ class LLMJudge:
                 return JudgeDecision(**{**hit, "cached": True, "cost_usd": 0.0})
         messages: list[Message] = [SystemMessage(system), UserMessage(prompt)]
 
-        judge = Model.of(self.adapter, limiter=self.limiter, retry=self.retry)  # rate limit, retries, cost
+        judge = self._model
         response = await judge.generate(messages, [], "auto", GenerateParams(max_tokens=limit, temperature=0.0))
         read = verdict(response.text or "")
         decision = JudgeDecision(

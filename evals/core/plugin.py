@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
     from client.adapters.base import ModelAdapter
     from client.agent import AgentConfig
+    from client.model import Model
     from client.ratelimit import RateLimiter
     from client.runs import EpisodeOutcome, EpisodeRecorder
     from server import BenchmarkMount
@@ -217,27 +218,38 @@ class Benchmark(Protocol):
 
 @dataclass
 class EpisodeEnv:
-    """Everything an episode needs that the core owns (one per run)."""
+    """Everything an episode needs that the core owns (one per process).
+
+    Models by role (as Inspect AI's model roles): ``shared`` is ``--model``, built once with its
+    response cache, rate limit and retries; ``roles`` holds a benchmark's other models (an option
+    declared with ``model=True``, e.g. FamilyTool's ``kg_model``), each built once the same way. An
+    oracle (``shared`` None) is wrapped per episode by :meth:`wrap` with the same rate limit and retries."""
 
     opts: RunOptions
     sessions: Sessions  # how sessions reach the tool server (--transport; evals.core.transport)
     agent_cfg: AgentConfig
-    adapter: ModelAdapter | None = None  # the shared model; None when the model is the oracle
+    shared: Model | None = None  # --model; None when the model is the oracle
     oracle_latency: float = 0.0
     limiter: RateLimiter | None = None
-    extra_adapters: dict[str, ModelAdapter] = field(default_factory=dict)  # e.g. "kg": a step-1 model
+    roles: dict[str, Model] = field(default_factory=dict)  # option name -> its model
 
     @property
     def is_oracle(self) -> bool:
-        return self.adapter is None
+        return self.shared is None
 
-    def model(self, task_id: str, oracle_steps: list[list[dict[str, Any]]], final_answer: str | None = None) -> ModelAdapter:
-        """The model for one episode: the shared adapter, or an oracle scripted with the gold steps."""
-        if self.adapter is not None:
-            return self.adapter
+    def wrap(self, adapter: ModelAdapter) -> Model:
+        """A benchmark's own scripted model (an oracle) with the run's rate limit and retries."""
+        from client.model import Model
+
+        return Model(adapter, limiter=self.limiter, retry=self.agent_cfg.retry)
+
+    def model(self, task_id: str, oracle_steps: list[list[dict[str, Any]]], final_answer: str | None = None) -> Model:
+        """The model for one episode: the shared model, or an oracle scripted with the gold steps."""
+        if self.shared is not None:
+            return self.shared
         from client.adapters.oracle import OracleAdapter
 
-        return OracleAdapter(oracle_steps, final_answer, task_id=task_id, turn_latency_s=self.oracle_latency)
+        return self.wrap(OracleAdapter(oracle_steps, final_answer, task_id=task_id, turn_latency_s=self.oracle_latency))
 
     @contextlib.asynccontextmanager
     async def session(self, benchmark: str, task_id: str | None = None) -> AsyncIterator[Client]:

@@ -59,7 +59,7 @@ async def test_one_wrapper_caches_limits_and_prices(tmp_path: Path) -> None:
     stub = _Stub()
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         limiter = RateLimiter(600, name="t")
-        model = Model.of(Model(stub, cache), limiter=limiter, retry=RetryPolicy(max_attempts=1))  # type: ignore[arg-type]
+        model = Model(stub, cache, limiter=limiter, retry=RetryPolicy(max_attempts=1))  # type: ignore[arg-type]
         params = GenerateParams(max_tokens=7, temperature=0.5)
         first = await model.generate(MESSAGES, [], "auto", params)
         second = await model.generate(MESSAGES, [], "auto", params)

@@ -126,8 +126,7 @@ class MemoryRunner:
             turns: list[dict[str, Any]] = []
             for number, text in enumerate(conv.turns):
                 cfg = dataclasses.replace(env.agent_cfg, system_prompt=None if history else system)
-                outcome = await run_agent(env.model(conv.id, [], final_answer=PREREQ_REPLY), session, text, sub, cfg,
-                                          limiter=env.limiter, visible=lambda n: n not in HIDDEN_TOOLS, history=history)
+                outcome = await run_agent(env.model(conv.id, [], final_answer=PREREQ_REPLY), session, text, sub, cfg, visible=lambda n: n not in HIDDEN_TOOLS, history=history)
                 history = list(sub.messages)
                 turns.append({"turn": number, "calls": outcome.data.get("calls", []), "reply": outcome.final_answer,
                               "stop": outcome.data.get("stop")})
@@ -167,7 +166,7 @@ class MemoryRunner:
             model = env.model(task_id, [[{"name": _ORACLE_READ[entry.backend], "arguments": {}}]],
                               final_answer=oracle_answer(entry))
             outcome = await run_agent(model, session, entry.question, recorder,
-                                      dataclasses.replace(env.agent_cfg, system_prompt=system), limiter=env.limiter,
+                                      dataclasses.replace(env.agent_cfg, system_prompt=system),
                                       visible=lambda n: n not in HIDDEN_TOOLS)
         outcome.data.update(category=entry.category, memory={"scenario": entry.scenario, "snapshot": snapshot,
                                                               "ran_prerequisites": ran})

@@ -99,8 +99,8 @@ async def run_multi_turn(entry: MultiTurnEntry, env: EpisodeEnv, recorder: Episo
     limit = step_limit()
     cfg = dataclasses.replace(env.agent_cfg, max_turns=limit + 1)
     known = {str(d["name"]) for d in entry.all_functions()}
-    oracle = MultiTurnOracle(gold_steps(entry), known, task_id=entry.id) if env.adapter is None else None
-    model: Any = env.adapter if env.adapter is not None else oracle
+    oracle = MultiTurnOracle(gold_steps(entry), known, task_id=entry.id) if env.shared is None else None
+    model: Any = env.shared if oracle is None else env.wrap(oracle)
     shown = {str(d["name"]) for d in entry.functions}
     conversation: list[Message] = []
     turns: list[list[list[dict[str, Any]]]] = []
@@ -123,7 +123,7 @@ async def run_multi_turn(entry: MultiTurnEntry, env: EpisodeEnv, recorder: Episo
             recorder.note(f"BFCL user turn {index}", user_turn=index)
             conversation.extend(UserMessage(t) for t in texts[:-1])
             now = frozenset(shown)
-            out = await run_agent(model, session, texts[-1], recorder, cfg, limiter=env.limiter,
+            out = await run_agent(model, session, texts[-1], recorder, cfg,
                                   visible=lambda name, now=now: name in now,  # type: ignore[misc]
                                   on_turn=end_if_undecodable, history=list(conversation), transcript=conversation)
             calls = out.data.get("calls") or []

@@ -215,7 +215,7 @@ class BfclBenchmark:
 
         history, user_text = conversation(entry)
         async with env.session(self.name, task_id) as session:
-            outcome = await run_agent(model, session, user_text, recorder, env.agent_cfg, limiter=env.limiter,
+            outcome = await run_agent(model, session, user_text, recorder, env.agent_cfg,
                                       on_turn=one_response, history=history)
         outcome.data["category"] = entry.category
         return outcome

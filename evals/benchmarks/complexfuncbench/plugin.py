@@ -175,7 +175,7 @@ class ComplexFuncBenchBenchmark:
                     raise RuntimeError(f"the replay server refused turn {turn}: {res.content}")
                 return bool((res.structured_content or {}).get("ended"))
 
-            outcome = await run_agent(model, session, sample.query, recorder, env.agent_cfg, limiter=env.limiter,
+            outcome = await run_agent(model, session, sample.query, recorder, env.agent_cfg,
                                       visible=lambda n: n not in HIDDEN_TOOLS, on_turn=on_turn)
             final = outcome.final_answer if outcome.data.get("stop") == "final_answer" else None
             res = await session.call_tool(FINISH_TOOL, {"final": final})

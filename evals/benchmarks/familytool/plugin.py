@@ -290,7 +290,7 @@ class FamilyToolBenchmark:
                           for p in gold_paths(task.gold_kg)], *ft.oracle_steps(task)]
                 model = env.model(task_id, steps)
                 cfg = dataclasses.replace(cfg, system_prompt=cfg.system_prompt or ft.AGENT_SYSTEM_PROMPT)
-                outcome = await run_agent(model, session, ft.agent_prompt(task), recorder, cfg, limiter=env.limiter,
+                outcome = await run_agent(model, session, ft.agent_prompt(task), recorder, cfg,
                                           visible=lambda n: n not in KG_WRITE_TOOLS)
                 kg = agent_kg_record(recorder.events_of("tool_call"))
             else:
@@ -313,7 +313,7 @@ class FamilyToolBenchmark:
                 shown = session
                 if self.options.get("tool_step", "official") == "official":
                     shown = cast("Client", OfficialToolView(session, task.candidate_tools))
-                outcome = await run_agent(model, shown, prompt, recorder, cfg, limiter=env.limiter,
+                outcome = await run_agent(model, shown, prompt, recorder, cfg,
                                           visible=candidates.__contains__)
         pred = ft.predicted_call(outcome.data["calls"])
         gold = task.gold_calls[0]
@@ -340,15 +340,16 @@ class FamilyToolBenchmark:
         """KGETool step 1: relation path generation by the (step-1) model, then extraction over MCP."""
         rel = await session.call_tool("kg_list_relations", {})
         relations = (rel.structured_content or {}).get("relations", [])
-        kg_model = env.extra_adapters.get("kg_model") or env.adapter
+        kg_model = env.roles.get("kg_model") or env.shared
         if kg_model is None or self.options.get("kg_model") == "oracle":
             from client.adapters.oracle import OracleAdapter
 
-            kg_model = OracleAdapter([], oracle_kg_search(task), task_id=task.id, turn_latency_s=env.oracle_latency)
+            kg_model = env.wrap(OracleAdapter([], oracle_kg_search(task), task_id=task.id,
+                                              turn_latency_s=env.oracle_latency))
         step1 = dataclasses.replace(env.agent_cfg, system_prompt=kg_step_system(relations), tool_choice="auto",
                                     later_tool_choice="auto", max_turns=1, stop_after_tools=frozenset())
         recorder.note("kgetool step 1: relation path generation", model=getattr(kg_model, "name", None))
-        gen = await run_agent(kg_model, None, kg_step_prompt(task), recorder, step1, limiter=env.limiter)
+        gen = await run_agent(kg_model, None, kg_step_prompt(task), recorder, step1)
         text = gen.final_answer or ""
         searches = parse_kg_searches(text)
         paths: list[dict[str, Any]] = []

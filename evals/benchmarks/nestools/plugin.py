@@ -162,16 +162,16 @@ class NesToolsBenchmark:
             if unknown:
                 raise RuntimeError(f"the endpoint of task {task_id} serves tools the task does not offer: {unknown}")
             prompt = oneshot_prompt([by_name[n].with_id() for n in listed], task.query)
-            adapter = env.adapter or OracleAdapter([], json.dumps(task.gold_prediction(), ensure_ascii=False),
-                                                   task_id=task_id, turn_latency_s=env.oracle_latency)
+            adapter = env.shared or env.wrap(OracleAdapter([], json.dumps(task.gold_prediction(), ensure_ascii=False),
+                                                           task_id=task_id, turn_latency_s=env.oracle_latency))
             cfg = dataclasses.replace(env.agent_cfg, tool_choice="none", max_turns=1)
-            outcome = await run_agent(adapter, None, prompt, recorder, cfg, limiter=env.limiter)
+            outcome = await run_agent(adapter, None, prompt, recorder, cfg)
         else:
             steps = [[{"name": c["api_name"], "arguments": dict(c["parameters"])}] for c in task.calls]
             model = env.model(task_id, steps, final_answer="Done.")
             cfg = dataclasses.replace(env.agent_cfg, system_prompt=env.agent_cfg.system_prompt or AGENT_PROMPT)
             async with env.session(self.name, task_id) as session:
-                outcome = await run_agent(model, session, task.query, recorder, cfg, limiter=env.limiter)
+                outcome = await run_agent(model, session, task.query, recorder, cfg)
         outcome.data.update(info)
         return outcome
 

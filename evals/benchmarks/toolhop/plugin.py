@@ -159,7 +159,7 @@ class ToolHopBenchmark:
         task = self.tasks[task_id]
         mode, _ = split_strategy(env.opts.strategy or self.info.default_strategy)
         info = {"hops": task.hop_count, "domain": task.domain}
-        adapter = env.adapter
+        adapter = env.shared
         if env.is_oracle:
             chain = self.chains().get(task_id)
             info["gold_chain"] = chain.source if chain else None
@@ -167,7 +167,7 @@ class ToolHopBenchmark:
                 recorder.note("no gold chain for this task: the oracle does not play it")
                 return EpisodeOutcome(final_answer=None, data={"calls": [], "stop": "no_gold_chain", **info})
             steps = chain.steps() if mode != "direct" else []
-            adapter = LastOutputOracle(steps, task_id=task_id, turn_latency_s=env.oracle_latency)
+            adapter = env.wrap(LastOutputOracle(steps, task_id=task_id, turn_latency_s=env.oracle_latency))
         assert adapter is not None
         if mode == "direct":
             return await self._direct(env, adapter, task, recorder, info)
@@ -177,7 +177,7 @@ class ToolHopBenchmark:
             tool_choice=first, later_tool_choice="auto",
         )
         async with env.session(self.name, task_id) as session:
-            outcome = await run_agent(adapter, session, task.question, recorder, cfg, limiter=env.limiter)
+            outcome = await run_agent(adapter, session, task.question, recorder, cfg)
         outcome.data.update(info)
         return outcome
 
@@ -186,7 +186,7 @@ class ToolHopBenchmark:
         """One model turn without tools (no MCP session)."""
         cfg = dataclasses.replace(env.agent_cfg, system_prompt=env.agent_cfg.system_prompt or DIRECT_PROMPT,
                                   tool_choice="none")
-        outcome = await run_agent(adapter, None, task.question, recorder, cfg, limiter=env.limiter)
+        outcome = await run_agent(adapter, None, task.question, recorder, cfg)
         outcome.data.update(info)
         return outcome
 

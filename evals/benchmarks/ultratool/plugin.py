@@ -194,7 +194,7 @@ class UltraToolBenchmark:
             return await self._agent(env, record, recorder)
         model = env.model(task_id, [], final_answer=self.gold_answer(record))
         cfg = dataclasses.replace(env.agent_cfg, system_prompt=env.agent_cfg.system_prompt or system_message(), tool_choice="none")
-        outcome = await run_agent(model, None, build_prompt(record), recorder, cfg, limiter=env.limiter)
+        outcome = await run_agent(model, None, build_prompt(record), recorder, cfg)
         outcome.data["task"] = record.task
         return outcome
 
@@ -206,7 +206,7 @@ class UltraToolBenchmark:
         prompt = AGENT_PROMPT.format(question=str(record.data.get("question", "")).strip(), plan=plan)
         cfg = dataclasses.replace(env.agent_cfg, max_turns=max(env.agent_cfg.max_turns, len(gold) + 2))
         async with env.session(self.name, record.id) as session:
-            outcome = await run_agent(model, session, prompt, recorder, cfg, limiter=env.limiter)
+            outcome = await run_agent(model, session, prompt, recorder, cfg)
         outcome.data.update(task=record.task, live=True)
         return outcome
 

@@ -163,8 +163,8 @@ class UserTasksBenchmark:
 
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         task = self.tasks[task_id]
-        model = env.adapter or ResolvingOracle(task.oracle_steps(), task.oracle_answer(), task_id=task_id,
-                                               turn_latency_s=env.oracle_latency)
+        model = env.shared or env.wrap(ResolvingOracle(task.oracle_steps(), task.oracle_answer(), task_id=task_id,
+                                                       turn_latency_s=env.oracle_latency))
         cfg = env.agent_cfg
         if task.system:
             cfg = dataclasses.replace(cfg, system_prompt=task.system)
@@ -172,8 +172,7 @@ class UserTasksBenchmark:
                                   for m in task.history]
         async with env.session(self.name, task_id) as session:
             listed = await list_all_tools(session)
-            outcome = await run_agent(model, cast("Client", _Guarded(session)), task.user_text, recorder, cfg,
-                                      limiter=env.limiter, history=history)
+            outcome = await run_agent(model, cast("Client", _Guarded(session)), task.user_text, recorder, cfg, history=history)
         # the schemas scoring normalises arguments by: of the gold tools and of the tools called
         wanted = {c.name for c in task.calls or ()} | {str(c.get("name")) for c in outcome.data.get("calls") or []}
         outcome.data["tools"] = {t.name: {"description": t.description or "", "input_schema": t.input_schema}
