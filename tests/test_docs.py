@@ -98,13 +98,14 @@ def test_every_evals_command_in_the_docs_parses(where, command, capsys):
 
 
 def test_first_use_download_numbers_in_the_docs_are_the_pinned_lists(tmp_path):
-    """docs/index.md states what first use downloads for every benchmark: the pinned lists' count and size."""
+    """docs/data.md (the one page about data) states what first use downloads for every benchmark: the
+    pinned lists' count and size."""
     from evals.core.fetch import needed_files
     from evals.core.registry import all_benchmarks
 
     files = {f.dest: f.size for name in all_benchmarks() for _, f in needed_files(name, tmp_path)}
     stated = f"{len(files)} files, {sum(files.values()) / 1e6:.1f} MB"
-    assert stated in (ROOT / "docs" / "index.md").read_text(encoding="utf-8"), stated
+    assert stated in (ROOT / "docs" / "data.md").read_text(encoding="utf-8"), stated
 
 
 def test_the_docs_site_builds_in_strict_mode(tmp_path):
