@@ -15,7 +15,8 @@ Reading is bounded: an entry is opened with ``O_NOFOLLOW | O_NONBLOCK`` (a link,
 is not read), must be a regular file of at most :data:`MAX_ENTRY_BYTES`, and its payload is decoded
 only once its length and SHA-256 are the header's: :mod:`marshal` sizes a list by the count it
 reads, so five damaged bytes could ask for 16 GB; bytes that hash right are bytes this module
-wrote. Any failure to read is a damaged entry: derived again, with one warning per entry.
+wrote. Any failure to read is a damaged entry: derived again, with one warning per entry (an
+entry of another format or Python version is derived again without one).
 
 Trust is the user's own (as ssh treats ``~/.ssh``): the cache root, the ``derived`` folder and each
 entry must belong to the user (or root) and be writable by nobody else; otherwise the cache is not
@@ -156,13 +157,17 @@ def _read_bounded(path: Path) -> bytes | None:
     return data
 
 
+class _OtherFormat(ValueError):
+    """An entry of another version of this module or of Python: derived again without a warning."""
+
+
 def _decode_entry(data: bytes) -> tuple[Any, Any]:
     """``(signature, value)`` of an entry's bytes; ``ValueError`` when they are not an entry of this format."""
     if len(data) < _HEADER.size:
         raise ValueError("shorter than its header")
     magic, fmt, major, minor, length, digest = _HEADER.unpack_from(data)
     if magic != MAGIC or fmt != FORMAT or (major, minor) != sys.version_info[:2]:
-        raise ValueError("another format")
+        raise _OtherFormat("another format")
     payload = memoryview(data)[_HEADER.size:]
     if length != len(payload) or hashlib.sha256(payload).digest() != digest:
         raise ValueError("its length or checksum is not its header's")
@@ -183,6 +188,8 @@ def _read(path: Path, signature: Signature) -> tuple[bool, Any]:
         if data is None:
             return False, None
         found, value = _decode_entry(data)
+    except _OtherFormat:
+        return False, None
     except Exception as exc:  # noqa: BLE001 - any failure to read an entry is a damaged entry: derived again
         _warn(path, f"{exc or type(exc).__name__}; derived again")
         return False, None
