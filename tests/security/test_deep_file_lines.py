@@ -72,3 +72,21 @@ def test_a_bad_function_in_a_bfcl_json_lines_file_names_its_line(tmp_path: Path)
     bad = {"name": "g", "description": "d", "parameters": {"type": "dict", "properties": {"x": _nested(65, {"type": "string"})}}}
     path.write_text(json.dumps(good) + "\n\n" + json.dumps(bad) + "\n")
     assert _problem_line(path) == 3
+
+
+@pytest.mark.parametrize("suffix", ["yaml", "jsonl"])
+def test_an_integer_of_more_digits_than_python_reads_is_a_file_line_error(suffix: str, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / f"t.{suffix}"
+    digits = "1" + "0" * 5000
+    if suffix == "yaml":
+        path.write_text(f"- id: a\n  query: q\n  answer: x\n- id: b\n  query: q\n  answer: {{type: number, value: {digits}}}\n")
+    else:
+        path.write_text(json.dumps({"id": "a", "query": "q", "answer": "x"}) + "\n"
+                        + '{"id": "b", "query": "q", "answer": {"type": "number", "value": ' + digits + "}}\n")
+    capsys.readouterr()
+    assert main(["run", "taskfile", "--tasks", str(path), "--model", "oracle", "--run-dir", str(tmp_path / "r"),
+                 "--no-progress"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"{path}:{6 if suffix == 'yaml' else 2}: an integer of 5001 digits" in err, err[-500:]
+    assert "Traceback" not in err and not (tmp_path / "r").exists()
