@@ -132,9 +132,9 @@ def test_random_byte_flips_never_raise_nor_allocate_beyond_the_file(tmp_path: Pa
     src = tmp_path / "source.txt"
     src.write_text("the source\n")
     env = {**os.environ, "EVALS_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", FLIPS, str(src), "3000"], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", FLIPS, str(src), "1500"], env=env, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     out: Any = done.stdout.split()
-    assert out[0] == "ok" and int(out[1]) == int(out[2]) > 2900  # every damaged entry derived again, none trusted
+    assert out[0] == "ok" and int(out[1]) == int(out[2]) > 1450  # every damaged entry derived again, none trusted
     assert done.stderr.count("warning:") == 1  # once per entry
