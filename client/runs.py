@@ -14,7 +14,15 @@ here, and this is where other code imports them from.
 from client._runs.config import DEFAULT_HASH_KEYS, RunConfigMismatch, config_hash, package_version
 from client._runs.jsonl import RunDiskFull, TraceScan, append_line, iter_jsonl, utf8_lines
 from client._runs.jsonutil import canonical_json, error_info, is_transient, to_jsonable
-from client._runs.nofollow import RunFileIsLink, check_run_dir, open_run_file, refuse_link, write_run_text
+from client._runs.nofollow import (
+    RunFileIsLink,
+    check_run_dir,
+    fresh_output,
+    install_tree,
+    open_run_file,
+    refuse_link,
+    write_run_text,
+)
 from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
 from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
@@ -43,6 +51,8 @@ __all__ = [
     "append_line",
     "canonical_json",
     "check_run_dir",
+    "fresh_output",
+    "install_tree",
     "is_transient",
     "open_run_file",
     "redact_urls",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Generator
 from pathlib import Path
 from types import FrameType
@@ -26,11 +28,61 @@ def _data_dir() -> Path:
 os.environ.setdefault("EVALS_DATA_DIR", str(_data_dir()))
 
 
+_stopped_by_sigterm = False
+
+
 def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
     """SIGTERM (``timeout``, a CI job cancelled, test.sh stopped): end the session as pytest ends one
     (fixtures torn down, servers they started stopped), with one line and exit status 143."""
+    global _stopped_by_sigterm
+    _stopped_by_sigterm = True
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM kills at once
     pytest.exit("stopped by SIGTERM", returncode=128 + signal.SIGTERM)
+
+
+def _children() -> list[int]:
+    """The processes this one started that still run (from /proc; none elsewhere)."""
+    me, found = os.getpid(), []
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _stop_children(grace_s: float = 30.0) -> None:
+    """After SIGTERM: a server a helper started and had not yet handed to its fixture's teardown (it
+    was still waiting for it to be ready) is stopped too, SIGTERM first (it stops its own workers)."""
+    pids = _children()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pids and time.monotonic() < deadline:
+        for pid in list(pids):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            pids.remove(pid)
+        time.sleep(0.05)
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _stopped_by_sigterm:
+        _stop_children()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -227,17 +227,20 @@ def spec_from_mapping(
         overrides["validation"] = entry["validation"]
     if "annotations" in entry:
         overrides["annotations"] = dict(entry["annotations"])
+    schema_key = [k for k in (*INPUT_SCHEMA_KEYS, *OUTPUT_SCHEMA_KEYS) if k in entry][:1]  # a problem's line
     try:
         spec = ToolSpec.from_benchmark(raw, **overrides)
     except ValidationError as exc:
-        fail(_describe_validation_error(exc))
+        field = next((str(e["loc"][0]) for e in exc.errors() if e.get("loc") and str(e["loc"][0]) in entry), None)
+        fail(_describe_validation_error(exc), *([field] if field is not None else schema_key))
         raise SpecLoadErrors(problems) from exc
     except SchemaNormalizationError as exc:
-        fail(f"invalid schema: {exc}")
+        fail(f"invalid schema: {exc}", *schema_key)
         raise SpecLoadErrors(problems) from exc
     for note in spec.normalization_notes:
         if any(phrase in note for phrase in _DROPPED):
-            fail(f"schema: {note}; fix the schema (a spec file's schema is used as written, never loosened)")
+            fail(f"schema: {note}; fix the schema (a spec file's schema is used as written, never loosened)",
+                 *schema_key)
     if problems:
         raise SpecLoadErrors(problems)
     return spec

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,21 @@ class SafeFileLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def _too_many_digits(digits: int) -> str:
+    return f"an integer of {digits} digits (Python reads at most {sys.get_int_max_str_digits()})"
+
+
+def _construct_int(loader: SafeFileLoader, node: yaml.ScalarNode) -> Any:
+    """YAML's int, or a refusal at its line for one of more digits than Python converts."""
+    try:
+        return yaml.SafeLoader.construct_yaml_int(loader, node)
+    except ValueError:
+        raise _Refused(_too_many_digits(sum(c.isdigit() for c in str(node.value))), node.start_mark) from None
+
+
+SafeFileLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
 def load_yaml(text: str, path: str | Path | None = None) -> tuple[Any, yaml.Node | None]:
     """The first document of ``text`` and its composed node tree (for line numbers; ``None`` for an
     empty file), read with :class:`SafeFileLoader`.
@@ -216,6 +232,10 @@ def load_json(text: str, path: str | Path | None = None, *, line: int = 1, allow
         raise DocumentError(f"invalid JSON at line {at}, column {exc.colno}: {exc.msg}", path=path, line=at) from None
     except RecursionError:
         raise DocumentError(f"nested too deeply to read (the limit is {MAX_FILE_DEPTH} levels)", path=path, line=line) from None
+    except ValueError:  # int() of more digits than sys.get_int_max_str_digits()
+        long = re.search(rf"\d{{{sys.get_int_max_str_digits() + 1},}}", text)
+        at = line + text.count("\n", 0, long.start()) if long else line
+        raise DocumentError(_too_many_digits(len(long.group()) if long else 0), path=path, line=at) from None
     if duplicate:
         raise DocumentError(f"key {duplicate[0]!r} is given twice in one object", path=path,
                             line=line + _duplicate_line(text) - 1)

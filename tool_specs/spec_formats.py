@@ -22,9 +22,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tool_specs.errors import SpecLoadError, SpecLoadErrors
-from tool_specs.loader import SPEC_FILE_SUFFIXES, _load_file, load_spec_dir, load_spec_file, spec_from_mapping
-from tool_specs.safe_load import DocumentError, load_json
+from tool_specs.loader import (
+    SPEC_FILE_SUFFIXES,
+    _entry_nodes,
+    _load_file,
+    _node_at,
+    load_spec_dir,
+    load_spec_file,
+    spec_from_mapping,
+)
+from tool_specs.safe_load import DocumentError, load_json, load_yaml
 from tool_specs.spec import ToolSpec
 
 __all__ = ["TOOL_FILE_SUFFIXES", "detect_tool_format", "load_tool_dir", "load_tool_file"]
@@ -110,6 +120,32 @@ def _read(path: Path) -> Any:
         raise SpecLoadError(exc.problem, path=path, line=exc.line) from None
 
 
+def _item_nodes(path: Path, count: int) -> list[yaml.Node | None]:
+    """The YAML node of each tool of a ``.json`` file (its problems get their lines from them; a JSON
+    document is YAML too), or Nones (a ``.jsonl`` file: each tool's line is its line number)."""
+    if path.suffix.lower() == ".json":
+        try:
+            nodes: list[yaml.Node | None] = list(_entry_nodes(load_yaml(path.read_text(encoding="utf-8"))[1]))
+        except (DocumentError, OSError, UnicodeDecodeError):
+            nodes = []
+        if len(nodes) == count:
+            return nodes
+    return [None] * count
+
+
+def _as_entry_node(node: yaml.Node | None, kind: str) -> yaml.Node | None:
+    """``node`` seen as the entry :func:`_openai_entry` / :func:`_bfcl_entry` makes of it (the keys it
+    renames), so that a problem at ``input_schema...`` finds its line under ``function.parameters...``."""
+    if kind == "openai":
+        fn, _ = _node_at(node, ["function"])
+        node = fn if isinstance(fn, yaml.MappingNode) else node
+        if isinstance(node, yaml.MappingNode):
+            renamed = [(yaml.ScalarNode(k.tag, "input_schema", k.start_mark, k.end_mark)
+                        if isinstance(k, yaml.ScalarNode) and k.value == "parameters" else k, v) for k, v in node.value]
+            return yaml.MappingNode(node.tag, renamed, node.start_mark, node.end_mark)
+    return node
+
+
 def load_tool_file(path: str | Path) -> list[ToolSpec]:
     """The tools of one file: OpenAI function tools or BFCL function docs (see the module doc), or
     a spec file of the project's own format.
@@ -130,12 +166,22 @@ def load_tool_file(path: str | Path) -> list[ToolSpec]:
     specs: list[ToolSpec] = []
     problems: list[SpecLoadError] = []  # every problem of the file, reported at once
     seen: dict[str, int] = {}
-    for index, item in enumerate(_items(document) or []):
+    items = _items(document) or []
+    nodes = _item_nodes(file, len(items))
+    jsonl_lines = [n for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1) if line.strip()] \
+        if file.suffix.lower() == ".jsonl" else []
+    for index, item in enumerate(items):
+        line = jsonl_lines[index] if index < len(jsonl_lines) else _node_at(nodes[index], [])[1]
         try:
             entry = convert(item)
-            spec = spec_from_mapping(entry, path=file, index=index, base_dir=file.parent)
+            spec = spec_from_mapping(entry, path=file, index=index, base_dir=file.parent,
+                                     node=_as_entry_node(nodes[index], kind))
         except ValueError as exc:
-            problems.append(SpecLoadError(str(exc), path=file, tool_index=index, tool_name=str(item.get("name"))))
+            problems.append(SpecLoadError(str(exc), path=file, tool_index=index, tool_name=str(item.get("name")),
+                                          line=line))
+            continue
+        except SpecLoadErrors as exc:
+            problems.extend(p if p.line is not None else _with_line(p, line) for p in exc.problems)
             continue
         except SpecLoadError as exc:
             problems.append(exc)
@@ -143,13 +189,18 @@ def load_tool_file(path: str | Path) -> list[ToolSpec]:
         if spec.name in seen:
             problems.append(SpecLoadError(f"tool name {spec.name!r} is used twice in this file (tools "
                                           f"#{seen[spec.name]} and #{index})", path=file, tool_index=index,
-                                          tool_name=spec.name))
+                                          tool_name=spec.name, line=line))
             continue
         seen[spec.name] = index
         specs.append(spec)
     if problems:
         raise SpecLoadErrors.of(problems)
     return specs
+
+
+def _with_line(problem: SpecLoadError, line: int | None) -> SpecLoadError:
+    return SpecLoadError(problem.detail, path=problem.path, tool_index=problem.tool_index, tool_name=problem.tool_name,
+                         line=line)
 
 
 def _load_any(file: Path) -> tuple[list[ToolSpec], list[SpecLoadError], list[str]]:

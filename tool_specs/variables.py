@@ -4,15 +4,17 @@ Only the braced form is a variable (a bare ``$NAME`` is left alone: ``$from`` ke
 ``NAME`` is a letter or ``_`` then letters, digits or ``_``. ``$${NAME}`` is a literal ``${NAME}``.
 Values come from a lookup (``--var`` values, then the environment, in ``evals``); a name the
 lookup does not know raises :class:`UndefinedVariable`, which the caller turns into ``FILE:LINE``.
-:func:`environment_value` reads one from the environment but refuses a name that looks like a
-secret's (``..._KEY``, ``..._TOKEN``, ``SECRET``, ``PASSWORD``...): its value would end up in
-queries, tool calls and traces.
+:func:`environment_value` reads one from the environment only when the user allows that name
+(``--allow-env NAME``): a task or scripted-model file is untrusted, and many secrets have names no
+pattern tells apart (``PGPASSWORD``, ``DATABASE_URL``); its value would end up in queries, tool calls
+and traces. A name that looks like a secret's (``..._KEY``, ``..._TOKEN``, ``SECRET``,
+``PASSWORD``...) is refused even when allowed.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 __all__ = ["VARIABLE_NAME", "SecretVariable", "UndefinedVariable", "environment_value", "expand_value",
@@ -33,7 +35,8 @@ class UndefinedVariable(KeyError):
         self.name = name
 
     def __str__(self) -> str:
-        return f"${{{self.name}}} is not defined (give --var {self.name}=VALUE or set it in the environment)"
+        return (f"${{{self.name}}} is not defined (give --var {self.name}=VALUE, or --allow-env {self.name} to read "
+                "it from the environment)")
 
 
 class SecretVariable(UndefinedVariable):
@@ -49,11 +52,12 @@ def looks_secret(name: str) -> bool:
     return bool(_SECRET.search(name))
 
 
-def environment_value(name: str, environ: Mapping[str, str]) -> str | None:
-    """``environ[name]`` (None when unset); :class:`SecretVariable` when ``name`` looks like a secret's."""
+def environment_value(name: str, environ: Mapping[str, str], allowed: Collection[str]) -> str | None:
+    """``environ[name]`` when ``name`` is one of the ``allowed`` names (None when unset or not allowed);
+    :class:`SecretVariable` when ``name`` looks like a secret's."""
     if looks_secret(name):
         raise SecretVariable(name)
-    return environ.get(name)
+    return environ.get(name) if name in allowed else None
 
 
 def variable_names(text: str) -> list[str]:

@@ -15,7 +15,8 @@ one. A request beyond the recorded turns, or for a conversation the file does no
 
 ``${NAME}`` in the file's strings (user messages, arguments, texts) is replaced by the adapter
 option ``variables`` (``--model-arg 'variables={"REPO": "/tmp/r"}'``), else the environment variable
-``NAME`` (one that looks like a secret's is refused), as in a task file; an undefined one is an
+``NAME`` when the option ``allow_env`` lists it (``--model-arg 'allow_env=["REPO"]'``; no other is
+read, and one that looks like a secret's is refused), as in a task file; an undefined one is an
 error naming the file and line. So a scripted model for a task file with variables can be
 committed next to it.
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +51,12 @@ __all__ = ["ReplayAdapter"]
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def _load_conversations(path: Path, variables: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
+def _load_conversations(path: Path, variables: Mapping[str, str], allowed: Collection[str]) -> dict[str, list[dict[str, Any]]]:
     """The assistant turns of every conversation in ``path``, by its first user message."""
     out: dict[str, list[dict[str, Any]]] = {}
 
     def lookup(name: str) -> str | None:
-        return variables[name] if name in variables else environment_value(name, os.environ)
+        return variables[name] if name in variables else environment_value(name, os.environ, allowed)
 
     for n, record in iter_jsonl(path, label="replay file "):
         try:
@@ -78,7 +79,7 @@ class ReplayAdapter:
 
     provider = "replay"
 
-    def __init__(self, path: str, *, variables: Mapping[str, Any] | None = None, **_options: Any):
+    def __init__(self, path: str, *, variables: Mapping[str, Any] | None = None, allow_env: Any = None, **_options: Any):
         self.path = Path(path).expanduser()
         if not self.path.is_file():
             raise ValueError(f"replay: no such file {str(self.path)!r} (use replay:PATH)")
@@ -86,7 +87,10 @@ class ReplayAdapter:
         self.name = self.model
         if variables is not None and not isinstance(variables, Mapping):
             raise ValueError("replay: the variables option is a JSON object of names to values")
-        self.turns = _load_conversations(self.path, {str(k): str(v) for k, v in (variables or {}).items()})
+        if allow_env is not None and not (isinstance(allow_env, list) and all(isinstance(n, str) for n in allow_env)):
+            raise ValueError("replay: the allow_env option is a JSON list of environment variable names")
+        self.turns = _load_conversations(self.path, {str(k): str(v) for k, v in (variables or {}).items()},
+                                         frozenset(allow_env or ()))
 
     def _call(self, raw: dict[str, Any], offered: set[str], turn: int, i: int) -> ToolCall:
         inner = raw.get("function")

@@ -115,8 +115,9 @@ def imported_trace(
 
 def export_run(run_path: str | Path, format_name: str, out: str | Path | None = None) -> list[Path]:
     """``evals export``: write run ``run_path``'s predictions in ``format_name`` (default: a folder
-    ``export-<format>`` inside the run directory); returns the files written."""
-    from client.runs import RunDir
+    ``export-<format>`` inside the run directory); returns the files written. They are written into a
+    fresh folder, then moved into place without following a link there (:func:`client.runs.fresh_output`)."""
+    from client.runs import RunDir, fresh_output
 
     from .registry import load_benchmark, own_options
 
@@ -127,7 +128,9 @@ def export_run(run_path: str | Path, format_name: str, out: str | Path | None = 
     bench = load_benchmark(config["benchmark"], own_options(config["benchmark"], config.get("options") or {}))
     fmt = find_format(bench, format_name)
     target = Path(out) if out is not None else run_dir.path / f"export-{format_name}"
-    return fmt.export(run_dir, target)
+    with fresh_output(target) as fresh:
+        written = fmt.export(run_dir, fresh)
+    return [target.parent / Path(f).relative_to(fresh.parent) for f in written]
 
 
 def import_predictions(

@@ -42,8 +42,18 @@ def _write(data_dir: Path, path: str, data: Any) -> None:
 
 def export_site(site: Site, out: str | Path) -> dict[str, Any]:
     """Write the site into ``out`` (created; the files it writes are replaced). Returns counts and the
-    damaged runs (left out, see :attr:`Site.damaged`)."""
+    damaged runs (left out, see :attr:`Site.damaged`). The files are written into a fresh folder, then
+    moved into place without following a link in ``out`` (:func:`client.runs.fresh_output`): ``out``
+    or a folder in it that is a link is refused, a link in place of a file is replaced."""
+    from client.runs import fresh_output
+
     out = Path(out)
+    with fresh_output(out) as fresh:
+        counts = _export_into(site, fresh)
+    return {"out_dir": str(out), "index": str(out / "index.html"), **counts, "damaged": site.damaged}
+
+
+def _export_into(site: Site, out: Path) -> dict[str, int]:
     data_dir = out / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     (out / "static").mkdir(exist_ok=True)
@@ -86,4 +96,4 @@ def export_site(site: Site, out: str | Path) -> dict[str, Any]:
                 continue
             _write(data_dir, "compare/" + ",".join(combo), data)
             counts["comparisons"] += 1
-    return {"out_dir": str(out), "index": str(out / "index.html"), **counts, "damaged": site.damaged}
+    return counts

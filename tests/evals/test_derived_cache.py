@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from evals.benchmarks.familytool import data as familytool
-from evals.core.derived_cache import FORMAT, cached_derivation, derived_cache_path, source_signature
+from evals.core.derived_cache import (
+    FORMAT,
+    MAGIC,
+    cached_derivation,
+    derived_cache_path,
+    encode_entry,
+    source_signature,
+)
 from evals.report.paper import load_paper_numbers
 from tool_specs import remember_normalizations, remembered_normalizations
 
@@ -80,9 +87,9 @@ def test_changed_code_is_derived_again(cache: Path, tmp_path: Path) -> None:
     lambda entry: entry.write_bytes(entry.read_bytes()[: len(entry.read_bytes()) // 2]),  # truncated
     lambda entry: entry.write_bytes(b"\x00garbage\xff" * 10),  # not marshal
     lambda entry: entry.write_bytes(b""),  # empty
-    lambda entry: entry.write_bytes(marshal.dumps((FORMAT + 1, *marshal.loads(entry.read_bytes())[1:]))),  # another format
-    lambda entry: entry.write_bytes(marshal.dumps(["not", "a", "tuple"])),
-    lambda entry: entry.write_bytes(marshal.dumps((FORMAT, [("/elsewhere", 1, 2, "00")], ["FORGED"]))),  # another signature
+    lambda entry: entry.write_bytes(MAGIC + (FORMAT + 1).to_bytes(2, "little") + entry.read_bytes()[6:]),  # another format
+    lambda entry: entry.write_bytes(marshal.dumps(["not", "a", "tuple"])),  # an entry of the old format
+    lambda entry: entry.write_bytes(encode_entry([("/elsewhere", 1, 2, "00")], ["FORGED"])),  # another signature
 ], ids=["truncated", "garbage", "empty", "other-format", "other-shape", "other-signature"])
 def test_a_damaged_entry_is_ignored_derived_again_and_rewritten(cache: Path, tmp_path: Path, damage: Any) -> None:
     src = tmp_path / "src.txt"
@@ -111,7 +118,7 @@ def test_an_entry_the_decoder_refuses_is_derived_again(cache: Path, tmp_path: Pa
 
     cached_derivation("lines", [src], build, decode=decode)
     entry = derived_cache_path("lines", [src])
-    entry.write_bytes(marshal.dumps((FORMAT, source_signature([src]), [1, 2])))  # a valid entry of a wrong value
+    entry.write_bytes(encode_entry(source_signature([src]), [1, 2]))  # a valid entry of a wrong value
     assert cached_derivation("lines", [src], build, decode=decode) == ["A"]
     assert len(calls) == 2
 
@@ -171,7 +178,9 @@ def test_familytool_tool_specs_are_the_same_from_the_cache_and_from_a_damaged_on
     entries = sorted((cache / "derived").glob("familytool-b-schemas-*.marshal"))
     assert len(entries) == 1
     assert specs() == first  # the normalisations from the cache
-    entries[0].write_bytes(marshal.dumps((FORMAT, marshal.loads(entries[0].read_bytes())[1], (["x"], []))))
+    from evals.core.derived_cache import _decode_entry
+
+    entries[0].write_bytes(encode_entry(_decode_entry(entries[0].read_bytes())[0], (["x"], [])))
     assert specs() == first  # an entry remember_normalizations refuses: normalised again
     assert json.loads(first)[0]["input_schema"]["type"] == "object"
 

@@ -42,6 +42,14 @@ def _start(*extra: str) -> Served:
         [sys.executable, "-m", "evals.cli", "serve", "--port", "0", "--benchmarks", "familytool-b", "--workers", "2", *extra],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env={**os.environ, "COLUMNS": "500"},
     )
+    try:  # the stop is in place before the wait: SIGTERM (pytest.exit) while it starts leaves no process behind
+        return _wait_started(proc)
+    except BaseException:
+        _stop(Served(proc, "", []))
+        raise
+
+
+def _wait_started(proc: subprocess.Popen[str]) -> Served:
     assert proc.stderr is not None
     deadline = time.monotonic() + START_TIMEOUT_S
     lines: list[str] = []
@@ -60,7 +68,6 @@ def _start(*extra: str) -> Served:
                     return served
                 except httpx2.HTTPError:
                     time.sleep(0.1)
-    proc.kill()
     raise AssertionError(f"evals serve --workers 2 did not start: {''.join(lines)[-2000:]}")
 
 

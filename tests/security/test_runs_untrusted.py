@@ -98,15 +98,19 @@ def _free_port() -> int:
 def _serve(port: int) -> subprocess.Popen[bytes]:
     server = subprocess.Popen([sys.executable, "-m", "evals.cli", "serve", "--port", str(port), "--benchmark", "familytool-b"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ))
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return server
-        assert server.poll() is None, "evals serve exited"
-        time.sleep(0.2)
-    server.kill()
-    raise AssertionError("evals serve did not start")
+    try:  # the stop is in place before the wait: SIGTERM (pytest.exit) while it starts leaves no server behind
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    return server
+            assert server.poll() is None, "evals serve exited"
+            time.sleep(0.2)
+        raise AssertionError("evals serve did not start")
+    except BaseException:
+        server.kill()
+        server.wait(timeout=30)
+        raise
 
 
 def test_a_dropped_tool_server_connection_is_transient_and_rerun_on_resume(data_dir, tmp_path):

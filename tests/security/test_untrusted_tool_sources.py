@@ -145,7 +145,8 @@ def test_a_ref_in_an_openai_format_spec_file_is_refused_at_load_and_never_fetche
     with pytest.raises(SpecLoadError) as refused:
         load_tool_file(spec)
     message = str(refused.value)
-    assert message.startswith(f"{spec}: tool #0 ('lookup'): ") and url in message and "only local references" in message
+    line = next(n for n, text in enumerate(spec.read_text().splitlines(), 1) if '"$ref"' in text)
+    assert message.startswith(f"{spec}:{line}: tool #0 ('lookup'): ") and url in message and "only local references" in message
     assert hits == []
 
 

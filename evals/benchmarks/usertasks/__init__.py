@@ -38,6 +38,12 @@ def _var(v: str | None) -> str | None:
     return var_problem(v)
 
 
+def _allow_env(v: str | None) -> str | None:
+    from .variables import allow_env_problem
+
+    return allow_env_problem(v)
+
+
 def _dir(v: str | None) -> str | None:
     return None if v is None or Path(v).is_dir() else f"no such directory: {v}"
 
@@ -62,8 +68,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("replay", str, None, "answer the MCP servers' tools from a recording made with --record (no server "
            "is started)", check=_file, metavar="FILE"),
     Option("var", str, None, "a value for ${NAME} in the task file and the MCP servers' command lines and URLs "
-           "(repeatable; a name not given is read from the environment, and config.json records only its name and "
-           "a SHA-256 of its value)", check=_var, metavar="NAME=VALUE", multiple=True),
+           "(repeatable)", check=_var, metavar="NAME=VALUE", multiple=True),
+    Option("allow_env", str, None, "let ${NAME} not given by --var be read from the environment variable NAME "
+           "(repeatable; no other is read; config.json records only its name and a SHA-256 of its value)",
+           check=_allow_env, metavar="NAME", multiple=True),
     Option("matcher", str, "rule", "how a call is matched to a gold call: rule (equal after type normalisation), "
            "response (then: the same response from a deterministic tool), llm (then: the judge, --judge)",
            choices=("rule", "response", "llm")),

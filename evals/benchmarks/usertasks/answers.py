@@ -105,6 +105,14 @@ def oracle_answer(spec: Mapping[str, Any]) -> str:
     return ""
 
 
+def _finite(value: Any) -> bool:
+    """Is ``value`` a number a float holds (an integer of 400 digits is not: ``float`` overflows)?"""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def answer_problem(spec: Mapping[str, Any]) -> tuple[str | None, str] | None:
     """What is wrong with an answer spec that the schema accepts (a bad pattern, a value or tolerance
     that is not finite, an example that fails), as ``(the field at fault or None, message)``."""
@@ -113,10 +121,10 @@ def answer_problem(spec: Mapping[str, Any]) -> tuple[str | None, str] | None:
             pattern_groups(spec["pattern"])
         except ValueError as exc:
             return "pattern", f"bad pattern: {exc}"
-    if spec["type"] == "number" and not math.isfinite(float(spec["value"])):
-        return "value", "value must be a finite number"
-    if spec["type"] == "number" and not math.isfinite(float(spec.get("tolerance", DEFAULT_TOLERANCE))):
-        return "tolerance", "tolerance must be a finite number"
+    if spec["type"] == "number" and not _finite(spec["value"]):
+        return "value", "value must be a finite number (within ±1.8e308)"
+    if spec["type"] == "number" and not _finite(spec.get("tolerance", DEFAULT_TOLERANCE)):
+        return "tolerance", "tolerance must be a finite number (within ±1.8e308)"
     try:
         if "example" in spec and spec["type"] != "judge" and not match_answer(spec, str(spec["example"])):
             return "example", f"the example {spec['example']!r} does not satisfy the answer spec itself"

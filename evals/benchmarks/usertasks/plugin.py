@@ -99,7 +99,7 @@ class UserTasksBenchmark:
         self.info = info
         self.name = info.name
         self.options = options
-        self.variables = TaskVariables(options.get("var"))
+        self.variables = TaskVariables(options.get("var"), allowed=options.get("allow_env"))
         # without a task file (``evals serve --benchmark``) it has no tasks and serves nothing; a run refuses
         tasks, problems = read_task_file(options["tasks"], self.variables) if options.get("tasks") else ([], [])
         self.tasks: dict[str, Task] = {t.id: t for t in tasks}

@@ -1,5 +1,7 @@
 """The variables of a task-file run: ``${NAME}`` in the task file and the MCP servers' command lines
-takes its value from ``--var NAME=VALUE`` (repeatable), else from the environment.
+takes its value from ``--var NAME=VALUE`` (repeatable), else from the environment when the name is
+allowed with ``--allow-env NAME`` (repeatable; no other environment variable is read: a task file is
+untrusted and could name ``PGPASSWORD`` or ``DATABASE_URL``).
 
 What the run's ``config.json`` records: a ``--var`` value as given (it is one of the options), and
 for a variable read from the environment only its name and the SHA-256 of its value (under
@@ -18,7 +20,7 @@ from typing import Any
 
 from tool_specs import VARIABLE_NAME, environment_value, looks_secret
 
-__all__ = ["TaskVariables", "var_problem"]
+__all__ = ["TaskVariables", "allow_env_problem", "var_problem"]
 
 
 def var_problem(text: str | None) -> str | None:
@@ -36,10 +38,18 @@ def var_problem(text: str | None) -> str | None:
     return None
 
 
-class TaskVariables:
-    """``--var`` values, then the environment; remembers which environment variables were read."""
+def allow_env_problem(name: str | None) -> str | None:
+    """What is wrong with one ``--allow-env`` name, or None."""
+    if name is None or VARIABLE_NAME.match(name):
+        return None
+    return f"{name!r} is not a variable name (a letter or _, then letters, digits or _)"
 
-    def __init__(self, given: Sequence[str] | None, environ: Mapping[str, str] | None = None):
+
+class TaskVariables:
+    """``--var`` values, then the environment variables named in ``allowed``; remembers which were read."""
+
+    def __init__(self, given: Sequence[str] | None, environ: Mapping[str, str] | None = None,
+                 allowed: Sequence[str] | None = None):
         self.given: dict[str, str] = {}
         for item in given or ():
             name, _, value = item.partition("=")
@@ -47,12 +57,13 @@ class TaskVariables:
                 raise ValueError(f"--var {name} is given twice, with different values")
             self.given[name] = value
         self.environ = os.environ if environ is None else environ
+        self.allowed = frozenset(allowed or ())
         self.from_environment: dict[str, str] = {}
 
     def __call__(self, name: str) -> str | None:
         if name in self.given:
             return self.given[name]
-        value = environment_value(name, self.environ)  # SecretVariable: a secret-like name is refused
+        value = environment_value(name, self.environ, self.allowed)  # SecretVariable: a secret-like name is refused
         if value is not None:
             self.from_environment[name] = value
         return value

@@ -154,7 +154,8 @@ def test_git_server_example_with_a_path_variable_oracle_and_scripted_replay_mode
 
     # the scripted model's file uses ${REPO} too; here both take it from the environment
     monkeypatch.setenv("REPO", str(repo))
-    scripted_run = evals_json(capsys, "run", "taskfile", *tasks, *GIT_SERVER, "--model", f"replay:{GIT / 'git_mistakes.jsonl'}",
+    scripted_run = evals_json(capsys, "run", "taskfile", *tasks, *GIT_SERVER, "--allow-env", "REPO",
+                              "--model", f"replay:{GIT / 'git_mistakes.jsonl'}", "--model-arg", 'allow_env=["REPO"]',
                               "--run-dir", str(tmp_path / "scripted"), "--no-progress", "--json")
     assert metrics(scripted_run) == GIT_EXPECTED
     config = json.loads((tmp_path / "scripted" / "config.json").read_text())

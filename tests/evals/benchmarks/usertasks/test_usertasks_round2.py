@@ -106,7 +106,7 @@ def test_variables_substitute_from_var_and_environment_and_config_records_a_dige
     assert tasks[1].query == "Literal ${PLACE} stays."
     capsys.readouterr()
     assert main(["run", "taskfile", "--tasks", str(path), "--tools-dir", str(TOOLS), "--var", "PLACE=restaurant_0001",
-                 "--model", "oracle", "--run-dir", str(tmp_path / "run"), "--no-progress", "--json"]) == 0
+                 "--allow-env", "N", "--model", "oracle", "--run-dir", str(tmp_path / "run"), "--no-progress", "--json"]) == 0
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert config["options"]["var"] == ["PLACE=restaurant_0001"]
     assert config["variables"] == {"PLACE": {"from": "--var", "value": "restaurant_0001"},
