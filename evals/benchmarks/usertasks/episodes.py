@@ -60,12 +60,12 @@ async def harness_call(tools: Mapping[str, ToolSpec], task_id: str, name: str, a
 
 def _copy(files: Sequence[tuple[str, str]], folder: Path) -> None:
     for src, dest in files:
-        target = folder / dest
+        target = folder / dest  # "." (a folder's content into the episode's folder) is the folder itself
         target.parent.mkdir(parents=True, exist_ok=True)
         if Path(src).is_dir():
             shutil.copytree(src, target, symlinks=True, dirs_exist_ok=True)
         else:
-            shutil.copy2(src, target, follow_symlinks=False)
+            shutil.copy2(src, target / Path(src).name if target.is_dir() else target, follow_symlinks=False)
 
 
 class EpisodeWorld:

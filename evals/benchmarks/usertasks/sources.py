@@ -51,7 +51,7 @@ def spec_file_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
 
 def _relative(text: str, base: Path | None) -> str:
     """``./x`` and ``../x`` made absolute against ``base`` (the config file's folder); anything else as it is."""
-    if base is None or not (text.startswith(("./", "../")) or text in (".", "..")):
+    if base is None or not text.startswith(("./", "../")):
         return text
     return str((base / text).resolve())
 

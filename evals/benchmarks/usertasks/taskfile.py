@@ -284,7 +284,7 @@ def _setup_files(raw: Mapping[str, Any], base: Path) -> list[tuple[tuple[Any, ..
         where: tuple[Any, ...] = ("setup", "files", i)
         if not path.exists():
             out.append((where, f"no such file or folder: {path}"))
-        elif dest.is_absolute() or ".." in dest.parts or str(dest) in ("", "."):
+        elif dest.is_absolute() or ".." in dest.parts:
             out.append((where, f"'to' must be a relative path inside ${{EPISODE_DIR}}, got {str(dest)!r}"))
         else:
             out.append((where, (str(path), dest.as_posix())))
