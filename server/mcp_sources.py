@@ -17,7 +17,7 @@ from typing import Any
 
 from tool_specs import DocumentError, load_json, redact_urls
 
-__all__ = ["McpSource", "McpSourceError", "load_mcp_config", "parse_mcp_server"]
+__all__ = ["McpSource", "McpSourceError", "load_mcp_config", "parse_mcp_server", "parse_mcp_servers"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -132,10 +132,15 @@ def load_mcp_config(path: str | Path) -> list[McpSource]:
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     if not isinstance(servers, Mapping) or not servers:
         raise McpSourceError(f"{p}: expected {{\"mcpServers\": {{NAME: {{command|url, ...}}}}}} with at least one server")
+    return parse_mcp_servers(servers, f"{p}: mcpServers")
+
+
+def parse_mcp_servers(servers: Mapping[str, Any], where_all: str) -> list[McpSource]:
+    """The servers of an ``mcpServers`` mapping (``where_all`` names it in errors: ``FILE: mcpServers``)."""
     out: list[McpSource] = []
     allowed = {"command", "args", "env", "cwd", "url", "headers", "bearer_token_env", "timeout", "type", "per_episode"}
     for name, entry in servers.items():
-        where = f"{p}: mcpServers.{name}"
+        where = f"{where_all}.{name}"
         if not isinstance(entry, Mapping):
             raise McpSourceError(f"{where}: must be an object")
         unknown = sorted(set(entry) - allowed)
@@ -156,5 +161,5 @@ def load_mcp_config(path: str | Path) -> list[McpSource]:
                 token_env=entry.get("bearer_token_env"), timeout=float(timeout), per_episode=bool(entry.get("per_episode")),
             ))
         except McpSourceError as exc:
-            raise McpSourceError(f"{p}: {exc}") from None
+            raise McpSourceError(f"{where_all.rsplit(': ', 1)[0]}: {exc}") from None
     return out

@@ -4,7 +4,7 @@
   docs; ``tool_specs.load_tool_dir``);
 * ``--kg FILE``: a KG triple file (one ``['head', 'relation', 'tail']`` per line), built into a
   private Kuzu database and served as the KG tools (``kg_neighbors``, ``kg_search_path``, ...);
-* ``--mcp-server CMD|URL`` and ``--mcp-config FILE``: MCP servers whose tools are listed at start
+* ``--mcp-server CMD|URL``, ``--mcp-config FILE`` and a YAML task file's ``servers``: MCP servers whose tools are listed at start
   and reached through our server (``server.upstream``); ``--record FILE`` appends each real
   response to a recording, ``--replay FILE`` answers from one with no server started
   (``server.recording``).
@@ -12,8 +12,8 @@
 Two sources may not offer the same tool name (the error names both). ``${NAME}`` variables are
 expanded in the MCP servers' command lines, arguments, working directories, ``env`` values and URLs
 (not in headers); in ``env`` a secret-like name is read from the environment and recorded nowhere.
-In an ``--mcp-config`` entry, a ``cwd``, argument or ``env`` value that starts with ``./`` or ``../``
-is a path relative to the config file's folder. A stdio server whose settings name
+In an ``--mcp-config`` entry or a task file's ``servers``, a ``cwd``, argument or ``env`` value that starts
+with ``./`` or ``../`` is a path relative to the folder of the file that declares it. A stdio server whose settings name
 ``${EPISODE_DIR}`` (or every stdio server, with ``--fresh-servers``; or one whose entry says
 ``per_episode``) is started afresh for every episode (``server.upstream.EpisodeServers``).
 """
@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from server import KGConfig, kg_tools
-from server.mcp_sources import McpSource, load_mcp_config, parse_mcp_server
+from server.mcp_sources import McpSource, load_mcp_config, parse_mcp_server, parse_mcp_servers
 from server.recording import CallRecording, read_recording, replay_specs
 from server.upstream import open_sources
 from tool_specs import SpecLoadError, ToolSpec, UndefinedVariable, expand_variables, load_tool_dir
 
+from .taskfile import task_file_servers
 from .variables import EPISODE_MARK, names_episode_dir
 
 __all__ = ["mcp_sources", "open_tools", "spec_file_tools"]
@@ -90,6 +91,11 @@ def mcp_sources(options: Mapping[str, Any], variables: Callable[[str], str | Non
         base = Path(options["mcp_config"]).resolve().parent
         out = [_expanded(s, lookup, f"--mcp-config {options['mcp_config']}", base=base, env_lookup=env_lookup, fresh=fresh)
                for s in load_mcp_config(options["mcp_config"])]
+    declared = task_file_servers(options["tasks"]) if options.get("tasks") else {}
+    if declared:
+        base = Path(options["tasks"]).resolve().parent
+        out += [_expanded(s, lookup, f"{options['tasks']}: servers", base=base, env_lookup=env_lookup, fresh=fresh)
+                for s in parse_mcp_servers(declared, f"{options['tasks']}: servers")]
     if options.get("mcp_server"):
         try:
             text = expand_variables(options["mcp_server"], lookup)

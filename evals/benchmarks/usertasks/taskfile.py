@@ -38,7 +38,7 @@ from .checks import expectation_problem
 from .variables import fill_episode_dir, names_episode_dir
 
 __all__ = ["SCHEMA_PATH", "GoldCall", "Task", "TaskFileError", "Variables", "is_reference", "load_task_file",
-           "problem_line", "read_task_file", "references", "task_schema", "tool_problems"]
+           "problem_line", "read_task_file", "references", "task_file_servers", "task_schema", "tool_problems"]
 
 Variables = Callable[[str], "str | None"]
 """A variable's value by name (``None``: not defined)."""
@@ -198,9 +198,13 @@ def _read(path: Path) -> tuple[list[tuple[Any, dict[tuple[Any, ...], int]]], lis
     _yaml_lines(node, (), lines)
     prefix: tuple[Any, ...] = ()
     if isinstance(document, Mapping) and "tasks" in document:
-        extra = sorted(set(document) - {"tasks"})
+        extra = sorted(set(document) - {"tasks", "servers"})
         if extra:
-            problems.append(f"{path}:1: a file with a 'tasks' list holds nothing else, but it also has {', '.join(map(str, extra))}")
+            problems.append(f"{path}:1: a file with a 'tasks' list holds only 'servers' besides, but it also has "
+                            f"{', '.join(map(str, extra))}")
+        if "servers" in document and not (isinstance(document["servers"], Mapping) and document["servers"]):
+            problems.append(f"{path}:{_line(lines, ('servers',))}: servers: expected a mapping NAME: {{command, args, env, "
+                            "cwd, per_episode}} or {url, headers, bearer_token_env}, with at least one server")
         document, prefix = document["tasks"], ("tasks",)
     if not isinstance(document, list):
         return [], [*problems, f"{path}:1: expected a list of tasks (or {{tasks: [...]}}), got {type(document).__name__}"]
@@ -409,6 +413,20 @@ def read_task_file(path: str | Path, variables: Variables | None = None) -> tupl
     if not items and not problems:
         problems.append(f"{p}:1: the task file holds no tasks")
     return tasks, sorted(problems, key=problem_line)
+
+
+def task_file_servers(path: str | Path) -> dict[str, Any]:
+    """The MCP servers a YAML task file declares (``{servers: {NAME: {...}}, tasks: [...]}``, each server as an
+    entry of ``mcpServers``); ``{}`` when it declares none (a JSON Lines file never does)."""
+    p = Path(path)
+    if p.suffix.lower() in (".jsonl", ".ndjson") or not p.is_file():
+        return {}
+    try:
+        document, _node = load_yaml(p.read_text(encoding="utf-8"), p)
+    except (DocumentError, OSError, UnicodeDecodeError):
+        return {}  # read_task_file reports it
+    servers = document.get("servers") if isinstance(document, Mapping) and "tasks" in document else None
+    return dict(servers) if isinstance(servers, Mapping) else {}
 
 
 def load_task_file(path: str | Path, variables: Variables | None = None) -> list[Task]:

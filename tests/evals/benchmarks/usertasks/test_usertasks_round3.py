@@ -274,3 +274,19 @@ def test_checks_expectations_and_task_file_problems(tmp_path: Path) -> None:
     from jsonschema import Draft202012Validator
 
     Draft202012Validator(task_schema()).validate(TASKS[0])
+
+
+def test_a_yaml_task_file_declares_its_servers_with_env_and_paths_relative_to_it(tmp_path: Path, capsys) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "notes.json").write_text(json.dumps(DATA))
+    path = tmp_path / "tasks.yaml"
+    path.write_text(yaml.safe_dump({
+        "servers": {"notes": {"command": sys.executable, "args": [NOTES_SERVER], "env": {"NOTES_FILE": "./data/${WHICH}.json"}}},
+        "tasks": [{k: v for k, v in t.items() if k != "setup"} for t in TASKS if t["id"] == "r1"]}, sort_keys=False))
+    summary = evals_json(capsys, "run", "taskfile", "--tasks", str(path), "--var", "WHICH=notes", "--model", "oracle",
+                         "--run-dir", str(tmp_path / "r"), "--no-progress", "--json")
+    assert summary["metrics"]["answer_accuracy"] == 100.0 and "oracle_failures" not in summary["metrics"]
+    path.write_text(path.read_text().replace("servers:", "servers: 3\nnope:"))
+    capsys.readouterr()
+    assert main(["run", "taskfile", "--tasks", str(path), "--model", "oracle", "--run-dir", str(tmp_path / "r2"), "--no-progress"]) == 2
+    assert "holds only 'servers' besides, but it also has nope" in capsys.readouterr().err
