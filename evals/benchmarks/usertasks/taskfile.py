@@ -278,18 +278,57 @@ def _expand(raw: Any, variables: Variables | None) -> tuple[Any, list[tuple[tupl
     return out, problems
 
 
+MAX_SETUP_FILES = 10_000
+MAX_SETUP_BYTES = 256 << 20
+"""At most this many files and bytes are copied into one episode's folder (a task file is untrusted)."""
+
+
+@cache
+def _tree_size(path: str, base: str) -> tuple[int, int, str | None]:
+    """(files, bytes, a symbolic link under ``path`` that points outside ``base``, or None); links are counted
+    as files of their own, never followed; the walk stops past the bounds."""
+    root = Path(path)
+    if not root.is_dir():
+        return 1, root.lstat().st_size, None
+    files = size = 0
+    for item in root.rglob("*"):
+        if item.is_symlink() and not item.resolve().is_relative_to(base):
+            return files, size, str(item)
+        if item.is_symlink() or item.is_file():
+            files += 1
+            size += item.lstat().st_size
+            if files > MAX_SETUP_FILES or size > MAX_SETUP_BYTES:
+                break
+    return files, size, None
+
+
 def _setup_files(raw: Mapping[str, Any], base: Path) -> list[tuple[tuple[Any, ...], str | tuple[str, str]]]:
-    """Each of ``setup.files`` as ``(where, (absolute source, destination))``, or ``(where, problem)``."""
+    """Each of ``setup.files`` as ``(where, (absolute source, destination))``, or ``(where, problem)``: a
+    source must lie inside the task file's folder (symbolic links resolved: a task file cannot have a
+    file of yours copied where a model reads it), and all of a task's files stay within the bounds."""
     out: list[tuple[tuple[Any, ...], str | tuple[str, str]]] = []
+    files = size = 0
+    base = base.resolve()
     for i, item in enumerate((raw.get("setup") or {}).get("files") or []):
         src = item if isinstance(item, str) else item["from"]
         path = (base / src).resolve()
         dest = Path(path.name if isinstance(item, str) else item.get("to", path.name))
         where: tuple[Any, ...] = ("setup", "files", i)
+        if not path.is_relative_to(base):
+            out.append((where, f"{src!r} is outside the task file's folder {base}; set-up files come from beside the task file"))
+            continue
         if not path.exists():
             out.append((where, f"no such file or folder: {path}"))
-        elif dest.is_absolute() or ".." in dest.parts:
+            continue
+        if dest.is_absolute() or ".." in dest.parts:
             out.append((where, f"'to' must be a relative path inside ${{EPISODE_DIR}}, got {str(dest)!r}"))
+            continue
+        more_files, more_bytes, link = _tree_size(str(path), str(base))
+        files, size = files + more_files, size + more_bytes
+        if link is not None:
+            out.append((where, f"{link} is a symbolic link to a place outside the task file's folder"))
+        elif files > MAX_SETUP_FILES or size > MAX_SETUP_BYTES:
+            out.append((where, f"the task's set-up files pass the bounds ({MAX_SETUP_FILES} files, {MAX_SETUP_BYTES >> 20} MiB)"))
         else:
             out.append((where, (str(path), dest.as_posix())))
     return out

@@ -276,6 +276,38 @@ def test_checks_expectations_and_task_file_problems(tmp_path: Path) -> None:
     Draft202012Validator(task_schema()).validate(TASKS[0])
 
 
+def test_set_up_files_come_from_the_task_files_folder_within_bounds(tmp_path: Path, monkeypatch) -> None:
+    """A task file is untrusted: it cannot have a file of yours (outside its folder, or through a link)
+    copied where a model reads it, nor copy without end."""
+    from evals.benchmarks.usertasks import taskfile
+
+    (tmp_path / "secret.txt").write_text("s3cret")
+    (tmp_path / "case" / "data").mkdir(parents=True)
+    (tmp_path / "case" / "data" / "a.txt").write_text("a")
+    (tmp_path / "case" / "linked").mkdir()
+    (tmp_path / "case" / "linked" / "key").symlink_to(tmp_path / "secret.txt")
+    (tmp_path / "case" / "big").mkdir()
+    for i in range(5):
+        (tmp_path / "case" / "big" / f"{i}.bin").write_bytes(b"x" * 100)
+    monkeypatch.setattr(taskfile, "MAX_SETUP_BYTES", 300)
+    taskfile._tree_size.cache_clear()
+    path = tmp_path / "case" / "t.yaml"
+    path.write_text(yaml.safe_dump([
+        {"id": "a", "query": "q", "answer": "x", "setup": {"files": ["../secret.txt", str(tmp_path / "secret.txt")]}},
+        {"id": "b", "query": "q", "answer": "x", "setup": {"files": ["linked"]}},
+        {"id": "c", "query": "q", "answer": "x", "setup": {"files": ["big"]}},
+        {"id": "d", "query": "q", "answer": "x", "setup": {"files": ["data", {"from": "data/a.txt", "to": "b/c.txt"}]}},
+    ], sort_keys=False))
+    tasks, problems = read_task_file(path)
+    text = "\n".join(problems)
+    assert text.count("is outside the task file's folder") == 2
+    assert "task 'b': setup.files[0]: " + str(tmp_path / "case" / "linked" / "key") + " is a symbolic link to a place outside" in text
+    assert "task 'c': setup.files[0]: the task's set-up files pass the bounds" in text
+    assert [t.id for t in tasks] == ["d"] and tasks[0].setup_files == (
+        (str(tmp_path / "case" / "data"), "data"), (str(tmp_path / "case" / "data" / "a.txt"), "b/c.txt"))
+    taskfile._tree_size.cache_clear()
+
+
 def test_a_yaml_task_file_declares_its_servers_with_env_and_paths_relative_to_it(tmp_path: Path, capsys) -> None:
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "notes.json").write_text(json.dumps(DATA))
