@@ -11,6 +11,7 @@ tools can give the gold (scoring fails it otherwise, and says why: :mod:`.scorin
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -110,6 +111,9 @@ class UserTasksBenchmark:
         mcp_sources(options, self.variables)  # a bad --mcp-server / --mcp-config fails here, before anything runs
         self._spec_tools: dict[str, ToolSpec] | None = None
         self._world: EpisodeWorld | None = None  # the tools as mounts() opened them, for the harness's calls
+        # the trials of one task (--epochs) take turns when the task has a world: its per-episode servers
+        # and the harness's calls are found by the task's id
+        self._turns: dict[str, asyncio.Lock] = {}
         if problems:  # every problem at once: the task file's, and its tool names against the sources
             raise TaskFileError(Path(options["tasks"]), sorted([*problems, *self._tool_name_problems(tasks)], key=problem_line))
 
@@ -182,8 +186,11 @@ class UserTasksBenchmark:
                 raise ValueError("set-up calls, state checks, ${EPISODE_DIR} and servers started per episode need the "
                                  "tool server the run starts itself (--transport memory or http, no --server-process)")
             world = EpisodeWorld([])
-        async with world.open(self.tasks[task_id]) as (folder, setup):
-            task = self.tasks[task_id].in_folder(folder)
+        written = self.tasks[task_id]
+        has_world = bool(world.servers or written.needs_episode_dir or written.setup_calls or written.checks)
+        turn = self._turns.setdefault(task_id, asyncio.Lock()) if has_world else contextlib.nullcontext()
+        async with turn, world.open(written) as (folder, setup):
+            task = written.in_folder(folder)
             outcome = await self._play(env, task, recorder)
             if task.checks:
                 outcome.data["checks"] = await world.check(task)
