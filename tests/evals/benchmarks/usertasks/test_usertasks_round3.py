@@ -325,3 +325,17 @@ def test_a_yaml_task_file_declares_its_servers_with_env_and_paths_relative_to_it
     capsys.readouterr()
     assert main(["run", "taskfile", "--tasks", str(path), "--model", "oracle", "--run-dir", str(tmp_path / "r2"), "--no-progress"]) == 2
     assert "holds only 'servers' besides, but it also has nope" in capsys.readouterr().err
+
+
+def test_per_episode_is_refused_where_there_are_no_episodes_or_no_process_to_start(tmp_path: Path, capsys) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"mcpServers": {"notes": {"command": sys.executable, "args": [NOTES_SERVER], "per_episode": True}}}))
+    capsys.readouterr()
+    assert main(["serve", "--mcp-config", str(config)]) == 2
+    assert "per_episode goes with `evals run taskfile`" in capsys.readouterr().err
+    config.write_text(json.dumps({"mcpServers": {"r": {"url": "http://127.0.0.1:9/mcp", "per_episode": True}}}))
+    tasks = tmp_path / "t.jsonl"
+    tasks.write_text(json.dumps({"id": "a", "query": "q", "answer": "x"}) + "\n")
+    assert main(["run", "taskfile", "--tasks", str(tasks), "--mcp-config", str(config), "--model", "oracle",
+                 "--run-dir", str(tmp_path / "r")]) == 2
+    assert "only a stdio server (a command) can be started per episode" in capsys.readouterr().err
