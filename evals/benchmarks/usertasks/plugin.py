@@ -196,8 +196,8 @@ class UserTasksBenchmark:
                 outcome.data["checks"] = await world.check(task)
         if folder is not None:
             outcome.data["episode_dir"] = folder
-        if setup:
-            outcome.data["setup"] = setup
+        if setup:  # what the set-up calls said (their text, cut), not their values: the trace stays small
+            outcome.data["setup"] = [{k: v for k, v in c.items() if k != "value"} for c in setup]
         outcome.data["oracle"] = env.is_oracle
         return outcome
 

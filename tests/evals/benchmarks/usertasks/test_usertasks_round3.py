@@ -267,6 +267,7 @@ def test_checks_expectations_and_task_file_problems(tmp_path: Path) -> None:
         {"id": "b", "query": "q", "answer": "x", "checks": [{"name": "t", "expect": [{"equals": 1, "pattern": "x"}]}]},
         {"id": "c", "query": "q", "answer": {"type": "normalized", "value": "x", "strict": True}},
         {"id": "d", "query": "q", "answer": "x", "setup": {"files": [{"from": "bad.yaml", "to": "../out"}]}},
+        {"id": "e", "query": "q", "answer": "x", "checks": [{"name": "t", "expect": [{"equals": 1}]}] * 51},
     ], sort_keys=False))
     _, problems = read_task_file(path)
     text = "\n".join(problems)
@@ -274,6 +275,7 @@ def test_checks_expectations_and_task_file_problems(tmp_path: Path) -> None:
     assert "task 'b': checks[0].expect[0]: give exactly one of equals, contains, pattern, number" in text
     assert "task 'c': answer.strict: strict goes with a number answer" in text
     assert "task 'd': setup.files[0]: 'to' must be a relative path" in text
+    assert "task 'e': checks: " in text and "is too long" in text  # at most 50 (a task file is untrusted)
     from jsonschema import Draft202012Validator
 
     Draft202012Validator(task_schema()).validate(TASKS[0])
