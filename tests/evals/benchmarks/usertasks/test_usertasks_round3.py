@@ -189,8 +189,9 @@ def test_fresh_servers_and_set_up_calls_give_every_episode_the_same_start(tmp_pa
     path, config = write_case(tmp_path, tasks, env={})
     fresh = run(capsys, path, config, tmp_path / "fresh", "--fresh-servers")
     assert metrics(fresh)["state_accuracy"] == 100.0 and metrics(fresh)["answer_accuracy"] == 100.0
-    # two trials of each task (--epochs 2) run at once: each still has its own server (the trials of a task take turns)
+    # two trials of each task (--epochs 2), six episodes at once: each trial has its own server (a task's trials take turns)
     trials = run(capsys, path, config, tmp_path / "trials", "--fresh-servers", "--epochs", "2", "--concurrency", "6")
+    assert metrics(trials)["state_accuracy"] == 100.0
     per_trial = scores(tmp_path / "trials")
     assert len(per_trial) == 6 and all(r["score"]["samples"]["state_accuracy"] == [1.0, 1.0] for r in per_trial.values())
     shared = run(capsys, path, config, tmp_path / "shared")
