@@ -39,7 +39,7 @@ from .http_errors import BareMCP, rpc_not_found
 from .http_modern import ModernEntry
 from .kg_tools import SEARCH_MODES, BoundExecutor, KGConfig, kg_tools
 from .loopback import bind_host, host_security, is_ip_literal, loopback_security
-from .mcp_sources import McpSource, McpSourceError, load_mcp_config, parse_mcp_server
+from .mcp_sources import McpSource, McpSourceError, load_mcp_config, parse_mcp_server, parse_mcp_servers
 from .middleware import NonObjectArgumentsMiddleware, NullInputResponsesMiddleware, RequestChecksMiddleware
 from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
@@ -56,6 +56,7 @@ from .surface import (
 )
 from .upstream import (
     UPSTREAM_UNAVAILABLE,
+    EpisodeServers,
     ProxyExecutor,
     UpstreamConnection,
     UpstreamUnavailable,
@@ -101,6 +102,7 @@ __all__ = [
     "BoundExecutor",
     "CallRecording",
     "EndpointNotFound",
+    "EpisodeServers",
     "EndpointRef",
     "HTTPLimits",
     "KGConfig",
@@ -133,6 +135,7 @@ __all__ = [
     "load_mcp_config",
     "open_sources",
     "parse_mcp_server",
+    "parse_mcp_servers",
     "read_recording",
     "replay_specs",
     "result_from_mcp",

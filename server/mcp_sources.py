@@ -17,7 +17,7 @@ from typing import Any
 
 from tool_specs import DocumentError, load_json, redact_urls
 
-__all__ = ["McpSource", "McpSourceError", "load_mcp_config", "parse_mcp_server"]
+__all__ = ["McpSource", "McpSourceError", "load_mcp_config", "parse_mcp_server", "parse_mcp_servers"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
@@ -34,7 +34,9 @@ class McpSource:
     and a bearer token read from the variable ``token_env``) over streamable HTTP.
 
     A stdio server inherits only the MCP SDK's safe subset of this process's environment (``PATH``,
-    ``HOME``...) plus ``env``, as assistant clients start them."""
+    ``HOME``...) plus ``env``, as assistant clients start them. ``per_episode``: a stdio server
+    started afresh for every episode (:class:`server.upstream.EpisodeServers`); ``folder_mark`` is
+    the text in its command line, ``cwd`` and ``env`` that stands for the episode's folder."""
 
     name: str
     command: str | None = None
@@ -45,6 +47,8 @@ class McpSource:
     headers: Mapping[str, str] = field(default_factory=dict)
     token_env: str | None = None
     timeout: float = 60.0
+    per_episode: bool = False
+    folder_mark: str | None = None
 
     def __post_init__(self) -> None:
         if not _NAME_RE.match(self.name):
@@ -55,12 +59,29 @@ class McpSource:
             raise McpSourceError(f"MCP server {self.name!r}: url must start with http:// or https://, got {redact_urls(self.url)!r}")
         if self.timeout <= 0:
             raise McpSourceError(f"MCP server {self.name!r}: timeout must be positive")
+        if self.per_episode and self.command is None:
+            raise McpSourceError(f"MCP server {self.name!r}: only a stdio server (a command) can be started per "
+                                 "episode; a remote server cannot be reset by the run")
+
+    def in_folder(self, folder: str) -> McpSource:
+        """The source with its folder mark replaced by ``folder`` (in the command, args, cwd and env)."""
+        mark = self.folder_mark
+        if not mark:
+            return self
+
+        def fill(text: str) -> str:
+            return text.replace(mark, folder)
+
+        return McpSource(self.name, command=None if self.command is None else fill(self.command),
+                         args=tuple(fill(a) for a in self.args), env={k: fill(v) for k, v in self.env.items()},
+                         cwd=None if self.cwd is None else fill(self.cwd), timeout=self.timeout)
 
     def describe(self) -> str:
         """The server as a user would recognise it (no secrets: headers and tokens are left out)."""
         if self.url is not None:
             return f"{self.name} ({redact_urls(self.url)})"
-        return f"{self.name} ({shlex.join([str(self.command), *self.args])})"
+        text = shlex.join([str(self.command), *self.args])
+        return f"{self.name} ({text.replace(self.folder_mark, '<episode folder>') if self.folder_mark else text})"
 
 
 def parse_mcp_server(text: str, *, token_env: str | None = None, name: str | None = None) -> McpSource:
@@ -94,7 +115,8 @@ def _strings(value: Any, what: str) -> dict[str, str]:
 
 
 def load_mcp_config(path: str | Path) -> list[McpSource]:
-    """The servers of an ``mcpServers`` JSON file (the format assistant clients use)::
+    """The servers of an ``mcpServers`` JSON file (the format assistant clients use; ``per_episode``:
+    start this stdio server afresh for every episode)::
 
         {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
                         "mine": {"url": "https://host/mcp", "headers": {"X-Team": "a"},
@@ -110,10 +132,15 @@ def load_mcp_config(path: str | Path) -> list[McpSource]:
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     if not isinstance(servers, Mapping) or not servers:
         raise McpSourceError(f"{p}: expected {{\"mcpServers\": {{NAME: {{command|url, ...}}}}}} with at least one server")
+    return parse_mcp_servers(servers, f"{p}: mcpServers")
+
+
+def parse_mcp_servers(servers: Mapping[str, Any], where_all: str) -> list[McpSource]:
+    """The servers of an ``mcpServers`` mapping (``where_all`` names it in errors: ``FILE: mcpServers``)."""
     out: list[McpSource] = []
-    allowed = {"command", "args", "env", "cwd", "url", "headers", "bearer_token_env", "timeout", "type"}
+    allowed = {"command", "args", "env", "cwd", "url", "headers", "bearer_token_env", "timeout", "type", "per_episode"}
     for name, entry in servers.items():
-        where = f"{p}: mcpServers.{name}"
+        where = f"{where_all}.{name}"
         if not isinstance(entry, Mapping):
             raise McpSourceError(f"{where}: must be an object")
         unknown = sorted(set(entry) - allowed)
@@ -122,6 +149,8 @@ def load_mcp_config(path: str | Path) -> list[McpSource]:
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise McpSourceError(f"{where}.args must be a list of strings")
+        if not isinstance(entry.get("per_episode", False), bool):
+            raise McpSourceError(f"{where}.per_episode must be true or false")
         timeout = entry.get("timeout", 60.0)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
             raise McpSourceError(f"{where}.timeout must be a number of seconds")
@@ -129,8 +158,8 @@ def load_mcp_config(path: str | Path) -> list[McpSource]:
             out.append(McpSource(
                 str(name), command=entry.get("command"), args=tuple(args), env=_strings(entry.get("env"), f"{where}.env"),
                 cwd=entry.get("cwd"), url=entry.get("url"), headers=_strings(entry.get("headers"), f"{where}.headers"),
-                token_env=entry.get("bearer_token_env"), timeout=float(timeout),
+                token_env=entry.get("bearer_token_env"), timeout=float(timeout), per_episode=bool(entry.get("per_episode")),
             ))
         except McpSourceError as exc:
-            raise McpSourceError(f"{p}: {exc}") from None
+            raise McpSourceError(f"{where_all.rsplit(': ', 1)[0]}: {exc}") from None
     return out

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "UPSTREAM_UNAVAILABLE",
+    "EpisodeServers",
     "ProxyExecutor",
     "UpstreamConnection",
     "UpstreamUnavailable",
@@ -372,6 +373,61 @@ class ProxyExecutor:
         return result
 
 
+class EpisodeServers:
+    """A stdio server started afresh for every episode (``per_episode``), and the executor of its tools.
+
+    :meth:`start` opens the episode's own server (the source's folder mark replaced by the episode's
+    folder) under the episode's task id; a call is forwarded to the server of the task it comes
+    from (:attr:`CallContext.task_id`), and answered with an error when that episode has none.
+    :meth:`stop` closes it: its process, and whatever it held in memory, are gone.
+    """
+
+    kind = "mcp"
+
+    def __init__(self, source: McpSource, record: CallRecorder | None = None):
+        self.source = source
+        self.record = record
+        self._connections: dict[str, UpstreamConnection] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"EpisodeServers({self.source.describe()})"
+
+    def config(self) -> dict[str, Any]:
+        return {"kind": self.kind, "source": self.source.name, "per_episode": True}
+
+    def start(self, key: str, folder: str) -> None:
+        """Start the server of episode ``key`` with ``folder`` as its folder (blocking: call it in a thread)."""
+        conn = UpstreamConnection(self.source.in_folder(folder))
+        conn.open()
+        with self._lock:
+            old = self._connections.pop(key, None)
+            self._connections[key] = conn
+        if old is not None:
+            old.close()
+
+    def stop(self, key: str) -> None:
+        """Close the server of episode ``key`` (blocking; nothing when it has none)."""
+        with self._lock:
+            conn = self._connections.pop(key, None)
+        if conn is not None:
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._connections = list(self._connections.values()), {}
+        for conn in conns:
+            conn.close()
+
+    async def __call__(self, spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        with self._lock:
+            conn = self._connections.get(str(ctx.task_id))
+        if conn is None:
+            return ToolResult.error(f"{UPSTREAM_UNAVAILABLE} {self.source.describe()}: it is started per episode, and "
+                                    f"task {ctx.task_id!r} has no episode running")
+        return await ProxyExecutor(conn, self.record)(spec, arguments, ctx)
+
+
 def tool_spec_of(tool: types.Tool, executor: Any, source: str) -> ToolSpec:
     """A listed MCP tool as our :class:`ToolSpec` with ``executor`` (unchecked: see :func:`listed_specs`)."""
     return ToolSpec(
@@ -419,6 +475,10 @@ def upstream_specs(tools: Sequence[types.Tool], connection: UpstreamConnection, 
     return listed_specs(tools, lambda _: executor, connection.source.name, f"MCP server {connection.source.describe()}")
 
 
+def _constant(executor: Any) -> Callable[[types.Tool], Any]:
+    return lambda _tool: executor
+
+
 def open_sources(
     sources: Sequence[McpSource], stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
     record: CallRecorder | None = None, on_listed: Callable[[McpSource, list[types.Tool]], None] | None = None,
@@ -431,12 +491,25 @@ def open_sources(
         McpSourceError: a server that cannot be started (the ones started before it are closed
             with ``stack``).
     """
+    import tempfile
+
     out = []
     for source in sources:
-        conn = UpstreamConnection(source)
-        tools = conn.open()
-        stack.callback(conn.close)
-        specs = upstream_specs(tools, conn, record)  # checked before anything of it is recorded
+        if source.per_episode:  # listed by a server started in an empty folder, then closed
+            with tempfile.TemporaryDirectory(prefix="evals-listing-") as folder:
+                conn = UpstreamConnection(source.in_folder(folder))
+                try:
+                    tools = conn.open()
+                finally:
+                    conn.close()
+            servers = EpisodeServers(source, record)
+            stack.callback(servers.close)
+            specs = listed_specs(tools, _constant(servers), source.name, f"MCP server {source.describe()}")
+        else:
+            conn = UpstreamConnection(source)
+            tools = conn.open()
+            stack.callback(conn.close)
+            specs = upstream_specs(tools, conn, record)  # checked before anything of it is recorded
         if on_listed is not None:
             on_listed(source, tools)
         out.append((source, specs))

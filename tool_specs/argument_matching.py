@@ -27,10 +27,12 @@ __all__ = [
     "with_defaults",
 ]
 
-ARGUMENT_RULES = ("path", "case", "whitespace")
+ARGUMENT_RULES = ("path", "case", "whitespace", "unordered")
 """Per-argument normalisations a gold call may ask for (with ``{"tolerance": x, "relative": bool}``
 for numbers): ``path`` compares paths lexically normalised (``/a/b/`` = ``/a//b`` = ``/a/./b``),
-``case`` case-folded, ``whitespace`` stripped with inner runs of white space collapsed."""
+``case`` case-folded, ``whitespace`` stripped with inner runs of white space collapsed, ``unordered``
+compares lists as multisets, at every level inside the value (lists inside objects too). Without
+``unordered`` lists are compared in order."""
 MATCH_KEY = "match"
 """The key of a gold call that holds its per-argument rules (``{argument: rule or [rules]}``)."""
 _INT_RE = re.compile(r"^[+-]?\d+$")
@@ -130,7 +132,12 @@ def argument_rules(spec: Any) -> dict[str, list[ArgumentRule]]:
 
 def _text_rules(value: Any, rules: Sequence[ArgumentRule]) -> Any:
     if isinstance(value, list):
-        return [_text_rules(v, rules) for v in value]
+        items = [_text_rules(v, rules) for v in value]
+        if "unordered" in rules:
+            items.sort(key=lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False, default=str))
+        return items
+    if isinstance(value, dict):
+        return {k: _text_rules(v, rules) for k, v in value.items()}
     if not isinstance(value, str):
         return value
     if "whitespace" in rules:

@@ -188,6 +188,10 @@ def _serve_mcp_sources(args: argparse.Namespace) -> list[Any]:
     names = [s.name for s in sources]
     if len(set(names)) != len(names):
         raise McpSourceError(f"two MCP servers have one name ({', '.join(names)}); name them: NAME=COMMAND")
+    for s in sources:
+        if s.per_episode:
+            raise McpSourceError(f"MCP server {s.name!r}: per_episode goes with `evals run taskfile` (a server per "
+                                 "episode); `evals serve` has no episodes")
     return sources
 
 

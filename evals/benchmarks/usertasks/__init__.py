@@ -7,9 +7,11 @@ The folder, low to high (each module imports only those before it):
 * ``variables``: ``${NAME}`` values from ``--var`` and the environment, as ``config.json`` records them;
 * ``answers``: final-answer matching (exact, normalised, regex, number, judge);
 * ``refs``: references from a gold call's arguments to an earlier call's result;
+* ``checks``: state checks (calls the harness makes after an episode) and their expectations;
 * ``taskfile``: reading and checking a task file (every problem at once, ``FILE:LINE``);
 * ``scoring``: one task's scores from its trace (the core's matchers, ``align_calls``);
-* ``sources``: the tools (spec files, a KG, MCP servers live, recorded or replayed);
+* ``sources``: the tools (spec files, a KG, MCP servers live, recorded or replayed, or started per episode);
+* ``episodes``: an episode's own folder and servers, its set-up and its state checks;
 * ``view``: an episode in ``evals view`` (gold calls beside predicted, gold answer beside the final one);
 * ``plugin``: the ``evals run`` plugin (the ``agent`` strategy, the oracle, export, the episode view).
 
@@ -72,6 +74,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("allow_env", str, None, "let ${NAME} not given by --var be read from the environment variable NAME "
            "(repeatable; no other is read; config.json records only its name and a SHA-256 of its value)",
            check=_allow_env, metavar="NAME", multiple=True),
+    Option("trust_task_servers", bool, False, "start the MCP servers a YAML task file declares under servers: "
+           "(commands the file names, run on this machine: give it only for a task file you trust)"),
+    Option("fresh_servers", bool, False, "start every stdio MCP server afresh for each episode (a server whose "
+           "settings name ${EPISODE_DIR} always is), so that no episode sees another's state"),
     Option("matcher", str, "rule", "how a call is matched to a gold call: rule (equal after type normalisation), "
            "response (then: the same response from a deterministic tool), llm (then: the judge, --judge)",
            choices=("rule", "response", "llm")),
@@ -85,6 +91,18 @@ METRICS = (
     Metric("argument_accuracy", "Argument accuracy", over="gold arguments", description="gold arguments given the "
            "gold value by the paired call"),
     Metric("answer_accuracy", "Answer accuracy", description="final answers that satisfy the gold answer"),
+    Metric("state_accuracy", "State accuracy", description="tasks whose state checks all hold after the episode "
+           "(calls the harness makes, with expectations on their results)"),
+    Metric("informative_results", "Tool results with content", over="tool results", in_breakdowns=False,
+           description="tool results that are neither errors nor empty (no text, or only empty lists and objects)"),
+    Metric("uninformative_run", "Every tool result empty or an error", higher_is_better=False, kind="mean",
+           in_breakdowns=False, derived_from=("informative_results",), derive=lambda f: 1.0 if f == 0 else 0.0,
+           warn="every tool result of the run was empty or an error: the server may have been started without its "
+                "data (check its command, env and files); the scores say nothing about the model"),
+    Metric("oracle_failures", "Tasks the oracle failed", higher_is_better=False, kind="count", in_breakdowns=False,
+           warn="the oracle failed {n:g} task(s): the tools cannot give the gold (a gold call returned an error, a "
+                "state check failed, or the gold answer is not in what the gold calls returned); the tasks' scores "
+                "details say which under oracle"),
     Metric("regex_timeouts", "Task-file patterns that ran out of time", higher_is_better=False, kind="count",
            over="searches", in_breakdowns=False,
            warn="{n:g} search(es) of a task file's pattern ran past the time limit and scored as not matched; "
@@ -97,6 +115,7 @@ INFO = BenchmarkInfo(
     options=OPTIONS, metrics=METRICS, uses_judge=True,
     served_by_default=False,  # its tasks come from --tasks FILE
     dataset_option="tasks",  # runs of different task files are never ranked or compared as one
-    headline_metrics=tuple(m.key for m in METRICS),  # the answer's accuracy too, in the runs list and leaderboard
+    headline_metrics=("call_exact_match", "tool_accuracy", "argument_accuracy", "answer_accuracy", "state_accuracy",
+                      "regex_timeouts"),
 )
 BENCHMARKS = (INFO,)

@@ -8,7 +8,8 @@ judge with a rubric (asked through the scorer's context, so its decisions are st
   :data:`~tool_specs.REGEX_TIMEOUT` seconds (else :class:`~tool_specs.RegexTimeout`; the scorer
   counts the answer as not matched and reports the task);
 * ``number``: some number written in the answer is within ``tolerance`` of ``value`` (absolute,
-  or a fraction of ``value`` with ``relative``; thousands separators allowed; both finite);
+  or a fraction of ``value`` with ``relative``; thousands separators allowed; both finite); with
+  ``strict``, the answer names one number only (several different ones, "either 2, 3 or 4", fail);
 * ``judge``: the judge model reads the request, the rubric and the answer and says PASS or FAIL.
 """
 
@@ -90,7 +91,11 @@ def match_answer(spec: Mapping[str, Any], answer: str | None) -> bool | None:
         value = float(spec["value"])
         tol = float(spec.get("tolerance", DEFAULT_TOLERANCE))
         limit = tol * abs(value) if spec.get("relative") else tol
-        return any(math.isfinite(x) and abs(x - value) <= limit for x in numbers_in(text))
+        found = [x for x in numbers_in(text) if math.isfinite(x)]
+        if spec.get("strict"):  # one number only: a hedge naming several different ones fails
+            distinct = [x for i, x in enumerate(found) if all(abs(x - y) > limit for y in found[:i])]
+            return len(distinct) == 1 and abs(distinct[0] - value) <= limit
+        return any(abs(x - value) <= limit for x in found)
     return None
 
 

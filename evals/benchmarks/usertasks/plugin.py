@@ -1,14 +1,17 @@
 """The task-file benchmark as an ``evals run`` plugin: one strategy, ``agent`` (native tool calling
 over MCP, turn by turn), over the task's tools from the run's sources (:mod:`.sources`).
 
-Each task's endpoint serves the tools it names (or all of them). The oracle plays the gold calls
-one per turn, resolving references from the results it got, then says the gold answer; it scores
-100 on every metric. When the MCP server behind a tool is gone, the episode fails with
+Each task's endpoint serves the tools it names (or all of them). Each episode gets its own world
+(:mod:`.episodes`: a fresh folder, servers started per episode, set-up calls before the model
+starts, state checks after it). The oracle plays the gold calls one per turn, resolving references
+from the results it got, then says the gold answer; it scores 100 on every metric only when the
+tools can give the gold (scoring fails it otherwise, and says why: :mod:`.scoring`). When the MCP server behind a tool is gone, the episode fails with
 :class:`~server.upstream.UpstreamUnavailable` (retryable: rerunning the command resumes it).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -38,6 +41,7 @@ from tool_specs.matching import Matcher, ResponseMatcher, RuleMatcher
 from ...core.formats import PredictionFormat
 from ...core.metrics import TaskScore
 from ...core.plugin import BenchmarkInfo, EpisodeEnv
+from .episodes import EpisodeWorld
 from .refs import UNRESOLVED, resolve_arguments, result_value
 from .scoring import JudgeCallMatcher, predicted_calls, score_task
 from .sources import mcp_sources, open_tools, spec_file_tools
@@ -99,12 +103,18 @@ class UserTasksBenchmark:
         self.info = info
         self.name = info.name
         self.options = options
-        self.variables = TaskVariables(options.get("var"), allowed=options.get("allow_env"))
+        self.variables = TaskVariables(options.get("var"), allowed=options.get("allow_env"),
+                                       task_dir=str(Path(options["tasks"]).resolve().parent)
+                                       if options.get("tasks") else None)
         # without a task file (``evals serve --benchmark``) it has no tasks and serves nothing; a run refuses
         tasks, problems = read_task_file(options["tasks"], self.variables) if options.get("tasks") else ([], [])
         self.tasks: dict[str, Task] = {t.id: t for t in tasks}
         mcp_sources(options, self.variables)  # a bad --mcp-server / --mcp-config fails here, before anything runs
         self._spec_tools: dict[str, ToolSpec] | None = None
+        self._world: EpisodeWorld | None = None  # the tools as mounts() opened them, for the harness's calls
+        # the trials of one task (--epochs) take turns when the task has a world: its per-episode servers
+        # and the harness's calls are found by the task's id
+        self._turns: dict[str, asyncio.Lock] = {}
         if problems:  # every problem at once: the task file's, and its tool names against the sources
             raise TaskFileError(Path(options["tasks"]), sorted([*problems, *self._tool_name_problems(tasks)], key=problem_line))
 
@@ -133,6 +143,13 @@ class UserTasksBenchmark:
             raise ValueError(f"evals run {self.name} needs --tasks FILE (a JSON Lines or YAML task file)")
         if self.options.get("record") and self.options.get("replay"):
             raise ValueError("--record and --replay go with different runs: record with the live server, then replay")
+        if not own_server and self._needs_world():
+            raise ValueError("set-up calls, state checks, ${EPISODE_DIR} and servers started per episode need the tool "
+                             "server the run starts itself (drop --server-url)")
+
+    def _needs_world(self) -> bool:
+        return bool(self.options.get("fresh_servers")) or any(
+            t.setup_calls or t.checks or t.needs_episode_dir for t in self.tasks.values())
 
     def catalog(self, tools: Sequence[ToolSpec]) -> StaticCatalog:
         """Each task's endpoint with the tools it names; unknown names are listed, every one, with their
@@ -147,7 +164,9 @@ class UserTasksBenchmark:
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None) -> list[BenchmarkMount]:
         if not self.options.get("tasks"):
             return []
-        return [BenchmarkMount(catalog=self.catalog(open_tools(self.options, stack, self.variables)))]
+        tools = open_tools(self.options, stack, self.variables)
+        self._world = EpisodeWorld(tools)
+        return [BenchmarkMount(catalog=self.catalog(tools))]
 
     def data_files(self) -> list[Path]:
         files = [Path(self.options["tasks"])] if self.options.get("tasks") else []
@@ -162,7 +181,29 @@ class UserTasksBenchmark:
         pass
 
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
-        task = self.tasks[task_id]
+        world = self._world
+        if world is None:
+            if self._needs_world():
+                raise ValueError("set-up calls, state checks, ${EPISODE_DIR} and servers started per episode need the "
+                                 "tool server the run starts itself (--transport memory or http, no --server-process)")
+            world = EpisodeWorld([])
+        written = self.tasks[task_id]
+        has_world = bool(world.servers or written.needs_episode_dir or written.setup_calls or written.checks)
+        turn = self._turns.setdefault(task_id, asyncio.Lock()) if has_world else contextlib.nullcontext()
+        async with turn, world.open(written) as (folder, setup):
+            task = written.in_folder(folder)
+            outcome = await self._play(env, task, recorder)
+            if task.checks:
+                outcome.data["checks"] = await world.check(task)
+        if folder is not None:
+            outcome.data["episode_dir"] = folder
+        if setup:  # what the set-up calls said (their text, cut), not their values: the trace stays small
+            outcome.data["setup"] = [{k: v for k, v in c.items() if k != "value"} for c in setup]
+        outcome.data["oracle"] = env.is_oracle
+        return outcome
+
+    async def _play(self, env: EpisodeEnv, task: Task, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        task_id = task.id
         model = env.shared or env.wrap(ResolvingOracle(task.oracle_steps(), task.oracle_answer(), task_id=task_id,
                                                        turn_latency_s=env.oracle_latency))
         cfg = env.agent_cfg

@@ -21,7 +21,7 @@ from typing import Any
 from tool_specs import RegexTimeout, bounded_search
 
 __all__ = ["UNRESOLVED", "describe_reference", "is_reference", "name_unresolved", "name_unresolved_in_text", "resolve_arguments", "resolve_reference",
-           "references_in", "result_value", "strip_references"]
+           "references_in", "result_value", "strip_references", "walk_path"]
 
 UNRESOLVED = "\x00unresolved reference\x00"
 
@@ -37,7 +37,8 @@ def result_value(text: str | None, structured: Any = None) -> Any:
     return text
 
 
-def _walk(value: Any, path: str) -> Any:
+def walk_path(value: Any, path: str) -> Any:
+    """The part of ``value`` that the dotted ``path`` names (keys, list indices), or :data:`UNRESOLVED`."""
     for part in [p for p in path.split(".") if p != ""]:
         if isinstance(value, Mapping) and part in value:
             value = value[part]
@@ -53,7 +54,7 @@ def resolve_reference(ref: Mapping[str, Any], result: Any, timeouts: list[str] |
     of time leaves it unresolved and adds its message to ``timeouts``."""
     if result is UNRESOLVED:
         return UNRESOLVED
-    value = _walk(result, str(ref.get("path") or ""))
+    value = walk_path(result, str(ref.get("path") or ""))
     pattern = ref.get("pattern")
     if value is UNRESOLVED or not pattern:
         return value

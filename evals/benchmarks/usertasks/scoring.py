@@ -24,6 +24,19 @@ Answer: ``answer_accuracy`` (per task with a gold answer; :mod:`.answers`). A ``
 without a judge and without a stored decision leaves the task out of the metric (the summary
 counts it as missing). A task whose episode errored or never ran scores 0 on every metric it has.
 
+State: ``state_accuracy`` (per task with ``checks``): every expectation of every check holds on the
+results the harness got after the episode (:mod:`.checks`); each expectation is in the details
+under ``checks`` with the value looked at and the value wanted.
+
+Tool results: ``informative_results`` (per tool result of the trace): neither an error nor empty;
+``uninformative_run`` is 1 when not one result of the run had content, and warns.
+
+The oracle proves the data: a task the oracle played fails (``oracle_failures`` counts it, the
+details say why under ``oracle``) when a gold call returned an error (``call_exact_match`` 0), a
+state check failed (``state_accuracy`` 0), or the gold answer is not found in what the gold calls
+returned (``answer_accuracy`` 0; for ``exact``, ``normalized`` and ``number`` answers, unless the
+answer says ``derived: true``: computed, not read).
+
 A pattern of the task file (a ``regex`` answer, a reference's ``pattern``) that runs past its time
 limit scores as not matched (the reference stays unresolved); the task's details say so under
 ``regex_timeouts``, the ``regex_timeouts`` count puts a line in the summary's warnings, and a logged
@@ -32,6 +45,7 @@ warning names the task.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -43,7 +57,16 @@ from tool_specs.matching import MatchDecision, Matcher, align_calls, argument_co
 
 from ...core.context import ScoreContext
 from ...core.metrics import TaskScore
-from .answers import JUDGE_SYSTEM, judge_prompt, match_answer, parse_verdict
+from .answers import (
+    DEFAULT_TOLERANCE,
+    JUDGE_SYSTEM,
+    judge_prompt,
+    match_answer,
+    normalize_text,
+    numbers_in,
+    parse_verdict,
+)
+from .checks import evaluate_checks, is_empty
 from .refs import (
     UNRESOLVED,
     name_unresolved,
@@ -155,8 +178,19 @@ async def score_task(task: Task, trace: Mapping[str, Any] | None, ctx: ScoreCont
     score = TaskScore(groups=groups_of(task))
     timeouts: list[str] = []
     done = trace is not None and trace.get("status") == "completed"
+    outcome = (trace or {}).get("outcome") or {}
+    folder = outcome.get("episode_dir")
+    task = task.in_folder(folder if isinstance(folder, str) else None)
+    pred = predicted_calls(trace)
+    if pred:
+        score.add("informative_results", sum(1 for c in pred if not c["is_error"] and not is_empty(c["result"])), len(pred))
     if task.calls is not None:
-        await _score_calls(task, predicted_calls(trace) if done else [], done, score, matchers, schema_for, timeouts)
+        await _score_calls(task, pred if done else [], done, score, matchers, schema_for, timeouts)
+    if task.checks:
+        results = outcome.get("checks") if done else None
+        found = evaluate_checks(task.checks, results if isinstance(results, list) else None, timeouts)
+        score.add("state_accuracy", float(done and all(e["ok"] for e in found)))
+        score.details["checks"] = found
     if task.answer is not None:
         spec = task.answer
         answer = (trace or {}).get("final_answer") if done else None
@@ -178,9 +212,54 @@ async def score_task(task: Task, trace: Mapping[str, Any] | None, ctx: ScoreCont
             score.details["answer"] = {"answer": answer, "spec": spec,
                                        "correct": None if decision is None else decision.equivalent,
                                        "judge": None if decision is None else decision.answer}
+    if done and outcome.get("oracle"):
+        _prove(task, pred, score)
     if timeouts:
         score.add("regex_timeouts", len(timeouts))
         score.details["regex_timeouts"] = timeouts
         for message in timeouts:
             log.warning("task %s (line %d of the task file): %s; scored as not matched", task.id, task.line, message)
     return score
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def answer_in_results(spec: Mapping[str, Any], texts: Sequence[str]) -> bool | None:
+    """Is the gold answer written in these results? ``None`` where its type cannot say (a pattern, a
+    judge, an answer marked ``derived``)."""
+    if spec.get("derived") or spec["type"] not in ("exact", "normalized", "number"):
+        return None
+    if spec["type"] == "number":
+        value = float(spec["value"])
+        tol = float(spec.get("tolerance", DEFAULT_TOLERANCE))
+        limit = tol * abs(value) if spec.get("relative") else tol
+        return any(abs(x - value) <= limit for t in texts for x in numbers_in(t))
+    values = spec["value"] if isinstance(spec["value"], list) else [spec["value"]]
+    if spec["type"] == "exact":
+        return any(str(v).strip() in t for v in values for t in texts)
+    words = [f" {normalize_text(t)} " for t in texts]
+    return any(f" {normalize_text(str(v))} " in w for v in values for w in words if normalize_text(str(v)))
+
+
+def _prove(task: Task, pred: Sequence[Mapping[str, Any]], score: TaskScore) -> None:
+    """Fail a task the oracle played where the tools cannot give the gold (see the module docstring)."""
+    why = [f"gold call {i + 1} ({c['name']}) returned an error: {_text(c['result'])[:200]}"
+           for i, c in enumerate(pred) if c["is_error"]]
+    if why and "call_exact_match" in score.samples:
+        score.add("call_exact_match", 0.0)
+    why += [f"state check {e['check']} ({e['call']['name']}) failed: {e['path'] or 'the result'} {e['test']} "
+            f"{json.dumps(e['want'].get(e['test']), ensure_ascii=False)}, got {_text(e['got'])[:200]}"
+            for e in score.details.get("checks") or [] if not e["ok"]]
+    texts = [_text(c["result"]) for c in pred if not c["is_error"]]
+    if task.answer is not None and task.calls and answer_in_results(task.answer, texts) is False:
+        why.append(f"the gold answer {json.dumps(task.answer.get('value'), ensure_ascii=False)} is not in what the "
+                   "gold calls returned (mark the answer derived: true if it is computed, not read)")
+        if "answer_accuracy" in score.samples:
+            score.add("answer_accuracy", 0.0)
+    if why:
+        score.add("oracle_failures", 1)
+        score.details["oracle"] = why
+        for message in why:
+            log.warning("oracle, task %s (line %d of the task file): %s", task.id, task.line, message)

@@ -4,13 +4,18 @@
   docs; ``tool_specs.load_tool_dir``);
 * ``--kg FILE``: a KG triple file (one ``['head', 'relation', 'tail']`` per line), built into a
   private Kuzu database and served as the KG tools (``kg_neighbors``, ``kg_search_path``, ...);
-* ``--mcp-server CMD|URL`` and ``--mcp-config FILE``: MCP servers whose tools are listed at start
+* ``--mcp-server CMD|URL``, ``--mcp-config FILE`` and a YAML task file's ``servers``: MCP servers whose tools are listed at start
   and reached through our server (``server.upstream``); ``--record FILE`` appends each real
   response to a recording, ``--replay FILE`` answers from one with no server started
   (``server.recording``).
 
 Two sources may not offer the same tool name (the error names both). ``${NAME}`` variables are
-expanded in the MCP servers' command lines, arguments, working directories and URLs.
+expanded in the MCP servers' command lines, arguments, working directories, ``env`` values and URLs
+(not in headers); in ``env`` a secret-like name is read from the environment and recorded nowhere.
+In an ``--mcp-config`` entry or a task file's ``servers``, a ``cwd``, argument or ``env`` value that starts
+with ``./`` or ``../`` is a path relative to the folder of the file that declares it. A stdio server whose settings name
+``${EPISODE_DIR}`` (or every stdio server, with ``--fresh-servers``; or one whose entry says
+``per_episode``) is started afresh for every episode (``server.upstream.EpisodeServers``).
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from server import KGConfig, kg_tools
-from server.mcp_sources import McpSource, load_mcp_config, parse_mcp_server
+from server.mcp_sources import McpSource, load_mcp_config, parse_mcp_server, parse_mcp_servers
 from server.recording import CallRecording, read_recording, replay_specs
 from server.upstream import open_sources
 from tool_specs import SpecLoadError, ToolSpec, UndefinedVariable, expand_variables, load_tool_dir
+
+from .taskfile import task_file_servers
+from .variables import EPISODE_MARK, names_episode_dir
 
 __all__ = ["mcp_sources", "open_tools", "spec_file_tools"]
 
@@ -42,30 +50,63 @@ def spec_file_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
         raise ValueError(f"--tools-dir: {exc}") from None
 
 
-def _expanded(source: McpSource, variables: Callable[[str], str | None], where: str) -> McpSource:
-    """``source`` with ``${NAME}`` replaced in its command, arguments, working directory and URL
-    (not in its env or headers: those are where secrets go, read from the environment by the server)."""
+def _relative(text: str, base: Path | None) -> str:
+    """``./x`` and ``../x`` made absolute against ``base`` (the config file's folder); anything else as it is."""
+    if base is None or not text.startswith(("./", "../")):
+        return text
+    return str((base / text).resolve())
+
+
+def _expanded(source: McpSource, variables: Callable[[str], str | None], where: str, *, base: Path | None = None,
+              env_lookup: Callable[[str], str | None] | None = None, fresh: bool = False) -> McpSource:
+    """``source`` with ``${NAME}`` replaced in its command, arguments, working directory, env values and
+    URL (not in headers), relative paths resolved against ``base``, and started per episode when its
+    settings name the episode's folder (or ``fresh``, for a stdio server)."""
+    env_of = env_lookup or variables
     try:
-        return dataclasses.replace(
-            source, command=None if source.command is None else expand_variables(source.command, variables),
-            args=tuple(expand_variables(a, variables) for a in source.args),
-            cwd=None if source.cwd is None else expand_variables(source.cwd, variables),
+        out = dataclasses.replace(
+            source, command=None if source.command is None else _relative(expand_variables(source.command, variables), base),
+            args=tuple(_relative(expand_variables(a, variables), base) for a in source.args),
+            env={k: _relative(expand_variables(v, env_of), base) for k, v in source.env.items()},
+            cwd=None if source.cwd is None else _relative(expand_variables(source.cwd, variables), base),
             url=None if source.url is None else expand_variables(source.url, variables))
     except UndefinedVariable as exc:
         raise ValueError(f"{where}: MCP server {source.name!r}: {exc}") from None
+    names_folder = names_episode_dir([out.command, list(out.args), out.cwd, dict(out.env), out.url])
+    if names_folder and out.command is None:
+        raise ValueError(f"{where}: MCP server {source.name!r}: a remote server cannot be given the episode's folder "
+                         "(${EPISODE_DIR}); only a stdio server is started per episode")
+    if names_folder or (out.command is not None and (fresh or out.per_episode)):
+        out = dataclasses.replace(out, per_episode=True, folder_mark=EPISODE_MARK)
+    return out
 
 
 def mcp_sources(options: Mapping[str, Any], variables: Callable[[str], str | None] | None = None) -> list[McpSource]:
     """The MCP servers of ``--mcp-config`` and ``--mcp-server`` (``${NAME}`` expanded by ``variables``)."""
     lookup = variables or (lambda _name: None)
-    out = [_expanded(s, lookup, f"--mcp-config {options['mcp_config']}")
-           for s in (load_mcp_config(options["mcp_config"]) if options.get("mcp_config") else [])]
+    env_lookup = getattr(variables, "for_env", None)
+    fresh = bool(options.get("fresh_servers"))
+    out = []
+    if options.get("mcp_config"):
+        base = Path(options["mcp_config"]).resolve().parent
+        out = [_expanded(s, lookup, f"--mcp-config {options['mcp_config']}", base=base, env_lookup=env_lookup, fresh=fresh)
+               for s in load_mcp_config(options["mcp_config"])]
+    declared = task_file_servers(options["tasks"]) if options.get("tasks") else {}
+    if declared and not options.get("trust_task_servers"):
+        raise ValueError(f"{options['tasks']}: declares MCP servers ({', '.join(map(str, declared))}) under servers:, "
+                         "commands it would run on this machine; give --trust-task-servers to start them (only for a "
+                         "task file you trust), or name them in your own --mcp-config")
+    if declared:
+        base = Path(options["tasks"]).resolve().parent
+        out += [_expanded(s, lookup, f"{options['tasks']}: servers", base=base, env_lookup=env_lookup, fresh=fresh)
+                for s in parse_mcp_servers(declared, f"{options['tasks']}: servers")]
     if options.get("mcp_server"):
         try:
             text = expand_variables(options["mcp_server"], lookup)
         except UndefinedVariable as exc:
             raise ValueError(f"--mcp-server: {exc}") from None
-        out.append(parse_mcp_server(text, token_env=options.get("mcp_token_env")))
+        out.append(_expanded(parse_mcp_server(text, token_env=options.get("mcp_token_env")), lambda name: "${" + name + "}",
+                             "--mcp-server", fresh=fresh))
     names = [s.name for s in out]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:

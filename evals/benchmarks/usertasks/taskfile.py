@@ -4,8 +4,10 @@ cannot say (unique ids, references to earlier calls, gold tools among the offere
 :func:`tool_problems` adds the tool names that no tool source offers (with a did-you-mean).
 
 Variables: ``${NAME}`` in the strings of a task's ``query``, ``messages`` contents, gold call
-arguments and ``answer`` is replaced by the value the ``variables`` lookup gives
-(:mod:`tool_specs.variables`); an undefined one is a problem at its line."""
+arguments, ``answer``, ``setup`` (files, call arguments) and ``checks`` (call arguments,
+expectations) is replaced by the value the ``variables`` lookup gives (:mod:`tool_specs.variables`);
+an undefined one is a problem at its line. ``setup.files`` are paths relative to the task file's
+folder; each must exist when the file is read."""
 
 from __future__ import annotations
 
@@ -32,9 +34,11 @@ from tool_specs import (
 from tool_specs.argument_matching import argument_rules
 
 from .answers import answer_problem, normalize_answer_spec, oracle_answer
+from .checks import expectation_problem
+from .variables import fill_episode_dir, names_episode_dir
 
 __all__ = ["SCHEMA_PATH", "GoldCall", "Task", "TaskFileError", "Variables", "is_reference", "load_task_file",
-           "problem_line", "read_task_file", "references", "task_schema", "tool_problems"]
+           "problem_line", "read_task_file", "references", "task_file_servers", "task_schema", "tool_problems"]
 
 Variables = Callable[[str], "str | None"]
 """A variable's value by name (``None``: not defined)."""
@@ -83,6 +87,30 @@ class Task:
     answer: dict[str, Any] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     tool_names: tuple[tuple[str, int, str], ...] = ()  # (tool name, line, where) of `tools` and the calls' names
+    setup_files: tuple[tuple[str, str], ...] = ()  # (absolute source path, destination relative to ${EPISODE_DIR})
+    setup_calls: tuple[dict[str, Any], ...] = ()  # {name, arguments}: made by the harness before the model starts
+    checks: tuple[dict[str, Any], ...] = ()  # {id, name, arguments, expect}: made after the episode (state checks)
+
+    @property
+    def needs_episode_dir(self) -> bool:
+        """Does the task need a folder of its own (files to copy, or ``${EPISODE_DIR}`` named)?"""
+        return bool(self.setup_files) or names_episode_dir(
+            [self.query, list(self.messages), [c.arguments for c in self.calls or ()], self.answer,
+             list(self.setup_calls), list(self.checks)])
+
+    def in_folder(self, folder: str | None) -> Task:
+        """The task with ``${EPISODE_DIR}`` replaced by ``folder`` (itself when ``folder`` is None)."""
+        if folder is None:
+            return self
+        return Task(
+            id=self.id, line=self.line, query=fill_episode_dir(self.query, folder),
+            messages=tuple(fill_episode_dir(dict(m), folder) for m in self.messages), tools=self.tools,
+            calls=None if self.calls is None else tuple(
+                GoldCall(c.id, c.name, fill_episode_dir(c.arguments, folder), c.match) for c in self.calls),
+            ordered=self.ordered, answer=fill_episode_dir(self.answer, folder), metadata=self.metadata,
+            tool_names=self.tool_names, setup_files=self.setup_files,
+            setup_calls=tuple(fill_episode_dir(c, folder) for c in self.setup_calls),
+            checks=tuple(fill_episode_dir(c, folder) for c in self.checks))
 
     @property
     def system(self) -> str | None:
@@ -170,9 +198,13 @@ def _read(path: Path) -> tuple[list[tuple[Any, dict[tuple[Any, ...], int]]], lis
     _yaml_lines(node, (), lines)
     prefix: tuple[Any, ...] = ()
     if isinstance(document, Mapping) and "tasks" in document:
-        extra = sorted(set(document) - {"tasks"})
+        extra = sorted(set(document) - {"tasks", "servers"})
         if extra:
-            problems.append(f"{path}:1: a file with a 'tasks' list holds nothing else, but it also has {', '.join(map(str, extra))}")
+            problems.append(f"{path}:1: a file with a 'tasks' list holds only 'servers' besides, but it also has "
+                            f"{', '.join(map(str, extra))}")
+        if "servers" in document and not (isinstance(document["servers"], Mapping) and document["servers"]):
+            problems.append(f"{path}:{_line(lines, ('servers',))}: servers: expected a mapping NAME: {{command, args, env, "
+                            "cwd, per_episode}} or {url, headers, bearer_token_env}, with at least one server")
         document, prefix = document["tasks"], ("tasks",)
     if not isinstance(document, list):
         return [], [*problems, f"{path}:1: expected a list of tasks (or {{tasks: [...]}}), got {type(document).__name__}"]
@@ -240,12 +272,81 @@ def _expand(raw: Any, variables: Variables | None) -> tuple[Any, list[tuple[tupl
     if isinstance(out.get("calls"), list):
         out["calls"] = [{**c, "arguments": walk(c["arguments"], ("calls", i, "arguments"))}
                         if isinstance(c, Mapping) and "arguments" in c else c for i, c in enumerate(out["calls"])]
+    for key in ("setup", "checks"):
+        if key in out:
+            out[key] = walk(out[key], (key,))
     return out, problems
 
 
-def _check_task(raw: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+MAX_SETUP_FILES = 10_000
+MAX_SETUP_BYTES = 256 << 20
+"""At most this many files and bytes are copied into one episode's folder (a task file is untrusted)."""
+
+
+@cache
+def _tree_size(path: str, base: str) -> tuple[int, int, str | None]:
+    """(files, bytes, a symbolic link under ``path`` that points outside ``base``, or None); links are counted
+    as files of their own, never followed; the walk stops past the bounds."""
+    root = Path(path)
+    if not root.is_dir():
+        return 1, root.lstat().st_size, None
+    files = size = 0
+    for item in root.rglob("*"):
+        if item.is_symlink() and not item.resolve().is_relative_to(base):
+            return files, size, str(item)
+        if item.is_symlink() or item.is_file():
+            files += 1
+            size += item.lstat().st_size
+            if files > MAX_SETUP_FILES or size > MAX_SETUP_BYTES:
+                break
+    return files, size, None
+
+
+def _setup_files(raw: Mapping[str, Any], base: Path) -> list[tuple[tuple[Any, ...], str | tuple[str, str]]]:
+    """Each of ``setup.files`` as ``(where, (absolute source, destination))``, or ``(where, problem)``: a
+    source must lie inside the task file's folder (symbolic links resolved: a task file cannot have a
+    file of yours copied where a model reads it), and all of a task's files stay within the bounds."""
+    out: list[tuple[tuple[Any, ...], str | tuple[str, str]]] = []
+    files = size = 0
+    base = base.resolve()
+    for i, item in enumerate((raw.get("setup") or {}).get("files") or []):
+        src = item if isinstance(item, str) else item["from"]
+        path = (base / src).resolve()
+        dest = Path(path.name if isinstance(item, str) else item.get("to", path.name))
+        where: tuple[Any, ...] = ("setup", "files", i)
+        if not path.is_relative_to(base):
+            out.append((where, f"{src!r} is outside the task file's folder {base}; set-up files come from beside the task file"))
+            continue
+        if not path.exists():
+            out.append((where, f"no such file or folder: {path}"))
+            continue
+        if dest.is_absolute() or ".." in dest.parts:
+            out.append((where, f"'to' must be a relative path inside ${{EPISODE_DIR}}, got {str(dest)!r}"))
+            continue
+        more_files, more_bytes, link = _tree_size(str(path), str(base))
+        files, size = files + more_files, size + more_bytes
+        if link is not None:
+            out.append((where, f"{link} is a symbolic link to a place outside the task file's folder"))
+        elif files > MAX_SETUP_FILES or size > MAX_SETUP_BYTES:
+            out.append((where, f"the task's set-up files pass the bounds ({MAX_SETUP_FILES} files, {MAX_SETUP_BYTES >> 20} MiB)"))
+        else:
+            out.append((where, (str(path), dest.as_posix())))
+    return out
+
+
+def _check_task(raw: Mapping[str, Any], base: Path) -> list[tuple[tuple[Any, ...], str]]:
     """Problems a schema cannot see, as (path within the task, message)."""
-    out: list[tuple[tuple[Any, ...], str]] = []
+    out: list[tuple[tuple[Any, ...], str]] = [(w, p) for w, p in _setup_files(raw, base) if isinstance(p, str)]
+    for i, check in enumerate(raw.get("checks") or []):
+        for j, expect in enumerate(check.get("expect") or []):
+            found = expectation_problem(expect)
+            if found:
+                field_, message = found
+                out.append((("checks", i, "expect", j, *((field_,) if field_ else ())), message))
+    ids = [str(c.get("id", i)) for i, c in enumerate(raw.get("checks") or [])]
+    for i, cid in enumerate(ids):
+        if cid in ids[:i]:
+            out.append((("checks", i, "id"), f"check id {cid!r} is used twice"))
     if ("query" in raw) == ("messages" in raw):
         out.append(((), "give exactly one of 'query' and 'messages'"))
     messages = raw.get("messages") or []
@@ -288,6 +389,9 @@ def _check_task(raw: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
                                 f"call{did_you_mean(name, list(call.get('arguments') or {}))}"))
         seen[cid] = i
         seen.setdefault(str(i), i)
+    answer = raw.get("answer")
+    if isinstance(answer, Mapping) and answer.get("type") != "number" and "strict" in answer:
+        out.append((("answer", "strict"), "strict goes with a number answer"))
     if "answer" in raw:
         problem = answer_problem(normalize_answer_spec(raw["answer"]))
         if problem:
@@ -296,7 +400,7 @@ def _check_task(raw: Mapping[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     return out
 
 
-def _task(raw: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int]) -> Task:
+def _task(raw: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int], base: Path) -> Task:
     calls = None
     if "calls" in raw:
         calls = tuple(GoldCall(str(c.get("id", i)), c["name"], dict(c.get("arguments") or {}),
@@ -304,12 +408,19 @@ def _task(raw: Mapping[str, Any], lines: Mapping[tuple[Any, ...], int]) -> Task:
     tools = raw.get("tools", "all")
     names = [(str(n), _line(lines, ("tools", i)), f"tools[{i}]") for i, n in enumerate(tools if isinstance(tools, list) else [])]
     names += [(c.name, _line(lines, ("calls", i, "name")), f"calls[{i}].name") for i, c in enumerate(calls or ())]
+    setup = raw.get("setup") or {}
+    setup_calls = tuple({"name": c["name"], "arguments": dict(c.get("arguments") or {})} for c in setup.get("calls") or ())
+    checks = tuple({"id": str(c.get("id", i)), "name": c["name"], "arguments": dict(c.get("arguments") or {}),
+                    "expect": [dict(e) for e in c["expect"]]} for i, c in enumerate(raw.get("checks") or ()))
+    names += [(c["name"], _line(lines, ("setup", "calls", i, "name")), f"setup.calls[{i}].name") for i, c in enumerate(setup_calls)]
+    names += [(c["name"], _line(lines, ("checks", i, "name")), f"checks[{i}].name") for i, c in enumerate(checks)]
     line = lines.get((), 1)
     return Task(
         id=raw["id"], line=line, query=raw.get("query"), messages=tuple(dict(m) for m in raw.get("messages") or ()),
         tools=None if tools == "all" else tuple(tools), calls=calls, ordered=raw.get("order", "ordered") == "ordered",
         answer=normalize_answer_spec(raw["answer"]) if "answer" in raw else None, metadata=dict(raw.get("metadata") or {}),
-        tool_names=tuple(names),
+        tool_names=tuple(names), setup_files=tuple(p for _, p in _setup_files(raw, base) if not isinstance(p, str)),
+        setup_calls=setup_calls, checks=checks,
     )
 
 
@@ -333,14 +444,28 @@ def read_task_file(path: str | Path, variables: Variables | None = None) -> tupl
                          for e in sorted(validator.iter_errors(raw), key=lambda e: list(map(str, e.absolute_path)))]
         found += schema_errors
         if not schema_errors and isinstance(raw, Mapping):
-            found += _check_task(raw)
+            found += _check_task(raw, p.parent)
         for where, message in found:
             problems.append(f"{p}:{_line(lines, where)}: {label}: {_where(where)}: {message}")
         if not found:
-            tasks.append(_task(raw, lines))
+            tasks.append(_task(raw, lines, p.parent))
     if not items and not problems:
         problems.append(f"{p}:1: the task file holds no tasks")
     return tasks, sorted(problems, key=problem_line)
+
+
+def task_file_servers(path: str | Path) -> dict[str, Any]:
+    """The MCP servers a YAML task file declares (``{servers: {NAME: {...}}, tasks: [...]}``, each server as an
+    entry of ``mcpServers``); ``{}`` when it declares none (a JSON Lines file never does)."""
+    p = Path(path)
+    if p.suffix.lower() in (".jsonl", ".ndjson") or not p.is_file():
+        return {}
+    try:
+        document, _node = load_yaml(p.read_text(encoding="utf-8"), p)
+    except (DocumentError, OSError, UnicodeDecodeError):
+        return {}  # read_task_file reports it
+    servers = document.get("servers") if isinstance(document, Mapping) and "tasks" in document else None
+    return dict(servers) if isinstance(servers, Mapping) else {}
 
 
 def load_task_file(path: str | Path, variables: Variables | None = None) -> list[Task]:

@@ -1,5 +1,6 @@
 """A task-file episode in ``evals view``: each gold call beside the predicted call paired with it, and the
-gold answer beside the final answer.
+gold answer beside the final answer; then each expectation of the task's state checks with the value
+wanted and the value the check call gave (failed ones first), and why the oracle failed, when it did.
 
 The pairs, decisions and resolved gold calls come from the task's scores (``details.calls``, written by
 :mod:`.scoring`); a reference is shown resolved (the value the scorer compared, the reference named in
@@ -9,10 +10,11 @@ at paths.0.1.2>``. Before the episode is scored the gold calls are shown with th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
-from ...core.episode_view import answer_section, call_pair, calls_section
+from ...core.episode_view import answer_section, call_pair, calls_section, table_section, text_section
 from .refs import UNRESOLVED, describe_reference, name_unresolved, references_in, resolve_arguments
 from .taskfile import Task
 
@@ -85,7 +87,38 @@ def episode_sections(task: Task, trace: Mapping[str, Any] | None, record: Mappin
     answer = _answer_section(task, details.get("answer"), final)
     if answer is not None:
         sections.append(answer)
+    if task.checks:
+        sections.append(_checks_section(task, details.get("checks")))
+    if details.get("oracle"):
+        sections.append(text_section("Why the oracle failed", "\n".join(map(str, details["oracle"])),
+                                     note="the tools cannot give the gold: fix the data, the server's settings or the task"))
     return sections
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _got(value: Any) -> str:
+    """The value a check looked at (JSON), or what stood in for it (``<error> ...``, ``<no such path ...>``)."""
+    return value if isinstance(value, str) and value.startswith("<") else _shown(value)
+
+
+def _checks_section(task: Task, found: Any) -> dict[str, Any]:
+    """Each expectation: the check call, the path, the test with the value wanted, the value got, whether it held."""
+    header = ["check", "call", "path", "wanted", "got", "holds"]
+    if not isinstance(found, list):
+        rows = [[c["id"], f"{c['name']} {_shown(c['arguments'])}", e.get("path") or "(the result)",
+                 _shown({k: v for k, v in e.items() if k != "path"}), "", None] for c in task.checks for e in c["expect"]]
+        return table_section("State checks", header, rows, note="not scored yet (evals score RUN_DIR)")
+    entries = sorted((e for e in found if isinstance(e, Mapping)), key=lambda e: bool(e.get("ok")))
+    rows = [[e.get("check"), f"{(e.get('call') or {}).get('name')} {_shown((e.get('call') or {}).get('arguments') or {})}",
+             e.get("path") or "(the result)", f"{e.get('test')} {_shown((e.get('want') or {}).get(e.get('test')))}",
+             _got(e.get("got")), bool(e.get("ok"))] for e in entries]
+    failed = sum(1 for e in entries if not e.get("ok"))
+    return table_section("State checks", header, rows, note=f"calls the harness made after the episode; {failed} of "
+                         f"{len(entries)} expectation(s) failed" if failed else "calls the harness made after the episode; "
+                         "every expectation held")
 
 
 def _unresolved(written: Any) -> Any:

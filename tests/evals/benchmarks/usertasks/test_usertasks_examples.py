@@ -198,3 +198,58 @@ def test_time_example_as_documented_finds_the_server_beside_python_without_venv_
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-3000:]
     line = done.stderr.strip().splitlines()[-1]
     assert "'no-such-mcp-server-x' not found on PATH or in " + beside in line
+
+
+FILES = EXAMPLES / "files"
+FILES_NPM_BIN = EXAMPLES.parents[1] / ".ci" / "node_modules" / ".bin"
+# docs/examples/files/files_mistakes.jsonl: 10 tasks, 11 gold calls, 16 gold arguments, 5 answers, 5 tasks with
+# state checks. exact 7/10 (f04 a wrong content, f05 another tool, f06 a call missing); tools 9/11 (f05's edit_file,
+# f06's create_directory); arguments 12/16 (f04's content, f05's two, f06's path); answers 3/5 (f03 hedged, f10 a wrong
+# count); state 3/5 (f04 "All done.", f06 nothing moved; f05's other tool leaves the right state); 10 of 11 results
+# with content (f06's move_file is an error)
+FILES_EXPECTED = {"call_exact_match": 70.0, "tool_accuracy": 81.82, "argument_accuracy": 75.0, "answer_accuracy": 60.0,
+                  "state_accuracy": 60.0, "informative_results": 90.91}
+
+
+def test_filesystem_example_with_state_checks_and_a_server_per_episode(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Issue 49's worked example: npm's filesystem server started per episode in the episode's own copy of
+    workspace/; writes checked by state checks; the same numbers on a second run and on resume."""
+    import hashlib
+    import os
+    import shutil
+
+    found = shutil.which("mcp-server-filesystem", path=str(FILES_NPM_BIN)) or shutil.which("mcp-server-filesystem")
+    if found is None:
+        if os.environ.get("EVALS_REQUIRE_NPM_TOOLS") == "1":
+            pytest.fail(f"mcp-server-filesystem is missing from {FILES_NPM_BIN}: .ci/run installs it (npm install --prefix .ci)")
+        pytest.skip("npm's @modelcontextprotocol/server-filesystem is not installed (.ci/run: npm install --prefix .ci)")
+    monkeypatch.setenv("PATH", f"{Path(found).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+    def digest() -> str:
+        return hashlib.sha256(b"".join(p.read_bytes() for p in sorted((FILES / "workspace").rglob("*")) if p.is_file())).hexdigest()
+
+    before = digest()
+    args = ["run", "taskfile", "--tasks", str(FILES / "files_tasks.yaml"), "--mcp-config", str(FILES / "files_servers.json"),
+            "--no-progress", "--json"]
+    oracle = evals_json(capsys, *args, "--model", "oracle", "--run-dir", str(tmp_path / "oracle"))
+    assert oracle["completed"] == 10 and {k: oracle["metrics"][k] for k in FILES_EXPECTED} == dict.fromkeys(FILES_EXPECTED, 100.0)
+    assert "oracle_failures" not in oracle["metrics"] and not oracle["warnings"]
+    assert set(oracle["breakdowns"]["kind"]) == {"read", "write"}
+
+    model = [*args, "--model", f"replay:{FILES / 'files_mistakes.jsonl'}"]
+    first = evals_json(capsys, *model, "--run-dir", str(tmp_path / "model"))
+    assert {k: first["metrics"][k] for k in FILES_EXPECTED} == FILES_EXPECTED
+    assert first["breakdowns"]["kind"]["write"]["state_accuracy"] == 60.0
+    second = evals_json(capsys, *model, "--run-dir", str(tmp_path / "model2"))  # again: the same start, the same numbers
+    assert {k: second["metrics"][k] for k in FILES_EXPECTED} == FILES_EXPECTED
+    (tmp_path / "model" / "scores.jsonl").unlink()  # resumed (nothing left to run): scored again, the same numbers
+    resumed = evals_json(capsys, *model, "--run-dir", str(tmp_path / "model"))
+    assert {k: resumed["metrics"][k] for k in FILES_EXPECTED} == FILES_EXPECTED
+    assert digest() == before  # every episode worked on its own copy
+
+    scores = {json.loads(x)["task_id"]: json.loads(x)["score"] for x in (tmp_path / "model" / "scores.jsonl").open()}
+    f04 = scores["f04"]["details"]["checks"][0]
+    assert (f04["ok"], f04["got"], f04["want"]) == (False, "All done.", {"equals": "all done"})
+    assert [e["ok"] for e in scores["f06"]["details"]["checks"]] == [False, False]
+    assert scores["f05"]["details"]["checks"][0]["ok"] and not scores["f05"]["details"]["calls"]["exact"]
+    assert scores["f08"]["details"]["calls"]["exact"]  # the paths in the other order: match: unordered

@@ -147,7 +147,7 @@ def test_mcp_server_command_lines_expand_variables(tmp_path: Path) -> None:
                                                                         "env": {"X": "${REPO}"}}}}))
     got = mcp_sources({"mcp_config": str(tmp_path / "c.json"), "mcp_server": "t=mcp-server-time --tz ${TZ_NAME}"},
                       {"REPO": "/r", "TZ_NAME": "UTC"}.get)
-    assert got[0].args == ("-r", "/r") and got[0].env == {"X": "${REPO}"} and got[1].args[-1] == "UTC"
+    assert got[0].args == ("-r", "/r") and got[0].env == {"X": "/r"} and got[1].args[-1] == "UTC"  # env too (issue 49)
     with pytest.raises(ValueError, match=r"--mcp-server: \$\{TZ_NAME\} is not defined"):
         mcp_sources({"mcp_server": "t=mcp-server-time --tz ${TZ_NAME}"}, {}.get)
 
