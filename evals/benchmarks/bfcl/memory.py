@@ -5,7 +5,8 @@ Each memory endpoint (a question, or a prerequisite conversation) serves the bac
 runs a call on the session's own instance of BFCL's backend class (``MemoryAPI_kv``: core and
 archival key-value memory with BM25+ key search from ``rank_bm25``; ``MemoryAPI_rec_sum``: one text),
 imported out of the pinned wheel (:mod:`.wheel_code`). The instance lives in the MCP session's
-``ctx.state``: two episodes never share one, whatever the transport. A result reads as BFCL's
+``ctx.state`` (its process: :mod:`.backend_host`, each call under a deadline): two episodes never
+share one, whatever the transport. A result reads as BFCL's
 ``execute_multi_turn_func_call`` renders it (a dict as ``json.dumps``, anything else as ``str``; an
 exception as ``Error during execution: ...``, here also flagged ``isError``).
 
@@ -37,12 +38,14 @@ from typing import Any
 
 from tool_specs import CallContext, TaskNotFound, ToolLike, ToolResult, ToolSpec
 
+from .backend_host import Holder, HostError
+from .backends import ERROR_PREFIX, session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, verified_wheel
 from .files import NAME, served_name
 from .tools import to_schema
 
 __all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "MemoryCatalog", "backend_class",
-           "memory_tools"]
+           "memory_operation", "memory_tools"]
 
 LOAD_TOOL = "bfcl_memory_load"
 SNAPSHOT_TOOL = "bfcl_memory_snapshot"
@@ -92,51 +95,76 @@ def _rendered(value: Any) -> str:
     return str(value)
 
 
-class _Backend:
-    """The session's backend instance (made on first use, replaced by a load)."""
-
-    def __init__(self, backend: str) -> None:
-        self.backend = backend
-        self.key = f"bfcl_memory:{backend}"
-
-    def instance(self, ctx: CallContext) -> Any:
-        if self.key not in ctx.state:
-            ctx.state[self.key] = backend_class(self.backend)()
-        return ctx.state[self.key]
-
-    def load(self, ctx: CallContext, snapshot: Mapping[str, Any] | None) -> Any:
-        fresh = backend_class(self.backend)()
+def memory_operation(op: Mapping[str, Any], sets: dict[str, Any]) -> dict[str, Any]:
+    """One memory operation in a holder process (:mod:`.backend_host`): ``memory_load`` (a fresh
+    instance holding a snapshot), ``memory_call`` (a method, by BFCL's name, with keyword arguments:
+    the instance is made on first use) or ``memory_snapshot``."""
+    kind, key, backend = op.get("op"), str(op.get("key", "")), str(op.get("backend"))
+    if kind == "memory_load":
+        fresh = backend_class(backend)()
+        snapshot = op.get("snapshot")
         if snapshot:
-            for key in SNAPSHOT_KEYS[self.backend]:
-                setattr(fresh, key, copy.deepcopy(snapshot[key]))
-        ctx.state[self.key] = fresh
-        return fresh
+            for name in SNAPSHOT_KEYS[backend]:
+                setattr(fresh, name, copy.deepcopy(snapshot[name]))
+        sets[key] = {"memory": fresh}
+        return {"context": fresh._dump_core_memory_to_context()}
+    if key not in sets:
+        sets[key] = {"memory": backend_class(backend)()}
+    instance = sets[key]["memory"]
+    if kind == "memory_snapshot":
+        return {"snapshot": {k: copy.deepcopy(getattr(instance, k)) for k in SNAPSHOT_KEYS[backend]}}
+    name = str(op.get("name", ""))
+    method = getattr(instance, name, None) if name and not name.startswith("_") else None
+    try:
+        if method is None:
+            raise AttributeError(f"no function {op.get('served')}")
+        return {"text": _rendered(method(**dict(op.get("arguments") or {})))}
+    except Exception as exc:  # noqa: BLE001 - BFCL hands any failure back to the model as text
+        return {"text": f"{ERROR_PREFIX}{exc}", "is_error": True}
+
+
+async def _request(holder: Holder, op: dict[str, Any], *, log: bool = True) -> Any:
+    try:
+        answer = await holder.arequest(op, log=log)
+    except HostError as exc:
+        raise ValueError(stopped_text(exc, holder.take_lost())) from None
+    if answer.get("error"):
+        raise ValueError(f"the memory backend failed: {answer['error']}")
+    return answer
 
 
 def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str = "") -> list[ToolSpec]:
-    """The backend's functions as tools, and the two hidden harness tools, for one endpoint."""
-    holder = _Backend(backend)
-
+    """The backend's functions as tools, and the two hidden harness tools, for one endpoint. The
+    instance lives in the session's holder process (:mod:`.backend_host`: each call under its deadline)."""
+    key = f"bfcl_memory:{backend}"
     names = {served_name(str(d.get("name", ""))): str(d.get("name", "")) for d in docs}
 
     async def call(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        method = getattr(holder.instance(ctx), names.get(spec.name, ""), None)
+        holder = session_holder(ctx, key)
+        op = {"op": "memory_call", "key": key, "backend": backend, "name": names.get(spec.name, ""),
+              "served": spec.name, "arguments": arguments}
         try:
-            if method is None:
-                raise AttributeError(f"no function {spec.name}")
-            return ToolResult(text=_rendered(method(**arguments)))
-        except Exception as exc:  # noqa: BLE001 - BFCL hands any failure back to the model as text
-            return ToolResult.error(f"Error during execution: {exc}")
+            answer = await holder.arequest(op, log=True)
+        except HostError as exc:
+            return ToolResult.error(stopped_text(exc, holder.take_lost()))
+        if answer.get("error"):
+            return ToolResult.error(f"{ERROR_PREFIX}{answer['error']}")
+        text = str(answer.get("text", ""))
+        return ToolResult.error(text) if answer.get("is_error") else ToolResult(text=text)
 
     async def load(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         snapshot = arguments.get("snapshot")
         if snapshot is not None and not (isinstance(snapshot, dict) and set(SNAPSHOT_KEYS[backend]) <= set(snapshot)):
             raise ValueError(f"a {backend} snapshot needs the keys {', '.join(SNAPSHOT_KEYS[backend])}")
-        return {"context": holder.load(ctx, snapshot)._dump_core_memory_to_context()}
+        holder = session_holder(ctx, key)
+        holder.log = []  # a load replaces the state: nothing before it needs replaying
+        answer = await _request(holder, {"op": "memory_load", "key": key, "backend": backend, "snapshot": snapshot})
+        return {"context": answer["context"]}
 
     async def snapshot(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        inst = holder.instance(ctx)
-        return {"snapshot": {k: copy.deepcopy(getattr(inst, k)) for k in SNAPSHOT_KEYS[backend]}}
+        answer = await _request(session_holder(ctx, key), {"op": "memory_snapshot", "key": key, "backend": backend},
+                                log=False)
+        return {"snapshot": answer["snapshot"]}
 
     out = [ToolSpec(name=served_name(str(d.get("name", ""))), description=str(d.get("description", "")),
                     input_schema=to_schema(d.get("parameters") or {}), executor=call, validation="warn",
