@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from evals.benchmarks.bfcl.files import WHEEL
@@ -24,7 +25,8 @@ def test_a_backend_class_is_imported_from_the_data_directorys_wheel(bfcl_data: P
                    "print(m.__file__)\nprint(m.TwitterAPI().__class__.__name__)", bfcl_data)
     assert done.returncode == 0, done.stderr
     where, name = done.stdout.split()
-    assert where.startswith(str(bfcl_data / "bfcl")) and ".whl/bfcl_eval/" in where
+    # imported from the private copy of the verified bytes (issue 46 item 3), named as the wheel
+    assert "/bfcl-wheel-" in where and f"{WHEEL[1]}/bfcl_eval/" in where and not where.startswith(str(bfcl_data))
     assert name == "TwitterAPI"
 
 
@@ -37,3 +39,39 @@ def test_other_modules_and_a_wrong_wheel_are_refused(bfcl_data: Path, tmp_path: 
     done = _python("from evals.benchmarks.bfcl.wheel_code import import_module\n"
                    "import_module('bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api')", tmp_path)
     assert done.returncode != 0 and "is not the pinned bfcl-eval wheel's" in done.stderr
+
+
+_MODULE = "bfcl_eval/eval_checker/multi_turn_eval/func_source_code/ticket_api.py"
+
+
+def test_bytes_changed_in_place_after_the_check_are_never_imported(bfcl_data: Path, tmp_path: Path) -> None:
+    """Issue 46 item 3: the check was remembered per (path, size, mtime) and modules were imported
+    from the file later, so a wheel rewritten in place with its mtime set back ran its new code.
+    Code now comes only from the bytes that were checked."""
+    import shutil
+
+    (tmp_path / WHEEL[0]).mkdir()
+    wheel = tmp_path.joinpath(*WHEEL)
+    shutil.copyfile(bfcl_data.joinpath(*WHEEL), wheel)
+    hostile = tmp_path / "hostile.whl"
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(hostile, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == _MODULE:
+                data = b"print('INJECTED')\n" + data
+            dst.writestr(info, data)
+    code = ("import os, sys\n"
+            "from evals.benchmarks.bfcl.wheel_code import import_module\n"
+            "base = 'bfcl_eval.eval_checker.multi_turn_eval.func_source_code.'\n"
+            "import_module(base + 'posting_api')\n"  # the wheel is checked, BFCL's package imported
+            f"wheel, hostile = {str(wheel)!r}, {str(hostile)!r}\n"
+            "st = os.stat(wheel)\n"
+            "with open(hostile, 'rb') as f: data = f.read()\n"
+            "with open(wheel, 'r+b') as f: f.write(data); f.truncate()\n"  # in place: same inode
+            "os.utime(wheel, ns=(st.st_atime_ns, st.st_mtime_ns))\n"  # mtime set back
+            "m = import_module(base + 'ticket_api')\n"
+            "print(m.TicketAPI.__name__)\n")
+    done = _python(code, tmp_path)
+    assert "INJECTED" not in done.stdout + done.stderr
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "TicketAPI"
