@@ -306,6 +306,9 @@ class Holder:
                 except TimeoutError:
                     self._drop()
                     raise HostError(f"stopped after {limit:g} s (the deadline of one BFCL call)") from None
+                except asyncio.CancelledError:
+                    self._drop()  # the caller went away mid-call: its state is rebuilt from the log on next use
+                    raise
                 except (OSError, EOFError, ValueError) as exc:
                     self._drop()
                     raise HostError(f"BFCL's backend process died ({type(exc).__name__})") from None
@@ -341,7 +344,7 @@ def _make_room() -> None:
 
 def _serve_holder(sock: socket.socket) -> None:
     """A holder process: named instance sets, one operation per message."""
-    from . import backends as b  # imported before the fork: nothing is imported here
+    from . import backend_calls as b  # imported before the fork: nothing is imported here
 
     sets: dict[str, dict[str, Any]] = {}
     tables: dict[str, Any] = {}
@@ -365,9 +368,9 @@ def _serve_holder(sock: socket.socket) -> None:
 def _zygote_main(fd: int) -> None:
     ctl = socket.socket(fileno=fd)
     try:
-        from . import backends
+        from . import backend_calls
 
-        backends.preload()
+        backend_calls.preload()
     except Exception as exc:  # noqa: BLE001 - told to the client, which raises it
         ctl.sendall(_frame({"ok": False, "error": f"{type(exc).__name__}: {exc}"}))
         return

@@ -25,12 +25,7 @@ memory needs, written here because the multi-turn module (branch b-mt) was not t
 
 from __future__ import annotations
 
-import copy
 import json
-import os
-import shutil
-import tempfile
-import threading
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,8 +33,9 @@ from typing import Any
 
 from tool_specs import CallContext, TaskNotFound, ToolLike, ToolResult, ToolSpec
 
+from .backend_calls import ERROR_PREFIX, SNAPSHOT_KEYS, backend_class, memory_operation
 from .backend_host import Holder, HostError
-from .backends import ERROR_PREFIX, session_holder, stopped_text
+from .backends import session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, verified_wheel
 from .files import NAME, served_name
 from .tools import to_schema
@@ -50,77 +46,6 @@ __all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "Memor
 LOAD_TOOL = "bfcl_memory_load"
 SNAPSHOT_TOOL = "bfcl_memory_snapshot"
 HIDDEN_TOOLS = frozenset({LOAD_TOOL, SNAPSHOT_TOOL})
-# what BFCL's _flush_memory_to_local_file writes (and _load_scenario reads back), per backend
-SNAPSHOT_KEYS: dict[str, tuple[str, ...]] = {"kv": ("core_memory", "archival_memory"), "rec_sum": ("memory",)}
-_MODULE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.memory_{}"
-_import_lock = threading.Lock()
-
-
-def backend_class(backend: str, wheel: Path | None = None) -> type:
-    """BFCL's ``MemoryAPI_<backend>`` class, imported from the pinned wheel.
-
-    BFCL's ``constants.eval_config`` (imported by the memory base class) creates ``result/``, ``score/``
-    and ``.file_locks/`` under ``BFCL_PROJECT_ROOT`` (default: beside the package, here inside the
-    wheel, which fails); they are made in a temporary folder, removed once the import is done.
-    """
-    from .wheel_code import import_module
-
-    if backend not in SNAPSHOT_KEYS:
-        raise ValueError(f"no served BFCL memory backend {backend!r}; served: {', '.join(SNAPSHOT_KEYS)}")
-    with _import_lock:
-        root = tempfile.mkdtemp(prefix="bfcl-project-")
-        before = os.environ.get("BFCL_PROJECT_ROOT")
-        os.environ["BFCL_PROJECT_ROOT"] = root
-        try:
-            module = import_module(_MODULE.format(backend), wheel)
-        finally:
-            if before is None:
-                os.environ.pop("BFCL_PROJECT_ROOT", None)
-            else:
-                os.environ["BFCL_PROJECT_ROOT"] = before
-            shutil.rmtree(root, ignore_errors=True)
-    cls: type = getattr(module, f"MemoryAPI_{backend}")
-    return cls
-
-
-def _rendered(value: Any) -> str:
-    """A backend method's return value as BFCL shows it to the model."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        try:
-            return json.dumps(value)
-        except (TypeError, ValueError):
-            return str(value)
-    return str(value)
-
-
-def memory_operation(op: Mapping[str, Any], sets: dict[str, Any]) -> dict[str, Any]:
-    """One memory operation in a holder process (:mod:`.backend_host`): ``memory_load`` (a fresh
-    instance holding a snapshot), ``memory_call`` (a method, by BFCL's name, with keyword arguments:
-    the instance is made on first use) or ``memory_snapshot``."""
-    kind, key, backend = op.get("op"), str(op.get("key", "")), str(op.get("backend"))
-    if kind == "memory_load":
-        fresh = backend_class(backend)()
-        snapshot = op.get("snapshot")
-        if snapshot:
-            for name in SNAPSHOT_KEYS[backend]:
-                setattr(fresh, name, copy.deepcopy(snapshot[name]))
-        sets[key] = {"memory": fresh}
-        return {"context": fresh._dump_core_memory_to_context()}
-    if key not in sets:
-        sets[key] = {"memory": backend_class(backend)()}
-    instance = sets[key]["memory"]
-    if kind == "memory_snapshot":
-        return {"snapshot": {k: copy.deepcopy(getattr(instance, k)) for k in SNAPSHOT_KEYS[backend]}}
-    name = str(op.get("name", ""))
-    method = getattr(instance, name, None) if name and not name.startswith("_") else None
-    try:
-        if method is None:
-            raise AttributeError(f"no function {op.get('served')}")
-        return {"text": _rendered(method(**dict(op.get("arguments") or {})))}
-    except Exception as exc:  # noqa: BLE001 - BFCL hands any failure back to the model as text
-        return {"text": f"{ERROR_PREFIX}{exc}", "is_error": True}
 
 
 async def _request(holder: Holder, op: dict[str, Any], *, log: bool = True) -> Any:

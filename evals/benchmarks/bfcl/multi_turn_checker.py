@@ -22,22 +22,22 @@ runs BFCL's own checker beside this one):
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import backend_host
+from .backend_calls import MAX_DETAIL_CHARS, bounded_differences, jsonable
+from .backend_calls import _bounded as _bounded
 from .backend_host import Holder, HostError
-from .backends import ERROR_PREFIX, Instances, call_text, precheck_text, state_differences, stopped_text
+from .backends import ERROR_PREFIX, call_text, precheck_text, stopped_text
 from .checker import Verdict
 from .multi_turn import MultiTurnEntry
 
 __all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "bounded_differences", "check_multi_turn", "decode_steps",
            "jsonable"]
 
-MAX_DETAIL_CHARS = 20_000  # a state difference is kept for the viewer up to this size (as JSON)
 
 
 @dataclass(frozen=True)
@@ -50,43 +50,6 @@ class MultiTurnVerdict(Verdict):
 
     def to_dict(self) -> dict[str, Any]:
         return {**super().to_dict(), "turn": self.turn, "details": self.details}
-
-
-def jsonable(value: Any, depth: int = 0, seen: frozenset[int] = frozenset()) -> Any:
-    """A backend value as JSON for the viewer: objects as their public attributes (a ``parent``
-    link or an object already on the path shown by its class name), bounded in depth."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if depth > 12 or id(value) in seen:
-        return f"<{type(value).__name__}>"
-    inner = seen | {id(value)}
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v, depth + 1, inner) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [jsonable(v, depth + 1, inner) for v in value]
-    if hasattr(value, "__dict__"):
-        return {"__class__": type(value).__name__,
-                **{k: jsonable(v, depth + 1, inner) for k, v in vars(value).items()
-                   if not k.startswith("_") and k != "parent"}}
-    return repr(value)
-
-
-def _bounded(value: Any) -> Any:
-    shown = jsonable(value)
-    text = json.dumps(shown, ensure_ascii=False, default=str)
-    return shown if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS] + " ... (cut)"
-
-
-def bounded_differences(model: Instances, gold: Instances) -> dict[str, Any] | None:
-    """The first backend (in the gold order) whose public state differs: its class and the
-    differences, each side bounded for the viewer; ``None`` when every backend matches."""
-    for class_name, gold_instance in gold.items():
-        differences = state_differences(model[class_name], gold_instance)
-        if differences:
-            return {"class": class_name, "differences": {k: {"model": _bounded(v["model"]),
-                                                             "ground_truth": _bounded(v["ground_truth"])}
-                                                         for k, v in differences.items()}}
-    return None
 
 
 _holders = threading.local()  # one scoring holder per thread, reused entry after entry
