@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,13 @@ def load_json(text: str, path: str | Path | None = None, *, line: int = 1, allow
         raise DocumentError(f"invalid JSON at line {at}, column {exc.colno}: {exc.msg}", path=path, line=at) from None
     except RecursionError:
         raise DocumentError(f"nested too deeply to read (the limit is {MAX_FILE_DEPTH} levels)", path=path, line=line) from None
+    except ValueError:  # Python's bound on integer digits (sys.get_int_max_str_digits)
+        bound = sys.get_int_max_str_digits()
+        long = re.search(rf"\d{{{bound + 1},}}", text) if bound else None
+        at = line + text.count("\n", 0, long.start()) if long else line
+        digits = f"{len(long.group())} digits" if long else "too many digits"
+        raise DocumentError(f"an integer of {digits}: more than the {bound} digits "
+                            "Python reads in a number", path=path, line=at) from None
     if duplicate:
         raise DocumentError(f"key {duplicate[0]!r} is given twice in one object", path=path,
                             line=line + _duplicate_line(text) - 1)

@@ -93,6 +93,8 @@ def read_jsonl(archive: zipfile.ZipFile, member: str, where: str, *, keyed: bool
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise WheelError(f"{where}:{member}:{number}: not JSON ({exc.msg})") from None
+            except ValueError as exc:  # an integer past Python's digit bound
+                raise WheelError(f"{where}:{member}:{number}: not readable JSON ({exc})") from None
             if not isinstance(value, dict) or (keyed and not isinstance(value.get("id"), str)):
                 raise WheelError(f"{where}:{member}:{number}: not an entry with an id")
             out.append(value)
