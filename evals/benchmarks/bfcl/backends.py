@@ -72,8 +72,8 @@ def session_holder(ctx: CallContext, key: str) -> Holder:
 
 def stopped_text(exc: HostError, lost: str = "") -> str:
     """The error result of a call the holder could not do."""
-    return (f"{ERROR_PREFIX}the call was {exc}; it changed nothing: this session's backends are as they were "
-            f"before it{f' ({lost})' if lost else ''}")
+    return (f"{ERROR_PREFIX}the call did not complete: {exc}; it changed nothing: this session's backends are "
+            f"as they were before it{f' ({lost})' if lost else ''}")
 
 
 async def host_call(holder: Holder, make: Mapping[str, Any], text: str) -> str:

@@ -124,7 +124,8 @@ class MemoryCatalog:
         self.name = name
         self.endpoints = dict(endpoints)  # endpoint (task) id -> backend
         self.other = other
-        self._docs: dict[str, list[dict[str, Any]]] = {}
+        # read now, with the wheel checked: a listing never reads the wheel file again
+        self._docs: dict[str, list[dict[str, Any]]] = {b: read_docs(b) for b in dict.fromkeys(self.endpoints.values())}
 
     def task_ids(self) -> list[str]:
         return [*(self.other.task_ids() if self.other is not None else []), *self.endpoints]
@@ -136,14 +137,12 @@ class MemoryCatalog:
                 tools: list[ToolSpec] = self.other.task_tools(task_id)
                 return tools
             raise TaskNotFound(task_id, self.endpoints, catalog=self.name)
-        if backend not in self._docs:
-            self._docs[backend] = read_docs(backend)
         return memory_tools(backend, self._docs[backend], task_id)
 
     def playground_tools(self) -> list[ToolSpec]:
         seen: dict[str, ToolSpec] = {s.name: s for s in (self.other.playground_tools() if self.other else [])}
         for backend in dict.fromkeys(self.endpoints.values()):
-            for spec in memory_tools(backend, self._docs.get(backend) or read_docs(backend)):
+            for spec in memory_tools(backend, self._docs[backend]):
                 if spec.name not in HIDDEN_TOOLS:
                     seen.setdefault(spec.name, spec)
         return list(seen.values())

@@ -75,3 +75,50 @@ def test_bytes_changed_in_place_after_the_check_are_never_imported(bfcl_data: Pa
     assert "INJECTED" not in done.stdout + done.stderr
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "TicketAPI"
+
+
+_SERVE = """
+import asyncio, contextlib, json, sys
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from evals.core.registry import load_benchmark
+from server import ToolServer, create_app, serve_in_background
+
+async def main():
+    bench = load_benchmark("bfcl", {"category": ["memory_kv", "multi_turn_base"]})
+    server = ToolServer(bench.mounts(contextlib.ExitStack()))
+    out = {}
+    async with serve_in_background(create_app(server, json_response=True)) as url:
+        with open(sys.argv[1], "r+b") as f:  # damaged in place once the server runs
+            f.seek(100)
+            f.write(b"\\0\\0\\0\\0")
+        async with httpx2.AsyncClient(timeout=60) as http:
+            for ep, name in [("memory_kv_0-customer-0", "core_memory_list_keys"), ("multi_turn_base_0", "ls")]:
+                async with Client(streamable_http_client(f"{url}/mcp/bfcl/{ep}?session=s", http_client=http)) as c:
+                    listed = name in [t.name for t in (await c.list_tools()).tools]
+                    got = await c.call_tool(name, {})
+                    out[ep] = [listed, got.is_error, got.content[0].text]
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def test_a_wheel_that_fails_the_check_while_serving_is_an_error_result(bfcl_data: Path, tmp_path: Path) -> None:
+    """Issue 46 item 3: a wheel damaged under a running server gave a bare HTTP 500; now the
+    listing is served (read at start, from checked bytes) and a call is an error result naming it."""
+    import json
+    import shutil
+
+    (tmp_path / WHEEL[0]).mkdir()
+    wheel = tmp_path.joinpath(*WHEEL)
+    shutil.copyfile(bfcl_data.joinpath(*WHEEL), wheel)
+    script = tmp_path / "serve.py"
+    script.write_text(_SERVE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALS_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(script), str(wheel)], env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for listed, is_error, text in json.loads(done.stdout.splitlines()[-1]).values():
+        assert listed and is_error and "is not the pinned bfcl-eval wheel's" in text
