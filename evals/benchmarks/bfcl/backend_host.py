@@ -49,7 +49,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CALL_DEADLINE_S", "MAKE_DEADLINE_S", "MAX_LIVE_PROCESSES", "HostError", "Holder", "Op"]
+__all__ = ["CALL_DEADLINE_S", "MAKE_DEADLINE_S", "MAX_LIVE_PROCESSES", "HostError", "Holder", "Op", "host_cpu_seconds",
+           "prestart"]
 
 CALL_DEADLINE_S = 10.0  # a BFCL call takes milliseconds; 10 s is far past any legitimate one on a loaded machine
 MAKE_DEADLINE_S = 60.0  # loading an entry's initial config (the long-context file systems are large)
@@ -119,36 +120,56 @@ class _Zygote:
         self.proc: subprocess.Popen[bytes] | None = None
         self.ctl: socket.socket | None = None
         self.pid = -1  # the process that started it: a forked client starts its own
+        self.ready = False
 
-    def _start(self) -> None:
+    def _launch(self) -> None:
+        """Start the zygote (it imports BFCL's modules meanwhile); its readiness is read on first use."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         root = str(Path(__file__).resolve().parents[3])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
         proc = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
                                 env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
         theirs.close()
+        self.proc, self.ctl, self.pid, self.ready = proc, mine, os.getpid(), False
+
+    def _await_ready(self) -> None:
+        assert self.proc is not None and self.ctl is not None
+        proc, mine = self.proc, self.ctl
         mine.settimeout(MAKE_DEADLINE_S)
         try:
             ready = _read_frame(mine)
         except (OSError, EOFError, ValueError) as exc:
             proc.kill()
             err = (proc.communicate(timeout=5)[1] or b"").decode("utf-8", "replace").strip().splitlines()
+            self._close()
             raise HostError(f"BFCL's backend process did not start: {err[-1] if err else exc}") from None
         if not ready.get("ok"):
-            proc.kill()
-            proc.wait()
+            self._close()
             raise HostError(f"BFCL's backend process did not start: {ready.get('error')}")
         if proc.stderr is not None:
             proc.stderr.close()
-        self.proc, self.ctl, self.pid = proc, mine, os.getpid()
+        mine.settimeout(None)
+        self.ready = True
+
+    def _current(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and self.pid == os.getpid()
+
+    def prestart(self) -> None:
+        """Start the zygote now, without waiting for it (a server that will serve BFCL's backends)."""
+        with self.lock:
+            if not self._current():
+                self._close()
+                self._launch()
 
     def spawn(self) -> tuple[socket.socket, int]:
         """A fresh holder process: (the client's end of its socket, its pid)."""
         with self.lock:
             for attempt in (0, 1):
-                if self.proc is None or self.proc.poll() is not None or self.pid != os.getpid():
+                if not self._current():
                     self._close()
-                    self._start()
+                    self._launch()
+                if not self.ready:
+                    self._await_ready()
                 assert self.ctl is not None
                 mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                 try:
@@ -166,17 +187,31 @@ class _Zygote:
         raise AssertionError  # not reached
 
     def _close(self) -> None:
-        if self.ctl is not None:
+        if self.ctl is not None:  # in a forked child: its own copy only
             self.ctl.close()
         if self.proc is not None and self.pid == os.getpid():
             with contextlib.suppress(ProcessLookupError):
                 self.proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=5)
-        self.proc, self.ctl = None, None
+        self.proc, self.ctl, self.ready = None, None, False
 
 
 _zygote = _Zygote()
+prestart = _zygote.prestart
+
+
+def host_cpu_seconds() -> float:
+    """CPU seconds used so far by this process's zygote and its ended holder processes (Linux
+    ``/proc``; 0 without a zygote): for the benches, which count the harness's whole cost."""
+    proc = _zygote.proc
+    if proc is None or proc.poll() is not None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
 
 
 def _kill(pid: int, sock: socket.socket | None) -> None:
@@ -365,6 +400,12 @@ def _serve_holder(sock: socket.socket) -> None:
             return
 
 
+def _reap(*_: Any) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
 def _zygote_main(fd: int) -> None:
     ctl = socket.socket(fileno=fd)
     try:
@@ -374,7 +415,7 @@ def _zygote_main(fd: int) -> None:
     except Exception as exc:  # noqa: BLE001 - told to the client, which raises it
         ctl.sendall(_frame({"ok": False, "error": f"{type(exc).__name__}: {exc}"}))
         return
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGCHLD, _reap)  # reaped here, so that their CPU time counts in the zygote's children's
     ctl.sendall(_frame({"ok": True}))
     while True:
         try:

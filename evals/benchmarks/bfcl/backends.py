@@ -76,12 +76,14 @@ def stopped_text(exc: HostError, lost: str = "") -> str:
             f"as they were before it{f' ({lost})' if lost else ''}")
 
 
-async def host_call(holder: Holder, make: Mapping[str, Any], text: str) -> str:
-    """One call text on the holder's instances (made by ``make`` on first use): BFCL's result
-    string, or an error result (a call past a bound runs nowhere; one past the deadline is stopped)."""
-    refused = precheck_text(text)
+async def host_call(holder: Holder, make: Mapping[str, Any], name: str, arguments: Mapping[str, Any]) -> str:
+    """One (name, JSON arguments) call on the holder's instances (made by ``make`` on first use), as
+    BFCL runs a decoded FC call (:func:`call_text`): BFCL's result string, or an error result (a
+    call past a bound runs nowhere; one past the deadline is stopped)."""
+    refused = argument_bound_error(name, (), arguments)
     if refused is not None:
         return refused
+    text = call_text(name, arguments)
     try:
         if not holder.log:
             answer = await holder.arequest(dict(make, key="i"), deadline=backend_host.MAKE_DEADLINE_S, log=True)
@@ -107,7 +109,7 @@ def backend_tool(doc: Mapping[str, Any], task_id: str, make: Mapping[str, Any], 
     name = str(doc.get("name", ""))
 
     async def run(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        text = await host_call(session_holder(ctx, task_id), make, call_text(name, arguments))
+        text = await host_call(session_holder(ctx, task_id), make, name, arguments)
         return ToolResult(text=text, is_error=text.startswith(ERROR_PREFIX))
 
     return ToolSpec(name=name, description=str(doc.get("description", "")),

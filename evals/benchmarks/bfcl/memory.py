@@ -126,6 +126,10 @@ class MemoryCatalog:
         self.other = other
         # read now, with the wheel checked: a listing never reads the wheel file again
         self._docs: dict[str, list[dict[str, Any]]] = {b: read_docs(b) for b in dict.fromkeys(self.endpoints.values())}
+        if self.endpoints:
+            from .backend_host import prestart
+
+            prestart()  # the holders' zygote imports BFCL's modules while the rest starts
 
     def task_ids(self) -> list[str]:
         return [*(self.other.task_ids() if self.other is not None else []), *self.endpoints]

@@ -213,6 +213,10 @@ class MultiTurnCatalog:
         self.base = base
         self.entries = {e.id: e for e in entries}
         self._specs: dict[str, list[ToolSpec]] = {}
+        if self.entries:
+            from .backend_host import prestart
+
+            prestart()  # the holders' zygote imports BFCL's modules while the rest starts
 
     def task_ids(self) -> list[str]:
         return [*self.base.task_ids(), *self.entries]

@@ -22,12 +22,14 @@ runs BFCL's own checker beside this one):
 
 from __future__ import annotations
 
+import json
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import backend_host
+from . import backend_calls, backend_host
 from .backend_calls import MAX_DETAIL_CHARS, bounded_differences, jsonable
 from .backend_calls import _bounded as _bounded
 from .backend_host import Holder, HostError
@@ -106,6 +108,22 @@ def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Ma
                                 f"Model was force-terminated during inference phase. The length of the model result "
                                 f"turns ({len(turns)}) does not match the length of the ground truth turns ({len(truth)}).")
     decoded = [decode_steps(t) for t in turns]
+    key = (entry.id, json.dumps([decoded, backend_calls.MAX_PRECISION, backend_host.CALL_DEADLINE_S]))
+    if key in _verdicts:  # a run asks for a verdict twice (its progress, then its score)
+        _verdicts.move_to_end(key)
+        return _verdicts[key]
+    verdict = _replayed(entry, decoded)
+    _verdicts[key] = verdict
+    if len(_verdicts) > _KEPT_VERDICTS:
+        _verdicts.popitem(last=False)
+    return verdict
+
+
+_KEPT_VERDICTS = 256
+_verdicts: OrderedDict[tuple[str, str], MultiTurnVerdict] = OrderedDict()
+
+
+def _replayed(entry: MultiTurnEntry, decoded: list[list[list[str]]]) -> MultiTurnVerdict:
     holder = _holder()
     try:
         model, gold = _Side(holder, "model", entry), _Side(holder, "gold", entry)
