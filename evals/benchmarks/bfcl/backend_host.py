@@ -19,9 +19,11 @@ before BFCL's code sees them (:mod:`.backend_bounds`); everything else runs here
   process is ended to make room (its log stays: it comes back by replay when used again).
 
 Processes are forked from one *zygote* per client process, a ``python -m`` of this module that
-imports BFCL's backend modules once (out of the verified wheel, :mod:`.wheel_code`) and forks a
-child per holder on request (``fork`` of a single-threaded process: cheap, the modules shared
-copy-on-write). The client hands the zygote one end of a socket pair (``SCM_RIGHTS``); the child
+imports BFCL's backend modules once (out of the verified wheel, :mod:`.wheel_code`; no MCP code:
+:mod:`.backend_calls`) and forks a child per holder on request (``fork`` of a single-threaded
+process: cheap, the modules shared copy-on-write). It is started (:func:`prestart`) when a catalog
+that serves backends is made, so that its imports overlap the rest of a run's start, and reaps its
+children itself (their CPU time counts in its own children's: :func:`host_cpu_seconds`). The client hands the zygote one end of a socket pair (``SCM_RIGHTS``); the child
 serves it, the zygote answers the child's pid (the client kills it by pid past a deadline).
 Messages are length-prefixed JSON both ways, answers bounded (:data:`MAX_ANSWER_BYTES`). A child
 ends when its socket closes; the zygote when the client's control socket closes.
