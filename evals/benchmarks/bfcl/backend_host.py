@@ -130,7 +130,8 @@ class _Zygote:
         root = str(Path(__file__).resolve().parents[3])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
         proc = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                                env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,  # never a stdio server's
+                                stderr=subprocess.PIPE)
         theirs.close()
         self.proc, self.ctl, self.pid, self.ready = proc, mine, os.getpid(), False
 
@@ -419,6 +420,9 @@ def _zygote_main(fd: int) -> None:
         return
     signal.signal(signal.SIGCHLD, _reap)  # reaped here, so that their CPU time counts in the zygote's children's
     ctl.sendall(_frame({"ok": True}))
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # the client reads stderr only until this point (why a start failed)
+    os.close(devnull)
     while True:
         try:
             _, fds, _, _ = socket.recv_fds(ctl, 1, 1)
