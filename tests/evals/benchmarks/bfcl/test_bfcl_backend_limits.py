@@ -105,3 +105,23 @@ async def test_clients_that_name_no_session_never_share_bfcl_state(bfcl_data: An
             assert not (await a.call_tool("mkdir", {"dir_name": "mine"})).is_error
             assert "mine" in _text(await a.call_tool("ls", {}))  # one client's requests keep their state
             assert "mine" not in _text(await b.call_tool("ls", {}))  # another client never sees it
+
+
+async def test_evals_score_of_a_run_with_a_hostile_recorded_call_finishes(bfcl_data: Any, tmp_path: Any) -> None:
+    """Item 2 through ``evals score``: a run directory whose trace records a call past a bound is
+    scored (the call an error call) instead of stalling the command."""
+    import json
+
+    from evals.core.run import RunOptions, run_benchmark, score_run_dir
+
+    run = tmp_path / "run"
+    opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=run, task_ids=[ENTRY], transport="memory",
+                      progress=False, benchmark_options={"category": ["multi_turn_base"]})
+    _, summary = await run_benchmark(opts)
+    assert summary["metrics"]["multi_turn_base"] == 100.0
+    traces = run / "traces.jsonl"
+    trace = json.loads(traces.read_text().splitlines()[0])
+    trace["outcome"]["turns"][0].insert(0, [{"name": "square_root", "arguments": HUGE}])  # a hostile step first
+    traces.write_text(json.dumps(trace) + "\n")
+    scored = await score_run_dir(run)
+    assert scored["metrics"]["multi_turn_base"] == 100.0  # refused at its bound: an error call, the rest as recorded
