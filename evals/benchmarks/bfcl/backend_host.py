@@ -253,6 +253,23 @@ class Holder:
             with _live_lock:
                 _live.move_to_end(id(self), last=True)
             return
+        self._start(loop)
+        log, self.log = self.log, []
+        for op, deadline in log:  # replay: the state the holder had
+            try:
+                answer = self._roundtrip_sync(op, deadline)
+                why = answer.get("error")
+            except HostError as exc:
+                why = str(exc)
+            if why:  # the state cannot be rebuilt: a fresh, empty process
+                self._drop()
+                self._start(loop)
+                self.log = []
+                self.lost = f"its state could not be rebuilt ({why}): it starts again from nothing"
+                return
+            self.log.append((op, deadline))
+
+    def _start(self, loop: asyncio.AbstractEventLoop | None) -> None:
         _make_room()
         sock, pid = _zygote.spawn()
         sock.setblocking(loop is None)
@@ -260,19 +277,6 @@ class Holder:
         self._finalizer = weakref.finalize(self, _kill, pid, sock)
         with _live_lock:
             _live[id(self)] = weakref.ref(self)
-        log, self.log = self.log, []
-        for op, deadline in log:  # replay: the state the holder had
-            try:
-                answer = self._roundtrip_sync(op, deadline)
-            except HostError as exc:
-                self._drop()
-                self.lost = f"its state could not be rebuilt ({exc}): it starts again from nothing"
-                return
-            if answer.get("error"):
-                self._drop()
-                self.lost = f"its state could not be rebuilt ({answer['error']}): it starts again from nothing"
-                return
-            self.log.append((op, deadline))
 
     def _drop(self) -> None:
         """End the process (the log is kept)."""

@@ -85,11 +85,14 @@ async def host_call(holder: Holder, make: Mapping[str, Any], name: str, argument
         return refused
     text = call_text(name, arguments)
     try:
-        if not holder.log:
-            answer = await holder.arequest(dict(make, key="i"), deadline=backend_host.MAKE_DEADLINE_S, log=True)
-            if answer.get("error"):
-                return f"{ERROR_PREFIX}the backends could not be loaded: {answer['error']}"
-        answer = await holder.arequest({"op": "call", "key": "i", "text": text}, log=True)
+        for _ in range(2):
+            if not holder.log:
+                answer = await holder.arequest(dict(make, key="i"), deadline=backend_host.MAKE_DEADLINE_S, log=True)
+                if answer.get("error"):
+                    return f"{ERROR_PREFIX}the backends could not be loaded: {answer['error']}"
+            answer = await holder.arequest({"op": "call", "key": "i", "text": text}, log=True)
+            if not (answer.get("error") and not holder.log):
+                break  # else the state was lost while rebuilding it: made anew, the call once more
     except HostError as exc:
         return stopped_text(exc, holder.take_lost())
     lost = holder.take_lost()

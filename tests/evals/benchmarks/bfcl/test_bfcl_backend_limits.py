@@ -125,3 +125,18 @@ async def test_evals_score_of_a_run_with_a_hostile_recorded_call_finishes(bfcl_d
     traces.write_text(json.dumps(trace) + "\n")
     scored = await score_run_dir(run)
     assert scored["metrics"]["multi_turn_base"] == 100.0  # refused at its bound: an error call, the rest as recorded
+
+
+def test_a_holder_whose_state_cannot_be_rebuilt_starts_empty_and_says_so(bfcl_data: Any) -> None:
+    """A holder's process ended (past a deadline, or to make room) is rebuilt by replaying its log on
+    next use; a replay that fails leaves a fresh, empty process and a note, never a broken holder."""
+    holder = backend_host.Holder()
+    assert holder.request(dict(_entry().make_op(), key="i"), log=True) == {}
+    assert "text" in holder.request({"op": "call", "key": "i", "text": "mkdir(dir_name='x')"}, log=True)
+    holder._drop()  # as past a deadline: the log is kept, the state comes back by replay
+    assert "x" in holder.request({"op": "call", "key": "i", "text": "ls()"})["text"] and not holder.take_lost()
+    holder.log.append(({"op": "call", "key": "gone", "text": "ls()"}, 10.0))  # a step that cannot be replayed
+    holder._drop()
+    assert holder.request({"op": "call", "key": "i", "text": "ls()"}) == {"error": "no instances named 'i'"}
+    assert "could not be rebuilt" in holder.take_lost() and holder.log == []
+    holder.close()
