@@ -124,7 +124,7 @@ class _SessionStates:
         """The state of session ``key`` on endpoint ``path``; a new one for a new key.
 
         Raises :class:`MCPError` for a named session that expired or was closed to make room (an
-        unnamed one, the state shared by requests that name no session, just starts again).
+        unnamed one, the state of a connection's requests that name no session, just starts again).
         """
         now = self.clock()
         self._expire(now)
@@ -313,7 +313,9 @@ class ToolServer:
         session: its calls share ``connection_state``. Over HTTP the current MCP protocol
         keeps no session, so a client names its episode in the URL (``?session=<id>``, as
         ``evals run`` does; a legacy client's ``Mcp-Session-Id`` counts too); requests that name
-        none share one state per endpoint. How many are kept, and for how long, is
+        none share one state per endpoint and client connection (its peer address and port: a
+        client that reconnects starts again, two clients never share one). How many are kept, and
+        for how long, is
         :attr:`session_limits`.
         """
         request = ctx.request
@@ -326,7 +328,11 @@ class ToolServer:
         maybe = b"session" in query_string or b"%" in query_string
         query = getattr(request, "query_params", None) if maybe else None
         named = (query.get("session") if query is not None else None) or getattr(connection, "session_id", None)
-        key = f"{ref.path}?session={named}" if named else ref.path
+        if named:
+            key = f"{ref.path}?session={named}"
+        else:  # each client connection its own state: two clients never share one by naming nothing
+            peer = getattr(request, "client", None)
+            key = f"{ref.path}?connection={getattr(peer, 'host', '')}:{getattr(peer, 'port', '')}"
         return (str(named) if named else None), self._session_states.get(key, ref.path, named=bool(named))
 
     # ---- endpoints -------------------------------------------------------------------------

@@ -19,8 +19,8 @@ from ...core.data import data_file
 from ...core.derived_cache import cached_derivation
 from .files import NO_ANSWER, SERVED, SINGLE_TURN, SOURCES, WHEEL
 
-__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "read_category", "read_jsonl",
-           "verified_wheel"]
+__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "pinned_sha256", "read_category",
+           "read_jsonl", "verified_wheel", "wheel_path"]
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # no test file of the pinned wheel is near this; a bound all the same
 _DATA = "bfcl_eval/data/"
@@ -47,11 +47,21 @@ class BfclEntry:
         return "\n".join(str(m.get("content", "")) for m in self.messages if m.get("role") == "user")
 
 
+def pinned_sha256() -> str:
+    """The bfcl-eval wheel's pinned sha256."""
+    return SOURCES[WHEEL[0]][0].sha256
+
+
+def wheel_path(path: Path | None = None) -> Path:
+    """The wheel's path (default: the one in the data directory), not checked."""
+    return path if path is not None else data_file(*WHEEL)
+
+
 @functools.cache
 def _checked(path: Path, size: int, mtime_ns: int) -> None:  # once per file version
     from ...core.fetch import sha256_of  # the checksum `evals data fetch` checks the wheel with
 
-    expected = SOURCES[WHEEL[0]][0].sha256
+    expected = pinned_sha256()
     got = sha256_of(path)
     if got != expected:
         raise WheelError(f"{path}: sha256 {got} is not the pinned bfcl-eval wheel's ({expected}); "
@@ -60,7 +70,7 @@ def _checked(path: Path, size: int, mtime_ns: int) -> None:  # once per file ver
 
 def verified_wheel(path: Path | None = None) -> Path:
     """The wheel (default: the one in the data directory), checked against its pinned sha256."""
-    wheel = path if path is not None else data_file(*WHEEL)
+    wheel = wheel_path(path)
     st = wheel.stat()
     _checked(wheel.resolve(), st.st_size, st.st_mtime_ns)
     return wheel
@@ -83,6 +93,8 @@ def read_jsonl(archive: zipfile.ZipFile, member: str, where: str, *, keyed: bool
                 value = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise WheelError(f"{where}:{member}:{number}: not JSON ({exc.msg})") from None
+            except ValueError as exc:  # an integer past Python's digit bound
+                raise WheelError(f"{where}:{member}:{number}: not readable JSON ({exc})") from None
             if not isinstance(value, dict) or (keyed and not isinstance(value.get("id"), str)):
                 raise WheelError(f"{where}:{member}:{number}: not an entry with an id")
             out.append(value)

@@ -5,7 +5,8 @@ Each memory endpoint (a question, or a prerequisite conversation) serves the bac
 runs a call on the session's own instance of BFCL's backend class (``MemoryAPI_kv``: core and
 archival key-value memory with BM25+ key search from ``rank_bm25``; ``MemoryAPI_rec_sum``: one text),
 imported out of the pinned wheel (:mod:`.wheel_code`). The instance lives in the MCP session's
-``ctx.state``: two episodes never share one, whatever the transport. A result reads as BFCL's
+``ctx.state`` (its process: :mod:`.backend_host`, each call under a deadline): two episodes never
+share one, whatever the transport. A result reads as BFCL's
 ``execute_multi_turn_func_call`` renders it (a dict as ``json.dumps``, anything else as ``str``; an
 exception as ``Error during execution: ...``, here also flagged ``isError``).
 
@@ -24,12 +25,7 @@ memory needs, written here because the multi-turn module (branch b-mt) was not t
 
 from __future__ import annotations
 
-import copy
 import json
-import os
-import shutil
-import tempfile
-import threading
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,106 +33,63 @@ from typing import Any
 
 from tool_specs import CallContext, TaskNotFound, ToolLike, ToolResult, ToolSpec
 
+from .backend_calls import ERROR_PREFIX, SNAPSHOT_KEYS, backend_class, memory_operation
+from .backend_host import Holder, HostError
+from .backends import session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, verified_wheel
 from .files import NAME, served_name
 from .tools import to_schema
 
 __all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "MemoryCatalog", "backend_class",
-           "memory_tools"]
+           "memory_operation", "memory_tools"]
 
 LOAD_TOOL = "bfcl_memory_load"
 SNAPSHOT_TOOL = "bfcl_memory_snapshot"
 HIDDEN_TOOLS = frozenset({LOAD_TOOL, SNAPSHOT_TOOL})
-# what BFCL's _flush_memory_to_local_file writes (and _load_scenario reads back), per backend
-SNAPSHOT_KEYS: dict[str, tuple[str, ...]] = {"kv": ("core_memory", "archival_memory"), "rec_sum": ("memory",)}
-_MODULE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.memory_{}"
-_import_lock = threading.Lock()
 
 
-def backend_class(backend: str, wheel: Path | None = None) -> type:
-    """BFCL's ``MemoryAPI_<backend>`` class, imported from the pinned wheel.
-
-    BFCL's ``constants.eval_config`` (imported by the memory base class) creates ``result/``, ``score/``
-    and ``.file_locks/`` under ``BFCL_PROJECT_ROOT`` (default: beside the package, here inside the
-    wheel, which fails); they are made in a temporary folder, removed once the import is done.
-    """
-    from .wheel_code import import_module
-
-    if backend not in SNAPSHOT_KEYS:
-        raise ValueError(f"no served BFCL memory backend {backend!r}; served: {', '.join(SNAPSHOT_KEYS)}")
-    with _import_lock:
-        root = tempfile.mkdtemp(prefix="bfcl-project-")
-        before = os.environ.get("BFCL_PROJECT_ROOT")
-        os.environ["BFCL_PROJECT_ROOT"] = root
-        try:
-            module = import_module(_MODULE.format(backend), wheel)
-        finally:
-            if before is None:
-                os.environ.pop("BFCL_PROJECT_ROOT", None)
-            else:
-                os.environ["BFCL_PROJECT_ROOT"] = before
-            shutil.rmtree(root, ignore_errors=True)
-    cls: type = getattr(module, f"MemoryAPI_{backend}")
-    return cls
-
-
-def _rendered(value: Any) -> str:
-    """A backend method's return value as BFCL shows it to the model."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict):
-        try:
-            return json.dumps(value)
-        except (TypeError, ValueError):
-            return str(value)
-    return str(value)
-
-
-class _Backend:
-    """The session's backend instance (made on first use, replaced by a load)."""
-
-    def __init__(self, backend: str) -> None:
-        self.backend = backend
-        self.key = f"bfcl_memory:{backend}"
-
-    def instance(self, ctx: CallContext) -> Any:
-        if self.key not in ctx.state:
-            ctx.state[self.key] = backend_class(self.backend)()
-        return ctx.state[self.key]
-
-    def load(self, ctx: CallContext, snapshot: Mapping[str, Any] | None) -> Any:
-        fresh = backend_class(self.backend)()
-        if snapshot:
-            for key in SNAPSHOT_KEYS[self.backend]:
-                setattr(fresh, key, copy.deepcopy(snapshot[key]))
-        ctx.state[self.key] = fresh
-        return fresh
+async def _request(holder: Holder, op: dict[str, Any], *, log: bool = True) -> Any:
+    try:
+        answer = await holder.arequest(op, log=log)
+    except HostError as exc:
+        raise ValueError(stopped_text(exc, holder.take_lost())) from None
+    if answer.get("error"):
+        raise ValueError(f"the memory backend failed: {answer['error']}")
+    return answer
 
 
 def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str = "") -> list[ToolSpec]:
-    """The backend's functions as tools, and the two hidden harness tools, for one endpoint."""
-    holder = _Backend(backend)
-
+    """The backend's functions as tools, and the two hidden harness tools, for one endpoint. The
+    instance lives in the session's holder process (:mod:`.backend_host`: each call under its deadline)."""
+    key = f"bfcl_memory:{backend}"
     names = {served_name(str(d.get("name", ""))): str(d.get("name", "")) for d in docs}
 
     async def call(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        method = getattr(holder.instance(ctx), names.get(spec.name, ""), None)
+        holder = session_holder(ctx, key)
+        op = {"op": "memory_call", "key": key, "backend": backend, "name": names.get(spec.name, ""),
+              "served": spec.name, "arguments": arguments}
         try:
-            if method is None:
-                raise AttributeError(f"no function {spec.name}")
-            return ToolResult(text=_rendered(method(**arguments)))
-        except Exception as exc:  # noqa: BLE001 - BFCL hands any failure back to the model as text
-            return ToolResult.error(f"Error during execution: {exc}")
+            answer = await holder.arequest(op, log=True)
+        except HostError as exc:
+            return ToolResult.error(stopped_text(exc, holder.take_lost()))
+        if answer.get("error"):
+            return ToolResult.error(f"{ERROR_PREFIX}{answer['error']}")
+        text = str(answer.get("text", ""))
+        return ToolResult.error(text) if answer.get("is_error") else ToolResult(text=text)
 
     async def load(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         snapshot = arguments.get("snapshot")
         if snapshot is not None and not (isinstance(snapshot, dict) and set(SNAPSHOT_KEYS[backend]) <= set(snapshot)):
             raise ValueError(f"a {backend} snapshot needs the keys {', '.join(SNAPSHOT_KEYS[backend])}")
-        return {"context": holder.load(ctx, snapshot)._dump_core_memory_to_context()}
+        holder = session_holder(ctx, key)
+        holder.log = []  # a load replaces the state: nothing before it needs replaying
+        answer = await _request(holder, {"op": "memory_load", "key": key, "backend": backend, "snapshot": snapshot})
+        return {"context": answer["context"]}
 
     async def snapshot(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        inst = holder.instance(ctx)
-        return {"snapshot": {k: copy.deepcopy(getattr(inst, k)) for k in SNAPSHOT_KEYS[backend]}}
+        answer = await _request(session_holder(ctx, key), {"op": "memory_snapshot", "key": key, "backend": backend},
+                                log=False)
+        return {"snapshot": answer["snapshot"]}
 
     out = [ToolSpec(name=served_name(str(d.get("name", ""))), description=str(d.get("description", "")),
                     input_schema=to_schema(d.get("parameters") or {}), executor=call, validation="warn",
@@ -171,7 +124,12 @@ class MemoryCatalog:
         self.name = name
         self.endpoints = dict(endpoints)  # endpoint (task) id -> backend
         self.other = other
-        self._docs: dict[str, list[dict[str, Any]]] = {}
+        # read now, with the wheel checked: a listing never reads the wheel file again
+        self._docs: dict[str, list[dict[str, Any]]] = {b: read_docs(b) for b in dict.fromkeys(self.endpoints.values())}
+        if self.endpoints:
+            from .backend_host import prestart
+
+            prestart()  # the holders' zygote imports BFCL's modules while the rest starts
 
     def task_ids(self) -> list[str]:
         return [*(self.other.task_ids() if self.other is not None else []), *self.endpoints]
@@ -183,14 +141,12 @@ class MemoryCatalog:
                 tools: list[ToolSpec] = self.other.task_tools(task_id)
                 return tools
             raise TaskNotFound(task_id, self.endpoints, catalog=self.name)
-        if backend not in self._docs:
-            self._docs[backend] = read_docs(backend)
         return memory_tools(backend, self._docs[backend], task_id)
 
     def playground_tools(self) -> list[ToolSpec]:
         seen: dict[str, ToolSpec] = {s.name: s for s in (self.other.playground_tools() if self.other else [])}
         for backend in dict.fromkeys(self.endpoints.values()):
-            for spec in memory_tools(backend, self._docs.get(backend) or read_docs(backend)):
+            for spec in memory_tools(backend, self._docs[backend]):
                 if spec.name not in HIDDEN_TOOLS:
                     seen.setdefault(spec.name, spec)
         return list(seen.values())

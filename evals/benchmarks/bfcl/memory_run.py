@@ -3,6 +3,12 @@ of the scenario first, then the question on the memory they left.
 
 The prerequisite phase runs once per (backend, scenario) and run, started by the first of the
 scenario's questions to need it (the others wait for it; a failed phase is retried by the next).
+Once per run, not per process: with ``--workers N`` the phase's final snapshot is kept in the run
+directory (``bfcl_memory/<category>-<scenario>.json``, written atomically once the phase is done)
+under an exclusive lock file beside it, so the workers' first questions wait for one phase rather
+than each running its own; a resumed run reuses it. The file is read as any run file is: a
+regular file (no link followed) of bounded size holding a snapshot of the backend's keys, else
+the phase runs again.
 Each conversation, in BFCL's order, gets a session of its own (a fresh backend instance loaded with
 the snapshot the previous conversation left, none for the first), BFCL's memory system prompt with
 the memory it dumps into context, and its user turns one after another, each run to the model's
@@ -24,15 +30,21 @@ accepted answer in BFCL's answer format.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Mapping
+import fcntl
+import json
+import os
+import stat
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from client.agent import run_agent
 from client.runs import EpisodeOutcome, EpisodeRecorder
 
 from .agentic import AgenticVerdict, MemoryEntry, Prereq, check_answer, read_memory
-from .memory import HIDDEN_TOOLS, LOAD_TOOL, SNAPSHOT_TOOL
+from .memory import HIDDEN_TOOLS, LOAD_TOOL, SNAPSHOT_KEYS, SNAPSHOT_TOOL
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -42,6 +54,9 @@ if TYPE_CHECKING:
 __all__ = ["MemoryRunner", "final_message", "oracle_answer"]
 
 PREREQ_REPLY = "Noted."
+SHARED_FOLDER = "bfcl_memory"  # in the run directory: each scenario's final snapshot, once per run
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
+_LOCK_POLL_S = 0.2
 _ORACLE_READ = {"kv": "archival_memory_list_keys", "rec_sum": "memory_retrieve"}
 
 
@@ -143,16 +158,25 @@ class MemoryRunner:
 
     async def snapshot(self, env: EpisodeEnv, category: str, scenario: str,
                        recorder: EpisodeRecorder) -> tuple[dict[str, Any] | None, bool]:
-        """The scenario's final snapshot (running its prerequisite phase if no episode has yet), and
-        whether this call ran it."""
+        """The scenario's final snapshot (running its prerequisite phase if no episode of the run
+        has yet, in this process or another worker's), and whether this call ran it."""
         key = (category, scenario)
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key in self._snapshots:
                 return self._snapshots[key], False
-            snapshot: dict[str, Any] | None = None
-            for conv in self.prereqs[key]:
-                snapshot = await self._conversation(env, category, conv, snapshot, recorder)
+            folder = getattr(env.opts, "run_dir", None)
+            shared = Path(folder) / SHARED_FOLDER / f"{category}-{scenario}.json" if folder is not None else None
+            async with _file_lock(shared):
+                found = _read_shared(shared, category) if shared is not None else _MISSING
+                if found is not _MISSING:
+                    self._snapshots[key] = found
+                    return found, False
+                snapshot: dict[str, Any] | None = None
+                for conv in self.prereqs[key]:
+                    snapshot = await self._conversation(env, category, conv, snapshot, recorder)
+                if shared is not None:
+                    _write_shared(shared, snapshot)
             self._snapshots[key] = snapshot
             return snapshot, True
 
@@ -175,3 +199,61 @@ class MemoryRunner:
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
         errored = trace is None or trace.get("status") != "completed"
         return check_answer(final_message(trace), self.entries[task_id].answers, errored=errored)
+
+
+_MISSING: Any = object()
+
+
+@contextlib.asynccontextmanager
+async def _file_lock(path: Path | None) -> AsyncIterator[None]:
+    """An exclusive lock on ``path`` + ``.lock`` across processes (none without a path), waited
+    for without blocking the event loop."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(_LOCK_POLL_S)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _read_shared(path: Path, category: str) -> Any:
+    """The snapshot a phase of this run left (``None``: an empty memory), or ``_MISSING``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return _MISSING
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SNAPSHOT_BYTES:
+            return _MISSING
+        raw = f.read(MAX_SNAPSHOT_BYTES + 1)
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return _MISSING
+    snapshot = value.get("snapshot", _MISSING) if isinstance(value, dict) else _MISSING
+    keys = SNAPSHOT_KEYS[category.removeprefix("memory_")]
+    if snapshot is None or (isinstance(snapshot, dict) and set(keys) <= set(snapshot)):
+        return snapshot
+    return _MISSING
+
+
+def _write_shared(path: Path, snapshot: dict[str, Any] | None) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)  # a leftover of a killed run of this pid (or a link someone put there)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump({"snapshot": snapshot}, f, ensure_ascii=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

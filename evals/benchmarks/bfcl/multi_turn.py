@@ -27,7 +27,7 @@ from typing import Any
 
 from tool_specs import TaskNotFound, ToolSpec
 
-from .backends import BackendError, Instances, backend_tool, fresh_instances
+from .backends import BackendError, Instances, backend_tool, fresh_instances, make_op
 from .data import WheelError, read_jsonl, verified_wheel
 from .files import MULTI_TURN, NAME
 from .wheel_code import import_module
@@ -90,6 +90,10 @@ class MultiTurnEntry:
     def instances(self) -> Instances:
         """Fresh backend instances for this entry, initialised as BFCL initialises them."""
         return fresh_instances(self.involved_classes, self.initial_config, long_context=self.long_context)
+
+    def make_op(self) -> dict[str, Any]:
+        """The holder operation that makes them in a holder process (:mod:`.backend_host`)."""
+        return make_op(self.involved_classes, self.initial_config, long_context=self.long_context)
 
 
 @functools.cache
@@ -209,6 +213,10 @@ class MultiTurnCatalog:
         self.base = base
         self.entries = {e.id: e for e in entries}
         self._specs: dict[str, list[ToolSpec]] = {}
+        if self.entries:
+            from .backend_host import prestart
+
+            prestart()  # the holders' zygote imports BFCL's modules while the rest starts
 
     def task_ids(self) -> list[str]:
         return [*self.base.task_ids(), *self.entries]
@@ -220,7 +228,7 @@ class MultiTurnCatalog:
                 return list(self.base.task_tools(task_id))
             raise TaskNotFound(task_id, self.task_ids(), catalog=self.name)
         if task_id not in self._specs:
-            self._specs[task_id] = [backend_tool(doc, task_id, entry.instances) for doc in entry.all_functions()]
+            self._specs[task_id] = [backend_tool(doc, task_id, entry.make_op()) for doc in entry.all_functions()]
         return list(self._specs[task_id])
 
     def playground_tools(self) -> list[ToolSpec]:

@@ -23,17 +23,23 @@ runs BFCL's own checker beside this one):
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends import call_text, execute_text, method_table, state_differences
+from . import backend_calls, backend_host
+from .backend_calls import MAX_DETAIL_CHARS, bounded_differences, jsonable
+from .backend_calls import _bounded as _bounded
+from .backend_host import Holder, HostError
+from .backends import ERROR_PREFIX, call_text, precheck_text, stopped_text
 from .checker import Verdict
 from .multi_turn import MultiTurnEntry
 
-__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "check_multi_turn", "decode_steps", "jsonable"]
+__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "bounded_differences", "check_multi_turn", "decode_steps",
+           "jsonable"]
 
-MAX_DETAIL_CHARS = 20_000  # a state difference is kept for the viewer up to this size (as JSON)
 
 
 @dataclass(frozen=True)
@@ -48,29 +54,35 @@ class MultiTurnVerdict(Verdict):
         return {**super().to_dict(), "turn": self.turn, "details": self.details}
 
 
-def jsonable(value: Any, depth: int = 0, seen: frozenset[int] = frozenset()) -> Any:
-    """A backend value as JSON for the viewer: objects as their public attributes (a ``parent``
-    link or an object already on the path shown by its class name), bounded in depth."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if depth > 12 or id(value) in seen:
-        return f"<{type(value).__name__}>"
-    inner = seen | {id(value)}
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v, depth + 1, inner) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [jsonable(v, depth + 1, inner) for v in value]
-    if hasattr(value, "__dict__"):
-        return {"__class__": type(value).__name__,
-                **{k: jsonable(v, depth + 1, inner) for k, v in vars(value).items()
-                   if not k.startswith("_") and k != "parent"}}
-    return repr(value)
+_holders = threading.local()  # one scoring holder per thread, reused entry after entry
 
 
-def _bounded(value: Any) -> Any:
-    shown = jsonable(value)
-    text = json.dumps(shown, ensure_ascii=False, default=str)
-    return shown if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS] + " ... (cut)"
+def _holder() -> Holder:
+    holder: Holder | None = getattr(_holders, "holder", None)
+    if holder is None:
+        holder = _holders.holder = Holder()
+    return holder
+
+
+class _Side:
+    """One side's instances (the model's or the gold's) in the scoring holder."""
+
+    def __init__(self, holder: Holder, key: str, entry: MultiTurnEntry) -> None:
+        self.holder, self.key = holder, key
+        answer = holder.request(dict(entry.make_op(), key=key), deadline=backend_host.MAKE_DEADLINE_S, log=True)
+        if answer.get("error"):
+            raise RuntimeError(f"BFCL entry {entry.id}: its backends could not be loaded: {answer['error']}")
+
+    def run(self, text: str) -> str:
+        """A call's result; one past a bound or the deadline is an error call that changed nothing."""
+        refused = precheck_text(text)
+        if refused is not None:
+            return refused
+        try:
+            answer = self.holder.request({"op": "call", "key": self.key, "text": text}, log=True)
+        except HostError as exc:
+            return stopped_text(exc, self.holder.take_lost())
+        return str(answer["text"]) if "text" in answer else f"{ERROR_PREFIX}{answer.get('error')}"
 
 
 def decode_steps(turn: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[str]]:
@@ -96,27 +108,55 @@ def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Ma
                                 f"Model was force-terminated during inference phase. The length of the model result "
                                 f"turns ({len(turns)}) does not match the length of the ground truth turns ({len(truth)}).")
     decoded = [decode_steps(t) for t in turns]
-    model, gold = entry.instances(), entry.instances()
-    model_table, gold_table = method_table(model), method_table(gold)
+    key = (entry.id, json.dumps([decoded, backend_calls.MAX_PRECISION, backend_host.CALL_DEADLINE_S]))
+    if key in _verdicts:  # a run asks for a verdict twice (its progress, then its score)
+        _verdicts.move_to_end(key)
+        return _verdicts[key]
+    verdict = _replayed(entry, decoded)
+    _verdicts[key] = verdict
+    if len(_verdicts) > _KEPT_VERDICTS:
+        _verdicts.popitem(last=False)
+    return verdict
+
+
+_KEPT_VERDICTS = 256
+_verdicts: OrderedDict[tuple[str, str], MultiTurnVerdict] = OrderedDict()
+
+
+def _replayed(entry: MultiTurnEntry, decoded: list[list[list[str]]]) -> MultiTurnVerdict:
+    holder = _holder()
+    try:
+        model, gold = _Side(holder, "model", entry), _Side(holder, "gold", entry)
+        return _check_turns(entry, decoded, model, gold)
+    finally:  # the next entry reuses the process (as BFCL's checker runs every entry in one)
+        try:
+            holder.request({"op": "drop", "keys": ["model", "gold"]})
+            holder.log = []
+        except HostError:
+            holder.close()
+
+
+def _check_turns(entry: MultiTurnEntry, decoded: list[list[list[str]]], model: _Side, gold: _Side) -> MultiTurnVerdict:
     so_far: list[str] = []
-    for index, gold_calls in enumerate(truth):
+    for index, gold_calls in enumerate(entry.ground_truth):
         for step in decoded[index]:
-            so_far.extend(execute_text(model, c, model_table) for c in step)
-        gold_results = [execute_text(gold, c, gold_table) for c in gold_calls]
+            so_far.extend(model.run(c) for c in step)
+        gold_results = [gold.run(c) for c in gold_calls]
         if not gold_calls:
             continue
         if not decoded[index]:
             return MultiTurnVerdict(False, "multi_turn:empty_turn_model_response",
                                     f"Model response list is empty for turn {index}", index)
-        for class_name, gold_instance in gold.items():
-            differences = state_differences(model[class_name], gold_instance)
-            if differences:
-                return MultiTurnVerdict(
-                    False, "multi_turn:instance_state_mismatch",
-                    f"Model instance for {class_name} does not match the state with ground truth instance.", index,
-                    {"class": class_name, "differences": {k: {"model": _bounded(v["model"]),
-                                                              "ground_truth": _bounded(v["ground_truth"])}
-                                                          for k, v in differences.items()}})
+        try:
+            found = model.holder.request({"op": "diff", "model": model.key, "gold": gold.key})
+        except HostError as exc:
+            raise RuntimeError(f"BFCL entry {entry.id}: the backends' states could not be compared: {exc}") from None
+        difference = found.get("difference")
+        if difference is not None:
+            return MultiTurnVerdict(
+                False, "multi_turn:instance_state_mismatch",
+                f"Model instance for {difference['class']} does not match the state with ground truth instance.",
+                index, difference)
         left = list(so_far)
         missing = []
         for result in gold_results:

@@ -11,25 +11,37 @@ Only the top-level package ``bfcl_eval`` is served by :class:`_WheelFinder` (fir
 sub-packages are found by the standard zip importer through the package's ``__path__``. Nothing is
 unpacked. The wheel stays importable for the rest of the process once a module has been imported
 (Python caches modules); a second, different wheel path in one process is refused.
+
+Code is imported only from bytes that were verified: the wheel is read once into memory, its sha256
+checked on those bytes, and those bytes written to a private copy (a folder of this process's own,
+mode 0700, removed at exit) that the importer reads. A wheel changed in place later (even with its
+mtime set back) is never imported from.
 """
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import importlib
 import importlib.abc
 import importlib.machinery
+import os
+import shutil
+import stat
 import sys
+import tempfile
 import threading
 import zipimport
 from pathlib import Path
 from types import ModuleType
 
-from .data import verified_wheel
+from .data import WheelError, pinned_sha256, wheel_path
 
 __all__ = ["PACKAGE", "WheelCodeError", "import_module"]
 
 PACKAGE = "bfcl_eval"
 _lock = threading.Lock()
+MAX_WHEEL_BYTES = 64 * 1024 * 1024  # the pinned wheel is 1.9 MB
 
 
 class WheelCodeError(ImportError):
@@ -39,9 +51,10 @@ class WheelCodeError(ImportError):
 class _WheelFinder(importlib.abc.MetaPathFinder):
     """Finds the top-level ``bfcl_eval`` package in one wheel, and nothing else."""
 
-    def __init__(self, wheel: Path) -> None:
-        self.wheel = wheel
-        self.importer = zipimport.zipimporter(str(wheel))
+    def __init__(self, wheel: Path, copy: Path) -> None:
+        self.wheel = wheel  # the data directory's wheel (its identity)
+        self.copy = copy  # the private copy of its verified bytes (what is imported)
+        self.importer = zipimport.zipimporter(str(copy))
 
     def find_spec(self, fullname: str, path: object = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
@@ -52,6 +65,36 @@ class _WheelFinder(importlib.abc.MetaPathFinder):
 
 def _finder() -> _WheelFinder | None:
     return next((f for f in sys.meta_path if isinstance(f, _WheelFinder)), None)
+
+
+def verified_bytes(wheel: Path) -> bytes:
+    """The wheel's bytes, read once (a regular file of bounded size, links not followed at the
+    last step) and checked against the pinned sha256."""
+    try:
+        fd = os.open(wheel, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise WheelError(f"{wheel}: cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_WHEEL_BYTES:
+            raise WheelError(f"{wheel}: not a regular file of at most {MAX_WHEEL_BYTES} bytes")
+        data = f.read(MAX_WHEEL_BYTES + 1)
+    got, expected = hashlib.sha256(data).hexdigest(), pinned_sha256()
+    if got != expected:
+        raise WheelError(f"{wheel}: sha256 {got} is not the pinned bfcl-eval wheel's ({expected}); "
+                         f"remove it and fetch it again (`evals data fetch bfcl`)")
+    return data
+
+
+def _private_copy(wheel: Path) -> Path:
+    data = verified_bytes(wheel)
+    folder = Path(tempfile.mkdtemp(prefix="bfcl-wheel-"))  # mode 0700, this process's own
+    atexit.register(shutil.rmtree, folder, True)
+    copy = folder / wheel.name
+    fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o400)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return copy
 
 
 def _install(wheel: Path) -> None:
@@ -66,15 +109,15 @@ def _install(wheel: Path) -> None:
         if loaded is not None:
             raise WheelCodeError(f"a {PACKAGE} package is already imported from {getattr(loaded, '__file__', '?')}; "
                                  "BFCL's backends are read only from the pinned wheel")
-        sys.meta_path.insert(0, _WheelFinder(wheel))
+        sys.meta_path.insert(0, _WheelFinder(wheel, _private_copy(wheel)))
 
 
 def import_module(name: str, wheel: Path | None = None) -> ModuleType:
     """The module ``name`` (``bfcl_eval.…``) imported out of the pinned wheel (default: the data
-    directory's), the wheel checked against its sha256 first."""
+    directory's): out of a private copy of its bytes, checked against the sha256 when first used."""
     if name != PACKAGE and not name.startswith(PACKAGE + "."):
         raise WheelCodeError(f"{name!r} is not a module of {PACKAGE}")
-    _install(verified_wheel(wheel).resolve())
+    _install(wheel_path(wheel).resolve())
     try:
         return importlib.import_module(name)
     except ImportError as exc:

@@ -1,0 +1,267 @@
+"""BFCL backend calls: does one slow call hold the other sessions of a server process? (not a test)
+
+Per row, one HTTP server process (the project's app on 127.0.0.1, as ``evals serve`` runs it; a
+child of the bench, so the probes never share its event loop) serves ``multi_turn_base_15`` (GorillaFileSystem + MathAPI). Session ``slow`` makes one
+call past a bound or a deadline; meanwhile other sessions probe the server, one probe after the
+other: ``GET /health`` and a tool call (``pwd``) of session ``other``. Rows:
+
+* ``idle``: no slow call (the probes' own latency);
+* ``in the event loop``: the call run as BFCL's backends ran before issue 46 (the method called in
+  the server's event loop: ``square_root(2, precision=P)``, a few seconds of ``Decimal.sqrt`` in C);
+* ``past its bound``: the same call through the holder processes with the bound in place (refused
+  before BFCL's code sees it);
+* ``past its deadline``: the bound lifted for the bench, so only the deadline (``--deadline``)
+  stops the call (its process is killed; the session's state is rebuilt on its next call).
+
+Columns: the slow call's own time; each probe's median and max latency (ms) while the slow call
+runs; the share answered within 1 s. A second table is the per-call cost of the holder process:
+the same call (``pwd``) run in this process vs through a holder process (a socket round trip),
+median of ``--calls`` calls, wall and this process's CPU.
+
+A third table (with ``--before DIR``, a checkout of the code before issue 46): ``--episodes``
+oracle episodes of ``multi_turn_base`` with their scoring, run as ``evals run`` runs them in one
+process, before and after: wall, this process's CPU, the holder processes' CPU (the zygote and its
+ended children) and the CPU per episode (both summed), medians of ``--repeats`` interleaved runs.
+
+    EVALS_DATA_DIR=... python bench/bench_bfcl_isolation.py [--precision 1000000] [--deadline 2] [--calls 300] \\
+        [--before /tmp/main-checkout --episodes 40 --repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else str(Path(__file__).resolve().parents[1])
+sys.path.insert(0, _CODE)
+
+ENTRY = "multi_turn_base_15"
+
+
+def _entry() -> Any:
+    from evals.benchmarks.bfcl.multi_turn import read_multi_turn
+
+    return next(e for e in read_multi_turn("multi_turn_base") if e.id == ENTRY)
+
+
+def _in_loop_catalog() -> Any:
+    """The entry's tools as they ran before issue 46: the method called in the server's event loop."""
+    from evals.benchmarks.bfcl.backend_calls import ERROR_PREFIX, call_text, execute_text
+    from evals.benchmarks.bfcl.tools import to_schema
+    from tool_specs import StaticCatalog, ToolResult, ToolSpec
+
+    entry = _entry()
+
+    def tool(doc: dict[str, Any]) -> ToolSpec:
+        name = str(doc["name"])
+
+        async def run(spec: Any, arguments: dict[str, Any], ctx: Any) -> ToolResult:
+            held = ctx.state.setdefault("in_loop", {})
+            if "i" not in held:
+                held["i"] = entry.instances()
+            text = execute_text(held["i"], call_text(name, arguments), bounded=False)
+            return ToolResult(text=text, is_error=text.startswith(ERROR_PREFIX))
+
+        return ToolSpec(name=name, description="", input_schema=to_schema(doc.get("parameters") or {}), executor=run,
+                        validation="warn")
+
+    return StaticCatalog("bfcl", {ENTRY: [tool(d) for d in entry.all_functions()]})
+
+
+def _holder_catalog() -> Any:
+    from evals.benchmarks.bfcl.multi_turn import MultiTurnCatalog
+    from evals.benchmarks.bfcl.tools import BfclCatalog
+
+    return MultiTurnCatalog(BfclCatalog([], "bfcl"), [_entry()], "bfcl")
+
+
+async def _serve(mode: str, deadline: float) -> None:
+    """The server of one scenario (a child process of the bench): serves until killed."""
+    from evals.benchmarks.bfcl import backend_calls, backend_host
+    from server import BenchmarkMount, ToolServer, create_app, serve_in_background
+
+    backend_host.CALL_DEADLINE_S = deadline
+    if mode == "deadline":
+        backend_calls.MAX_PRECISION = 10**9  # only the deadline stops the slow call
+    catalog = _in_loop_catalog() if mode == "in-loop" else _holder_catalog()
+    async with serve_in_background(create_app(ToolServer([BenchmarkMount(catalog=catalog)]), json_response=True)) as url:
+        print(url, flush=True)
+        await asyncio.Event().wait()
+
+
+async def _scenario(mode: str, precision: int, deadline: float, probes_for: float) -> dict[str, Any]:
+    """One row: a server process in ``mode``, the slow call from one client, probes from another."""
+    import subprocess
+
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", mode, "--deadline", str(deadline)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = (await asyncio.to_thread(proc.stdout.readline)).strip()
+        endpoint = f"{url}/mcp/bfcl/{ENTRY}"
+        async with httpx2.AsyncClient(timeout=300) as http, httpx2.AsyncClient(timeout=300) as probe_http, \
+                Client(streamable_http_client(f"{endpoint}?session=slow", http_client=http)) as slow, \
+                Client(streamable_http_client(f"{endpoint}?session=other", http_client=probe_http)) as other:
+            await slow.call_tool("pwd", {})  # both sessions warm (instances made, processes forked)
+            await other.call_tool("pwd", {})
+            started = time.perf_counter()
+            call = asyncio.ensure_future(slow.call_tool("square_root", {"number": 2, "precision": precision})
+                                         if precision else asyncio.sleep(probes_for))
+            health, tool = [], []
+            await asyncio.sleep(0.2)  # the slow call has reached the server
+            while (not call.done() or time.perf_counter() - started < 2.0) and time.perf_counter() - started < probes_for:
+                t = time.perf_counter()
+                await probe_http.get(f"{url}/health")
+                health.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                await other.call_tool("pwd", {})
+                tool.append(time.perf_counter() - t)
+            result = await call
+            took = time.perf_counter() - started
+    finally:
+        proc.kill()
+        proc.wait()
+    text = "" if not precision else str(result.content[0].text)[:100]
+    return {"took": took, "health": health, "tool": tool, "result": text}
+
+
+def _ms(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 1000:.1f} / {max(xs) * 1000:.0f}" if xs else "no probe answered"
+
+
+def _within(xs: list[float]) -> str:
+    return f"{sum(x <= 1.0 for x in xs)}/{len(xs)}" if xs else "0/0"
+
+
+async def _isolation(args: argparse.Namespace) -> None:
+    p, d = args.precision, args.deadline
+    rows = [("idle", await _scenario("bound", 0, d, 2.0)),
+            (f"in the event loop (precision={p}, as before issue 46)", await _scenario("in-loop", p, d, 300)),
+            (f"past its bound (precision={p})", await _scenario("bound", p, d, 300)),
+            (f"past its deadline ({d:g} s; bound lifted)", await _scenario("deadline", p, d, 300))]
+    print("\n| slow call of session `slow` | its time | /health median / max ms | other session's call median / max ms "
+          "| /health within 1 s | call within 1 s |")
+    print("|---|---|---|---|---|---|")
+    for name, r in rows:
+        print(f"| {name} | {r['took']:.2f} s | {_ms(r['health'])} | {_ms(r['tool'])} | {_within(r['health'])} "
+              f"| {_within(r['tool'])} |")
+    for name, r in rows:
+        if r["result"]:
+            print(f"  {name}: {r['result']}")
+
+
+def _overhead(args: argparse.Namespace) -> None:
+    from evals.benchmarks.bfcl.backend_calls import execute_text, make_op, method_table
+    from evals.benchmarks.bfcl.backend_host import Holder
+
+    entry = _entry()
+    instances = entry.instances()
+    table = method_table(instances)
+    holder = Holder()
+    holder.request(dict(make_op(entry.involved_classes, entry.initial_config), key="i"), log=True)
+    rows = []
+    for name, run in [("in this process", lambda: execute_text(instances, "pwd()", table)),
+                      ("through a holder process", lambda: holder.request({"op": "call", "key": "i", "text": "pwd()"}))]:
+        walls, cpus = [], []
+        for _ in range(args.calls):
+            w, c = time.perf_counter(), time.process_time()
+            run()
+            walls.append(time.perf_counter() - w)
+            cpus.append(time.process_time() - c)
+        rows.append((name, statistics.median(walls), statistics.fmean(cpus)))
+    holder.close()
+    print(f"\n| one BFCL call (`pwd`), {args.calls} calls | wall median µs | this process's CPU mean µs |")
+    print("|---|---|---|")
+    for name, wall, cpu in rows:
+        print(f"| {name} | {wall * 1e6:.0f} | {cpu * 1e6:.0f} |")
+
+
+async def _episodes_once(limit: int, run_dir: Path) -> dict[str, float]:
+    """``evals run bfcl --category multi_turn_base --limit N --model oracle`` in this process (memory
+    transport, one worker, concurrency 4, scoring included): wall and CPU, this process's and the
+    backend holders' (zygote and ended holder processes) when the code has them."""
+    from evals.core.run import RunOptions, run_benchmark
+
+    opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=run_dir, limit=limit, transport="memory",
+                      concurrency=4, workers=1, progress=False, benchmark_options={"category": ["multi_turn_base"]})
+    t, c = time.perf_counter(), time.process_time()
+    _, summary = await run_benchmark(opts)
+    wall, cpu = time.perf_counter() - t, time.process_time() - c
+    try:
+        from evals.benchmarks.bfcl.backend_host import host_cpu_seconds
+    except ImportError:  # the code before issue 46: no holder processes
+        host = 0.0
+    else:
+        import gc
+
+        gc.collect()  # sessions' holders ended (their processes reaped by the zygote)
+        await asyncio.sleep(0.5)
+        host = host_cpu_seconds()
+    assert summary["completed"] == limit and summary["metrics"]["multi_turn_base"] == 100.0, summary
+    return {"wall": wall, "cpu": cpu, "host": host}
+
+
+def _episodes(args: argparse.Namespace) -> None:
+    """The episode CPU table: before (``--before DIR``: a checkout of the code before issue 46) and
+    after (this tree), ``--repeats`` runs each, interleaved, each in a fresh interpreter."""
+    import json
+    import subprocess
+    import tempfile
+
+    rows: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for _ in range(args.repeats):
+        for name, code in (("before", args.before), ("after", _CODE)):
+            with tempfile.TemporaryDirectory() as tmp:
+                out = subprocess.run([sys.executable, __file__, "--code", code, "--episodes-once", str(args.episodes),
+                                      "--run-dir", str(Path(tmp) / "run")], capture_output=True, text=True, check=True,
+                                     env={**__import__("os").environ, "PYTHONPATH": code})
+            rows[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"\n| multi_turn_base, {args.episodes} oracle episodes + scoring | wall s | this process's CPU s "
+          "| holders' CPU s | CPU per episode ms |")
+    print("|---|---|---|---|---|")
+    for name, runs in rows.items():
+        med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "host")}
+        per = statistics.median((r["cpu"] + r["host"]) for r in runs) / args.episodes * 1000
+        print(f"| {name} | {med['wall']:.2f} | {med['cpu']:.2f} | {med['host']:.2f} | {per:.1f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--precision", type=int, default=1_000_000, help="square_root's precision (default 1000000: seconds)")
+    ap.add_argument("--deadline", type=float, default=2.0, help="the holder's call deadline for the bench, s (default 2)")
+    ap.add_argument("--calls", type=int, default=300, help="calls per row of the overhead table")
+    ap.add_argument("--before", help="a checkout of the code before issue 46: adds the episode CPU table")
+    ap.add_argument("--episodes", type=int, default=40, help="episodes per run of the episode CPU table")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per row of the episode CPU table (medians)")
+    ap.add_argument("--serve", choices=["in-loop", "bound", "deadline"], help=argparse.SUPPRESS)  # a row's server
+    ap.add_argument("--code", help=argparse.SUPPRESS)  # the tree a child runs
+    ap.add_argument("--episodes-once", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--run-dir", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve:
+        asyncio.run(_serve(args.serve, args.deadline))
+        return
+    if args.episodes_once:
+        import json
+
+        print(json.dumps(asyncio.run(_episodes_once(args.episodes_once, args.run_dir))))
+        return
+    if args.before:
+        _episodes(args)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_isolation(args))
+        _overhead(args)
+
+
+if __name__ == "__main__":
+    main()

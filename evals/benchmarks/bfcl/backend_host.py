@@ -1,0 +1,462 @@
+"""BFCL's backend instances held in a process of their own per session, each call under a deadline.
+
+BFCL's backends are the pinned wheel's code, but what they compute is driven by the model's (or a
+recording's) arguments, and some of it has no bound: ``MathAPI.square_root(2, precision=3000000)``
+runs 70-100 s in C, where no signal or thread can stop it. Numbers with a known cost are refused
+before BFCL's code sees them (:mod:`.backend_bounds`); everything else runs here:
+
+* **one process per holder** (a live MCP session's instances, or one scoring's model and gold
+  instances). A stuck call holds only its own holder; the server's event loop only awaits a socket.
+* **a deadline per call** (:data:`CALL_DEADLINE_S`, :data:`MAKE_DEADLINE_S` for loading an entry's
+  initial config). Past it the process is killed (``SIGKILL``), the call answers an error, and the
+  holder's state is what it was before the call: the holder keeps the log of the operations that
+  succeeded and replays them in a fresh process on its next use (BFCL's backends are deterministic:
+  their randomness is seeded by the scenario). A replay that fails leaves the holder empty, and the
+  next call says so.
+* **a memory cap** per process (:data:`MEMORY_LIMIT_BYTES`, ``RLIMIT_AS``): a call that would
+  allocate more fails with ``MemoryError``, as an error result.
+* **at most** :data:`MAX_LIVE_PROCESSES` processes at once: the least recently used idle holder's
+  process is ended to make room (its log stays: it comes back by replay when used again).
+
+Processes are forked from one *zygote* per client process, a ``python -m`` of this module that
+imports BFCL's backend modules once (out of the verified wheel, :mod:`.wheel_code`; no MCP code:
+:mod:`.backend_calls`) and forks a child per holder on request (``fork`` of a single-threaded
+process: cheap, the modules shared copy-on-write). It is started (:func:`prestart`) when a catalog
+that serves backends is made, so that its imports overlap the rest of a run's start, and reaps its
+children itself (their CPU time counts in its own children's: :func:`host_cpu_seconds`). The client hands the zygote one end of a socket pair (``SCM_RIGHTS``); the child
+serves it, the zygote answers the child's pid (the client kills it by pid past a deadline).
+Messages are length-prefixed JSON both ways, answers bounded (:data:`MAX_ANSWER_BYTES`). A child
+ends when its socket closes; the zygote when the client's control socket closes.
+
+The deadline and the bounds are constants of this code, not settings: a run's result depends on
+them only for calls that would otherwise freeze the harness, and they are the same in every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CALL_DEADLINE_S", "MAKE_DEADLINE_S", "MAX_LIVE_PROCESSES", "HostError", "Holder", "Op", "host_cpu_seconds",
+           "prestart"]
+
+CALL_DEADLINE_S = 10.0  # a BFCL call takes milliseconds; 10 s is far past any legitimate one on a loaded machine
+MAKE_DEADLINE_S = 60.0  # loading an entry's initial config (the long-context file systems are large)
+MEMORY_LIMIT_BYTES = 4 << 30  # address space of one holder's process
+MAX_LIVE_PROCESSES = 128
+MAX_ANSWER_BYTES = 64 << 20
+_HEADER = struct.Struct("!I")
+
+Op = dict[str, Any]
+
+
+class HostError(RuntimeError):
+    """An operation could not be done in the holder's process (past its deadline, the process died,
+    or the zygote could not start); the message says which."""
+
+
+# ---- framing ---------------------------------------------------------------------------------
+
+def _frame(message: Mapping[str, Any]) -> bytes:
+    body = json.dumps(message, ensure_ascii=False, allow_nan=True, default=str).encode("utf-8", "surrogatepass")
+    return _HEADER.pack(len(body)) + body
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = sock.recv(min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the peer closed the socket")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_frame(sock: socket.socket) -> Any:
+    (size,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    if size > MAX_ANSWER_BYTES:
+        raise HostError(f"an answer of {size} bytes is over the bound of {MAX_ANSWER_BYTES}")
+    return json.loads(_recv_exact(sock, size).decode("utf-8", "surrogatepass"))
+
+
+async def _aread_exact(loop: asyncio.AbstractEventLoop, sock: socket.socket, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = await loop.sock_recv(sock, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the peer closed the socket")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+async def _aread_frame(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> Any:
+    (size,) = _HEADER.unpack(await _aread_exact(loop, sock, _HEADER.size))
+    if size > MAX_ANSWER_BYTES:
+        raise HostError(f"an answer of {size} bytes is over the bound of {MAX_ANSWER_BYTES}")
+    return json.loads((await _aread_exact(loop, sock, size)).decode("utf-8", "surrogatepass"))
+
+
+# ---- the zygote (client side) ------------------------------------------------------------------
+
+class _Zygote:
+    """The client's zygote process: started on first use, started again if it died."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ctl: socket.socket | None = None
+        self.pid = -1  # the process that started it: a forked client starts its own
+        self.ready = False
+
+    def _launch(self) -> None:
+        """Start the zygote (it imports BFCL's modules meanwhile); its readiness is read on first use."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        root = str(Path(__file__).resolve().parents[3])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+        proc = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,  # never a stdio server's
+                                stderr=subprocess.PIPE)
+        theirs.close()
+        self.proc, self.ctl, self.pid, self.ready = proc, mine, os.getpid(), False
+
+    def _await_ready(self) -> None:
+        assert self.proc is not None and self.ctl is not None
+        proc, mine = self.proc, self.ctl
+        mine.settimeout(MAKE_DEADLINE_S)
+        try:
+            ready = _read_frame(mine)
+        except (OSError, EOFError, ValueError) as exc:
+            proc.kill()
+            err = (proc.communicate(timeout=5)[1] or b"").decode("utf-8", "replace").strip().splitlines()
+            self._close()
+            raise HostError(f"BFCL's backend process did not start: {err[-1] if err else exc}") from None
+        if not ready.get("ok"):
+            self._close()
+            raise HostError(f"BFCL's backend process did not start: {ready.get('error')}")
+        if proc.stderr is not None:
+            proc.stderr.close()
+        mine.settimeout(None)
+        self.ready = True
+
+    def _current(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None and self.pid == os.getpid()
+
+    def prestart(self) -> None:
+        """Start the zygote now, without waiting for it (a server that will serve BFCL's backends)."""
+        with self.lock:
+            if not self._current():
+                self._close()
+                self._launch()
+
+    def spawn(self) -> tuple[socket.socket, int]:
+        """A fresh holder process: (the client's end of its socket, its pid)."""
+        with self.lock:
+            for attempt in (0, 1):
+                if not self._current():
+                    self._close()
+                    self._launch()
+                if not self.ready:
+                    self._await_ready()
+                assert self.ctl is not None
+                mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    socket.send_fds(self.ctl, [b"f"], [theirs.fileno()])
+                    pid = struct.unpack("!q", _recv_exact(self.ctl, 8))[0]
+                except (OSError, EOFError):
+                    mine.close()
+                    self._close()
+                    if attempt:
+                        raise HostError("BFCL's backend process could not be started") from None
+                    continue
+                finally:
+                    theirs.close()
+                return mine, int(pid)
+        raise AssertionError  # not reached
+
+    def _close(self) -> None:
+        if self.ctl is not None:  # in a forked child: its own copy only
+            self.ctl.close()
+        if self.proc is not None and self.pid == os.getpid():
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+        self.proc, self.ctl, self.ready = None, None, False
+
+
+_zygote = _Zygote()
+prestart = _zygote.prestart
+
+
+def host_cpu_seconds() -> float:
+    """CPU seconds used so far by this process's zygote and its ended holder processes (Linux
+    ``/proc``; 0 without a zygote): for the benches, which count the harness's whole cost."""
+    proc = _zygote.proc
+    if proc is None or proc.poll() is not None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+
+
+def _kill(pid: int, sock: socket.socket | None) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    if sock is not None:
+        sock.close()
+
+
+# ---- holders ----------------------------------------------------------------------------------
+
+_live: OrderedDict[int, weakref.ref[Holder]] = OrderedDict()  # id -> holder with a process, least recent first
+_live_lock = threading.Lock()
+
+
+class Holder:
+    """One holder's process (started on first use) and the log that rebuilds its state.
+
+    ``request`` (blocking, for scoring) and ``arequest`` (for the server's event loop) do one
+    operation; an operation marked ``log=True`` that succeeded is kept for replay. Calls of one
+    holder run one at a time."""
+
+    def __init__(self) -> None:
+        self.sock: socket.socket | None = None
+        self.pid = -1
+        self.log: list[tuple[Op, float]] = []
+        self.lost = ""  # why the state is gone (a replay failed), said once by the next call
+        self._lock = threading.Lock()
+        self._alock: asyncio.Lock | None = None
+        self.busy = False
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    # -- process life
+    def _ensure(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        if self.sock is not None:
+            with _live_lock:
+                _live.move_to_end(id(self), last=True)
+            return
+        self._start(loop)
+        log, self.log = self.log, []
+        for op, deadline in log:  # replay: the state the holder had
+            try:
+                answer = self._roundtrip_sync(op, deadline)
+                why = answer.get("error")
+            except HostError as exc:
+                why = str(exc)
+            if why:  # the state cannot be rebuilt: a fresh, empty process
+                self._drop()
+                self._start(loop)
+                self.log = []
+                self.lost = f"its state could not be rebuilt ({why}): it starts again from nothing"
+                return
+            self.log.append((op, deadline))
+
+    def _start(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        _make_room()
+        sock, pid = _zygote.spawn()
+        sock.setblocking(loop is None)
+        self.sock, self.pid = sock, pid
+        self._finalizer = weakref.finalize(self, _kill, pid, sock)
+        with _live_lock:
+            _live[id(self)] = weakref.ref(self)
+
+    def _drop(self) -> None:
+        """End the process (the log is kept)."""
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
+        self.sock, self.pid = None, -1
+        with _live_lock:
+            _live.pop(id(self), None)
+
+    def close(self) -> None:
+        """End the process and forget the state."""
+        self._drop()
+        self.log = []
+
+    # -- one operation
+    def _roundtrip_sync(self, op: Op, deadline: float) -> Any:
+        assert self.sock is not None
+        sock = self.sock
+        end = time.monotonic() + deadline
+        try:
+            sock.setblocking(True)
+            sock.settimeout(deadline)
+            sock.sendall(_frame(op))
+            sock.settimeout(max(0.0, end - time.monotonic()) or 1e-6)
+            return _read_frame(sock)
+        except TimeoutError:
+            self._drop()
+            raise HostError(f"stopped after {deadline:g} s (the deadline of one BFCL call)") from None
+        except (OSError, EOFError, ValueError) as exc:
+            self._drop()
+            raise HostError(f"BFCL's backend process died ({type(exc).__name__})") from None
+
+    def request(self, op: Op, *, deadline: float | None = None, log: bool = False) -> Any:
+        """One operation, blocking; raises :class:`HostError` past the deadline (state as before it)."""
+        limit = CALL_DEADLINE_S if deadline is None else deadline
+        with self._lock:
+            self.busy = True
+            try:
+                self._ensure(None)
+                answer = self._roundtrip_sync(op, limit)
+            finally:
+                self.busy = False
+            if log and not answer.get("error"):
+                self.log.append((op, limit))
+            return answer
+
+    async def arequest(self, op: Op, *, deadline: float | None = None, log: bool = False) -> Any:
+        """One operation from the event loop: waits on the socket, never blocks the loop past the
+        process start (a fork of the zygote). Raises :class:`HostError` as :meth:`request` does."""
+        limit = CALL_DEADLINE_S if deadline is None else deadline
+        if self._alock is None:
+            self._alock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        async with self._alock:
+            self.busy = True
+            try:
+                if self.sock is None:
+                    await asyncio.to_thread(self._ensure, None)  # a replay may take a while: off the loop
+                else:
+                    self._ensure(loop)
+                assert self.sock is not None
+                sock = self.sock
+                sock.setblocking(False)
+                try:
+                    async with asyncio.timeout(limit):
+                        await loop.sock_sendall(sock, _frame(op))
+                        answer = await _aread_frame(loop, sock)
+                except TimeoutError:
+                    self._drop()
+                    raise HostError(f"stopped after {limit:g} s (the deadline of one BFCL call)") from None
+                except asyncio.CancelledError:
+                    self._drop()  # the caller went away mid-call: its state is rebuilt from the log on next use
+                    raise
+                except (OSError, EOFError, ValueError) as exc:
+                    self._drop()
+                    raise HostError(f"BFCL's backend process died ({type(exc).__name__})") from None
+            finally:
+                self.busy = False
+            if log and not answer.get("error"):
+                self.log.append((op, limit))
+            return answer
+
+    def take_lost(self) -> str:
+        lost, self.lost = self.lost, ""
+        return lost
+
+
+def _make_room() -> None:
+    with _live_lock:
+        if len(_live) < MAX_LIVE_PROCESSES:
+            return
+        victims = []
+        for key, ref in list(_live.items()):
+            holder = ref()
+            if holder is None:
+                _live.pop(key, None)
+            elif not holder.busy:
+                victims.append(holder)
+            if len(_live) - len(victims) < MAX_LIVE_PROCESSES:
+                break
+    for holder in victims:
+        holder._drop()
+
+
+# ---- the zygote and the holder processes (server side) ------------------------------------------
+
+def _serve_holder(sock: socket.socket) -> None:
+    """A holder process: named instance sets, one operation per message."""
+    from . import backend_calls as b  # imported before the fork: nothing is imported here
+
+    sets: dict[str, dict[str, Any]] = {}
+    tables: dict[str, Any] = {}
+    while True:
+        try:
+            op = _read_frame(sock)
+        except (EOFError, OSError):
+            return
+        try:
+            answer = b.host_operation(op, sets, tables)
+        except MemoryError:
+            answer = {"error": "out of memory"}
+        except Exception as exc:  # noqa: BLE001 - any failure is the operation's answer
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        try:
+            sock.sendall(_frame(answer))
+        except OSError:
+            return
+
+
+def _reap(*_: Any) -> None:
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+def _zygote_main(fd: int) -> None:
+    ctl = socket.socket(fileno=fd)
+    try:
+        from . import backend_calls
+
+        backend_calls.preload()
+    except Exception as exc:  # noqa: BLE001 - told to the client, which raises it
+        ctl.sendall(_frame({"ok": False, "error": f"{type(exc).__name__}: {exc}"}))
+        return
+    signal.signal(signal.SIGCHLD, _reap)  # reaped here, so that their CPU time counts in the zygote's children's
+    ctl.sendall(_frame({"ok": True}))
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # the client reads stderr only until this point (why a start failed)
+    os.close(devnull)
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(ctl, 1, 1)
+        except OSError:
+            return
+        if not fds:
+            return  # the client closed the control socket
+        pid = os.fork()
+        if pid == 0:
+            ctl.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            with contextlib.suppress(ValueError, OSError):
+                import resource
+
+                resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+            child = socket.socket(fileno=fds[0])
+            try:
+                _serve_holder(child)
+            finally:
+                os._exit(0)
+        os.close(fds[0])
+        try:
+            ctl.sendall(struct.pack("!q", pid))
+        except OSError:
+            return
+
+
+def _main(argv: Sequence[str]) -> None:
+    _zygote_main(int(argv[0]))
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

@@ -1,0 +1,142 @@
+"""Issue 46 items 1 and 2: a BFCL backend call can no longer freeze a server or a scoring.
+
+``MathAPI.square_root(2, precision=3000000)`` held a server process 70-100 s (BFCL's backends ran
+in its event loop). Numbers whose cost BFCL leaves unbounded are refused before its code sees them;
+every call runs in the session's own holder process under a deadline, stopped past it with the
+session's state as it was before the call; scoring re-executes recorded calls under the same rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from evals.benchmarks.bfcl import backend_calls, backend_host
+from evals.benchmarks.bfcl.multi_turn import MultiTurnCatalog, gold_steps, read_multi_turn
+from evals.benchmarks.bfcl.multi_turn_checker import check_multi_turn
+
+ENTRY = "multi_turn_base_15"  # GorillaFileSystem and MathAPI
+HUGE = {"number": 2, "precision": 3_000_000}  # 70-100 s of Decimal.sqrt, in C
+
+
+def _entry() -> Any:
+    return next(e for e in read_multi_turn("multi_turn_base") if e.id == ENTRY)
+
+
+def _sessions() -> Any:
+    from evals.benchmarks.bfcl.tools import BfclCatalog
+    from evals.core.transport import MemorySessions
+    from server import BenchmarkMount, ToolServer
+
+    catalog = MultiTurnCatalog(BfclCatalog([], "bfcl"), [_entry()], "bfcl")
+    return MemorySessions(ToolServer([BenchmarkMount(catalog=catalog)]))
+
+
+def _text(result: Any) -> str:
+    return str(result.content[0].text)
+
+
+async def test_numbers_past_their_bound_are_refused_before_bfcls_code_runs(bfcl_data: Any) -> None:
+    async with _sessions().session("bfcl", ENTRY) as s:
+        for name, arguments, bound in [
+            ("square_root", HUGE, "precision=3000000 is over the bound of 10000 digits"),
+            ("logarithm", {"value": 2, "base": 3, "precision": 10**7}, "precision=10000000 is over the bound"),
+            ("power", {"base": 10, "exponent": 10**9}, "bits, over the bound"),
+            ("round_number", {"number": 5, "decimal_places": -10**9}, "decimal_places=-1000000000 is over the bound"),
+        ]:
+            got = await s.call_tool(name, arguments)
+            assert got.is_error and bound in _text(got), _text(got)
+        fine = await s.call_tool("square_root", {"number": 2, "precision": 10})
+        assert not fine.is_error and "1.414213562" in _text(fine)
+
+
+async def test_a_call_past_its_deadline_is_stopped_and_holds_no_other_session(bfcl_data: Any,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backend_calls, "MAX_PRECISION", 10**8)  # let the slow call through the bound: the deadline stops it
+    monkeypatch.setattr(backend_host, "CALL_DEADLINE_S", 3.0)
+    sessions = _sessions()
+    async with sessions.session("bfcl", ENTRY) as a, sessions.session("bfcl", ENTRY) as b:
+        assert not (await a.call_tool("mkdir", {"dir_name": "kept"})).is_error
+        assert "kept" not in _text(await b.call_tool("ls", {}))  # each session its own instances (and process)
+        stuck = asyncio.ensure_future(a.call_tool("square_root", HUGE))
+        await asyncio.sleep(0)
+        other = await b.call_tool("mkdir", {"dir_name": "other"})  # answered while a's call runs
+        assert not other.is_error and not stuck.done()
+        got = await stuck
+        assert got.is_error and "stopped after 3 s" in _text(got) and "changed nothing" in _text(got)
+        after = await a.call_tool("ls", {})  # the session's state is as it was before the stopped call
+        assert not after.is_error and "kept" in _text(after) and "other" not in _text(after)
+
+
+def test_scoring_runs_recorded_calls_under_the_same_bound_and_deadline(bfcl_data: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = _entry()
+    gold = gold_steps(entry)
+    hostile = {"name": "square_root", "arguments": HUGE}
+    turns: list[Any] = [[[*gold[0], hostile]] if gold[0] else [[hostile]], *[[s] if s else [] for s in gold[1:]]]
+    assert check_multi_turn(entry, turns).valid  # refused at its bound: an error call, the rest as recorded
+    monkeypatch.setattr(backend_calls, "MAX_PRECISION", 10**8)
+    monkeypatch.setattr(backend_host, "CALL_DEADLINE_S", 1.0)
+    # past the deadline: stopped, an error call; the model's instances keep the state of the calls before it
+    assert check_multi_turn(entry, turns).valid
+    wrong = [[[hostile]], *[[s] if s else [] for s in gold[1:]]]
+    verdict = check_multi_turn(entry, wrong)
+    assert not verdict.valid and verdict.turn == 0
+
+
+async def test_clients_that_name_no_session_never_share_bfcl_state(bfcl_data: Any) -> None:
+    """Issue 46 item 9: requests that name no session shared one BFCL state per endpoint between
+    clients; each client connection now has its own."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from evals.benchmarks.bfcl.tools import BfclCatalog
+    from server import BenchmarkMount, ToolServer, create_app, serve_in_background
+
+    server = ToolServer([BenchmarkMount(catalog=MultiTurnCatalog(BfclCatalog([], "bfcl"), [_entry()], "bfcl"))])
+    async with serve_in_background(create_app(server, json_response=True)) as url:
+        endpoint = f"{url}/mcp/bfcl/{ENTRY}"
+        async with httpx2.AsyncClient(timeout=60) as one, httpx2.AsyncClient(timeout=60) as two, \
+                Client(streamable_http_client(endpoint, http_client=one)) as a, \
+                Client(streamable_http_client(endpoint, http_client=two)) as b:
+            assert not (await a.call_tool("mkdir", {"dir_name": "mine"})).is_error
+            assert "mine" in _text(await a.call_tool("ls", {}))  # one client's requests keep their state
+            assert "mine" not in _text(await b.call_tool("ls", {}))  # another client never sees it
+
+
+async def test_evals_score_of_a_run_with_a_hostile_recorded_call_finishes(bfcl_data: Any, tmp_path: Any) -> None:
+    """Item 2 through ``evals score``: a run directory whose trace records a call past a bound is
+    scored (the call an error call) instead of stalling the command."""
+    import json
+
+    from evals.core.run import RunOptions, run_benchmark, score_run_dir
+
+    run = tmp_path / "run"
+    opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=run, task_ids=[ENTRY], transport="memory",
+                      progress=False, benchmark_options={"category": ["multi_turn_base"]})
+    _, summary = await run_benchmark(opts)
+    assert summary["metrics"]["multi_turn_base"] == 100.0
+    traces = run / "traces.jsonl"
+    trace = json.loads(traces.read_text().splitlines()[0])
+    trace["outcome"]["turns"][0].insert(0, [{"name": "square_root", "arguments": HUGE}])  # a hostile step first
+    traces.write_text(json.dumps(trace) + "\n")
+    scored = await score_run_dir(run)
+    assert scored["metrics"]["multi_turn_base"] == 100.0  # refused at its bound: an error call, the rest as recorded
+
+
+def test_a_holder_whose_state_cannot_be_rebuilt_starts_empty_and_says_so(bfcl_data: Any) -> None:
+    """A holder's process ended (past a deadline, or to make room) is rebuilt by replaying its log on
+    next use; a replay that fails leaves a fresh, empty process and a note, never a broken holder."""
+    holder = backend_host.Holder()
+    assert holder.request(dict(_entry().make_op(), key="i"), log=True) == {}
+    assert "text" in holder.request({"op": "call", "key": "i", "text": "mkdir(dir_name='x')"}, log=True)
+    holder._drop()  # as past a deadline: the log is kept, the state comes back by replay
+    assert "x" in holder.request({"op": "call", "key": "i", "text": "ls()"})["text"] and not holder.take_lost()
+    holder.log.append(({"op": "call", "key": "gone", "text": "ls()"}, 10.0))  # a step that cannot be replayed
+    holder._drop()
+    assert holder.request({"op": "call", "key": "i", "text": "ls()"}) == {"error": "no instances named 'i'"}
+    assert "could not be rebuilt" in holder.take_lost() and holder.log == []
+    holder.close()
