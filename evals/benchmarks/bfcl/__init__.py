@@ -18,7 +18,8 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``metrics``: each served category's accuracy, and those scores;
 * ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle);
 * ``view``: an entry in ``evals view`` (possible answers beside the predicted calls);
-* ``results``: BFCL's own result files (``evals score --format bfcl-official``, ``evals export``).
+* ``results``: BFCL's own result files (``evals score --format bfcl-official``); ``export``: a run as BFCL's
+  result folder that ``bfcl evaluate`` takes as it is (``evals export --format bfcl-official --model-name NAME``).
 
 Served: the single-turn categories (``simple_python``, ``multiple``, ``parallel``,
 ``parallel_multiple``, ``irrelevance``, ``simple_java``, ``simple_javascript`` and the six ``live_*``

@@ -265,7 +265,7 @@ class BfclBenchmark:
     def formats(self) -> list[PredictionFormat]:
         """BFCL's own result files (``bfcl-official``, also named ``bfcl`` as issue 39 calls it, :mod:`.results`):
         read by ``evals score --format``, written by ``evals export``."""
-        from .results import FORMAT, official_format
+        from .export import FORMAT, official_format
 
         official = official_format(calls_from_trace)
         return [official, dataclasses.replace(official, name="bfcl", description=f"the same as {FORMAT}")]
