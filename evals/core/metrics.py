@@ -256,7 +256,9 @@ def breakdowns(metrics: Sequence[Metric], scores: Sequence[TaskScore]) -> dict[s
         for group in sorted(groups, key=_order):
             members = groups[group]
             values = aggregate(shown, members)
-            out[dim][group] = {"tasks": len(members), **{m.name: values[m.key].value for m in shown if m.key in values}}
+            # a derived value that lacks parts in this group (counted as 0) says nothing of the group: left out
+            out[dim][group] = {"tasks": len(members), **{m.name: values[m.key].value for m in shown
+                                                          if m.key in values and not values[m.key].missing}}
     return out
 
 
