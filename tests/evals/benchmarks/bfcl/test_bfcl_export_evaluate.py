@@ -200,3 +200,37 @@ def test_the_leaderboard_shows_bfcls_columns_and_what_was_not_run(scored_run, bf
     assert cell["missing"] == ["web_search_base", "web_search_no_snippet", "memory_vector"]
     table = _evals("leaderboard", str(run.parent)).stdout
     assert "Overall Acc (BFCL)" in table and "not run, counted as 0" in table and "memory_vector" in table
+
+
+def test_a_prompting_run_is_exported_as_the_models_text(scored_run, bfcl_data, tmp_path):
+    from client.runs import RunDir
+    from evals.core.formats import export_run
+
+    run, _, _ = scored_run
+    config = json.loads((run / "config.json").read_text())
+    prompting = tmp_path / "prompting"
+    prompting.mkdir()
+    (prompting / "config.json").write_text(json.dumps({**config, "strategy": "prompting"}))
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    for trace in traces:  # what a prompting model said: its calls written as text
+        for j, event in enumerate(e for e in trace["events"] if e.get("kind") == "model_response"):
+            event["response"]["text"] = f"[{trace['task_id']}_text_{j}()]"
+    (prompting / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
+    assert RunDir.open(prompting).config["strategy"] == "prompting"
+    written = export_run(prompting, "bfcl", tmp_path / "result", model_name="gpt-4o-2024-11-20")
+    lines = {r["id"]: r for p in written for r in map(json.loads, p.read_text().splitlines())}
+    assert lines["simple_python_1"]["result"] == "[simple_python_1_text_0()]"
+    steps = lines["multi_turn_base_0"]["result"]
+    assert steps[0][0] == "[multi_turn_base_0_text_0()]" and all(isinstance(s, str) for t in steps for s in t)
+    assert lines["multi_turn_base_1"]["result"].startswith("Error during inference")  # the failed episode
+    assert lines["memory_kv_1-customer-1"]["result"][0][0] == "[memory_kv_1-customer-1_text_0()]"
+
+
+def test_the_report_lists_bfcls_columns_first(scored_run, bfcl_data, tmp_path):
+    run, _, _ = scored_run
+    done = _evals("report", str(run), "--out", str(tmp_path / "report"), timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (tmp_path / "report" / "report.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "(BFCL)" in line]
+    assert rows[0].startswith("| Overall Acc (BFCL)") and "not run, counted as 0: web_search_base" in rows[0]
+    assert rows[1].startswith("| Non-Live AST Acc (BFCL)") and "| 9 entries (9 tasks) |" in rows[2]  # simple AST
