@@ -77,8 +77,8 @@ def test_every_grouped_score_is_bfcls_cell(bfcl_python, tmp_path):
             assert f"{ours[name].value:.2f}%" == cell, (model, name)
             leaves = _leaves(name)
             assert ours[name].missing == tuple(c for c in leaves if c not in run), (model, name)
-        assert theirs[model]["data_non_live"]["Non-Live Overall Acc"] in (f"{ours['non_live_ast'].value:.2f}%", "N/A") \
-            if "non_live_ast" in ours else True
+        if "non_live_ast" in ours:  # its other table prints it whatever is missing; ours only when none is
+            assert theirs[model]["data_non_live"]["Non-Live Overall Acc"] == f"{ours['non_live_ast'].value:.2f}%"
         assert theirs[model]["data_live"]["Live Overall Acc"] == f"{ours['live_ast'].value:.2f}%"
         assert theirs[model]["data_multi_turn"]["Multi Turn Overall Acc"] == f"{ours['multi_turn_acc'].value:.2f}%"
 
