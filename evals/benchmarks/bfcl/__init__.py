@@ -53,7 +53,7 @@ OPTIONS: tuple[Option, ...] = (
            f"served one: {', '.join(SERVED + MEMORY_SERVED)})", serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
     Option("limit_per_category", int, None, "only the first N entries of each selected category, in BFCL's order "
            "(--limit takes the first N of the whole selection); a subset, not comparable with BFCL's leaderboard",
-           check=lambda n: None if n is None or n >= 1 else f"--limit-per-category must be at least 1, got {n}",
+           check=lambda n: None if n is None or n >= 1 else f"N must be at least 1, got {n}",
            metavar="N"),
 )
 
