@@ -77,7 +77,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from .core.formats import export_run
 
     try:
-        files = export_run(args.run_dir, args.format, args.out)
+        files = export_run(args.run_dir, args.format, args.out, args.model_name)
     except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
         err.print(f"[red]error:[/] {escape(redacted(str(exc)))}")
         return 2
@@ -157,6 +157,8 @@ def _build_export(ex: argparse.ArgumentParser) -> None:
     ex.add_argument("run_dir", metavar="RUN_DIR", help="the run directory whose predictions to write")
     ex.add_argument("--format", required=True, metavar="NAME", help="a prediction format the run's benchmark offers")
     ex.add_argument("-o", "--out", metavar="PATH", help="where to write (default RUN_DIR/export-<format>)")
+    ex.add_argument("--model-name", metavar="NAME", help="the model the files are written under, for a format whose "
+                    "official scripts look the model up by name (e.g. a leaderboard's registry; default: the run's model)")
     ex.add_argument("--json", action="store_true", help="print the files written as one JSON object")
     ex.set_defaults(func=cmd_export)
 

@@ -11,7 +11,8 @@ conversation whose first user message is its own; its n-th request gets the n-th
 A recorded tool name the episode does not offer is sent as the offered name it becomes with every
 character outside ``[A-Za-z0-9_-]`` replaced by ``-`` (what tool-calling APIs accept), if there is
 one. A request beyond the recorded turns, or for a conversation the file does not hold, is a
-``bad_request`` error (the episode fails, and says why).
+``bad_request`` error (the episode fails, and says why: for a conversation it does not hold, the user
+message it looked for and the closest one the file holds, with its line).
 
 ``${NAME}`` in the file's strings (user messages, arguments, texts) is replaced by the adapter
 option ``variables`` (``--model-arg 'variables={"REPO": "/tmp/r"}'``), else the environment variable
@@ -23,6 +24,7 @@ committed next to it.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -51,8 +53,28 @@ __all__ = ["ReplayAdapter"]
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def _load_conversations(path: Path, variables: Mapping[str, str], allowed: Collection[str]) -> dict[str, list[dict[str, Any]]]:
-    """The assistant turns of every conversation in ``path``, by its first user message."""
+_SHOWN = 160  # characters of a user message an error shows
+_COMPARED = 2000  # characters of a user message compared when looking for the closest one
+
+
+def _cut(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "...")
+
+
+def closest_message(wanted: str, held: Mapping[str, int]) -> tuple[str, int] | None:
+    """The held first user message most like ``wanted`` (difflib's ratio over their first characters) and its
+    line; None when the file holds none."""
+    if not held:
+        return None
+    key = wanted[:_COMPARED]
+    best = max(held, key=lambda m: difflib.SequenceMatcher(None, key, m[:_COMPARED], autojunk=False).ratio())
+    return best, held[best]
+
+
+def _load_conversations(path: Path, variables: Mapping[str, str], allowed: Collection[str],
+                        lines: dict[str, int] | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The assistant turns of every conversation in ``path``, by its first user message (``lines``: filled
+    with each one's line)."""
     out: dict[str, list[dict[str, Any]]] = {}
 
     def lookup(name: str) -> str | None:
@@ -71,6 +93,8 @@ def _load_conversations(path: Path, variables: Mapping[str, str], allowed: Colle
         if not isinstance(user, str):
             raise ValueError(f"replay file {path}: line {n}: the conversation has no user message")
         out[user] = [t for t in convs if isinstance(t, dict) and t.get("role") == "assistant"]
+        if lines is not None:
+            lines.setdefault(user, n)
     return out
 
 
@@ -89,8 +113,9 @@ class ReplayAdapter:
             raise ValueError("replay: the variables option is a JSON object of names to values")
         if allow_env is not None and not (isinstance(allow_env, list) and all(isinstance(n, str) for n in allow_env)):
             raise ValueError("replay: the allow_env option is a JSON list of environment variable names")
+        self.lines: dict[str, int] = {}
         self.turns = _load_conversations(self.path, {str(k): str(v) for k, v in (variables or {}).items()},
-                                         frozenset(allow_env or ()))
+                                         frozenset(allow_env or ()), self.lines)
 
     def _call(self, raw: dict[str, Any], offered: set[str], turn: int, i: int) -> ToolCall:
         inner = raw.get("function")
@@ -111,8 +136,10 @@ class ReplayAdapter:
         user = next((m.text for m in messages if isinstance(m, UserMessage)), None)
         turns = self.turns.get(user or "")
         if turns is None:
-            raise ModelError("bad_request", f"{self.path.name} holds no conversation for this user message",
-                             retryable=False, provider=self.provider, model=self.model)
+            found = closest_message(user or "", self.lines)
+            near = f"; the closest it holds (line {found[1]}): {_cut(found[0])}" if found else "; it holds none"
+            raise ModelError("bad_request", f"{self.path.name} holds no conversation whose first user message is "
+                             f"{_cut(user or '')}{near}", retryable=False, provider=self.provider, model=self.model)
         done = sum(1 for m in messages if isinstance(m, AssistantMessage))
         if done >= len(turns):
             raise ModelError("bad_request", f"the recorded conversation has only {len(turns)} assistant turn(s)",

@@ -4,7 +4,8 @@
   smaller than the paper's): "N of M tasks: not comparable";
 * a partial run (stopped before every selected task ran): its numbers are over the tasks that ran;
 * a run in which no task completed: no metrics at all (not a table of zeros);
-* a run whose setting has no published numbers: the strategy that reproduces the papers' setting.
+* a run whose setting has no published numbers: the strategy that reproduces the papers' setting;
+* a derived metric that counts parts not run as 0 (as its official code does): those parts.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def summary_notes(summary: Mapping[str, Any]) -> list[str]:
     note = not_comparable(summary)
     if note:
         notes.append(f"not comparable with the papers' numbers: {note}")
+    for key, st in (summary.get("metric_stats") or {}).items():
+        if isinstance(st, Mapping) and st.get("missing"):
+            notes.append(f"{key}: not run, counted as 0 as the official code counts them: {', '.join(st['missing'])}")
     try:
         hint = paper_hint(summary)
     except (OSError, ValueError, KeyError):  # a broken paper-numbers file must not hide the summary

@@ -69,6 +69,9 @@ class PredictionFormat:
     description: str  # one line: which scripts read it, what files it writes
     export: Callable[[RunDir, Path], list[Path]]  # (the run, where to write) -> the files written
     read: Callable[[Path], ImportedPredictions] | None = None  # external predictions -> traces
+    # for a format whose files are named after a model the official scripts look up (e.g. a leaderboard's model
+    # registry): export under the name the user gives (``evals export --model-name NAME``)
+    export_as: Callable[[RunDir, Path, str], list[Path]] | None = None
 
 
 def formats_of(bench: Benchmark) -> dict[str, PredictionFormat]:
@@ -113,10 +116,12 @@ def imported_trace(
     }
 
 
-def export_run(run_path: str | Path, format_name: str, out: str | Path | None = None) -> list[Path]:
+def export_run(run_path: str | Path, format_name: str, out: str | Path | None = None,
+               model_name: str | None = None) -> list[Path]:
     """``evals export``: write run ``run_path``'s predictions in ``format_name`` (default: a folder
-    ``export-<format>`` inside the run directory); returns the files written. They are written into a
-    fresh folder, then moved into place without following a link there (:func:`client.runs.fresh_output`)."""
+    ``export-<format>`` inside the run directory), under ``model_name`` where the format names its files
+    after a model (``export_as``); returns the files written. They are written into a fresh folder, then
+    moved into place without following a link there (:func:`client.runs.fresh_output`)."""
     from client.runs import RunDir, fresh_output
 
     from .registry import load_benchmark, own_options
@@ -128,8 +133,14 @@ def export_run(run_path: str | Path, format_name: str, out: str | Path | None = 
     bench = load_benchmark(config["benchmark"], own_options(config["benchmark"], config.get("options") or {}))
     fmt = find_format(bench, format_name)
     target = Path(out) if out is not None else run_dir.path / f"export-{format_name}"
+    export_as = fmt.export_as
+    if model_name is not None and export_as is None:
+        raise ValueError(f"prediction format {format_name!r} names no model in its files: --model-name does not apply")
     with fresh_output(target) as fresh:
-        written = fmt.export(run_dir, fresh)
+        if model_name is None or export_as is None:
+            written = fmt.export(run_dir, fresh)
+        else:
+            written = export_as(run_dir, fresh, model_name)
     return [target.parent / Path(f).relative_to(fresh.parent) for f in written]
 
 

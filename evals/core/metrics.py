@@ -25,7 +25,16 @@ standard error, unless it is declared ``linear``: a weighted sum of metrics over
 (e.g. an average of per-category accuracies), whose standard error is the delta method's,
 ``sqrt(sum((w_i * se_i) ** 2))`` with ``w_i`` its weight of metric ``i`` (``None`` when one has
 none). With ``derive_counts`` it also gets each metric's number of samples (its denominators summed;
-0 for a derived one) after the fractions, for an average weighted by how many samples each has.
+a derived one's: see below) after the fractions, for an average weighted by how many samples each has.
+A linear derived metric covers the tasks and samples of its parts (their sums); another covers the
+tasks of its largest part (and no samples of its own).
+
+A derived metric has no value while a metric it needs has none (``absent="omit"``), unless it is
+declared ``absent="zero"``: then such a part counts as 0 (with the samples ``absent_counts`` gives it, for
+``derive_counts``), as an official leaderboard counts a category that was not run, and the value
+names the parts it lacks (:attr:`MetricValue.missing`: the metrics with samples of their own that had
+none, through the derived parts too). With ``shown_incomplete=False`` such a metric has no value of
+its own while a part is missing (an official table's "N/A"), yet the metrics derived from it use it.
 """
 
 from __future__ import annotations
@@ -57,6 +66,11 @@ class Metric:
     derive: Callable[..., float] | None = None  # fractions (0..1) -> this metric's fraction
     derive_counts: bool = False  # derive also gets each metric's samples (after the fractions)
     linear: bool = False  # derive is linear in the fractions of metrics over disjoint tasks: it has a standard error
+    # a part of a derived metric that has no value: "omit" (neither has this metric), "zero" (it counts as 0, and
+    # the value names it in ``missing``), with the samples ``absent_counts`` pairs give it (for derive_counts; default 0)
+    absent: Literal["omit", "zero"] = "omit"
+    absent_counts: tuple[tuple[str, float], ...] = ()  # (part, samples) pairs
+    shown_incomplete: bool = True  # absent="zero": reported while a part is missing (False: it only feeds others)
     # a count that must never pass unnoticed: when its value is above 0 the summary's ``warnings``
     # get this text, formatted with ``n`` (the count) and ``of`` (its samples' denominators summed)
     warn: str = ""
@@ -106,10 +120,12 @@ class MetricValue:
 
     over: str = "tasks"
     digits: int = 2  # the decimals the value is rounded to (as the official script prints it)
+    missing: tuple[str, ...] = ()  # a derived metric's parts without a value, counted as 0 (``absent="zero"``)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "stderr": self.stderr, "tasks": self.tasks, "samples": self.samples, "over": self.over,
-                "digits": self.digits}
+        out = {"value": self.value, "stderr": self.stderr, "tasks": self.tasks, "samples": self.samples, "over": self.over,
+               "digits": self.digits}
+        return out | {"missing": list(self.missing)} if self.missing else out
 
 
 def _ratio_stderr(pairs: Sequence[tuple[float, float]]) -> float | None:
@@ -141,24 +157,22 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
 
 def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[str, MetricValue]:
     """Every metric with at least one sample, by :attr:`Metric.key` (tasks without a sample are left
-    out); a derived metric when every metric it is derived from has a value."""
+    out); a derived metric when every metric it is derived from has a value (or, ``absent="zero"``, always)."""
     scores = list(scores)
     out: dict[str, MetricValue] = {}
-    fractions: dict[str, float] = {}
-    errors: dict[str, float | None] = {}  # each metric's standard error as a fraction, unrounded
+    parts: dict[str, _Part] = {}  # every metric with a value, shown or not
     for metric in metrics:
         if metric.derive is not None:
-            if metric.derived_from and all(k in fractions for k in metric.derived_from):
-                frac, se = _derived(metric, [fractions[k] for k in metric.derived_from],
-                                    [out[k].samples for k in metric.derived_from],
-                                    [errors.get(k) for k in metric.derived_from])
-                fractions[metric.key] = frac
-                errors[metric.key] = se
-                tasks = max(out[k].tasks for k in metric.derived_from)
-                scale = 1.0 if metric.kind == "mean" else 100.0
-                out[metric.key] = MetricValue(round(scale * frac, metric.digits),
-                                              None if se is None else round(scale * se, metric.digits + 2), tasks, 0,
-                                              metric.over, metric.digits)
+            part = _derived_part(metric, parts)
+            if part is None:
+                continue
+            parts[metric.key] = part
+            if part.missing and not metric.shown_incomplete:
+                continue
+            scale = 1.0 if metric.kind == "mean" else 100.0
+            out[metric.key] = MetricValue(round(scale * part.fraction, metric.digits),
+                                          None if part.error is None else round(scale * part.error, metric.digits + 2),
+                                          part.tasks, part.samples, metric.over, metric.digits, part.missing)
             continue
         pairs = [s.samples[metric.key] for s in scores if metric.key in s.samples]
         if pairs:
@@ -167,9 +181,40 @@ def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[st
             for x, d in pairs:
                 num += x
                 den += d
-            fractions[metric.key] = num / den if den else 0.0
-            errors[metric.key] = _ratio_stderr(pairs)
+            parts[metric.key] = _Part(num / den if den else 0.0, _ratio_stderr(pairs), len(pairs), den)
     return out
+
+
+@dataclass(frozen=True)
+class _Part:
+    """A metric as a part of derived ones: its unrounded fraction and standard error, its tasks and
+    samples, and the parts it lacks (counted as 0)."""
+
+    fraction: float
+    error: float | None
+    tasks: int
+    samples: float
+    missing: tuple[str, ...] = ()
+
+
+def _derived_part(metric: Metric, parts: Mapping[str, _Part]) -> _Part | None:
+    """A derived metric from its parts (None: one has no value and ``absent`` is ``omit``)."""
+    if not metric.derived_from or (metric.absent == "omit" and not all(k in parts for k in metric.derived_from)):
+        return None
+    absent = _Part(0.0, 0.0, 0, 0.0)
+    got = [parts.get(k) for k in metric.derived_from]
+    counts = [p.samples if p is not None else float(dict(metric.absent_counts).get(k, 0.0))
+              for k, p in zip(metric.derived_from, got, strict=True)]
+    have = [p or absent for p in got]
+    frac, se = _derived(metric, [p.fraction for p in have], counts, [p.error for p in have])
+    missing = tuple(dict.fromkeys(m for k, p in zip(metric.derived_from, got, strict=True)
+                                  for m in ((k,) if p is None else p.missing)))
+    present = [p for p in got if p is not None]
+    if metric.linear:  # over disjoint tasks: it covers them all
+        tasks, samples = sum(p.tasks for p in present), sum(p.samples for p in present)
+    else:
+        tasks, samples = max((p.tasks for p in present), default=0), 0.0
+    return _Part(frac, se, tasks, samples, missing)
 
 
 def _derived(metric: Metric, fractions: Sequence[float], counts: Sequence[float],
@@ -211,7 +256,9 @@ def breakdowns(metrics: Sequence[Metric], scores: Sequence[TaskScore]) -> dict[s
         for group in sorted(groups, key=_order):
             members = groups[group]
             values = aggregate(shown, members)
-            out[dim][group] = {"tasks": len(members), **{m.name: values[m.key].value for m in shown if m.key in values}}
+            # a derived value that lacks parts in this group (counted as 0) says nothing of the group: left out
+            out[dim][group] = {"tasks": len(members), **{m.name: values[m.key].value for m in shown
+                                                          if m.key in values and not values[m.key].missing}}
     return out
 
 

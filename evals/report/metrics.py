@@ -95,9 +95,13 @@ def metric_spec(benchmark: Any, key: str, block: str = MAIN_BLOCK) -> MetricSpec
 
 
 def metric_order(benchmark: Any, keys: Iterable[str], block: str = MAIN_BLOCK) -> list[str]:
-    """The keys in the benchmark's declared order, then the undeclared ones as they come."""
+    """The keys in the benchmark's declared order (its headline metrics first, in their order: e.g. an official
+    leaderboard's columns), then the undeclared ones as they come."""
     seen = list(dict.fromkeys(keys))
-    declared = [m.name for m in _declared(benchmark, block)]
+    info = benchmark_info(benchmark)
+    names = [m.name for m in _declared(benchmark, block)]
+    headline = [m.name for k in (info.headline_metrics if info else ()) for m in _declared(benchmark, block) if m.key == k]
+    declared = list(dict.fromkeys([*headline, *names]))
     return [k for k in declared if k in seen] + [k for k in seen if k not in declared]
 
 

@@ -80,7 +80,8 @@ def fmt(value: Any) -> str:
 
 
 def _with_stderr(value: Any, stats: Mapping[str, Any] | None) -> str:
-    """``"48.00 ± 3.10"``: a value with its standard error where the summary has one."""
+    """``"48.00 ± 3.10"``: a value with its standard error where the summary has one, and the parts a derived
+    value counted as 0 because they were not run (``missing``), as its official code counts them."""
     stats = stats or {}
     se = stats.get("stderr")
     if stats.get("value", value) != value:  # the statistics of another value (a hand-edited summary)
@@ -88,11 +89,13 @@ def _with_stderr(value: Any, stats: Mapping[str, Any] | None) -> str:
     digits = stats.get("digits", 2)  # the decimals the official script prints (one, for some)
     if not isinstance(digits, int) or isinstance(digits, bool):
         digits = 2
+    missing = stats.get("missing") if stats.get("value", value) == value else None
+    note = f" (not run, counted as 0: {', '.join(map(str, missing))})" if isinstance(missing, list) and missing else ""
     if isinstance(value, float) and isinstance(se, int | float) and not isinstance(se, bool):
-        return f"{value:.{digits}f} ± {se:.{digits + (digits < 2)}f}"
+        return f"{value:.{digits}f} ± {se:.{digits + (digits < 2)}f}{note}"
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return fmt(value)
+        return f"{value:.{digits}f}{note}"
+    return fmt(value) + note
 
 
 def _over(stats: Mapping[str, Any] | None) -> str | None:

@@ -7,7 +7,10 @@ settings the papers vary, such as a KG search mode or whether tool feedback is g
 without published numbers it is its strategy. Within a group each model has one row: its newest run (the
 others are counted in ``runs``). Rows are sorted by the benchmark's main metric, best first. Values are
 those of the stored scores (``scores.jsonl``), with their standard errors; the cost of a model without a
-price is ``None`` (``cost_known`` false), written ``unknown``.
+price is ``None`` (``cost_known`` false), written ``unknown``. The columns are the run's headline metrics
+(:meth:`.runs.RunView.headline`: those its benchmark declares, e.g. an official leaderboard's columns). A
+derived value that counts parts not run as 0, as its official code does, names them (``missing``: marked
+``*`` in the table with a line under it, a ``<key>_missing`` column in the CSV).
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def leaderboard_groups(views: Sequence[RunView]) -> list[dict[str, Any]]:
             rows.append({"model": model, "strategy": s.get("strategy"), "runs": len(runs), "tasks": s.get("tasks"),
                          "errored": s.get("errored"), "created_at": s.get("created_at"), "run_dir": s.get("run_dir"),
                          "cost_usd": totals.get("cost_usd") if known else None, "cost_known": known,
-                         "metrics": {h["key"]: {"value": h.get("value"), "stderr": h.get("stderr")} for h in head}})
+                         "metrics": {h["key"]: _metric(h) for h in head}})
         if heads:
             main = heads[0]
             sign = -1 if main.get("higher_is_better", True) else 1
@@ -76,11 +79,30 @@ def leaderboard_groups(views: Sequence[RunView]) -> list[dict[str, Any]]:
     return out
 
 
+def _metric(head: dict[str, Any]) -> dict[str, Any]:
+    """A row's cell data: value, standard error and, for a derived value that counts parts not run as 0, those parts."""
+    out = {"value": head.get("value"), "stderr": head.get("stderr")}
+    return out | {"missing": list(head["missing"])} if head.get("missing") else out
+
+
 def _cell(m: dict[str, Any] | None) -> str:
     if not m or m.get("value") is None:
         return "–"
     se = m.get("stderr")
-    return f"{m['value']:.2f} ± {se:.2f}" if isinstance(se, int | float) else f"{m['value']:.2f}"
+    text = f"{m['value']:.2f} ± {se:.2f}" if isinstance(se, int | float) else f"{m['value']:.2f}"
+    return text + " *" if m.get("missing") else text
+
+
+def _missing_notes(g: dict[str, Any]) -> list[str]:
+    """``* label: not run, counted as 0: a, b (model, ...)``: one line per metric and set of missing parts."""
+    found: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for r in g["rows"]:
+        for m in g["metrics"]:
+            missing = tuple((r["metrics"].get(m["key"]) or {}).get("missing") or ())
+            if missing:
+                found.setdefault((m["label"], missing), []).append(str(r["model"]))
+    return [f"* {label}: not run, counted as 0 as the official code counts them: {', '.join(parts)} ({', '.join(models)})"
+            for (label, parts), models in found.items()]
 
 
 def _cost(r: dict[str, Any], digits: int) -> str:
@@ -94,9 +116,10 @@ def _title(g: dict[str, Any]) -> str:
 
 def _flat(groups: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     keys = list(dict.fromkeys(m["key"] for g in groups for m in g["metrics"]))
+    with_missing = {k for g in groups for r in g["rows"] for k in keys if (r["metrics"].get(k) or {}).get("missing")}
     header = ["benchmark", "setting", "rank", "model", "runs", "tasks", "errored"]
     for k in keys:
-        header += [k, f"{k}_stderr"]
+        header += [k, f"{k}_stderr"] + ([f"{k}_missing"] if k in with_missing else [])
     header += ["cost_usd", "created_at", "run_dir", "dataset", "dataset_sha256"]
     rows = []
     for g in groups:
@@ -105,6 +128,7 @@ def _flat(groups: Sequence[dict[str, Any]]) -> tuple[list[str], list[list[str]]]
             for k in keys:
                 m = r["metrics"].get(k) or {}
                 row += ["" if m.get("value") is None else str(m["value"]), "" if m.get("stderr") is None else str(m["stderr"])]
+                row += [" ".join(m.get("missing") or ())] if k in with_missing else []
             ds = g.get("dataset") or {}
             row += [_cost(r, 6), str(r["created_at"] or ""), str(r["run_dir"]), str(ds.get("name") or ""),
                     str(ds.get("sha256") or "")]
@@ -138,5 +162,6 @@ def render_leaderboard(groups: Sequence[dict[str, Any]], fmt: str, *, damaged: S
         lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
         lines.append("  ".join("-" * w for w in widths))
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
+        lines += _missing_notes(g)
         lines.append("")
     return "\n".join(lines)

@@ -65,3 +65,31 @@ def test_derive_counts_gives_each_parts_number_of_samples_after_the_fractions():
     values = aggregate(metrics, scores)
     assert seen[0] == (2 / 3, 0.0, 3.0, 1.0)
     assert values["w"].value == 50.0
+
+
+def test_a_part_without_a_value_counts_as_zero_when_declared_and_is_named():
+    metrics = (
+        Metric("a", "A"), Metric("b", "B"), Metric("c", "C"), Metric("d", "D"),
+        Metric("ab", "mean of A and B", derived_from=("a", "b"), derive=lambda x, y: (x + y) / 2, linear=True,
+               absent="zero", shown_incomplete=False),
+        Metric("w", "weighted", derived_from=("d", "c"), derive=lambda x, y, nx, ny: (x * nx + y * ny) / (nx + ny),
+               derive_counts=True, linear=True, absent="zero", absent_counts=(("c", 6.0),)),
+        Metric("top", "mean of AB and W", derived_from=("ab", "w"), derive=lambda x, y: (x + y) / 2, linear=True,
+               absent="zero"),
+        Metric("strict", "needs C", derived_from=("a", "c"), derive=lambda x, y: x),
+    )
+    scores = [TaskScore(samples={"a": (1, 1)}, groups={"g": "x"}), TaskScore(samples={"a": (1, 1)}, groups={"g": "x"}),
+              TaskScore(samples={"b": (0, 1)}, groups={"g": "y"}), TaskScore(samples={"d": (1, 1)}, groups={"g": "y"}),
+              TaskScore(samples={"d": (1, 1)}, groups={"g": "y"})]
+    values = aggregate(metrics, scores)
+    assert values["ab"].value == 50.0 and values["ab"].missing == () and values["ab"].tasks == 3
+    assert values["w"].value == 25.0 and values["w"].missing == ("c",)  # D over 2 samples, C counted 0 over 6
+    assert values["top"].value == 37.5 and values["top"].missing == ("c",) and values["top"].samples == 5
+    assert "strict" not in values
+    without_b = aggregate(metrics, scores[:2] + scores[3:])
+    assert "ab" not in without_b  # not shown while a part is missing ...
+    assert without_b["top"].value == round(100 * ((1 + 0) / 2 + 0.25) / 2, 2)  # ... yet used, 0-filled
+    assert without_b["top"].missing == ("b", "c")
+    assert values["w"].to_dict()["missing"] == ["c"] and "missing" not in values["ab"].to_dict()
+    blocks = summary_blocks(metrics, scores)
+    assert "top" not in blocks["breakdowns"]["g"]["x"]  # a group's value lacking parts says nothing of it

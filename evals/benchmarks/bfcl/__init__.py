@@ -18,7 +18,8 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``metrics``: each served category's accuracy, and those scores;
 * ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle);
 * ``view``: an entry in ``evals view`` (possible answers beside the predicted calls);
-* ``results``: BFCL's own result files (``evals score --format bfcl-official``, ``evals export``).
+* ``results``: BFCL's own result files (``evals score --format bfcl-official``); ``export``: a run as BFCL's
+  result folder that ``bfcl evaluate`` takes as it is (``evals export --format bfcl-official --model-name NAME``).
 
 Served: the single-turn categories (``simple_python``, ``multiple``, ``parallel``,
 ``parallel_multiple``, ``irrelevance``, ``simple_java``, ``simple_javascript`` and the six ``live_*``
@@ -36,7 +37,7 @@ from typing import Any
 from ...core.options import Option
 from ...core.plugin import BenchmarkInfo, PaperNumbers
 from .files import MEMORY_SERVED, MULTI_TURN, NAME, REFUSED, SERVED, SOURCES
-from .metrics import METRICS
+from .metrics import COLUMNS, METRICS
 
 
 def _category_check(value: str) -> str | None:
@@ -50,6 +51,10 @@ def _category_check(value: str) -> str | None:
 OPTIONS: tuple[Option, ...] = (
     Option("category", str, None, "a BFCL v4 category to run (repeat the flag for several; default: every "
            f"served one: {', '.join(SERVED + MEMORY_SERVED)})", serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
+    Option("limit_per_category", int, None, "only the first N entries of each selected category, in BFCL's order "
+           "(--limit takes the first N of the whole selection); a subset, not comparable with BFCL's leaderboard",
+           check=lambda n: None if n is None or n >= 1 else f"N must be at least 1, got {n}",
+           metavar="N"),
 )
 
 
@@ -81,10 +86,11 @@ def _stats() -> dict[str, Any]:
 
 
 def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """BFCL's leaderboard rows are over every scoring category, whole: a run is of that dataset only when it
-    has BFCL's overall score (every category of its formula) and is no subset of its categories' entries."""
-    whole = "overall_acc" in (summary.get("metrics") or {}) and not summary.get("subset_note") \
-        and not summary.get("partial")
+    """BFCL's leaderboard rows are over every scoring category, whole: a run is of that dataset only when its
+    overall score lacks no category of its formula and it is no subset of its categories' entries."""
+    overall = (summary.get("metric_stats") or {}).get("overall_acc") or {}
+    whole = "overall_acc" in (summary.get("metrics") or {}) and not overall.get("missing") \
+        and not summary.get("subset_note") and not summary.get("partial")
     return {"dataset": NAME if whole else f"{NAME}-partial", "strategy": "fc"}
 
 
@@ -96,6 +102,7 @@ INFO = BenchmarkInfo(
     strategies=("fc",), options=OPTIONS, metrics=METRICS,
     data_sources=SOURCES, stats=_stats,
     pass_metric="accuracy",
+    headline_metrics=COLUMNS,  # BFCL's overall table's columns, in its order
     paper_numbers=PaperNumbers(_paper_setting, "overall_acc"),
 )
 BENCHMARKS = (INFO,)

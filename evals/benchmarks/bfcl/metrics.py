@@ -13,14 +13,40 @@ if TYPE_CHECKING:
     from .agentic import AgenticVerdict
     from .checker import Verdict
 
-__all__ = ["METRICS", "task_score"]
+__all__ = ["COLUMNS", "COLUMN_OF", "METRICS", "task_score"]
+
+#: each category's column in BFCL's tables (``bfcl_eval/constants/column_headers.py``)
+COLUMN_OF = {
+    "simple_python": "Python Simple AST", "simple_java": "Java Simple AST", "simple_javascript": "JavaScript Simple AST",
+    "multiple": "Non-Live Multiple AST", "parallel": "Non-Live Parallel AST",
+    "parallel_multiple": "Non-Live Parallel Multiple AST", "irrelevance": "Non-Live Irrelevance Detection",
+    "live_simple": "Live Simple AST", "live_multiple": "Live Multiple AST", "live_parallel": "Live Parallel AST",
+    "live_parallel_multiple": "Live Parallel Multiple AST", "live_irrelevance": "Live Irrelevance Detection",
+    "live_relevance": "Relevance Detection", "multi_turn_base": "Multi Turn Base",
+    "multi_turn_miss_func": "Multi Turn Miss Func", "multi_turn_miss_param": "Multi Turn Miss Param",
+    "multi_turn_long_context": "Multi Turn Long Context", "web_search_base": "Web Search Base",
+    "web_search_no_snippet": "Web Search No Snippet", "memory_kv": "Memory KV", "memory_vector": "Memory Vector",
+    "memory_rec_sum": "Memory Recursive Summarization",
+}
+
+#: the columns of BFCL's overall table (``data_overall.csv``), in its order, as metric keys: what the runs list,
+#: the leaderboard and the report show first (the per-category accuracies of the Python simple, Java and
+#: JavaScript parts and of the two irrelevance categories are in BFCL's other tables)
+COLUMNS: tuple[str, ...] = (
+    "overall_acc", "non_live_ast", "simple_ast", "multiple", "parallel", "parallel_multiple",
+    "live_ast", "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
+    "multi_turn_acc", "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
+    "web_search_summary", "web_search_base", "web_search_no_snippet",
+    "memory_summary", "memory_kv", "memory_vector", "memory_rec_sum",
+    "live_relevance", "irrelevance_detection", "format_sensitivity_max_delta", "format_sensitivity_std",
+)
 
 METRICS: tuple[Metric, ...] = (
-    *(Metric(c, f"{c} accuracy", over="entries",
+    *(Metric(c, f"{COLUMN_OF[c]} (BFCL)", over="entries",
              description=f"BFCL v4 {c}: entries whose calls the {'multi-turn' if c in MULTI_TURN else 'AST'} checker "
              "accepts, over the category's entries")
       for c in SERVED),
-    *(Metric(c, f"{c} accuracy", over="entries",
+    *(Metric(c, f"{COLUMN_OF[c]} (BFCL)", over="entries",
              description=f"BFCL v4 {c}: entries whose final reply holds an accepted answer (BFCL's agentic_checker), "
              "over the category's entries")
       for c in MEMORY_SERVED),

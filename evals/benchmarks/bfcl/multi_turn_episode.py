@@ -170,10 +170,14 @@ def multi_turn_view(entry: MultiTurnEntry, trace: Mapping[str, Any] | None,
         sections.append(text_section("Verdict", head, note=f"first failing turn: {verdict.get('turn')}"))
         differences = details.get("differences") or {}
         if differences:
+            from .state_paths import differing_paths
+
             sections.append(table_section(
                 f"State differences after turn {verdict.get('turn')} ({details.get('class')})",
-                ["attribute", "model", "ground truth"],
-                [[k, v.get("model"), v.get("ground_truth")] for k, v in differences.items()]))
+                ["path", "model", "ground truth"],
+                [[p, a, b] for k, v in differences.items()
+                 for p, a, b in differing_paths(v.get("model"), v.get("ground_truth"), str(k))],
+                note="only the paths whose values differ (module state_paths)"))
         if details.get("missing_items"):
             sections.append(table_section("Ground-truth results the model's calls never produced", ["result"],
                                           [[m] for m in details["missing_items"]]))

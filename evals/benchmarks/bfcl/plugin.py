@@ -169,7 +169,27 @@ class BfclBenchmark:
         self.memory: MemoryRunner | None = MemoryRunner(memory, self.name) if memory else None
 
     def task_ids(self) -> list[str]:
-        return [*self.entries, *self.multi, *(self.memory.entries if self.memory else ())]
+        """Every selected entry in BFCL's order; with ``--limit-per-category N``, the first N of each category."""
+        memory = self.memory.entries if self.memory else {}
+        every: list[Any] = [*self.entries.values(), *self.multi.values(), *memory.values()]
+        limit = self.options.get("limit_per_category")
+        taken: dict[str, int] = {}
+        out = []
+        for entry in every:
+            taken[entry.category] = taken.get(entry.category, 0) + 1
+            if limit is None or taken[entry.category] <= limit:
+                out.append(entry.id)
+        return out
+
+    def summary_extras(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """A run over the first N entries of each category is a subset, whatever the core's selection says."""
+        limit = self.options.get("limit_per_category")
+        if limit is None:
+            return {}
+        every = len(self.entries) + len(self.multi) + len(self.memory.entries if self.memory else ())
+        return {"benchmark_tasks": every,
+                "subset_note": f"the first {limit} entries of each category (--limit-per-category): not comparable "
+                               "with BFCL's leaderboard (over every entry)"}
 
     def config_extras(self) -> dict[str, Any]:
         """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run."""
@@ -245,7 +265,7 @@ class BfclBenchmark:
     def formats(self) -> list[PredictionFormat]:
         """BFCL's own result files (``bfcl-official``, also named ``bfcl`` as issue 39 calls it, :mod:`.results`):
         read by ``evals score --format``, written by ``evals export``."""
-        from .results import FORMAT, official_format
+        from .export import FORMAT, official_format
 
         official = official_format(calls_from_trace)
         return [official, dataclasses.replace(official, name="bfcl", description=f"the same as {FORMAT}")]

@@ -43,8 +43,8 @@ else does not decode), and it is scored as a live episode is:
 A turn or step BFCL's runner cannot iterate (a number, ``null``) is refused with ``FILE:LINE``: BFCL's
 own evaluation stops there.
 
-``evals export RUN --format bfcl-official`` writes a run's calls in the same shapes, for BFCL's own
-``bfcl evaluate``.
+``evals export RUN --format bfcl-official [--model-name NAME]`` writes a run's calls in the same shapes, for
+BFCL's own ``bfcl evaluate`` (:mod:`.export`: the model folder, token counts and latency, prompting text).
 """
 
 from __future__ import annotations
@@ -61,11 +61,10 @@ from .files import MEMORY_SERVED, MULTI_TURN, REFUSED, SINGLE_TURN, served_name
 from .multi_turn import load_multi_turn
 
 if TYPE_CHECKING:
-    from client.runs import RunDir
 
-    from ...core.formats import ImportedPredictions, PredictionFormat
+    from ...core.formats import ImportedPredictions
 
-__all__ = ["FORMAT", "decode_result", "decode_step", "last_message", "official_format", "read_results",
+__all__ = ["FORMAT", "decode_result", "decode_step", "last_message", "read_results",
            "result_lines"]
 
 FORMAT = "bfcl-official"
@@ -316,48 +315,3 @@ def episode_result(trace: Mapping[str, Any], category: str) -> Any:
     if outcome.get("stop") == "final_answer":
         steps.append(str(trace.get("final_answer") or ""))
     return [steps]
-
-
-def _group(category: str) -> str:
-    if category in MEMORY_SERVED:
-        return f"agentic/memory/{category.removeprefix('memory_')}"
-    if category in MULTI_TURN:
-        return "multi_turn"
-    return "live" if category.startswith("live_") else "non_live"
-
-
-def _export(run_dir: RunDir, out: Path, calls_of: CallsOf) -> list[Path]:
-    config = run_dir.config or {}
-    model = re.sub(r"[^A-Za-z0-9._-]+", "_", str(config.get("model") or "model")).strip("_") or "model"
-    traces = run_dir.latest_traces()
-    chosen = set((config.get("options") or {}).get("category") or READ)
-    by_category: dict[str, list[str]] = {}
-    for entry_id, category in _known([c for c in READ if c in chosen or "all" in chosen]).items():
-        by_category.setdefault(category, []).append(entry_id)
-    written = []
-    for category, ids in by_category.items():
-        if category in SINGLE_TURN:
-            lines = result_lines(traces, ids, calls_of)
-        else:
-            lines = [{"id": i, "result": episode_result(traces[i], category)} for i in ids if i in traces]
-        if not lines:
-            continue
-        target = out / model / _group(category) / f"BFCL_v4_{category}_result.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-        written.append(target)
-    return written
-
-
-def official_format(calls_of: CallsOf) -> PredictionFormat:
-    """The format; ``calls_of`` reads the calls a trace is scored by (the plugin's ``calls_from_trace``)."""
-    from ...core.formats import PredictionFormat
-
-    return PredictionFormat(
-        FORMAT,
-        "BFCL's own result files (result/<model>/<group>/BFCL_v4_<category>_result.json: {id, result} per line, "
-        "an FC model's tool calls; multi-turn and memory: per turn, each response's calls or text), read by "
-        "`bfcl evaluate`",
-        lambda run_dir, out: _export(run_dir, out, calls_of),
-        read_results,
-    )

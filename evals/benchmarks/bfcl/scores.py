@@ -1,12 +1,17 @@
 """BFCL's leaderboard scores: its grouped accuracies, computed from a run's per-category accuracies as the
 pinned version's ``generate_leaderboard_csv`` (``bfcl_eval/eval_checker/eval_runner_helper.py``) computes them.
 
-Each score is a derived metric (:mod:`evals.core.metrics`) over BFCL v4's category NAMES, so it appears
-as soon as every category it needs has a value in the run (the categories served later included), and
-never otherwise: BFCL itself counts a category that was not run as 0 (shown "N/A" in some columns, not in
-the overall one); such a number is not BFCL's score of the model, so it is not reported here under its
-name. A run over part of a category (``--limit``, ``--sample``, an import of part of a result file) has
-a subset note in its summary: not comparable with the leaderboard (:mod:`evals.core.selection`).
+Each score is a derived metric (:mod:`evals.core.metrics`) over BFCL v4's category NAMES, computed as
+BFCL computes it whatever the run holds: a category that was not run counts as 0 (``absent="zero"``), with
+its entries in the pinned wheel (``ENTRIES``) where a score weights categories by entries, exactly as
+``get_category_score`` counts it; the value names those categories (``missing`` in its statistics), and
+``evals leaderboard``, ``evals view`` and ``evals report`` show them beside it. Where BFCL's overall table
+prints "N/A" for a score with a category not run ("Non-Live AST Acc", "Non-Live Simple AST", "Irrelevance
+Detection", "Web Search Acc", "Memory Acc") the score has no value (``shown_incomplete=False``), yet the
+scores above it use its 0-filled value, as BFCL's do. Overall Acc, Live Acc, Multi Turn Acc and Agentic
+Overall Acc are numbers in BFCL's tables whatever is missing, and so here. A run over part of a category
+(``--limit``, ``--per-category``, ``--sample``, an import of part of a result file) has a subset note in its
+summary: not comparable with the leaderboard (:mod:`evals.core.selection`).
 
 The formulas, quirks included:
 
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 from ...core.metrics import Metric
 
-__all__ = ["GROUPS", "OVERALL_WEIGHTS", "SCORE_METRICS", "count_weighted", "percentage_weighted", "unweighted"]
+__all__ = ["ENTRIES", "GROUPS", "OVERALL_WEIGHTS", "SCORE_METRICS", "count_weighted", "percentage_weighted", "unweighted"]
 
 VERSION_NOTE = "BFCL v4, bfcl-eval 2026.3.23"
 
@@ -45,6 +50,16 @@ MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"
 WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
 MEMORY = ("memory_kv", "memory_vector", "memory_rec_sum")
 OVERALL_WEIGHTS = (10, 10, 10, 30, 40)  # non-live, live, irrelevance, multi-turn, agentic
+
+#: each scoring category's entries in the pinned wheel: what BFCL counts a category that was not run as
+#: (``get_category_score``: 0 accuracy over ``len(load_dataset_entry(category))``); checked against the wheel
+ENTRIES: dict[str, int] = {
+    "simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200, "parallel": 200,
+    "parallel_multiple": 200, "irrelevance": 240, "live_simple": 258, "live_multiple": 1053, "live_parallel": 16,
+    "live_parallel_multiple": 24, "live_irrelevance": 884, "live_relevance": 16, "multi_turn_base": 200,
+    "multi_turn_miss_func": 200, "multi_turn_miss_param": 200, "multi_turn_long_context": 200,
+    "web_search_base": 100, "web_search_no_snippet": 100, "memory_kv": 155, "memory_vector": 155, "memory_rec_sum": 155,
+}
 
 
 def unweighted(*fractions: float) -> float:
@@ -94,10 +109,17 @@ _WHAT = {
 }
 _DERIVE = {"live_ast": count_weighted, "overall_acc": percentage_weighted}
 
+# the scores BFCL's overall table prints as "N/A" while a category of theirs was not run
+_NA_WHEN_MISSING = frozenset({"simple_ast", "non_live_ast", "irrelevance_detection", "web_search_summary",
+                              "memory_summary"})
+
 SCORE_METRICS: tuple[Metric, ...] = tuple(
     Metric(name, f"{label} (BFCL)", over="entries", derived_from=parts, derive=_DERIVE.get(name, unweighted),
-           derive_counts=name == "live_ast", linear=True,
+           derive_counts=name == "live_ast", linear=True, absent="zero",
+           absent_counts=tuple((p, float(ENTRIES[p])) for p in parts if p in ENTRIES),
+           shown_incomplete=name not in _NA_WHEN_MISSING,
            description=f"{VERSION_NOTE}: " + _WHAT.get(name, f"the unweighted mean of {', '.join(parts)}")
-           + " (reported only when each one has a value in the run)")
+           + (" (a category not run counts as 0, as in BFCL; shown only when each one was run)"
+              if name in _NA_WHEN_MISSING else " (a category not run counts as 0, as in BFCL, and is named beside it)"))
     for name, label, parts in GROUPS
 )

@@ -113,6 +113,10 @@
     return typeof m.stderr === "number" ? v + " ± " + num(m.stderr) : v;
   }
   const arrow = (m) => m.kind === "percent" ? (m.higher_is_better ? " ↑" : " ↓") : "";
+  // a derived value whose official code counts its parts not run as 0 names them (metric_stats' "missing")
+  const missingNote = (m) => m && m.missing && m.missing.length
+    ? h("span", { class: "missing small muted", title: "counted as 0, as the official code counts a part not run" },
+      " (not run, counted as 0: " + m.missing.join(", ") + ")") : null;
   // a model without a price (cost_known false, cost null) costs "unknown", never $0
   function cost(v, known) {
     if (known === false || v === null || v === undefined) return "unknown";
@@ -201,7 +205,7 @@
         h("td", { class: "nowrap" }, date(r.created_at)),
         h("td", { class: "num" }, String(r.tasks), r.errored ? h("div", { class: "small bad-text" }, r.errored + " errored") : null),
         h("td", {}, h("div", { class: "headline" }, (r.headline || []).map((m) =>
-          h("div", { class: "metric", "data-metric": m.key }, h("span", { class: "label" }, m.label + arrow(m)), h("span", { class: "value" }, valueSe(m)))))),
+          h("div", { class: "metric", "data-metric": m.key }, h("span", { class: "label" }, m.label + arrow(m)), h("span", { class: "value" }, valueSe(m)), missingNote(m))))),
         h("td", { class: "num cost" }, cost(t.cost_usd, t.cost_known), h("div", { class: "muted small" }, tokens(t) + " tok")),
         h("td", {}, state));
     });
@@ -302,7 +306,7 @@
       h("div", {}, crumbs(link("#/", "Runs"), h("span", {}, run.id)),
         h("h1", {}, runLabel(run)), h("div", { class: "muted" }, benchLabel(run) + " · " + date(run.created_at) + " · " + run.run_dir)),
       h("div", { class: "cards" },
-        (run.headline || []).map((m) => h("div", { class: "stat" }, h("div", { class: "label" }, m.label + arrow(m)), h("div", { class: "value" }, valueSe(m)))),
+        (run.headline || []).map((m) => h("div", { class: "stat" }, h("div", { class: "label" }, m.label + arrow(m)), h("div", { class: "value" }, valueSe(m)), missingNote(m))),
         h("div", { class: "stat" }, h("div", { class: "label" }, "tasks"), h("div", { class: "value" }, String(run.tasks)),
           h("div", { class: "small muted" }, run.completed + " completed · " + run.errored + " errored")),
         h("div", { class: "stat" }, h("div", { class: "label" }, "cost · tokens"), h("div", { class: "value cost" }, cost(t.cost_usd, t.cost_known)), h("div", { class: "small muted" }, tokens(t) + " tokens · " + (t.turns || 0) + " turns"))));
@@ -544,7 +548,7 @@
       data.groups.length ? data.groups.map((g) => h("section", { class: "card leadgroup" }, h("h3", {}, benchLabel(g) + " · " + g.setting),
         table(["#", "model", ...g.metrics.map((m) => m.label + (m.higher_is_better ? " ↑" : " ↓")), "tasks", "runs", "cost"],
           g.rows.map((r, i) => h("tr", { "data-model": r.model }, h("td", {}, String(i + 1)), h("td", {}, h("strong", {}, r.model)),
-            g.metrics.map((m) => h("td", { class: "num" }, valueSe(r.metrics[m.key] ? { ...r.metrics[m.key], kind: "percent" } : null))),
+            g.metrics.map((m) => h("td", { class: "num" }, valueSe(r.metrics[m.key] ? { ...r.metrics[m.key], kind: "percent" } : null), missingNote(r.metrics[m.key]))),
             h("td", { class: "num" }, String(r.tasks)), h("td", { class: "num" }, String(r.runs)), h("td", { class: "num cost" }, cost(r.cost_usd, r.cost_known)))), "leader"))) :
         h("p", { class: "muted" }, "No scored runs."),
       damagedCard(data.damaged),

@@ -85,8 +85,11 @@ async def test_a_scripted_model_with_known_mistakes_gets_the_hand_computed_verdi
     assert titles[0].startswith("Turns") and len(sections[0]["rows"]) == len(entries["multi_turn_base_2"].turns) == 5
     assert "touch(file_name='TeamNotes.md')" in sections[0]["rows"][0][2]
     diff = next(s for s in sections if s["title"].startswith("State differences after turn 0"))
-    assert diff["rows"][0][0] == "root" and "TeamNotes.md" in json.dumps(diff["rows"][0][1])
-    assert "TeamNotes.md" not in json.dumps(diff["rows"][0][2])
+    # only the differing paths, not two whole file-system trees
+    assert [(r[0], r[1] == "(absent)", r[2] == "(absent)") for r in diff["rows"]] == [
+        ('root.contents.documents.contents["TeamNotes.txt"]', True, False),
+        ('root.contents.documents.contents["TeamNotes.md"]', False, True)]
+    assert json.loads(diff["rows"][1][1])["name"] == "TeamNotes.md"
     assert bench.episode_view("multi_turn_base_0", traces["multi_turn_base_0"], scores["multi_turn_base_0"])[1:] == []
 
 

@@ -1,0 +1,143 @@
+"""Runs ``bfcl evaluate`` (the body of bfcl_eval's ``evaluate`` command: ``load_dotenv``, then ``eval_runner.main``;
+its typer wrapper is not installed) over a result folder, in .ci/bfcl-venv.
+
+Run by that venv's python (never imported by the project's tests):
+    python bfcl_evaluate_driver.py RESULT_DIR SCORE_DIR MODEL [CATEGORY ...]
+with ``BFCL_PROJECT_ROOT`` set to a scratch folder (BFCL makes its ``result/``, ``score/`` and lock folders
+there). Evaluates MODEL's folder of RESULT_DIR with ``--partial-eval`` (the entries the files hold), then prints
+{CSV file: {column: cell}} of the model's row of each CSV BFCL wrote, and the ``*_score.json`` headers
+({category: {"accuracy", "correct_count", "total_count"}}), as JSON on stdout.
+
+What runs is BFCL's code, the real model registry (``MODEL_CONFIG_MAPPING``) and handler classes included.
+The venv holds bfcl-eval without its dependencies (the model SDKs, numpy, pandas...): a module that cannot
+be found is a stand-in whose every name is a harmless class (the SDK clients a handler's constructor makes
+are never called: evaluation queries no model). Five are given what evaluation uses of them: ``numpy``'s
+``percentile`` (the 95th-percentile latency, numpy's default "linear" method), ``tqdm`` (iterates),
+``dotenv``'s ``load_dotenv`` (nothing to load), ``overrides``' decorators (they return the method) and
+``pandas`` (only for a Weights & Biases upload that
+does not run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import importlib.abc
+import importlib.machinery
+import json
+import math
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+
+class _AnyType(type):
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return type(name, (_Anything,), {})
+
+    def __getitem__(cls, item: Any) -> Any:
+        return cls
+
+    def __or__(cls, other: Any) -> Any:
+        return cls
+
+    def __ror__(cls, other: Any) -> Any:
+        return cls
+
+
+class _Anything(metaclass=_AnyType):
+    """Any name of a stand-in module: a class that takes any arguments and has any attribute."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        return _Anything()
+
+
+class _StandIn(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        made = type(name, (_Anything,), {})
+        setattr(self, name, made)
+        return made
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+# bfcl-eval's dependencies (its wheel's Requires-Dist, by import name) and what the SDKs import
+STOOD_IN = frozenset({
+    "numpy", "pandas", "huggingface_hub", "pydantic", "dotenv", "tree_sitter", "tree_sitter_java",
+    "tree_sitter_javascript", "openai", "mistralai", "anthropic", "cohere", "typer", "tabulate",
+    "datamodel_code_generator", "google", "qwen_agent", "writerai", "overrides", "boto3", "botocore", "bs4",
+    "html2text", "rank_bm25", "serpapi", "sentence_transformers", "faiss", "networkx", "requests", "tqdm",
+    "vllm", "sglang", "wandb", "transformers", "torch", "httpx",
+})
+
+_GIVEN = {
+    "numpy": {"percentile": _percentile},
+    "overrides": {"final": lambda f: f, "override": lambda f: f},
+    "tqdm": {"tqdm": lambda iterable=None, *a, **k: iterable},
+    "dotenv": {"load_dotenv": lambda *a, **k: False},
+}
+
+
+class _StandInLoader(importlib.abc.Loader):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _StandIn(spec.name)
+        module.__path__ = []  # a package: its submodules are stand-ins too
+        for name, value in _GIVEN.get(spec.name, {}).items():
+            setattr(module, name, value)
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+class _StandInFinder(importlib.abc.MetaPathFinder):
+    """Last on ``sys.meta_path``: a module of ``STOOD_IN`` that nothing else finds (is not installed)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        if fullname.split(".")[0] not in STOOD_IN:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)
+
+
+def main() -> None:
+    result_dir, score_dir, model = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    categories = sys.argv[4:] or ["all"]
+    sys.meta_path.append(_StandInFinder())
+    with contextlib.redirect_stdout(sys.stderr):  # BFCL prints its progress
+        from bfcl_eval.eval_checker.eval_runner import main as evaluation_main
+
+        # `bfcl evaluate`'s body (bfcl_eval/__main__.py): load_dotenv (nothing to load), then the runner
+        evaluation_main([model], categories, str(result_dir.resolve()), str(score_dir.resolve()), True)
+    out: dict[str, Any] = {"csv": {}, "scores": {}}
+    from bfcl_eval.constants.model_config import MODEL_CONFIG_MAPPING
+
+    display = MODEL_CONFIG_MAPPING[model].display_name
+    for path in sorted(score_dir.glob("data_*.csv")):
+        with open(path, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r.get("Model") == display]
+        out["csv"][path.stem] = rows[0] if rows else None
+    for path in score_dir.rglob("BFCL_v4_*_score.json"):
+        header = json.loads(path.read_text().splitlines()[0])
+        out["scores"][path.name.removeprefix("BFCL_v4_").removesuffix("_score.json")] = {
+            k: header.get(k) for k in ("accuracy", "correct_count", "total_count")}
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
