@@ -62,7 +62,7 @@ CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irr
 @pytest.fixture
 def result_dir(bfcl_data: Path, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     """result/<model>/<group>/BFCL_v4_<category>_result.json for :data:`CATEGORIES`, every entry."""
-    model = tmp_path / "result" / "my-model-FC"
+    model = tmp_path / "result" / "gpt-4o-2024-11-20-FC"  # an OpenAI FC model of BFCL's registry: JSON-text arguments
     cases = []
     by_category: dict[str, list[str]] = {}
     for n, entry in enumerate(load_entries(CATEGORIES)):
@@ -90,8 +90,10 @@ def test_an_imported_result_folder_gets_bfcls_verdicts_and_accuracies(result_dir
     scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     ours = {s["task_id"]: s["score"]["details"]["verdict"]["valid"] for s in scores}
     assert ours == {k: v["valid"] for k, v in theirs["verdicts"].items()}
+    kinds = {s["task_id"]: s["score"]["details"]["verdict"]["error_type"] for s in scores}
+    assert kinds == {k: v["error_type"] for k, v in theirs["verdicts"].items()}
     config = json.loads((run / "config.json").read_text())
-    assert config["model"] == "my-model-FC" and config["imported"]["format"] == "bfcl-official"
+    assert config["model"] == "gpt-4o-2024-11-20-FC" and config["imported"]["format"] == "bfcl-official"
     assert summary["tasks"] == len(cases) and not summary.get("subset_note")
     assert any("results are a text" in w for w in summary["warnings"])
 
@@ -133,7 +135,7 @@ def test_a_bad_result_file_is_refused_with_file_and_line(bfcl_data, tmp_path, li
     path = tmp_path / "BFCL_v4_simple_python_result.json"
     path.write_text('{"id": "simple_python_1", "result": []}\n\n' + line + "\n")
     done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", "--out",
-                  str(tmp_path / "run"), timeout=120)
+                  str(tmp_path / "run"), "--bfcl-model", "fc-json-text", timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{path}:3: " in done.stderr and expected in done.stderr
     assert not (tmp_path / "run" / "traces.jsonl").exists()
@@ -142,7 +144,8 @@ def test_a_bad_result_file_is_refused_with_file_and_line(bfcl_data, tmp_path, li
 def test_a_refused_category_and_a_folder_without_results_are_refused(bfcl_data, tmp_path):
     path = tmp_path / "BFCL_v4_web_search_base_result.json"  # multi-turn and memory files are read now
     path.write_text('{"id": "web_search_base_0", "result": [[]]}\n')
-    done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
+    done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", "--bfcl-model",
+                  "gpt-4o-2024-11-20-FC", timeout=120)
     assert done.returncode == 2 and "'web_search_base' is not served here: its backend searches" in done.stderr
     done = _evals("score", str(tmp_path / "nothing"), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
     assert done.returncode == 2 and "does not exist" in done.stderr
