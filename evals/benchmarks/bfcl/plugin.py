@@ -265,7 +265,7 @@ class BfclBenchmark:
         text = wrapper.texts[0] if wrapper.texts else ""
         calls, status, _ = decode_result(text, PROMPTING, entry.category, config)
         outcome.data.update(category=entry.category, bfcl_result=text, bfcl_decode=status, bfcl_calls=calls,
-                            underscore_to_dot=PROMPTING.underscore_to_dot)
+                            underscore_to_dot=PROMPTING.underscore_to_dot, bfcl_sent_tools=wrapper.sent_tools)
         return outcome
 
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:

@@ -150,10 +150,14 @@ class PromptingAdapter:
         self.provider = inner.provider
         self.model = inner.model
         self.texts: list[str] = []
+        self.sent_tools = 0  # how many tools the model was sent (none: the trace's request lists the MCP tools
+        # the decoded calls may reach, not what the model saw)
 
     async def complete(self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
                        params: GenerateParams = DEFAULT_PARAMS) -> ModelResponse:
-        response = await self.inner.complete(messages, [], "auto", params)
+        sent: list[ToolDef] = []
+        response = await self.inner.complete(messages, sent, "auto", params)
+        self.sent_tools = len(sent)
         text = response.text or ""
         self.texts.append(text)
         calls = [ToolCall.from_arguments(f"prompting_{len(self.texts)}_{i}", served_name(name), dict(arguments))

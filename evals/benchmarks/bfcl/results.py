@@ -344,14 +344,19 @@ CallsOf = Callable[[Mapping[str, Any]], list[tuple[str, Any]]]  # a trace -> the
 def result_lines(traces: Mapping[str, Mapping[str, Any]], ids: Sequence[str], calls_of: CallsOf) -> list[dict[str, Any]]:
     """A run's entries as BFCL result lines ``{"id", "result"}``: the scored calls (``calls_of``) with their
     arguments as JSON text (a call whose arguments were not JSON: its text as sent, else ``""``), or the
-    final answer's text when the model made no call."""
+    final answer's text when the model made no call; a prompting episode's reply text, or an imported
+    line's ``result``, as it was."""
     out = []
     for entry_id in ids:
         trace = traces.get(entry_id)
         if trace is None:
             continue
+        outcome = trace.get("outcome") or {}
+        if "bfcl_result" in outcome and trace.get("status") == "completed":
+            out.append({"id": entry_id, "result": outcome["bfcl_result"]})  # a prompting reply's text; an import's result
+            continue
         calls = calls_of(trace)
-        raw = [c for c in (trace.get("outcome") or {}).get("calls") or [] if isinstance(c, dict)]
+        raw = [c for c in outcome.get("calls") or [] if isinstance(c, dict)]
         if calls:
             result: Any = []
             for (name, arguments), original in zip(calls, raw, strict=False):
@@ -394,6 +399,8 @@ def _group(category: str) -> str:
         return f"agentic/memory/{category.removeprefix('memory_')}"
     if category in MULTI_TURN:
         return "multi_turn"
+    if category == FORMAT_SENSITIVITY:
+        return FORMAT_SENSITIVITY
     return "live" if category.startswith("live_") else "non_live"
 
 
@@ -403,11 +410,12 @@ def _export(run_dir: RunDir, out: Path, calls_of: CallsOf) -> list[Path]:
     traces = run_dir.latest_traces()
     chosen = set((config.get("options") or {}).get("category") or READ)
     by_category: dict[str, list[str]] = {}
-    for entry_id, category in _known([c for c in READ if c in chosen or "all" in chosen]).items():
+    for entry_id, category in _known([c for c in (*READ, FORMAT_SENSITIVITY)
+                                      if c in chosen or ("all" in chosen and c in READ)]).items():
         by_category.setdefault(category, []).append(entry_id)
     written = []
     for category, ids in by_category.items():
-        if category in SINGLE_TURN:
+        if category in SINGLE_TURN or category == FORMAT_SENSITIVITY:
             lines = result_lines(traces, ids, calls_of)
         else:
             lines = [{"id": i, "result": episode_result(traces[i], category)} for i in ids if i in traces]

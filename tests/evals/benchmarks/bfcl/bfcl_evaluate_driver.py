@@ -31,6 +31,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+
 class _Any:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
