@@ -146,8 +146,16 @@ def _registry(wheel: Path) -> dict[str, RegistryEntry]:
 
 
 def registry(wheel: Path | None = None) -> dict[str, RegistryEntry]:
-    """BFCL's model registry (``MODEL_CONFIG_MAPPING``), read out of the pinned wheel."""
-    return _registry(verified_wheel(wheel).resolve())
+    """BFCL's model registry (``MODEL_CONFIG_MAPPING``), read out of the pinned wheel (the parse kept in the
+    user cache while the wheel and this code are the same: :mod:`~evals.core.derived_cache`)."""
+    from ...core.derived_cache import cached_derivation
+
+    path = verified_wheel(wheel).resolve()
+    return cached_derivation(
+        "bfcl-model-registry", [path], lambda: _registry(path), code=[__file__],
+        encode=lambda found: [[e.name, e.handler, e.decoder, e.is_fc_model, e.underscore_to_dot] for e in found.values()],
+        decode=lambda rows: {str(r[0]): RegistryEntry(str(r[0]), str(r[1]), r[2], bool(r[3]), bool(r[4])) for r in rows},
+    )
 
 
 def _of_entry(entry: RegistryEntry) -> Decoding:
