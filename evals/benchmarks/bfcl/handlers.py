@@ -35,11 +35,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import os
 import re
-import shutil
-import tempfile
-import threading
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -187,33 +183,18 @@ def decoding_for(folder: str, chosen: str | None = None, wheel: Path | None = No
     return _of_entry(entry)
 
 
-_import_lock = threading.Lock()
-
-
 def bfcl_code() -> dict[str, Any]:
-    """BFCL's decoding functions, imported from the pinned wheel (:mod:`.wheel_code`; its ``eval_config``
-    makes folders under ``BFCL_PROJECT_ROOT``: a temporary one, removed after the import)."""
+    """BFCL's decoding and prompt functions, imported from the pinned wheel (:mod:`.wheel_code`)."""
     return _bfcl_code()
 
 
 @functools.cache
 def _bfcl_code() -> dict[str, Any]:
-    from .wheel_code import import_module
+    from .wheel_code import import_with_project_root
 
-    with _import_lock:
-        root = tempfile.mkdtemp(prefix="bfcl-project-")
-        before = os.environ.get("BFCL_PROJECT_ROOT")
-        os.environ["BFCL_PROJECT_ROOT"] = root
-        try:
-            utils: ModuleType = import_module("bfcl_eval.model_handler.utils")
-            top: ModuleType = import_module("bfcl_eval.utils")
-            enums: ModuleType = import_module("bfcl_eval.constants.enums")
-        finally:
-            if before is None:
-                os.environ.pop("BFCL_PROJECT_ROOT", None)
-            else:
-                os.environ["BFCL_PROJECT_ROOT"] = before
-            shutil.rmtree(root, ignore_errors=True)
+    utils: ModuleType = import_with_project_root("bfcl_eval.model_handler.utils")
+    top: ModuleType = import_with_project_root("bfcl_eval.utils")
+    enums: ModuleType = import_with_project_root("bfcl_eval.constants.enums")
     return {"prompting": utils.default_decode_ast_prompting, "format_ok": top.is_function_calling_format_output,
             "ReturnFormat": enums.ReturnFormat, "system_prompt": utils.system_prompt_pre_processing_chat_model,
             "configs": top.get_all_format_sensitivity_configs, "parse_config": utils.parse_prompt_variation_params,
