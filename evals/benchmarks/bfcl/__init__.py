@@ -54,7 +54,7 @@ OPTIONS: tuple[Option, ...] = (
            serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
     Option("bfcl_model", str, None, "with `evals score --format bfcl-official`: the BFCL model (its registry name) whose "
            "handler decodes the results, or a kind: fc-json-text, fc-object, prompting (default: the model folder's "
-           "name, as BFCL picks the handler)", scoring=True, metavar="NAME"),
+           "name, as BFCL picks the handler)", scoring=True, run=False, metavar="NAME"),
 )
 
 
