@@ -16,7 +16,11 @@ The benchmark's folder, low to high (each module imports only those before it):
   BFCL's backends behind MCP tools; the prerequisite conversations, then the question; the viewer);
 * ``scores``: BFCL's grouped leaderboard scores, over its category names;
 * ``metrics``: each served category's accuracy, and those scores;
-* ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle);
+* ``handlers``: how BFCL decodes a model's results, picked by the model's name through BFCL's own
+  registry (read from the wheel); its prompting decoders and prompt code, imported from the wheel;
+* ``format_sensitivity``: that category's 5,200 entries, as BFCL builds them;
+* ``prompting``: strategy ``prompting`` (BFCL's system prompt, the reply decoded, the calls over MCP);
+* ``plugin``: the ``evals run`` plugin (strategies ``fc`` and ``prompting``; the oracle);
 * ``view``: an entry in ``evals view`` (possible answers beside the predicted calls);
 * ``results``: BFCL's own result files (``evals score --format bfcl-official``, ``evals export``).
 
