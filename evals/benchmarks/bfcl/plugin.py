@@ -329,4 +329,5 @@ class BfclBenchmark:
 
         entry, calls = self.entries[task_id], calls_from_trace(trace)
         verdict_ = self._single_verdict(entry, trace)
-        return episode_sections(entry, calls, verdict_, trace)
+        dots = bool(((trace or {}).get("outcome") or {}).get("underscore_to_dot", True))
+        return episode_sections(entry, calls, verdict_, trace, underscore_to_dot=dots)
