@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT / "tests" / "evals" / "benchmarks" / "bfcl"))
 
 from evals.benchmarks.bfcl.data import load_entries  # noqa: E402
 from evals.benchmarks.bfcl.files import MULTI_TURN, SINGLE_TURN  # noqa: E402
-from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn  # noqa: E402
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity  # noqa: E402
+from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn  # noqa: E402
 from evals.benchmarks.bfcl.plugin import gold_calls  # noqa: E402
 from evals.benchmarks.bfcl.prompting import entry_format, oracle_text  # noqa: E402
 
