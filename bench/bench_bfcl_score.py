@@ -24,16 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from evals.benchmarks.bfcl.data import load_entries
+from evals.benchmarks.bfcl.files import MULTI_TURN, SINGLE_TURN
+from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
+from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn
+from evals.benchmarks.bfcl.plugin import gold_calls
+from evals.benchmarks.bfcl.prompting import entry_format, oracle_text
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "evals" / "benchmarks" / "bfcl"))
-
-from evals.benchmarks.bfcl.data import load_entries  # noqa: E402
-from evals.benchmarks.bfcl.files import MULTI_TURN, SINGLE_TURN  # noqa: E402
-from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity  # noqa: E402
-from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn  # noqa: E402
-from evals.benchmarks.bfcl.plugin import gold_calls  # noqa: E402
-from evals.benchmarks.bfcl.prompting import entry_format, oracle_text  # noqa: E402
-
 VENV = ROOT / ".ci" / "bfcl-venv" / "bin" / "python"
 DRIVER = ROOT / "tests" / "evals" / "benchmarks" / "bfcl" / "bfcl_evaluate_driver.py"
 MODELS = {"gpt-4o-2024-11-20-FC": False, "Qwen/Qwen3-8B": True}  # model -> prompting
