@@ -7,22 +7,26 @@ reply: a list of ``{function name: arguments as JSON text}`` (its tool calls), o
 made none (an inference error is the text ``"Error during inference: ..."``).
 
 Read here (``evals score PATH --format bfcl-official --benchmark bfcl``; PATH a result file or a folder
-holding them, e.g. ``result/<model>``), each line is decoded as BFCL's FC handlers' ``decode_ast`` decodes
-it: each item's first key is the function, its value is ``json.loads``-ed; when an item cannot be decoded
-(not an object, no key, a value that is not JSON text) the whole entry does not decode. A text decodes to
-no call. The calls are then scored by :mod:`.checker` like a run's, so an imported file gets BFCL's
-verdicts (names compared with ``.`` as ``_``, as for every FC model whose config sets
-``underscore_to_dot``). A prompting (non-FC) model's ``result`` is text to be parsed as Python calls:
-that parser is not reproduced; such texts count as replies without a call, with a warning.
+holding them, e.g. ``result/<model>``), each single-turn line is decoded as the model's handler decodes it
+(:mod:`.handlers`: the model folder's name picks the handler through BFCL's own registry, read from the
+wheel; ``--bfcl-model`` names a model or a kind when BFCL does not know the folder): FC with arguments as
+JSON text, FC with arguments as objects, or prompting (the text parsed by BFCL's own decoders, each
+format_sensitivity entry in its configuration's format). What the decoding raises is BFCL's
+``decoder_failed``, a value that is not a list of ``{name: {arguments}}`` its ``decoder_wrong_output_format``;
+the calls, names as the model wrote them, are then scored by :mod:`.checker` with the model's
+``underscore_to_dot`` (only the expected names are rewritten). A folder of two models is refused naming
+both; files of categories not read here are listed in a warning and skipped; when most of a file's
+results do not decode, a warning names the file and the shape expected.
 
 The run covers the entries the files hold (``--partial-eval``'s reading); a category with fewer
 lines than BFCL has entries makes the run a subset (not comparable with the leaderboard), and a
 grouped score appears only when every category it needs is in the files (:mod:`.scores`).
-Malformed input is refused with ``FILE:LINE``: a line that is not JSON, has no string ``id`` or no
-``result``, an id of another category or that the category does not have, an id given twice.
+Malformed input is refused with ``FILE:LINE``: a line that is not JSON (or nested too deeply to read),
+has no string ``id`` or no ``result``, an id of another category or that the category does not have, an
+id given twice.
 
-Multi-turn and memory files (``result/<model>/multi_turn/``, ``result/<model>/agentic/memory/<backend>/``)
-hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
+Multi-turn and memory files (``result/<model>/multi_turn/``, ``result/<model>/agentic/memory/<backend>/``),
+read for an FC model with JSON-text arguments, hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
 (one per response), each the decoded calls (a list of ``{name: arguments as JSON text}``) or the reply's
 text; an inference error is the error's text. Each step is decoded as BFCL's eval runner decodes it
 with an FC handler's ``decode_execute`` (``convert_to_function_call``: a lone object is one item;
