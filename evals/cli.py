@@ -42,7 +42,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     try:
         run_dir = args.run_dir
         if args.format:
-            run_dir = _import_predictions(args)
+            run_dir = _import_predictions(args, given)
             err.print(f"imported {escape(args.run_dir)} ({escape(args.format)}) into {escape(str(run_dir))}")
         elif args.benchmark or args.strategy or args.out:
             raise ValueError("--benchmark, --strategy and --out go with --format (scoring predictions made elsewhere)")
@@ -58,7 +58,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 
-def _import_predictions(args: argparse.Namespace) -> Path:
+def _import_predictions(args: argparse.Namespace, given: dict[str, Any]) -> Path:
     """``evals score PATH --format NAME --benchmark B``: PATH's predictions into a new run directory."""
     import re
 
@@ -70,7 +70,10 @@ def _import_predictions(args: argparse.Namespace) -> Path:
         raise ValueError(f"unknown benchmark {args.benchmark!r}; available: {', '.join(all_benchmarks())}")
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(args.run_dir).name).strip("_") or "predictions"
     out = Path(args.out) if args.out else Path("runs") / args.benchmark / f"imported-{args.format}" / slug
-    return import_predictions(args.run_dir, args.format, args.benchmark, out, strategy=args.strategy)
+    from .core.registry import own_options
+
+    options = {k: v for k, v in own_options(args.benchmark, given).items() if v is not None}  # e.g. how to decode
+    return import_predictions(args.run_dir, args.format, args.benchmark, out, strategy=args.strategy, options=options)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -16,7 +16,11 @@ The benchmark's folder, low to high (each module imports only those before it):
   BFCL's backends behind MCP tools; the prerequisite conversations, then the question; the viewer);
 * ``scores``: BFCL's grouped leaderboard scores, over its category names;
 * ``metrics``: each served category's accuracy, and those scores;
-* ``plugin``: the ``evals run`` plugin (strategy ``fc``; the oracle);
+* ``handlers``: how BFCL decodes a model's results, picked by the model's name through BFCL's own
+  registry (read from the wheel); its prompting decoders and prompt code, imported from the wheel;
+* ``format_sensitivity``: that category's 5,200 entries, as BFCL builds them;
+* ``prompting``: strategy ``prompting`` (BFCL's system prompt, the reply decoded, the calls over MCP);
+* ``plugin``: the ``evals run`` plugin (strategies ``fc`` and ``prompting``; the oracle);
 * ``view``: an entry in ``evals view`` (possible answers beside the predicted calls);
 * ``results``: BFCL's own result files (``evals score --format bfcl-official``); ``export``: a run as BFCL's
   result folder that ``bfcl evaluate`` takes as it is (``evals export --format bfcl-official --model-name NAME``).
@@ -24,8 +28,9 @@ The benchmark's folder, low to high (each module imports only those before it):
 Served: the single-turn categories (``simple_python``, ``multiple``, ``parallel``,
 ``parallel_multiple``, ``irrelevance``, ``simple_java``, ``simple_javascript`` and the six ``live_*``
 ones), the multi-turn ones (``multi_turn_base``, ``_miss_func``, ``_miss_param``, ``_long_context``)
-and the memory categories ``memory_kv`` and ``memory_rec_sum``; ``memory_vector``, ``web_search`` and
-``format_sensitivity`` are refused for good, each with its reason (``files.REFUSED``). This module
+and the memory categories ``memory_kv`` and ``memory_rec_sum``; ``memory_vector`` and ``web_search``
+are refused for good, each with its reason (``files.REFUSED``); ``format_sensitivity`` is served with the
+``prompting`` strategy (:mod:`.prompting`). This module
 only declares it (no data is read).
 """
 
@@ -36,12 +41,12 @@ from typing import Any
 
 from ...core.options import Option
 from ...core.plugin import BenchmarkInfo, PaperNumbers
-from .files import MEMORY_SERVED, MULTI_TURN, NAME, REFUSED, SERVED, SOURCES
+from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, NAME, REFUSED, SERVED, SOURCES
 from .metrics import COLUMNS, METRICS
 
 
 def _category_check(value: str) -> str | None:
-    if value == "all" or value in SERVED or value in MEMORY_SERVED:
+    if value == "all" or value in SERVED or value in MEMORY_SERVED or value == FORMAT_SENSITIVITY:
         return None
     if value in REFUSED:
         return f"BFCL category {value!r} is not served: {REFUSED[value]}"
@@ -50,7 +55,11 @@ def _category_check(value: str) -> str | None:
 
 OPTIONS: tuple[Option, ...] = (
     Option("category", str, None, "a BFCL v4 category to run (repeat the flag for several; default: every "
-           f"served one: {', '.join(SERVED + MEMORY_SERVED)})", serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
+           f"served one: {', '.join(SERVED + MEMORY_SERVED)}; {FORMAT_SENSITIVITY} with --strategy prompting)",
+           serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
+    Option("bfcl_model", str, None, "with `evals score --format bfcl-official`: the BFCL model (its registry name) whose "
+           "handler decodes the results, or a kind: fc-json-text, fc-object, prompting (default: the model folder's "
+           "name, as BFCL picks the handler)", scoring=True, run=False, metavar="NAME"),
     Option("limit_per_category", int, None, "only the first N entries of each selected category, in BFCL's order "
            "(--limit takes the first N of the whole selection); a subset, not comparable with BFCL's leaderboard",
            check=lambda n: None if n is None or n >= 1 else f"N must be at least 1, got {n}",
@@ -99,7 +108,7 @@ INFO = BenchmarkInfo(
     description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
     "checker's rules (the single-turn categories, live, Java and JavaScript included), its multi-turn checker "
     "(the multi-turn categories, on BFCL's stateful backends) or its agentic checker (memory)",
-    strategies=("fc",), options=OPTIONS, metrics=METRICS,
+    strategies=("fc", "prompting"), options=OPTIONS, metrics=METRICS,
     data_sources=SOURCES, stats=_stats,
     pass_metric="accuracy",
     headline_metrics=COLUMNS,  # BFCL's overall table's columns, in its order

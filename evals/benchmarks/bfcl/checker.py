@@ -202,10 +202,11 @@ def param_ok(doc: Mapping[str, Any], options: Mapping[str, Any], param: str, val
 
 
 def _call_ok(doc: Mapping[str, Any], call: Mapping[str, Any], answer: Mapping[str, Any],
-             lang: str = "python") -> Verdict:
-    """One call against one answer ``{name: {param: [possible values]}}`` and the answer's doc."""
+             lang: str = "python", underscore_to_dot: bool = True) -> Verdict:
+    """One call against one answer ``{name: {param: [possible values]}}`` and the answer's doc (the
+    expected name with ``.`` as ``_`` when ``underscore_to_dot``, as BFCL's ``convert_func_name``)."""
     options: Mapping[str, Any] = next(iter(answer.values()))
-    name = served_name(str(doc["name"]))
+    name = served_name(str(doc["name"])) if underscore_to_dot else str(doc["name"])
     if name not in call:
         return Verdict(False, "simple_function_checker:wrong_func_name", f"function {name!r} not called")
     given = call[name]
@@ -228,17 +229,25 @@ def _doc(docs: Sequence[Mapping[str, Any]], answer: Mapping[str, Any]) -> Mappin
 
 
 def check_calls(category: str, docs: Sequence[Mapping[str, Any]], calls: Sequence[tuple[str, Any]],
-                answers: Sequence[Mapping[str, Any]] | None) -> Verdict:
-    """The verdict on one entry: ``calls`` are the model's (served name, arguments) in order,
-    arguments ``None`` where they were not JSON; ``answers`` the entry's possible answers."""
-    decodable = all(isinstance(args, dict) for _, args in calls)
-    made = decodable and len(calls) > 0
+                answers: Sequence[Mapping[str, Any]] | None, *, decoded: str | None = None,
+                underscore_to_dot: bool = True) -> Verdict:
+    """The verdict on one entry: ``calls`` are the model's (name, arguments) in order, arguments
+    ``None`` where they were not JSON; ``answers`` the entry's possible answers. ``decoded``: how BFCL's
+    decoding of an imported result went (``ok``, ``failed``, ``wrong_format``; None: a live episode's
+    calls, where no call at all is a reply BFCL could not decode); ``category`` may be an entry id (as
+    BFCL's checker is given for format_sensitivity: only the words in it matter)."""
+    if decoded is None:
+        decodable = bool(calls) and all(isinstance(args, dict) for _, args in calls)
+        decoded = "ok" if decodable else "failed"
+    made = decoded == "ok" and len(calls) > 0
     if "irrelevance" in category:
         return Verdict(False, "irrelevance_error:decoder_success", "a call was made") if made else _OK
-    if category == "live_relevance":
+    if "live_relevance" in category:
         return _OK if made else Verdict(False, "relevance_error:decoder_failed", "no call was made")
-    if not decodable or not calls:
+    if decoded == "failed":
         return Verdict(False, "ast_decoder:decoder_failed", "no decodable call")
+    if decoded == "wrong_format":
+        return Verdict(False, "ast_decoder:decoder_wrong_output_format", "not a list of {function: {arguments}}")
     assert answers is not None
     lang = language(category)
     out = [{name: dict(args)} for name, args in calls]
@@ -250,7 +259,7 @@ def check_calls(category: str, docs: Sequence[Mapping[str, Any]], calls: Sequenc
             doc = _doc(docs, answer)
             found = False
             for index, call in enumerate(out):
-                if index not in taken and _call_ok(doc, call, answer, lang).valid:
+                if index not in taken and _call_ok(doc, call, answer, lang, underscore_to_dot).valid:
                     taken.add(index)
                     found = True
                     break
@@ -261,7 +270,7 @@ def check_calls(category: str, docs: Sequence[Mapping[str, Any]], calls: Sequenc
     if "multiple" in category:
         if len(out) != len(answers):
             return Verdict(False, "multiple_function_checker:wrong_count", "wrong number of calls")
-        return _call_ok(_doc(docs, answers[0]), out[0], answers[0], lang)
+        return _call_ok(_doc(docs, answers[0]), out[0], answers[0], lang, underscore_to_dot)
     if len(out) != 1:
         return Verdict(False, "simple_function_checker:wrong_count", "wrong number of calls")
-    return _call_ok(docs[0], out[0], answers[0], lang)
+    return _call_ok(docs[0], out[0], answers[0], lang, underscore_to_dot)

@@ -109,12 +109,19 @@ def read_category(category: str, wheel: Path | None = None) -> list[BfclEntry]:
             raise WheelError(f"BFCL category {category!r} is not a single-turn category")
         raise WheelError(f"BFCL category {category!r} is not served yet (served: {', '.join(SERVED)})")
     path = verified_wheel(wheel)
-    return cached_derivation(
+    st = path.stat()
+    return list(_memo(category, path.resolve(), st.st_size, st.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=64)
+def _memo(category: str, path: Path, size: int, mtime_ns: int) -> tuple[BfclEntry, ...]:
+    """One category's entries, kept for the process (a run loads the benchmark several times: import, score)."""
+    return tuple(cached_derivation(
         f"bfcl-{category}", [path], lambda: _read_category(category, path), code=[__file__, Path(__file__).with_name("files.py")],
         encode=lambda entries: [(e.id, e.category, e.messages, e.functions, e.ground_truth) for e in entries],
         decode=lambda rows: [BfclEntry(i, c, tuple(m), tuple(f), None if g is None else tuple(g))
                              for i, c, m, f, g in rows],
-    )
+    ))
 
 
 def _read_category(category: str, path: Path) -> list[BfclEntry]:

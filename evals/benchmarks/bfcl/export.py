@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .files import MEMORY_SERVED, MULTI_TURN, SINGLE_TURN
+from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, SINGLE_TURN
 from .results import FORMAT, READ, CallsOf, _known, episode_result, read_results, result_lines
 
 if TYPE_CHECKING:
@@ -124,6 +124,8 @@ def _group(category: str) -> str:
         return f"agentic/memory/{category.removeprefix('memory_')}"
     if category in MULTI_TURN:
         return "multi_turn"
+    if category == FORMAT_SENSITIVITY:
+        return FORMAT_SENSITIVITY
     return "live" if category.startswith("live_") else "non_live"
 
 
@@ -145,7 +147,8 @@ def export_run(run_dir: RunDir, out: Path, calls_of: CallsOf, model_name: str | 
     traces = run_dir.latest_traces()
     chosen = set((config.get("options") or {}).get("category") or READ)
     by_category: dict[str, list[str]] = {}
-    for entry_id, category in _known([c for c in READ if c in chosen or "all" in chosen]).items():
+    for entry_id, category in _known([c for c in (*READ, FORMAT_SENSITIVITY)
+                                      if c in chosen or ("all" in chosen and c in READ)]).items():
         if entry_id in traces:
             by_category.setdefault(category, []).append(entry_id)
     written = []
@@ -162,16 +165,17 @@ def _lines(traces: Mapping[str, Mapping[str, Any]], ids: Sequence[str], category
            prompting: bool) -> list[dict[str, Any]]:
     if prompting and not any("bfcl_result" in (traces[i].get("outcome") or {}) for i in ids):
         lines = [{"id": i, "result": _text_result(traces[i], category)} for i in ids]
-    elif category in SINGLE_TURN:
+    elif category in SINGLE_TURN or category == FORMAT_SENSITIVITY:
         lines = result_lines(traces, ids, calls_of)
     else:
         lines = [{"id": i, "result": episode_result(traces[i], category)} for i in ids]
     return [{**line, **usage_fields(traces[line["id"]], category)} for line in lines]
 
 
-def official_format(calls_of: CallsOf) -> PredictionFormat:
+def official_format(calls_of: CallsOf, options: Mapping[str, Any] | None = None) -> PredictionFormat:
     """The format: read by :func:`.results.read_results`, written here; ``calls_of`` reads the calls a trace is
-    scored by (the plugin's ``calls_from_trace``)."""
+    scored by (the plugin's ``calls_from_trace``); ``options``: the benchmark's (``bfcl_model``: how to decode
+    the files read)."""
     from ...core.formats import PredictionFormat
 
     return PredictionFormat(
@@ -180,6 +184,6 @@ def official_format(calls_of: CallsOf) -> PredictionFormat:
         "an FC model's tool calls; multi-turn and memory: per turn, each response's calls or text), read by "
         "`bfcl evaluate`",
         lambda run_dir, out: export_run(run_dir, out, calls_of),
-        read_results,
+        lambda path: read_results(path, options),
         export_as=lambda run_dir, out, model: export_run(run_dir, out, calls_of, model),
     )

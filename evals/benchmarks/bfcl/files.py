@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...core.data import RemoteFile
 
-__all__ = ["ALL_CATEGORIES", "MEMORY_SERVED", "MULTI_TURN", "NAME", "NO_ANSWER", "REFUSED", "SERVED",
+__all__ = ["ALL_CATEGORIES", "FORMAT_SENSITIVITY", "MEMORY_SERVED", "MULTI_TURN", "NAME", "NO_ANSWER", "REFUSED", "SERVED",
            "SINGLE_TURN", "SOURCES", "VERSION", "WHEEL", "language", "served_name"]
 
 NAME = "bfcl"  # the registry name; also the folder of its files under the data directory
@@ -40,10 +40,11 @@ REFUSED: dict[str, str] = {
     **dict.fromkeys(("web_search", "web_search_base", "web_search_no_snippet"),
                     "its backend searches the live web through SerpAPI (an API key and the internet); no recording of "
                     "its results exists that `--replay` could serve"),
-    "format_sensitivity": "BFCL runs it only for prompting models (the calls written as text in varied formats); "
-                          "BFCL skips it for function-calling models, and calls over MCP are function calling",
 }
-ALL_CATEGORIES = SERVED + MEMORY_SERVED + tuple(REFUSED)
+# Served with the prompting strategy only (BFCL runs it only for prompting models, each entry under one of
+# its 26 system-prompt configurations); BFCL's evaluator skips it for function-calling models.
+FORMAT_SENSITIVITY = "format_sensitivity"
+ALL_CATEGORIES = SERVED + MEMORY_SERVED + (FORMAT_SENSITIVITY,) + tuple(REFUSED)
 
 
 def served_name(name: str) -> str:

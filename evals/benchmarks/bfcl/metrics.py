@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.metrics import Metric, TaskScore
-from .files import MEMORY_SERVED, MULTI_TURN, SERVED
+from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, SERVED
 from .scores import SCORE_METRICS
 
 if TYPE_CHECKING:
@@ -50,6 +50,9 @@ METRICS: tuple[Metric, ...] = (
              description=f"BFCL v4 {c}: entries whose final reply holds an accepted answer (BFCL's agentic_checker), "
              "over the category's entries")
       for c in MEMORY_SERVED),
+    Metric(FORMAT_SENSITIVITY, f"{FORMAT_SENSITIVITY} accuracy", over="entries",
+           description="BFCL v4 format_sensitivity (prompting only): entries, each under one of BFCL's 26 prompt "
+           "configurations, whose decoded calls the AST checker accepts, over the category's entries"),
     *SCORE_METRICS,
     Metric("accuracy", "Accuracy over the run's entries", over="entries",
            description="right entries over all the run's entries, whatever their category (not BFCL's weighted "

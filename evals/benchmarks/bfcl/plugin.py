@@ -33,7 +33,8 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .agentic import AgenticVerdict
 from .checker import Verdict, check_calls
 from .data import BfclEntry, load_entries, verified_wheel
-from .files import MEMORY_SERVED, MULTI_TURN, SERVED, SINGLE_TURN, language, served_name
+from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, SERVED, SINGLE_TURN, language, served_name
+from .format_sensitivity import base_id, load_format_sensitivity
 from .memory import MemoryCatalog
 from .memory_run import MemoryRunner
 from .metrics import task_score
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BfclBenchmark", "calls_from_trace", "conversation", "gold_calls", "selected_categories"]
 
-STRATEGIES = ("fc",)
+STRATEGIES = ("fc", "prompting")
 NO_CALL_ANSWER = "None of the offered functions fits this request."
 
 
@@ -60,7 +61,8 @@ def selected_categories(option: Any) -> tuple[str, ...]:
     """The categories a ``--category`` value selects (None or ``all``: every served one), in BFCL's order."""
     chosen = set(option or ["all"])
     every = SERVED + MEMORY_SERVED
-    return every if "all" in chosen else tuple(c for c in every if c in chosen)
+    picked = every if "all" in chosen else tuple(c for c in every if c in chosen)
+    return picked + ((FORMAT_SENSITIVITY,) if FORMAT_SENSITIVITY in chosen else ())  # only when named
 
 
 _NO_VALUE = object()
@@ -109,15 +111,16 @@ def _as_text(arguments: dict[str, Any], declared: Mapping[str, Any], lang: str) 
     return out
 
 
-def gold_calls(entry: BfclEntry) -> list[dict[str, Any]]:
-    """The oracle's calls: each answer's function (as served) with each parameter's first possible
-    value, parameters whose only possible value is ``""`` (optional) left out (see the module
-    docstring for Java, JavaScript and ``live_relevance``)."""
+def gold_calls(entry: BfclEntry, *, served: bool = True) -> list[dict[str, Any]]:
+    """The oracle's calls: each answer's function (as served; ``served=False``: as BFCL's docs name it,
+    for a prompting model) with each parameter's first possible value, parameters whose only possible
+    value is ``""`` (optional) left out (see the module docstring for Java, JavaScript and ``live_relevance``)."""
     if entry.category == "live_relevance" and entry.functions:
         first = to_tool(entry.functions[0], entry.id, entry.category)
         props = first.input_schema.get("properties") or {}
         required = [p for p in first.input_schema.get("required") or [] if isinstance(props.get(p), dict)]
-        return [{"name": first.name, "arguments": {p: _EMPTY.get(props[p].get("type"), "") for p in required}}]
+        name = first.name if served else str(entry.functions[0].get("name"))
+        return [{"name": name, "arguments": {p: _EMPTY.get(props[p].get("type"), "") for p in required}}]
     docs = {d.get("name"): d for d in entry.functions}
     lang = language(entry.category)
     calls = []
@@ -128,7 +131,7 @@ def gold_calls(entry: BfclEntry) -> list[dict[str, Any]]:
         arguments = _chosen(params, declared, parameters.get("required") or ())
         if lang != "python":
             arguments = _as_text(arguments, declared, lang)
-        calls.append({"name": served_name(name), "arguments": arguments})
+        calls.append({"name": served_name(name) if served else name, "arguments": arguments})
     return calls
 
 
@@ -145,7 +148,9 @@ def calls_from_trace(trace: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
     ``None`` where the model's text was not JSON. An errored or missing episode made no call."""
     if trace is None or trace.get("status") != "completed":
         return []
-    calls = [c for c in (trace.get("outcome") or {}).get("calls") or [] if isinstance(c, dict)]
+    outcome = trace.get("outcome") or {}
+    found = outcome["bfcl_calls"] if "bfcl_calls" in outcome else outcome.get("calls")  # prompting: as decoded
+    calls = [c for c in found or [] if isinstance(c, dict)]
     if not calls:
         return []
     first = calls[0].get("turn")
@@ -163,6 +168,8 @@ class BfclBenchmark:
         self.categories = selected_categories(options.get("category"))
         self.entries: dict[str, BfclEntry] = {
             e.id: e for e in load_entries(tuple(c for c in self.categories if c in SINGLE_TURN))}
+        if FORMAT_SENSITIVITY in self.categories:
+            self.entries.update((e.id, e) for e in load_format_sensitivity())
         self.multi: dict[str, MultiTurnEntry] = {
             e.id: e for e in load_multi_turn(tuple(c for c in self.categories if c in MULTI_TURN))}
         memory = tuple(c for c in self.categories if c in MEMORY_SERVED)
@@ -198,6 +205,16 @@ class BfclBenchmark:
     def check(self, strategy: str, *, own_server: bool) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"bfcl has no strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+        if strategy == "prompting":
+            from .prompting import refused_category
+
+            for category in self.categories:
+                reason = refused_category(category)
+                if reason is not None:
+                    raise ValueError(f"BFCL category {category!r} is not served with --strategy prompting: {reason}")
+        elif FORMAT_SENSITIVITY in self.categories:
+            raise ValueError(f"BFCL category {FORMAT_SENSITIVITY!r} runs with --strategy prompting only (BFCL runs it "
+                             "only for prompting models and skips it for function-calling ones)")
 
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
                strategy: str | None = None) -> list[BenchmarkMount]:
@@ -227,6 +244,8 @@ class BfclBenchmark:
         if task_id in self.multi:
             return await run_multi_turn(self.multi[task_id], env, recorder, self.name)
         entry = self.entries[task_id]
+        if env.opts.strategy == "prompting":
+            return await self._prompting_episode(env, entry, recorder)
         calls = gold_calls(entry)
         model = env.model(task_id, [calls] if calls else [], final_answer=None if calls else NO_CALL_ANSWER)
 
@@ -240,6 +259,35 @@ class BfclBenchmark:
         outcome.data["category"] = entry.category
         return outcome
 
+    async def _prompting_episode(self, env: EpisodeEnv, entry: BfclEntry, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        """One single-turn entry in BFCL's prompting mode (:mod:`.prompting`)."""
+        from .prompting import PROMPTING, entry_format, oracle_text, prompting_conversation, prompting_model
+        from .results import decode_result
+
+        return_format, tag = entry_format(entry)
+        gold = gold_calls(entry, served=False)
+        oracle = env.model(entry.id, [], final_answer=oracle_text(gold, return_format, tag) if gold else NO_CALL_ANSWER)
+        config = entry.id.split(":")[1] if entry.category == FORMAT_SENSITIVITY else None
+
+        def decoded(text: str) -> list[tuple[str, Any]]:
+            calls, _, _ = decode_result(text, PROMPTING, entry.category, config)
+            return [(c["name"], c["arguments"]) for c in calls]
+
+        model, wrapper = prompting_model(oracle, decoded)
+
+        async def one_response(turn: int, made: list[ToolCall]) -> bool:
+            return True  # single-turn: the first response is the one scored
+
+        history, user_text = prompting_conversation(entry)
+        async with env.session(self.name, entry.id) as session:
+            outcome = await run_agent(model, session, user_text, recorder, env.agent_cfg,
+                                      on_turn=one_response, history=history)
+        text = wrapper.texts[0] if wrapper.texts else ""
+        calls, status, _ = decode_result(text, PROMPTING, entry.category, config)
+        outcome.data.update(category=entry.category, bfcl_result=text, bfcl_decode=status, bfcl_calls=calls,
+                            underscore_to_dot=PROMPTING.underscore_to_dot, bfcl_sent_tools=wrapper.sent_tools)
+        return outcome
+
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:
         task_id = str(trace.get("task_id"))
         known = (task_id in self.entries or task_id in self.multi
@@ -251,8 +299,18 @@ class BfclBenchmark:
             return self.memory.verdict(task_id, trace)
         if task_id in self.multi:
             return check_multi_turn(self.multi[task_id], turns_from_trace(trace))
-        entry = self.entries[task_id]
-        return check_calls(entry.category, entry.functions, calls_from_trace(trace), entry.ground_truth)
+        return self._single_verdict(self.entries[task_id], trace)
+
+    @staticmethod
+    def _single_verdict(entry: BfclEntry, trace: Mapping[str, Any] | None) -> Verdict:
+        """A single-turn entry's verdict; an imported or prompting trace carries how its result decoded and
+        the model's ``underscore_to_dot``; a format_sensitivity entry is checked as its original entry."""
+        outcome = (trace or {}).get("outcome") or {}
+        completed = trace is not None and trace.get("status") == "completed"
+        category = base_id(entry.id) if entry.category == FORMAT_SENSITIVITY else entry.category
+        return check_calls(category, entry.functions, calls_from_trace(trace), entry.ground_truth,
+                           decoded=outcome.get("bfcl_decode") if completed else None,
+                           underscore_to_dot=bool(outcome.get("underscore_to_dot", True)))
 
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         memory = self.memory.entries if self.memory is not None else {}
@@ -267,7 +325,7 @@ class BfclBenchmark:
         read by ``evals score --format``, written by ``evals export``."""
         from .export import FORMAT, official_format
 
-        official = official_format(calls_from_trace)
+        official = official_format(calls_from_trace, self.options)
         return [official, dataclasses.replace(official, name="bfcl", description=f"the same as {FORMAT}")]
 
     def episode_view(self, task_id: str, trace: Mapping[str, Any] | None,
@@ -290,5 +348,6 @@ class BfclBenchmark:
         from .view import episode_sections
 
         entry, calls = self.entries[task_id], calls_from_trace(trace)
-        verdict_ = check_calls(entry.category, entry.functions, calls, entry.ground_truth)
-        return episode_sections(entry, calls, verdict_, trace)
+        verdict_ = self._single_verdict(entry, trace)
+        dots = bool(((trace or {}).get("outcome") or {}).get("underscore_to_dot", True))
+        return episode_sections(entry, calls, verdict_, trace, underscore_to_dot=dots)

@@ -7,22 +7,26 @@ reply: a list of ``{function name: arguments as JSON text}`` (its tool calls), o
 made none (an inference error is the text ``"Error during inference: ..."``).
 
 Read here (``evals score PATH --format bfcl-official --benchmark bfcl``; PATH a result file or a folder
-holding them, e.g. ``result/<model>``), each line is decoded as BFCL's FC handlers' ``decode_ast`` decodes
-it: each item's first key is the function, its value is ``json.loads``-ed; when an item cannot be decoded
-(not an object, no key, a value that is not JSON text) the whole entry does not decode. A text decodes to
-no call. The calls are then scored by :mod:`.checker` like a run's, so an imported file gets BFCL's
-verdicts (names compared with ``.`` as ``_``, as for every FC model whose config sets
-``underscore_to_dot``). A prompting (non-FC) model's ``result`` is text to be parsed as Python calls:
-that parser is not reproduced; such texts count as replies without a call, with a warning.
+holding them, e.g. ``result/<model>``), each single-turn line is decoded as the model's handler decodes it
+(:mod:`.handlers`: the model folder's name picks the handler through BFCL's own registry, read from the
+wheel; ``--bfcl-model`` names a model or a kind when BFCL does not know the folder): FC with arguments as
+JSON text, FC with arguments as objects, or prompting (the text parsed by BFCL's own decoders, each
+format_sensitivity entry in its configuration's format). What the decoding raises is BFCL's
+``decoder_failed``, a value that is not a list of ``{name: {arguments}}`` its ``decoder_wrong_output_format``;
+the calls, names as the model wrote them, are then scored by :mod:`.checker` with the model's
+``underscore_to_dot`` (only the expected names are rewritten). A folder of two models is refused naming
+both; files of categories not read here are listed in a warning and skipped; when most of a file's
+results do not decode, a warning names the file and the shape expected.
 
 The run covers the entries the files hold (``--partial-eval``'s reading); a category with fewer
 lines than BFCL has entries makes the run a subset (not comparable with the leaderboard), and a
 grouped score appears only when every category it needs is in the files (:mod:`.scores`).
-Malformed input is refused with ``FILE:LINE``: a line that is not JSON, has no string ``id`` or no
-``result``, an id of another category or that the category does not have, an id given twice.
+Malformed input is refused with ``FILE:LINE``: a line that is not JSON (or nested too deeply to read),
+has no string ``id`` or no ``result``, an id of another category or that the category does not have, an
+id given twice.
 
-Multi-turn and memory files (``result/<model>/multi_turn/``, ``result/<model>/agentic/memory/<backend>/``)
-hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
+Multi-turn and memory files (``result/<model>/multi_turn/``, ``result/<model>/agentic/memory/<backend>/``),
+read for an FC model with JSON-text arguments, hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
 (one per response), each the decoded calls (a list of ``{name: arguments as JSON text}``) or the reply's
 text; an inference error is the error's text. Each step is decoded as BFCL's eval runner decodes it
 with an FC handler's ``decode_execute`` (``convert_to_function_call``: a lone object is one item;
@@ -57,7 +61,18 @@ from typing import TYPE_CHECKING, Any
 
 from .agentic import read_memory
 from .data import load_entries
-from .files import MEMORY_SERVED, MULTI_TURN, REFUSED, SINGLE_TURN, served_name
+from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, REFUSED, SINGLE_TURN
+from .format_sensitivity import format_sensitivity_ids
+from .handlers import (
+    Decoding,
+    Undecodable,
+    config_format,
+    decode,
+    decoding_for,
+    fc_format,
+    language_format,
+    split_calls,
+)
 from .multi_turn import load_multi_turn
 
 if TYPE_CHECKING:
@@ -72,35 +87,27 @@ FILE_NAME = re.compile(r"BFCL_v4_(\w+?)_result\.json")
 _GROUPS = frozenset({"non_live", "live", "multi_turn", "agentic", "format_sensitivity"})
 READ = SINGLE_TURN + MULTI_TURN + MEMORY_SERVED  # the categories whose result files are read
 _NOT_ITERABLE = "BFCL's eval runner cannot iterate it"
+FC_TEXT = Decoding("fc-json-text", True, "an FC model with JSON-text arguments", "fc-json-text")
 
 
-def decode_result(result: Any) -> tuple[list[dict[str, Any]], str | None]:
-    """``(calls, text)``: the calls as BFCL's FC ``decode_ast`` reads ``result`` (``{"name", "arguments",
-    "turn": 1}``; ``arguments`` None for every call when one item does not decode), and the reply's text
-    when ``result`` is a text."""
-    if isinstance(result, str):
-        return [], result
-    if not isinstance(result, list):
-        return [], None  # not iterable as BFCL iterates it (or a dict of keys): it does not decode to a call
-    calls: list[dict[str, Any]] = []
-    decodes = True
-    for item in result:
-        arguments: Any = None
-        name = ""
-        if isinstance(item, dict) and item:
-            name, text = next(iter(item.items()))
-            try:
-                arguments = json.loads(text) if isinstance(text, str) else None
-                decodes = decodes and isinstance(text, str)
-            except ValueError:
-                decodes = False
-        else:
-            decodes = False
-        calls.append({"name": served_name(str(name)), "arguments": arguments, "turn": 1})
-    if not decodes:  # BFCL's decoding raises: no call of the entry is read
-        for call in calls:
-            call["arguments"] = None
-    return calls, None
+def decode_result(result: Any, decoding: Decoding = FC_TEXT, category: str = "simple_python",
+                  config: str | None = None) -> tuple[list[dict[str, Any]], str, str | None]:
+    """``(calls, status, text)``: ``result`` decoded as the model's handler decodes it (:mod:`.handlers`);
+    ``status`` is ``ok`` (the calls, ``{"name", "arguments", "turn": 1}``, names as the model wrote them),
+    ``failed`` (the decoding raised: BFCL's ``decoder_failed``) or ``wrong_format`` (it gave something that
+    is not a list of ``{name: {arguments}}``); ``text`` is ``result`` when it is a text. ``config``: a
+    format_sensitivity entry's configuration (its return format and tags)."""
+    text = result if isinstance(result, str) else None
+    fmt, tag = language_format(category), False
+    if config is not None:
+        fmt, tag = config_format(config)
+    try:
+        decoded = decode(decoding, result, fmt, tag)
+    except Undecodable:
+        return [], "failed", text
+    if not fc_format(decoded):
+        return [], "wrong_format", text
+    return [{"name": name, "arguments": arguments, "turn": 1} for name, arguments in split_calls(decoded)], "ok", text
 
 
 def decode_step(step: Any) -> list[dict[str, Any]] | None:
@@ -185,17 +192,28 @@ def _known(categories: Sequence[str]) -> dict[str, str]:
     known.update((e.id, e.category) for e in load_multi_turn(tuple(c for c in MULTI_TURN if c in categories)))
     for category in (c for c in MEMORY_SERVED if c in categories):
         known.update((e.id, e.category) for e in read_memory(category)[0])
+    if FORMAT_SENSITIVITY in categories:
+        known.update((i, FORMAT_SENSITIVITY) for i in format_sensitivity_ids())
     return known
 
 
-def _trace(entry_id: str, category: str, result: Any, where: str, source: str) -> tuple[dict[str, Any], str | None]:
-    """One line's trace, and the reply's text when it is a single-turn text."""
+def _config_of(entry_id: str) -> str | None:
+    """A format_sensitivity id's configuration (``format_sensitivity_<n>:<config>:<id>``)."""
+    parts = entry_id.split(":")
+    return parts[1] if len(parts) == 3 else None
+
+
+def _trace(entry_id: str, category: str, result: Any, where: str, source: str,
+           decoding: Decoding) -> tuple[dict[str, Any], str]:
+    """One line's trace, and how its single-turn result decoded (``ok``, ``failed``, ``wrong_format``)."""
     from ...core.formats import imported_trace
 
     outcome: dict[str, Any] = {"category": category, "bfcl_result": result}
-    if category in SINGLE_TURN:
-        calls, text = decode_result(result)
-        return imported_trace(entry_id, {**outcome, "calls": calls}, final_answer=text, source=source), text
+    if category in SINGLE_TURN or category == FORMAT_SENSITIVITY:
+        config = _config_of(entry_id) if category == FORMAT_SENSITIVITY else None
+        calls, status, text = decode_result(result, decoding, category, config)
+        outcome.update(calls=calls, bfcl_decode=status, underscore_to_dot=decoding.underscore_to_dot)
+        return imported_trace(entry_id, outcome, final_answer=text, source=source), status
     if category in MULTI_TURN:
         turns = _turns(result, where)
         trace = imported_trace(entry_id, {**outcome, "turns": turns}, source=source)
@@ -208,62 +226,119 @@ def _trace(entry_id: str, category: str, result: Any, where: str, source: str) -
     if failed:  # BFCL's inference_error: recorded as a failed episode, as a live one is
         trace.update(status="errored", error={"type": "InferenceError", "retryable": False,
                                               "message": f"BFCL's result is not {shape}: {str(result)[:300]}"})
-    return trace, None
+    return trace, "ok"
 
 
-def read_results(path: Path) -> ImportedPredictions:
-    """BFCL result files (a file, or every one under a folder) as traces (see the module docstring)."""
+_SHAPES = {"fc-json-text": "a list of {function name: arguments as JSON text}",
+           "fc-object": "a list of {function name: {arguments}}",
+           "fc-object-or-one": "a list of {function name: {arguments}}"}
+
+
+def _skip_reason(category: str, decoding: Decoding) -> str | None:
+    """Why a category's file is not read (None: it is)."""
+    if category in REFUSED and category != FORMAT_SENSITIVITY:
+        return REFUSED[category]
+    if category not in READ and category != FORMAT_SENSITIVITY:
+        return "no BFCL v4 category of that name"
+    if category == FORMAT_SENSITIVITY and not decoding.prompting:
+        return "BFCL scores it only for prompting models (it skips it for FC ones)"
+    if category in MULTI_TURN + MEMORY_SERVED and decoding.kind != "fc-json-text":
+        return f"its steps are read only as an FC handler with JSON-text arguments writes them, not as {decoding.kind}"
+    return None
+
+
+def _model_folder(files: Sequence[Path]) -> str:
+    models = sorted({_model_of(f) for f in files})
+    if len(models) > 1:
+        raise ValueError(f"the folder holds the results of {len(models)} models ({', '.join(models)}): score each "
+                         "model's folder (result/<model>) on its own")
+    return models[0]
+
+
+def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str],
+                decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """One file's traces, and where its single-turn results were texts / did not decode."""
+    traces: dict[str, dict[str, Any]] = {}
+    noted: dict[str, list[str]] = {"text": [], "undecoded": []}
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        try:
+            row = json.loads(line)
+        except RecursionError:
+            raise ValueError(f"{where}: nested too deeply to read (BFCL's own reader stops here too)") from None
+        except ValueError as exc:
+            raise ValueError(f"{where}: not JSON ({exc})") from None
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise ValueError(f"{where}: not a BFCL result line (a JSON object with a string 'id')")
+        entry_id = row["id"]
+        if "result" not in row:
+            raise ValueError(f"{where}: entry {entry_id!r} has no 'result'")
+        if known.get(entry_id) != category:
+            raise ValueError(f"{where}: {entry_id!r} is not an entry of BFCL v4's {category} (the file's category)")
+        if entry_id in seen:
+            raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
+        seen[entry_id] = where
+        traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
+        text = row["result"]
+        if isinstance(text, str) and text.strip() and not text.startswith("Error during inference") \
+                and not decoding.prompting:
+            noted["text"].append(where)
+        if status != "ok":
+            noted["undecoded"].append(where)
+    return traces, noted
+
+
+def _shown(places: Sequence[str]) -> str:
+    return ", ".join(places[:5]) + (f", ... ({len(places)} in all)" if len(places) > 5 else "")
+
+
+def read_results(path: Path, options: Mapping[str, Any] | None = None) -> ImportedPredictions:
+    """BFCL result files (a file, or every one under a folder) as traces (see the module docstring);
+    ``options``: ``bfcl_model`` (the BFCL model or kind to decode as, for a folder BFCL does not know)."""
     from ...core.formats import ImportedPredictions
 
-    files = []
-    categories = []
-    for file in _files(path):
+    found = _files(path)
+    model = _model_folder(found)
+    decoding = decoding_for(model, (options or {}).get("bfcl_model"))
+    files, categories = [], []
+    skipped: list[tuple[str, str]] = []
+    for file in found:
         category = FILE_NAME.fullmatch(file.name).group(1)  # type: ignore[union-attr]
         if category.endswith("_prereq") and category.removesuffix("_prereq") in MEMORY_SERVED:
             continue  # the prerequisite conversations (BFCL_v4_memory_<backend>_prereq_result.json): not scored
-        if category in REFUSED:
-            raise ValueError(f"{file}: BFCL category {category!r} is not served here: {REFUSED[category]}")
-        if category not in READ:
-            raise ValueError(f"{file}: {category!r} is no BFCL v4 category read here (read: {', '.join(READ)})")
+        reason = _skip_reason(category, decoding)
+        if reason is not None:
+            skipped.append((category, reason))
+            continue
         files.append(file)
         categories.append(category)
+    listed = "; ".join(f"{c!r} is not served here: {r}" for c, r in skipped)
     if not files:
-        raise ValueError(f"{path}: only prerequisite conversations, no scored BFCL result file")
+        raise ValueError(f"{path}: no BFCL result file of a category read here" + (f": {listed}" if listed else
+                                                                                   " (only prerequisite conversations)"))
     known = _known(categories)
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, str] = {}
+    warnings = [f"{len(skipped)} result files skipped: {listed}"] if skipped else []
     texts: list[str] = []
     for file, category in zip(files, categories, strict=True):
-        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            where = f"{file}:{number}"
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise ValueError(f"{where}: not JSON ({exc})") from None
-            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                raise ValueError(f"{where}: not a BFCL result line (a JSON object with a string 'id')")
-            entry_id = row["id"]
-            if "result" not in row:
-                raise ValueError(f"{where}: entry {entry_id!r} has no 'result'")
-            if known.get(entry_id) != category:
-                raise ValueError(f"{where}: {entry_id!r} is not an entry of BFCL v4's {category} (the file's category)")
-            if entry_id in seen:
-                raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
-            seen[entry_id] = where
-            traces[entry_id], text = _trace(entry_id, category, row["result"], where, str(file))
-            if text is not None and text.strip() and not text.startswith("Error during inference"):
-                texts.append(where)
-    warnings = []
+        got, noted = _read_lines(file, category, known, seen, decoding)
+        traces.update(got)
+        texts += noted["text"]
+        if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):
+            warnings.append(f"{file}: {len(noted['undecoded'])} of {len(got)} results do not decode as "
+                            f"{decoding.source} decodes them ({_SHAPES.get(decoding.kind, 'the text of calls')}"
+                            f"{', in ' + language_format(category) + ' call syntax' if decoding.prompting else ''}): "
+                            "check --bfcl-model; they count as BFCL counts them (ast_decoder errors)")
     if texts:
-        shown = ", ".join(texts[:5]) + (f", ... ({len(texts)} in all)" if len(texts) > 5 else "")
-        warnings.append(f"{len(texts)} results are a text, not tool calls ({shown}): scored as BFCL scores an FC "
-                        "model's reply without a call; a prompting (non-FC) model's calls written as text are not "
-                        "decoded here")
-    chosen = [c for c in READ if c in categories]
-    return ImportedPredictions(traces=traces, strategy="fc", options={"category": chosen},
-                               model=_model_of(files[0]), warnings=tuple(warnings))
+        warnings.append(f"{len(texts)} results are a text, not tool calls ({_shown(texts)}): scored as BFCL scores an "
+                        "FC model's reply without a call")
+    chosen = [c for c in (*READ, FORMAT_SENSITIVITY) if c in categories]
+    return ImportedPredictions(traces=traces, strategy="prompting" if decoding.prompting else "fc",
+                               options={"category": chosen, "bfcl_model": decoding.name}, model=model,
+                               warnings=tuple(warnings))
 
 
 CallsOf = Callable[[Mapping[str, Any]], list[tuple[str, Any]]]  # a trace -> the scored calls (the plugin's)
@@ -272,14 +347,19 @@ CallsOf = Callable[[Mapping[str, Any]], list[tuple[str, Any]]]  # a trace -> the
 def result_lines(traces: Mapping[str, Mapping[str, Any]], ids: Sequence[str], calls_of: CallsOf) -> list[dict[str, Any]]:
     """A run's entries as BFCL result lines ``{"id", "result"}``: the scored calls (``calls_of``) with their
     arguments as JSON text (a call whose arguments were not JSON: its text as sent, else ``""``), or the
-    final answer's text when the model made no call."""
+    final answer's text when the model made no call; a prompting episode's reply text, or an imported
+    line's ``result``, as it was."""
     out = []
     for entry_id in ids:
         trace = traces.get(entry_id)
         if trace is None:
             continue
+        outcome = trace.get("outcome") or {}
+        if "bfcl_result" in outcome and trace.get("status") == "completed":
+            out.append({"id": entry_id, "result": outcome["bfcl_result"]})  # a prompting reply's text; an import's result
+            continue
         calls = calls_of(trace)
-        raw = [c for c in (trace.get("outcome") or {}).get("calls") or [] if isinstance(c, dict)]
+        raw = [c for c in outcome.get("calls") or [] if isinstance(c, dict)]
         if calls:
             result: Any = []
             for (name, arguments), original in zip(calls, raw, strict=False):

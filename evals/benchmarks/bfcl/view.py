@@ -23,9 +23,9 @@ __all__ = ["MATCHER", "episode_sections"]
 MATCHER = "BFCL's AST checker"
 
 
-def _gold(answer: Mapping[str, Any]) -> dict[str, Any]:
+def _gold(answer: Mapping[str, Any], underscore_to_dot: bool = True) -> dict[str, Any]:
     name, options = next(iter(answer.items()))
-    return {"name": served_name(str(name)), "arguments": dict(options)}
+    return {"name": served_name(str(name)) if underscore_to_dot else str(name), "arguments": dict(options)}
 
 
 def _argument_decisions(entry: BfclEntry, arguments: Mapping[str, Any], answer: Mapping[str, Any]) -> dict[str, bool]:
@@ -40,13 +40,15 @@ def _argument_decisions(entry: BfclEntry, arguments: Mapping[str, Any], answer: 
     return given | {k: "" in v for k, v in options.items() if k not in arguments and isinstance(v, list)}
 
 
-def _pair_verdict(entry: BfclEntry, call: tuple[str, Any], answer: Mapping[str, Any]) -> Verdict:
+def _pair_verdict(entry: BfclEntry, call: tuple[str, Any], answer: Mapping[str, Any],
+                  underscore_to_dot: bool = True) -> Verdict:
     """The checker's decision on one call against one answer (its ``multiple`` rule: the answer's doc)."""
-    return check_calls("multiple", entry.functions, [call], [answer])
+    return check_calls("multiple", entry.functions, [call], [answer], underscore_to_dot=underscore_to_dot)
 
 
 def episode_sections(entry: BfclEntry, calls: list[tuple[str, Any]], verdict: Verdict,
-                     trace: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+                     trace: Mapping[str, Any] | None, *, underscore_to_dot: bool = True) -> list[dict[str, Any]]:
+    """``underscore_to_dot``: the model's (a prompting model keeps ``.`` in the expected names)."""
     shown = [{"name": n, "arguments": a if isinstance(a, dict) else {"(not JSON)": a}} for n, a in calls]
     why = verdict.error_type + (f": {verdict.error}" if verdict.error else "")
     entry_note = f"{MATCHER}: the entry is right" if verdict.valid else f"{MATCHER}: the entry is wrong ({why})"
@@ -64,7 +66,7 @@ def episode_sections(entry: BfclEntry, calls: list[tuple[str, Any]], verdict: Ve
         if "parallel" in entry.category:
             for a, answer in enumerate(answers):
                 for c, call in enumerate(calls):
-                    if c not in taken.values() and isinstance(call[1], dict) and _pair_verdict(entry, call, answer).valid:
+                    if c not in taken.values() and isinstance(call[1], dict) and _pair_verdict(entry, call, answer, underscore_to_dot).valid:
                         taken[a] = c
                         break
         rest = iter(c for c in range(len(calls)) if c not in taken.values())
@@ -74,12 +76,12 @@ def episode_sections(entry: BfclEntry, calls: list[tuple[str, Any]], verdict: Ve
         for a, answer in enumerate(answers):
             c = taken[a]
             if c < 0:
-                pairs.append(call_pair(_gold(answer), None, match=False, matcher=MATCHER, reason="no call made for it"))
+                pairs.append(call_pair(_gold(answer, underscore_to_dot), None, match=False, matcher=MATCHER, reason="no call made for it"))
                 continue
-            v = _pair_verdict(entry, calls[c], answer) if isinstance(calls[c][1], dict) else \
+            v = _pair_verdict(entry, calls[c], answer, underscore_to_dot) if isinstance(calls[c][1], dict) else \
                 Verdict(False, "ast_decoder:decoder_failed", "arguments are not JSON")
             same = _argument_decisions(entry, calls[c][1], answer) if isinstance(calls[c][1], dict) else None
-            pairs.append(call_pair(_gold(answer), shown[c], match=v.valid, matcher=MATCHER, same=same,
+            pairs.append(call_pair(_gold(answer, underscore_to_dot), shown[c], match=v.valid, matcher=MATCHER, same=same,
                                    reason="accepted" if v.valid else v.error_type + (f": {v.error}" if v.error else "")))
         pairs += [call_pair(None, shown[c], match=False, matcher=MATCHER, reason="a call too many")
                   for c in rest]

@@ -37,7 +37,7 @@ from types import ModuleType
 
 from .data import WheelError, pinned_sha256, wheel_path
 
-__all__ = ["PACKAGE", "WheelCodeError", "import_module"]
+__all__ = ["PACKAGE", "WheelCodeError", "import_module", "import_with_project_root"]
 
 PACKAGE = "bfcl_eval"
 _lock = threading.Lock()
@@ -122,3 +122,24 @@ def import_module(name: str, wheel: Path | None = None) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as exc:
         raise WheelCodeError(f"BFCL's module {name} could not be imported from the wheel: {exc}") from exc
+
+
+_root_lock = threading.Lock()
+
+
+def import_with_project_root(name: str, wheel: Path | None = None) -> ModuleType:
+    """:func:`import_module` for a module that imports BFCL's ``constants.eval_config``, which makes
+    ``result/``, ``score/`` and ``.file_locks/`` under ``BFCL_PROJECT_ROOT`` (default: beside the package,
+    here inside the wheel, which fails): they are made in a temporary folder, removed after the import."""
+    with _root_lock:
+        root = tempfile.mkdtemp(prefix="bfcl-project-")
+        before = os.environ.get("BFCL_PROJECT_ROOT")
+        os.environ["BFCL_PROJECT_ROOT"] = root
+        try:
+            return import_module(name, wheel)
+        finally:
+            if before is None:
+                os.environ.pop("BFCL_PROJECT_ROOT", None)
+            else:
+                os.environ["BFCL_PROJECT_ROOT"] = before
+            shutil.rmtree(root, ignore_errors=True)

@@ -62,7 +62,7 @@ CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple", "irr
 @pytest.fixture
 def result_dir(bfcl_data: Path, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     """result/<model>/<group>/BFCL_v4_<category>_result.json for :data:`CATEGORIES`, every entry."""
-    model = tmp_path / "result" / "my-model-FC"
+    model = tmp_path / "result" / "gpt-4o-2024-11-20-FC"  # an OpenAI FC model of BFCL's registry: JSON-text arguments
     cases = []
     by_category: dict[str, list[str]] = {}
     for n, entry in enumerate(load_entries(CATEGORIES)):
@@ -90,8 +90,10 @@ def test_an_imported_result_folder_gets_bfcls_verdicts_and_accuracies(result_dir
     scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     ours = {s["task_id"]: s["score"]["details"]["verdict"]["valid"] for s in scores}
     assert ours == {k: v["valid"] for k, v in theirs["verdicts"].items()}
+    kinds = {s["task_id"]: s["score"]["details"]["verdict"]["error_type"] for s in scores}
+    assert kinds == {k: v["error_type"] for k, v in theirs["verdicts"].items()}
     config = json.loads((run / "config.json").read_text())
-    assert config["model"] == "my-model-FC" and config["imported"]["format"] == "bfcl-official"
+    assert config["model"] == "gpt-4o-2024-11-20-FC" and config["imported"]["format"] == "bfcl-official"
     assert summary["tasks"] == len(cases) and not summary.get("subset_note")
     assert any("results are a text" in w for w in summary["warnings"])
 
@@ -133,7 +135,7 @@ def test_a_bad_result_file_is_refused_with_file_and_line(bfcl_data, tmp_path, li
     path = tmp_path / "BFCL_v4_simple_python_result.json"
     path.write_text('{"id": "simple_python_1", "result": []}\n\n' + line + "\n")
     done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", "--out",
-                  str(tmp_path / "run"), timeout=120)
+                  str(tmp_path / "run"), "--bfcl-model", "fc-json-text", timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert f"{path}:3: " in done.stderr and expected in done.stderr
     assert not (tmp_path / "run" / "traces.jsonl").exists()
@@ -142,7 +144,8 @@ def test_a_bad_result_file_is_refused_with_file_and_line(bfcl_data, tmp_path, li
 def test_a_refused_category_and_a_folder_without_results_are_refused(bfcl_data, tmp_path):
     path = tmp_path / "BFCL_v4_web_search_base_result.json"  # multi-turn and memory files are read now
     path.write_text('{"id": "web_search_base_0", "result": [[]]}\n')
-    done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
+    done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", "--bfcl-model",
+                  "gpt-4o-2024-11-20-FC", timeout=120)
     assert done.returncode == 2 and "'web_search_base' is not served here: its backend searches" in done.stderr
     done = _evals("score", str(tmp_path / "nothing"), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
     assert done.returncode == 2 and "does not exist" in done.stderr
@@ -194,3 +197,81 @@ async def test_evals_view_carries_the_possible_answers_and_the_predicted_calls_o
                                                           for c in gold_calls(entry)]
     assert all(p["match"] is True for p in calls["pairs"]) and "the entry is right" in calls["note"]
     assert all(d["same"] for p in calls["pairs"] for d in p["diff"])  # what the page marks = or ≠
+
+
+def _line(entry_id: str, result: Any) -> str:
+    return json.dumps({"id": entry_id, "result": result}) + "\n"
+
+
+def test_how_a_folder_is_decoded_is_bfcls_choice_or_the_users(bfcl_data, tmp_path):
+    entry = load_entries(("simple_python",))[2]  # math.hypot: BFCL's doc name has a dot
+    args = json.dumps({"x": 4, "y": 5})
+    unknown = tmp_path / "result" / "my-model" / "non_live" / "BFCL_v4_simple_python_result.json"
+    unknown.parent.mkdir(parents=True)
+    unknown.write_text(_line(entry.id, [{"math.hypot": args}]))
+    done = _evals("score", str(unknown.parents[1]), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert "'my-model' is not a model of BFCL's registry" in done.stderr and "fc-json-text, fc-object, prompting" in done.stderr
+    # the model's own dotted name is not renamed: an FC model with underscore_to_dot fails it, as in BFCL
+    for chosen, valid in (("gpt-4o-2024-11-20-FC", False), ("fc-json-text", False), ("Qwen/Qwen3-8B-FC", None)):
+        run = tmp_path / f"run-{chosen.replace('/', '_')}"
+        done = _evals("score", str(unknown.parents[1]), "--format", "bfcl-official", "--benchmark", "bfcl",
+                      "--bfcl-model", chosen, "--out", str(run), "--json", timeout=120)
+        if valid is None:  # a handler with a decoder of its own (Qwen's FC one runs eval on the text): refused
+            assert done.returncode == 2 and "QwenFCHandler" in done.stderr and "--bfcl-model" in done.stderr
+            continue
+        assert done.returncode == 0, done.stderr[-2000:]
+        verdict = json.loads((run / "scores.jsonl").read_text().splitlines()[0])["score"]["details"]["verdict"]
+        assert (verdict["valid"], verdict["error_type"]) == (valid, "simple_function_checker:wrong_func_name")
+        assert json.loads((run / "config.json").read_text())["options"]["bfcl_model"] == chosen
+
+
+def test_unserved_categories_are_listed_and_skipped_and_two_models_are_refused(bfcl_data, tmp_path):
+    folder = tmp_path / "result" / "gpt-4o-2024-11-20-FC"
+    (folder / "non_live").mkdir(parents=True)
+    (folder / "agentic").mkdir()
+    entries = load_entries(("simple_python",))[:4]
+    # most results do not decode as an FC model's JSON-text arguments (they are objects): said loudly
+    (folder / "non_live" / "BFCL_v4_simple_python_result.json").write_text(
+        "".join(_line(e.id, [{c["name"]: c["arguments"]} for c in gold_calls(e)]) for e in entries))
+    (folder / "agentic" / "BFCL_v4_web_search_base_result.json").write_text(_line("web_search_base_0", [[]]))
+    (folder / "agentic" / "BFCL_v4_memory_vector_result.json").write_text(_line("memory_vector_0", [[]]))
+    done = _evals("score", str(folder), "--format", "bfcl-official", "--benchmark", "bfcl", "--out",
+                  str(tmp_path / "run"), "--json", timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["tasks"] == 4 and summary["metrics"]["simple_python"] == 0.0
+    warnings = " ".join(summary["warnings"])
+    assert "2 result files skipped" in warnings and "'web_search_base' is not served here" in warnings
+    assert "'memory_vector' is not served here" in warnings
+    assert "BFCL_v4_simple_python_result.json: 4 of 4 results do not decode" in warnings
+    assert "{function name: arguments as JSON text}" in warnings
+
+    other = tmp_path / "result" / "nova-pro-v1.0" / "non_live" / "BFCL_v4_simple_python_result.json"
+    other.parent.mkdir(parents=True)
+    other.write_text(_line(entries[0].id, []))
+    done = _evals("score", str(tmp_path / "result"), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "2 models (gpt-4o-2024-11-20-FC, nova-pro-v1.0)" in done.stderr
+
+
+def test_arguments_nested_a_thousand_deep_do_not_decode_and_raise_nothing(bfcl_data, tmp_path):
+    deep = "[" * 1000 + "1" + "]" * 1000
+    folder = tmp_path / "result"
+    for model, result in (("gpt-4o-2024-11-20-FC", [{"math_hypot": '{"x": ' + deep + "}"}]),
+                          ("gpt-4o-2024-11-20", f"[math.hypot(x={deep})]")):
+        path = folder / model / "non_live" / "BFCL_v4_simple_python_result.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(_line("simple_python_2", result))
+        run = tmp_path / f"run-{model}"
+        done = _evals("score", str(path.parents[1]), "--format", "bfcl-official", "--benchmark", "bfcl", "--out",
+                      str(run), timeout=120)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+        verdict = json.loads((run / "scores.jsonl").read_text().splitlines()[0])["score"]["details"]["verdict"]
+        assert verdict["error_type"] == "ast_decoder:decoder_failed"
+    # an object a thousand deep in the line itself: BFCL's own reader stops there too; refused with FILE:LINE
+    path = folder / "nova-pro-v1.0" / "non_live" / "BFCL_v4_simple_python_result.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"id": "simple_python_2", "result": [{"math_hypot": {"x": ' + deep + "}}]}\n")
+    done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and f"{path}:1: nested too deeply" in done.stderr

@@ -90,7 +90,7 @@ def _memory_result(answer: str, k: int) -> Any:
 @pytest.fixture
 def imported(bfcl_code_data: Path, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     """result/<model>/... multi-turn and memory result files (a prerequisite conversations' file too) and BFCL's cases."""
-    model = tmp_path / "result" / "my-model-FC"
+    model = tmp_path / "result" / "gpt-4o-2024-11-20-FC"
     cases: list[dict[str, Any]] = []
     n = 0
     for category in MULTI_TURN:
@@ -150,13 +150,13 @@ def test_imported_multi_turn_and_memory_results_get_bfcls_verdicts(imported, bfc
                      "multi_turn:force_terminated", "multi_turn:inference_error", "agentic:answer_not_found",
                      "agentic:no_last_message", "agentic:inference_error"}, kinds
     config = json.loads((run / "config.json").read_text())
-    assert config["model"] == "my-model-FC" and config["imported"]["format"] == "bfcl"
+    assert config["model"] == "gpt-4o-2024-11-20-FC" and config["imported"]["format"] == "bfcl"
 
     # evals export writes the same lines back; scored again, the same numbers
     out = tmp_path / "export"
     done = _evals("export", str(run), "--format", "bfcl-official", "--out", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
-    assert (out / "my-model-FC" / "agentic" / "memory" / "kv" / "BFCL_v4_memory_kv_result.json").is_file()
+    assert (out / "gpt-4o-2024-11-20-FC" / "agentic" / "memory" / "kv" / "BFCL_v4_memory_kv_result.json").is_file()
     again = read_results(out)
     assert {k: t["outcome"]["bfcl_result"] for k, t in again.traces.items()} == {c["id"]: c["result"] for c in cases}
     rerun = tmp_path / "run2"
@@ -210,7 +210,7 @@ def test_a_bad_multi_turn_or_memory_line_is_refused_with_file_and_line(bfcl_data
     path = tmp_path / f"BFCL_v4_{name}_result.json"
     path.write_text(json.dumps({"id": first, "result": [[]]}) + "\n" + line + "\n")
     done = _evals("score", str(path), "--format", "bfcl", "--benchmark", "bfcl", "--out", str(tmp_path / "run"),
-                  timeout=120)
+                  "--bfcl-model", "gpt-4o-2024-11-20-FC", timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert f"{path}:2: " in done.stderr and expected in done.stderr
     assert not (tmp_path / "run" / "traces.jsonl").exists()
@@ -219,7 +219,7 @@ def test_a_bad_multi_turn_or_memory_line_is_refused_with_file_and_line(bfcl_data
 def test_the_viewer_shows_imported_multi_turn_and_memory_episodes(bfcl_code_data, tmp_path):
     from evals.view.site import Site
 
-    model = tmp_path / "result" / "m-FC"
+    model = tmp_path / "result" / "gpt-4o-2024-11-20-FC"
     entry = read_multi_turn("multi_turn_base")[0]
     gold = gold_steps(entry)
     wrong = [[[{c["name"]: json.dumps(c["arguments"])} for c in turn]] for turn in gold]

@@ -1,0 +1,119 @@
+"""Scoring a full BFCL result folder: ``evals score --format bfcl-official`` beside ``bfcl evaluate`` on the same files.
+
+Two folders, every entry of BFCL's single-turn categories (the oracle's calls, one line in three made wrong:
+a text reply), in BFCL's layout: an FC model's (``gpt-4o-2024-11-20-FC``: arguments as JSON text, and the
+four multi-turn categories, each turn's gold calls, one entry in three a turn short) and a prompting model's (``Qwen/Qwen3-8B``: Python call syntax as text, and format_sensitivity's
+5,200 entries). Each is scored by ``evals score`` (a fresh process, as a user runs it) and by BFCL's own
+``bfcl evaluate`` (``eval_runner.main`` in .ci/bfcl-venv, through tests/evals/benchmarks/bfcl/bfcl_evaluate_driver.py),
+``--runs`` times each, alternating; the table gives the median wall seconds and their ratio.
+
+    EVALS_DATA_DIR=... PYTHONPATH=. python bench/bench_bfcl_score.py [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from evals.benchmarks.bfcl.data import load_entries
+from evals.benchmarks.bfcl.files import MULTI_TURN, SINGLE_TURN
+from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
+from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn
+from evals.benchmarks.bfcl.plugin import gold_calls
+from evals.benchmarks.bfcl.prompting import entry_format, oracle_text
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = ROOT / ".ci" / "bfcl-venv" / "bin" / "python"
+DRIVER = ROOT / "tests" / "evals" / "benchmarks" / "bfcl" / "bfcl_evaluate_driver.py"
+MODELS = {"gpt-4o-2024-11-20-FC": False, "Qwen/Qwen3-8B": True}  # model -> prompting
+
+
+def _write(root: Path, model: str, prompting: bool) -> list[str]:
+    folder = root / model.replace("/", "_")
+    categories = [c for c in SINGLE_TURN if not (prompting and c in ("simple_java", "simple_javascript"))]
+    entries = list(load_entries(tuple(categories)))
+    if prompting:
+        entries += load_format_sensitivity()
+    files: dict[Path, list[str]] = {}
+    for n, entry in enumerate(entries):
+        gold = gold_calls(entry, served=not prompting)
+        if n % 3 == 2 or not gold:
+            result: object = "I cannot help with that."
+        elif prompting:
+            result = oracle_text(gold, *entry_format(entry))
+        else:
+            result = [{c["name"]: json.dumps(c["arguments"])} for c in gold]
+        group = entry.category if entry.category == "format_sensitivity" else \
+            "live" if entry.category.startswith("live_") else "non_live"
+        path = folder / group / f"BFCL_v4_{entry.category}_result.json"
+        files.setdefault(path, []).append(json.dumps({"id": entry.id, "result": result}))
+    categories = {e.category for e in entries}
+    if not prompting:  # BFCL's multi-turn categories: each turn's gold calls, one entry in three a turn short
+        for category in MULTI_TURN:
+            for n, multi in enumerate(read_multi_turn(category)):
+                turns = [[[{c["name"]: json.dumps(c["arguments"])} for c in step]] for step in gold_steps(multi)]
+                path = folder / "multi_turn" / f"BFCL_v4_{category}_result.json"
+                files.setdefault(path, []).append(json.dumps({"id": multi.id, "result": turns[:-1] if n % 3 == 2
+                                                              else turns}))
+            categories.add(category)
+    for path, lines in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+    return sorted(categories)
+
+
+def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of the process and its children)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{command[:4]} failed:\n{done.stderr[-2000:]}")
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    if not VENV.is_file():
+        raise SystemExit(f"{VENV} is missing: run scripts/bfcl_env.sh")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-bfcl-") as tmp:
+        for model, prompting in MODELS.items():
+            root = Path(tmp) / model.replace("/", "_") / "result"
+            categories = _write(root, model, prompting)
+            lines = sum(len(p.read_text().splitlines()) for p in root.rglob("*.json"))
+            ours, theirs = [], []
+            for run in range(args.runs):
+                out = Path(tmp) / f"run-{run}-{len(rows)}"
+                ours.append(_timed([sys.executable, "-m", "evals.cli", "score", str(root / model.replace("/", "_")),
+                                    "--format", "bfcl-official", "--benchmark", "bfcl", "--out", str(out)], env))
+                score = Path(tmp) / f"score-{run}-{len(rows)}"
+                theirs.append(_timed([str(VENV), str(DRIVER), str(root), str(score), model, *categories], env))
+                shutil.rmtree(out, ignore_errors=True)
+                shutil.rmtree(score, ignore_errors=True)
+            rows.append((model, lines, *(statistics.median(t[i] for t in ours) for i in (0, 1)),
+                         *(statistics.median(t[i] for t in theirs) for i in (0, 1))))
+    print(f"{'result folder':<24} {'lines':>6} {'evals score wall / CPU (s)':>27} {'bfcl evaluate wall / CPU (s)':>29} "
+          f"{'ratio wall / CPU':>17}")
+    for model, lines, wall, cpu, their_wall, their_cpu in rows:
+        print(f"{model:<24} {lines:>6} {wall:>18.2f} / {cpu:>6.2f} {their_wall:>20.2f} / {their_cpu:>6.2f} "
+              f"{their_wall / wall:>9.2f}x / {their_cpu / cpu:.2f}x")
+    print(f"(medians of {args.runs} runs each, alternating; ratio: bfcl evaluate's time over evals score's)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""Strategy ``prompting``: BFCL's prompting (non-FC) mode, over MCP.
+
+As BFCL's prompting handlers run a model (``inference_single_turn_prompting``): the entry's functions,
+with BFCL's language hint (``add_language_specific_hint_to_function_doc``; twice for format_sensitivity,
+whose entries BFCL loads through it twice), are written into the system prompt by BFCL's own
+``system_prompt_pre_processing_chat_model`` (imported from the wheel: its prompt text, its function-doc
+formats, and for format_sensitivity the entry's configuration); the model is sent no tools. Its reply's
+text is decoded by BFCL's own prompting decoder (``default_decode_ast_prompting``, in the entry's return
+format: Python call syntax, or JSON / XML / ``<TOOLCALL>`` tags for format_sensitivity), and the decoded
+calls run over MCP like any other (each under its served name, ``.`` as ``_``); the first response ends
+a single-turn episode. It is scored as BFCL scores a prompting model: the text decoded again, the names
+as the model wrote them (BFCL's prompting models keep ``.`` in names: no ``underscore_to_dot``).
+
+The oracle writes the gold calls as text in the entry's return format (Python calls with Python
+literals; JSON ``[{"function", "parameters"}]``; verbose or concise XML with each value's type;
+inside ``<TOOLCALL>`` tags when the configuration asks).
+
+Served with it: the Python single-turn categories and format_sensitivity. Java and JavaScript (BFCL
+parses their prompting replies with tree-sitter grammars the oracle does not write yet), the multi-turn
+and the memory categories are refused with this strategy.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from client.adapters.base import DEFAULT_PARAMS, GenerateParams, ModelAdapter
+from client.messages import (
+    AssistantMessage,
+    Message,
+    ModelResponse,
+    SystemMessage,
+    ToolCall,
+    ToolChoice,
+    ToolDef,
+    UserMessage,
+)
+from client.model import Model
+
+from .data import BfclEntry
+from .files import FORMAT_SENSITIVITY, served_name
+from .handlers import Decoding, bfcl_code, config_format, language_format
+
+__all__ = ["PROMPTING", "PromptingAdapter", "entry_format", "oracle_text", "prompting_conversation",
+           "prompting_model", "refused_category"]
+
+PROMPTING = Decoding("prompting", False, "the prompting strategy (BFCL's prompting decoder)", "prompting")
+_REFUSED_LANGUAGES = ("simple_java", "simple_javascript")
+
+
+def refused_category(category: str) -> str | None:
+    """Why ``category`` is not served with the prompting strategy (None: it is)."""
+    from .files import MEMORY_SERVED, MULTI_TURN
+
+    if category in _REFUSED_LANGUAGES:
+        return "BFCL reads Java and JavaScript prompting replies with its tree-sitter parsers; not served yet"
+    if category in MULTI_TURN or category in MEMORY_SERVED:
+        return "multi-turn and memory entries run with the fc strategy only, so far"
+    return None
+
+
+def entry_format(entry: BfclEntry) -> tuple[str, bool]:
+    """(BFCL's return format, whether the calls are inside ``<TOOLCALL>`` tags) for the entry."""
+    if entry.category == FORMAT_SENSITIVITY:
+        return config_format(entry.id.split(":")[1])
+    return language_format(entry.category), False
+
+
+def prompt_functions(entry: BfclEntry) -> list[dict[str, Any]]:
+    """The function docs as BFCL's prompting handler is given them (with its language hint)."""
+    hint = bfcl_code()["hint"]
+    if entry.category == FORMAT_SENSITIVITY:
+        base = entry.id.split(":")[-1]
+        case = hint([{"id": base, "function": copy.deepcopy(list(entry.functions))}])[0]
+        return list(hint([{"id": entry.id, "function": case["function"]}])[0]["function"])
+    return list(hint([{"id": entry.id, "function": copy.deepcopy(list(entry.functions))}])[0]["function"])
+
+
+def prompting_conversation(entry: BfclEntry) -> tuple[list[Message], str]:
+    """The entry's messages with BFCL's system prompt (its own ``system_prompt_pre_processing_chat_model``):
+    (the messages before the last, the last user message)."""
+    messages = bfcl_code()["system_prompt"](copy.deepcopy(list(entry.messages)), prompt_functions(entry), entry.id)
+    kinds: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
+                                                  "assistant": lambda text: AssistantMessage(text=text)}
+    history = [kinds[str(m.get("role"))](str(m.get("content") or "")) for m in messages[:-1]]
+    return history, str(messages[-1].get("content") or "")
+
+
+# ---- the oracle's text ----
+
+def _xml_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "dict"
+    return "null" if value is None else "string"
+
+
+def _xml_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return repr(value)  # read back by ast.literal_eval
+    return "" if value is None else str(value)
+
+
+def oracle_text(calls: Sequence[Mapping[str, Any]], return_format: str, tag: bool) -> str:
+    """The calls (``{"name", "arguments"}``, names as BFCL's docs write them) as a prompting model
+    writes them in ``return_format``."""
+    if return_format == "json":
+        text = json.dumps([{"function": c["name"], "parameters": c["arguments"]} for c in calls])
+    elif return_format == "verbose_xml":
+        text = "<functions>" + "".join(
+            f"<function name={quoteattr(c['name'])}><params>" + "".join(
+                f"<param name={quoteattr(k)} value={quoteattr(_xml_text(v))} type={quoteattr(_xml_type(v))}/>"
+                for k, v in c["arguments"].items()) + "</params></function>" for c in calls) + "</functions>"
+    elif return_format == "concise_xml":
+        text = "<functions>" + "".join(
+            f"<function name={quoteattr(c['name'])}>" + "".join(
+                f"<param name={quoteattr(k)} type={quoteattr(_xml_type(v))}>{escape(_xml_text(v))}</param>"
+                for k, v in c["arguments"].items()) + "</function>" for c in calls) + "</functions>"
+    else:
+        text = "[" + ", ".join(f"{c['name']}(" + ", ".join(f"{k}={v!r}" for k, v in c["arguments"].items()) + ")"
+                               for c in calls) + "]"
+    return f"<TOOLCALL>{text}</TOOLCALL>" if tag else text
+
+
+# ---- the model ----
+
+class PromptingAdapter:
+    """A model in BFCL's prompting mode: sent no tools; its reply's text is decoded by ``decode``
+    (``(name, arguments)`` calls, names as written) into tool calls under their served names, which the
+    agent loop runs over MCP. ``texts``: every reply's text, in order."""
+
+    def __init__(self, inner: ModelAdapter, decode: Callable[[str], list[tuple[str, Any]]]) -> None:
+        self.inner = inner
+        self.decode = decode
+        self.name = inner.name
+        self.provider = inner.provider
+        self.model = inner.model
+        self.texts: list[str] = []
+        self.sent_tools = 0  # how many tools the model was sent (none: the trace's request lists the MCP tools
+        # the decoded calls may reach, not what the model saw)
+
+    async def complete(self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
+                       params: GenerateParams = DEFAULT_PARAMS) -> ModelResponse:
+        sent: list[ToolDef] = []
+        response = await self.inner.complete(messages, sent, "auto", params)
+        self.sent_tools = len(sent)
+        text = response.text or ""
+        self.texts.append(text)
+        calls = [ToolCall.from_arguments(f"prompting_{len(self.texts)}_{i}", served_name(name), dict(arguments))
+                 for i, (name, arguments) in enumerate(self.decode(text))]
+        return dataclasses.replace(response, tool_calls=calls, stop_reason="tool_calls" if calls else response.stop_reason)
+
+    async def aclose(self) -> None:
+        return None  # the inner adapter is the run's, closed by the run
+
+
+def prompting_model(adapter: ModelAdapter, decode: Callable[[str], list[tuple[str, Any]]]) -> tuple[Any, PromptingAdapter]:
+    """``adapter`` in prompting mode (a ``Model`` keeps its response cache, keyed apart), and the wrapper
+    (whose ``texts`` are the replies)."""
+    if isinstance(adapter, Model):
+        wrapper = PromptingAdapter(adapter.inner, decode)
+        return Model(wrapper, adapter.cache, key_extra={**adapter.key_extra, "bfcl_mode": "prompting"},
+                     limiter=adapter.limiter, retry=adapter.retry), wrapper
+    wrapper = PromptingAdapter(adapter, decode)
+    return wrapper, wrapper
