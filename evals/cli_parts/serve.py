@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from kg_store import KGError
     from server import EndpointRef, HTTPLimits, McpSourceError, ServerConfigError, SessionLimits, check_bind
+    from server.loopback import is_loopback
     from tool_specs import SandboxError, SpecLoadError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
@@ -59,6 +61,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         err.print(f"[red]error:[/] --workers {args.workers}: " + (
             "must be at least 1" if args.workers < 1 else "stdio serves one session, from one process" if args.stdio
             else "--allow-writes, --inductive and --mcp-server/--mcp-config keep state that one process must hold: use --workers 1"))
+        return 2
+    if args.worker_header and not is_loopback(args.host):
+        err.print("[red]error:[/] --worker-header tells a client which process holds its session: loopback only "
+                  "(--host 127.0.0.1), for debugging")
+        return 2
+    if not args.worker_stuck_timeout > 0:
+        err.print(f"[red]error:[/] --worker-stuck-timeout {args.worker_stuck_timeout:g}: must be a positive number of seconds")
         return 2
     if not args.stdio:
         try:
@@ -117,7 +126,8 @@ def _build(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
 
 
 def _worker_app(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any], token: str | None,
-                stack: contextlib.ExitStack, sessions: SessionLimits) -> tuple[Any, dict[str, Any]]:
+                stack: contextlib.ExitStack, sessions: SessionLimits,
+                admission: Callable[[str], None]) -> tuple[Any, dict[str, Any]]:
     """A worker process's app (``--workers N``): its own tool server, with its share of the session caps;
     and what it serves (for the start-up lines)."""
     from server import create_app
@@ -129,6 +139,7 @@ def _worker_app(args: argparse.Namespace, benchmarks: list[str], given: dict[str
     if writable:
         raise WorkerStartError(f"{', '.join(writable)} serves a writable KG, which one process must hold: use --workers 1")
     ts.session_limits = sessions
+    ts.session_admission = admission
     return create_app(ts, host=args.host, token=token, json_response=args.json_response), ts.describe()
 
 
@@ -164,6 +175,7 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
             sessions=sessions, limits=limits, log_level=log_level,
             announce=lambda url, pids, describe: _announce(url, describe, pids),
             report=lambda line: err.print(f"[yellow]warning:[/] {line}"),
+            stuck_s=args.worker_stuck_timeout, worker_header=args.worker_header,
         )
     with contextlib.ExitStack() as stack:
         ts = _build(args, benchmarks, given, default, stack)
@@ -240,6 +252,10 @@ def build_serve_parser(s: argparse.ArgumentParser) -> None:
                    help="HTTP: serve from N processes on the one port, each session kept on the process that made "
                    "it, the session and connection caps shared out between them (default: the CPU count; 1 with "
                    "--allow-writes, --inductive, --mcp-server or --mcp-config)")
+    s.add_argument("--worker-stuck-timeout", type=float, default=15.0, metavar="S",
+                   help="--workers N: a worker process whose event loop has not answered for S seconds is stopped "
+                   "and restarted (default 15)")
+    s.add_argument("--worker-header", action="store_true", help=argparse.SUPPRESS)  # debug, loopback only: x-evals-worker
     s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
     _add_limit_arguments(s.add_argument_group(
         "limits on what clients may hold (HTTP; they do not change results)"))

@@ -75,6 +75,9 @@ class HTTPSessions:
 
     base_url: str
     http: HTTPClientPool  # each session borrows an HTTP client of its own
+    # the MCP client name of this run's sessions: drawn per run, so that no other client can take it and
+    # share this run's place in the server's fair queue (the SDK's default, "mcp", is everyone's)
+    client_name: str = dataclasses.field(default_factory=lambda: f"evals-run-{uuid.uuid4().hex}")
 
     def url(self, benchmark: str, task_id: str | None = None) -> str:
         return f"{self.base_url}/mcp/{benchmark}" + (f"/{task_id}" if task_id else "")
@@ -84,7 +87,8 @@ class HTTPSessions:
         from client.mcp_session import connect
 
         url = f"{self.url(benchmark, task_id)}?session={uuid.uuid4().hex}"
-        async with self.http.borrow() as http, connect(url, http_client=http, discovery_key=self.base_url) as session:
+        async with self.http.borrow() as http, connect(url, http_client=http, discovery_key=self.base_url,
+                                                                 client_name=self.client_name) as session:
             yield session
 
 
