@@ -20,6 +20,7 @@ from .core import (
     SessionLimits,
     ToolServer,
     current_endpoint,
+    named_session,
 )
 from .http import (
     TOKEN_ENV,
@@ -66,7 +67,7 @@ from .upstream import (
     tool_spec_of,
     upstream_specs,
 )
-from .worker_routing import WORKER_HEADER, Router, reuseport_socket, serve_routed
+from .worker_routing import LOST_CODE, WORKER_HEADER, Router, SessionLedger, reuseport_socket, serve_routed
 
 __all__ = [
     "KG_WRITE_TOOLS",
@@ -145,7 +146,10 @@ __all__ = [
     "uvicorn_config",
     "wait_started",
     "WORKER_HEADER",
+    "LOST_CODE",
     "Router",
+    "SessionLedger",
+    "named_session",
     "reuseport_socket",
     "serve_routed",
 ]

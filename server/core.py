@@ -63,6 +63,7 @@ __all__ = [
     "SessionLimits",
     "ToolServer",
     "current_endpoint",
+    "named_session",
 ]
 
 # What a types.ListToolsResult without tools dumps to (the protocol's default fields), for listings

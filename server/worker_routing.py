@@ -17,8 +17,13 @@ server) gets an id that hashes to the process that created it. A request that na
 handshake ``initialize``, ``/health``, a request of the current protocol without ``?session=``) is
 served where it arrived.
 
-When the owner of a session is gone (its process was killed), its requests get HTTP 503 with a
-JSON-RPC error that says so; the sessions of the other processes go on.
+The router and the server read a request's session with one function (:func:`server.core.named_session`),
+and a process refuses a named session it does not own (:class:`SessionLedger`): one name never has
+two states. A hand-over never blocks: a connection the owner cannot take yet waits in a bounded
+queue; past it, or when the owner is gone or restarting, the request gets HTTP 503 with a transient
+JSON-RPC error (:data:`LOST_CODE`). The supervisor restarts a process that exited or stopped
+answering its heartbeat; the restarted process says "state lost" only for the sessions its
+predecessors held.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from tool_specs import shown_name
 from .core import named_session
 from .http import HTTPLimits, _GuardedH11Protocol, _protocol_class, uvicorn_config, wait_started
 
-__all__ = ["LOST_CODE", "WORKER_HEADER", "Router", "SessionLedger", "named_session", "reuseport_socket", "serve_routed"]
+__all__ = ["LOST_CODE", "WORKER_HEADER", "Router", "SessionLedger", "reuseport_socket", "serve_routed"]
 
 log = logging.getLogger(__name__)
 

@@ -40,14 +40,17 @@ class Served:
     def __init__(self, proc: subprocess.Popen[str], url: str, pids: list[int], log: list[str]):
         self.proc, self.url, self.pids, self.log = proc, url, pids, log  # log: stderr's lines, read by a thread
 
-    def wait_for(self, pattern: str, within: float = START_TIMEOUT_S) -> re.Match[str]:
+    def wait_for(self, pattern: str, within: float = 240.0) -> re.Match[str]:
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
+            exited = self.proc.poll() is not None
+            time.sleep(0.1)
             for line in list(self.log):
                 found = re.search(pattern, line)
                 if found:
                     return found
-            time.sleep(0.1)
+            if exited:
+                break
         raise AssertionError(f"no {pattern!r} in: {''.join(self.log)[-3000:]}")
 
 
@@ -62,7 +65,7 @@ def _start(*extra: str) -> Served:
     threading.Thread(target=lambda: log.extend(iter(proc.stderr.readline, "")), daemon=True).start()  # type: ignore[union-attr]
     served = Served(proc, "", [], log)
     try:
-        found = served.wait_for(r"MCP server on (\S+) .*2 worker processes, pids (\d+), (\d+)")
+        found = served.wait_for(r"MCP server on (\S+) .*2 worker processes, pids (\d+), (\d+)", START_TIMEOUT_S)
     except AssertionError:
         proc.kill()
         raise
@@ -380,3 +383,38 @@ def test_workers_are_refused_where_one_process_must_hold_the_state() -> None:
         capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 2 and "--max-sessions 1 cannot be shared by 2 worker processes" in proc.stderr
+
+
+def _episodes(run_dir: Path) -> dict[str, str]:
+    """Each task's newest trace status in a run directory."""
+    newest: dict[str, str] = {}
+    traces = run_dir / "traces.jsonl"
+    for line in traces.read_text().splitlines() if traces.exists() else []:
+        record = json.loads(line)
+        newest[record["task_id"]] = record["status"]
+    return newest
+
+
+def test_killing_a_worker_mid_run_loses_no_episode_after_a_resume(tmp_path: Path) -> None:
+    """Issue 46 item 7: episodes of a killed process's sessions were recorded as not transient, so a resume kept
+    them errored. Now they are transient (or go to the restarted process): a rerun completes every one."""
+    served = _start()
+    run = [sys.executable, "-m", "evals.cli", "run", "familytool-b", "--model", "oracle:0", "--limit", "40",
+           "--concurrency", "2", "--server-url", served.url, "--run-dir", str(tmp_path / "run")]
+    try:
+        first = subprocess.Popen(run, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _episodes(tmp_path / "run") and first.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(served.pids[0], signal.SIGKILL)  # mid-run: episodes in flight on it, more to come
+        _, err = first.communicate(timeout=START_TIMEOUT_S)
+        assert first.returncode in (0, 1), err
+        traces = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").read_text().splitlines()]
+        assert all(t["error"]["retryable"] for t in traces if t["status"] == "errored"), traces  # transient: rerun
+        served.wait_for(r"worker process 0 restarted")
+        again = subprocess.run(run, capture_output=True, text=True, timeout=START_TIMEOUT_S)
+        assert again.returncode == 0, again.stderr[-3000:]
+    finally:
+        _stop(served)
+    episodes = _episodes(tmp_path / "run")
+    assert len(episodes) == 40 and set(episodes.values()) == {"completed"}, episodes
