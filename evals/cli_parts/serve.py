@@ -54,7 +54,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sessions: SessionLimits | None = None
     limits: HTTPLimits | None = None
     shared_state = bool(args.mcp_server or args.mcp_config or given.get("allow_writes") or given.get("inductive"))
-    if args.workers is None:  # one process where the state must be one: a writable KG, the user's MCP servers
+    if args.workers == "auto":  # one process where the state must be one: a writable KG, the user's MCP servers
         caps = (args.max_sessions, args.max_sessions_per_endpoint, args.max_connections)  # each worker gets 1/N of each
         args.workers = 1 if args.stdio or shared_state else max(1, min(os.cpu_count() or 1, *caps))
     if args.workers < 1 or (args.workers > 1 and (args.stdio or shared_state)):
@@ -224,6 +224,15 @@ def _add_limit_arguments(g: argparse._ArgumentGroup) -> None:
                    help=f"an idle keep-alive connection is closed after this long (default {h.keep_alive_timeout:g} s)")
 
 
+def _serve_workers_arg(value: str) -> int | str:
+    if value == "auto":
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got {value!r}") from None
+
+
 def build_serve_parser(s: argparse.ArgumentParser) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
     s.add_argument("--port", type=int, default=8765, help="port to listen on")
@@ -248,10 +257,11 @@ def build_serve_parser(s: argparse.ArgumentParser) -> None:
     s.add_argument("--kg-file", metavar="FILE", help="serve your own KG, a triple file (one ['head', 'relation', "
                    "'tail'] per line), as the KG tools at /mcp/custom (built once into the cache)")
     s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
-    s.add_argument("--workers", type=int, metavar="N",
+    s.add_argument("--workers", type=_serve_workers_arg, default=1, metavar="N|auto",
                    help="HTTP: serve from N processes on the one port, each session kept on the process that made "
-                   "it, the session and connection caps shared out between them (default: the CPU count; 1 with "
-                   "--allow-writes, --inductive, --mcp-server or --mcp-config)")
+                   "it, the session and connection caps shared out between them; auto: one per CPU (1 with "
+                   "--allow-writes, --inductive, --mcp-server or --mcp-config). Default 1: one process, what an "
+                   "assistant client needs; more when a load needs more cores (docs/server.md)")
     s.add_argument("--worker-stuck-timeout", type=float, default=15.0, metavar="S",
                    help="--workers N: a worker process whose event loop has not answered for S seconds is stopped "
                    "and restarted (default 15)")

@@ -418,3 +418,16 @@ def test_killing_a_worker_mid_run_loses_no_episode_after_a_resume(tmp_path: Path
         _stop(served)
     episodes = _episodes(tmp_path / "run")
     assert len(episodes) == 40 and set(episodes.values()) == {"completed"}, episodes
+
+
+def test_serve_is_one_process_unless_asked() -> None:
+    """Issue 45 item 1: `evals serve` with no flags is one process (what an assistant client needs)."""
+    import argparse
+
+    from evals.cli_parts.serve import build_serve_parser
+
+    parser = argparse.ArgumentParser()
+    build_serve_parser(parser)
+    assert parser.parse_args([]).workers == 1
+    assert parser.parse_args(["--workers", "auto"]).workers == "auto"
+    assert parser.parse_args(["--workers", "3"]).workers == 3
