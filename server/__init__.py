@@ -46,6 +46,7 @@ from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
 from .recording import CallRecording, RecordedExecutor, Recording, read_recording, replay_specs
 from .resources import MAX_RELATION_FACTS, RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
+from .serve_workers import WorkerStartError, serve_workers, share_limits
 from .stdio import serve_stdio
 from .surface import (
     KG_WRITE_TOOLS,
@@ -146,6 +147,9 @@ __all__ = [
     "uvicorn_config",
     "wait_started",
     "WORKER_HEADER",
+    "WorkerStartError",
+    "serve_workers",
+    "share_limits",
     "LOST_CODE",
     "Router",
     "SessionLedger",

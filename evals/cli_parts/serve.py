@@ -75,7 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             sessions = SessionLimits(args.max_sessions, args.max_sessions_per_endpoint, args.session_idle_timeout)
             limits = HTTPLimits(args.max_connections, args.header_timeout, args.body_timeout, args.keep_alive_timeout)
             if args.workers > 1:
-                from ..core.serve_workers import share_limits
+                from server.serve_workers import share_limits
 
                 share_limits(sessions, limits, args.workers)
         except (ServerConfigError, ValueError) as exc:
@@ -91,7 +91,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if benchmarks:
         benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks),
                                            options=dict.fromkeys(benchmarks, given))
-    from ..core.serve_workers import WorkerStartError
+    from server.serve_workers import WorkerStartError
 
     try:
         return _serve(args, benchmarks, given, default, token, sessions, limits)
@@ -131,8 +131,7 @@ def _worker_app(args: argparse.Namespace, benchmarks: list[str], given: dict[str
     """A worker process's app (``--workers N``): its own tool server, with its share of the session caps;
     and what it serves (for the start-up lines)."""
     from server import create_app
-
-    from ..core.serve_workers import WorkerStartError
+    from server.serve_workers import WorkerStartError
 
     ts = _build(args, benchmarks, given, None, stack)
     writable = sorted(name for name, info in ts.describe().items() if (info["kg"] or {}).get("writes"))
@@ -164,9 +163,8 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
 
     log_level = "info" if args.verbose else "warning"
     if not args.stdio and sessions is not None and limits is not None and args.workers > 1:
+        from server.serve_workers import serve_workers
         from tool_specs import load_tool_dir
-
-        from ..core.serve_workers import serve_workers
 
         for folder in args.tools_dir:  # its problems said once, before any worker starts (each loads it again)
             load_tool_dir(Path(folder))

@@ -37,7 +37,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server import HTTPLimits, SessionLimits, bind_host
+from .core import SessionLimits
+from .http import HTTPLimits
+from .loopback import bind_host
 
 __all__ = ["WorkerStartError", "serve_workers", "share_limits"]
 
@@ -87,7 +89,7 @@ def serve_workers(
     ``announce(url, pids, what_is_served)`` once all are built, before they listen; ``report`` a worker's
     death, its restart, or a worker stopped for not answering its heartbeat for ``stuck_s``."""
     shared_sessions, shared_limits = share_limits(sessions, limits, workers)
-    from server.worker_routing import reuseport_socket
+    from .worker_routing import reuseport_socket
 
     bound = bind_host(host)
     reserve = reuseport_socket(bound, port)  # held, never listening: the port stays ours
@@ -224,13 +226,25 @@ def _stop_all(procs: list[Any]) -> None:
 # ---- a worker process -------------------------------------------------------------------------
 
 
+def _run_loop(main: Any) -> None:
+    """Run ``main`` on uvloop where it is installed (as uvicorn does), else on asyncio's loop."""
+    import asyncio
+
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main)
+
+
 def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str, port: int, build: AppBuilder,
                  sessions: SessionLimits, limits: HTTPLimits, log_level: str,
                  conn: multiprocessing.connection.Connection, worker_header: bool) -> None:
     import asyncio
 
-    from client import eventloop
-    from server.worker_routing import Router, SessionLedger, reuseport_socket, serve_routed
+    from .worker_routing import Router, SessionLedger, reuseport_socket, serve_routed
 
     parent = os.getppid()
     for s in (signal.SIGTERM, signal.SIGINT):  # a forked worker has the parent's handlers; uvicorn sets its own
@@ -281,5 +295,5 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
             await serve_routed(app, sock, router, limits=limits, log_level=log_level, stop=stop,
                                worker_header_on=worker_header)
 
-        eventloop.run(run())
+        _run_loop(run())
     sys.stdout.flush()
