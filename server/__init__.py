@@ -68,7 +68,15 @@ from .upstream import (
     tool_spec_of,
     upstream_specs,
 )
-from .worker_routing import LOST_CODE, WORKER_HEADER, Router, SessionLedger, reuseport_socket, serve_routed
+from .worker_routing import (
+    LOST_CODE,
+    WORKER_HEADER,
+    Router,
+    SessionLedger,
+    peer_listener,
+    reuseport_socket,
+    serve_routed,
+)
 
 __all__ = [
     "KG_WRITE_TOOLS",
@@ -153,6 +161,7 @@ __all__ = [
     "LOST_CODE",
     "Router",
     "SessionLedger",
+    "peer_listener",
     "named_session",
     "reuseport_socket",
     "serve_routed",

@@ -244,7 +244,7 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
                  conn: multiprocessing.connection.Connection, worker_header: bool) -> None:
     import asyncio
 
-    from .worker_routing import Router, SessionLedger, reuseport_socket, serve_routed
+    from .worker_routing import Router, SessionLedger, peer_listener, reuseport_socket, serve_routed
 
     parent = os.getppid()
     for s in (signal.SIGTERM, signal.SIGINT):  # a forked worker has the parent's handlers; uvicorn sets its own
@@ -257,6 +257,8 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
             app, served = build(stack, sessions, ledger.admit)
             sock = reuseport_socket(host, port)
             stack.callback(sock.close)
+            peers_sock = peer_listener(router)  # before any process serves the port: no peer finds it missing
+            stack.callback(peers_sock.close)
         except Exception as exc:  # the parent raises it, to be reported as one process reports it
             try:
                 pickle.loads(pickle.dumps(exc))
@@ -293,7 +295,7 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
             threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
             beat()
             await serve_routed(app, sock, router, limits=limits, log_level=log_level, stop=stop,
-                               worker_header_on=worker_header)
+                               worker_header_on=worker_header, peers=peers_sock)
 
         _run_loop(run())
     sys.stdout.flush()

@@ -52,7 +52,7 @@ from tool_specs import shown_name
 from .core import named_session
 from .http import HTTPLimits, _GuardedH11Protocol, _protocol_class, uvicorn_config, wait_started
 
-__all__ = ["LOST_CODE", "WORKER_HEADER", "Router", "SessionLedger", "reuseport_socket", "serve_routed"]
+__all__ = ["LOST_CODE", "WORKER_HEADER", "Router", "SessionLedger", "peer_listener", "reuseport_socket", "serve_routed"]
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +218,18 @@ class RoutingProtocol(_GuardedH11Protocol):
         super().on_response_complete()
 
 
+def peer_listener(router: Router) -> socket.socket:
+    """This process's socket for the connections the others hand over, bound and listening: made before
+    the process serves the port, so that no peer finds it missing (they queue until it is read)."""
+    path = router.peer_path(router.index)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)
+    listener.bind(path)
+    listener.listen(128)
+    return listener
+
+
 @dataclass(eq=False)
 class _Peer:
     """The socket to one other process and the connections waiting to be handed to it (their own descriptors)."""
@@ -325,14 +337,10 @@ class Handoff:
             os.write(fd, _busy_response(found[0] if found else "?", owner, self.router.workers, why))
         os.close(fd)
 
-    async def listen(self, protocol_factory: Callable[[], asyncio.Protocol]) -> None:
-        """Adopt the connections other processes hand over, serving them with ``protocol_factory``'s protocols."""
-        path = self.router.peer_path(self.router.index)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)
-        listener.bind(path)
-        listener.listen(128)
+    async def listen(self, protocol_factory: Callable[[], asyncio.Protocol], listener: socket.socket | None = None) -> None:
+        """Adopt the connections other processes hand over, serving them with ``protocol_factory``'s protocols
+        (on ``listener``, from :func:`peer_listener`, when it is bound already)."""
+        listener = listener or peer_listener(self.router)
         self._listener = listener
         self._adopt = protocol_factory
         asyncio.get_running_loop().add_reader(listener.fileno(), self._accept)
@@ -412,6 +420,7 @@ def worker_header(app: ASGIApp, index: int) -> ASGIApp:
 async def serve_routed(
     app: ASGIApp, sock: socket.socket, router: Router, *, limits: HTTPLimits, log_level: str = "warning",
     on_ready: Callable[[], None] | None = None, stop: asyncio.Event | None = None, worker_header_on: bool = False,
+    peers: socket.socket | None = None,
 ) -> None:
     """Serve ``app`` on the listening socket ``sock`` (one of the port's ``SO_REUSEPORT`` group) as process
     ``router.index``: handshake session ids this process owns, requests of other processes' sessions
@@ -431,7 +440,7 @@ async def serve_routed(
         await wait_started(server, task)
         await handoff.listen(functools.partial(
             cast(Any, config.http_protocol_class), config=config, server_state=server.server_state, app_state=server.lifespan.state,
-        ))
+        ), peers)
         if on_ready is not None:
             on_ready()
         if stop is not None:
