@@ -16,6 +16,7 @@ from rich.markup import escape
 from ..core.options import add_options
 from ..core.registry import all_benchmarks, get_benchmark
 from .data import ensure_benchmark_data, json_line
+from .parser import workers_arg
 from .summary import print_summary, print_warnings, summary_table
 
 __all__ = [
@@ -97,15 +98,6 @@ def run_status_line(status: int, result: Any, summary: dict[str, Any], *, retry_
             parts.append("errored tasks are kept on resume: rerun with --retry-errored to run them again")
     parts.append(f"run directory: {summary['run_dir']}")
     return redacted("; ".join(parts))
-
-
-def _workers_arg(value: str) -> int | None:
-    if value == "auto":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}") from None
 
 
 def _task_ids_arg(value: str) -> list[str]:
@@ -262,7 +254,7 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
         "and --server-process), stdio (a server process per episode: slow). Results do not depend on it",
     )
     r.add_argument(
-        "--workers", type=_workers_arg, default=None, metavar="N|auto",
+        "--workers", type=workers_arg, default=None, metavar="N|auto",
         help="split the episodes over N worker processes (each its own event loop, MCP client and tool server; "
         "--concurrency is the total). One run: traces, progress, rate limits and budget stay in this process. "
         "Default auto: one worker per 32 concurrent episodes, at most one per CPU (so 1, in this process, up to "

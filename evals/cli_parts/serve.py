@@ -17,6 +17,7 @@ from rich.markup import escape
 from ..core.registry import all_benchmarks, serve_options
 from .data import ensure_benchmark_data
 from .listing import add_serve_option_groups
+from .parser import workers_arg
 
 if TYPE_CHECKING:
     from server import EndpointRef, HTTPLimits, SessionLimits, ToolServer
@@ -54,7 +55,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sessions: SessionLimits | None = None
     limits: HTTPLimits | None = None
     shared_state = bool(args.mcp_server or args.mcp_config or given.get("allow_writes") or given.get("inductive"))
-    if args.workers == "auto":  # one process where the state must be one: a writable KG, the user's MCP servers
+    if args.workers is None:  # auto; one process where the state must be one: a writable KG, the user's MCP servers
         caps = (args.max_sessions, args.max_sessions_per_endpoint, args.max_connections)  # each worker gets 1/N of each
         args.workers = 1 if args.stdio or shared_state else max(1, min(os.cpu_count() or 1, *caps))
     if args.workers < 1 or (args.workers > 1 and (args.stdio or shared_state)):
@@ -222,15 +223,6 @@ def _add_limit_arguments(g: argparse._ArgumentGroup) -> None:
                    help=f"an idle keep-alive connection is closed after this long (default {h.keep_alive_timeout:g} s)")
 
 
-def _serve_workers_arg(value: str) -> int | str:
-    if value == "auto":
-        return value
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', got {value!r}") from None
-
-
 def build_serve_parser(s: argparse.ArgumentParser) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need --token)")
     s.add_argument("--port", type=int, default=8765, help="port to listen on")
@@ -255,7 +247,7 @@ def build_serve_parser(s: argparse.ArgumentParser) -> None:
     s.add_argument("--kg-file", metavar="FILE", help="serve your own KG, a triple file (one ['head', 'relation', "
                    "'tail'] per line), as the KG tools at /mcp/custom (built once into the cache)")
     s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
-    s.add_argument("--workers", type=_serve_workers_arg, default=1, metavar="N|auto",
+    s.add_argument("--workers", type=workers_arg, default=1, metavar="N|auto",
                    help="HTTP: serve from N processes on the one port, each session kept on the process that made "
                    "it, the session and connection caps shared out between them; auto: one per CPU (1 with "
                    "--allow-writes, --inductive, --mcp-server or --mcp-config). Default 1: one process, what an "

@@ -429,5 +429,5 @@ def test_serve_is_one_process_unless_asked() -> None:
     parser = argparse.ArgumentParser()
     build_serve_parser(parser)
     assert parser.parse_args([]).workers == 1
-    assert parser.parse_args(["--workers", "auto"]).workers == "auto"
+    assert parser.parse_args(["--workers", "auto"]).workers is None  # auto: one per CPU
     assert parser.parse_args(["--workers", "3"]).workers == 3
