@@ -9,8 +9,6 @@ what ``evals run`` does: one MCP session per episode, traces fsync'd per episode
   transport (``--transport memory``) and ``--workers auto`` (one worker process per 32 concurrent
   episodes, at most one per CPU; one process up to concurrency 32); the workers start while the
   parent prepares the run directory;
-* ``default-late``: the same with the workers started only once the run directory is ready (as
-  before they were started early): the ``command`` columns show what the early start saves;
 * ``memory``: one process, the in-process transport to the run's own server;
 * ``http``: one process; the server on the run's event loop, on 127.0.0.1, over HTTP
   (``--transport http``);
@@ -124,7 +122,6 @@ def model_alone_wall(turns: list[int], concurrency: int, latency: float) -> floa
 
 LAYOUTS: dict[str, dict] = {  # layout -> RunOptions settings
     "default": {},  # what `evals run` does without layout flags: memory, --workers auto
-    "default-late": {},  # the same, with the workers started only once the run directory is ready
     "memory": {"transport": "memory", "workers": 1},
     "http": {"transport": "http", "workers": 1},
     "server-process": {"server_process": True},
@@ -142,12 +139,8 @@ async def one(concurrency: int, limit: int | None, latency: float, root: Path, l
         benchmark="familytool-b", model=f"oracle:{latency}", limit=limit, concurrency=concurrency,
         run_dir=run_path, progress=False, **settings,
     )
-    pipeline.START_WORKERS_EARLY = layout != "default-late"
     t0 = time.perf_counter()
-    try:
-        result, summary = await run_benchmark(opts)
-    finally:
-        pipeline.START_WORKERS_EARLY = True
+    result, summary = await run_benchmark(opts)
     command_wall = time.perf_counter() - t0
     children = opts.workers or 1  # resolved by the run (--workers auto)
     cpu, server_cpu = _episodes_cpu.pop()

@@ -190,12 +190,6 @@ def resolve_workers(opts: RunOptions) -> int:
     return opts.workers
 
 
-START_WORKERS_EARLY = True
-"""Start local worker processes before the run directory, the judge and the config are prepared (they
-take a second or two to load the benchmark and open their servers); ``bench/bench_harness.py``
-turns it off to measure what that saves."""
-
-
 def check_executor(opts: RunOptions) -> None:
     """``--executor`` and ``--ray-address``, checked (Ray itself is imported only when a run uses it)."""
     if opts.executor not in ("local", "ray"):
@@ -252,7 +246,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     async with contextlib.AsyncExitStack() as stack:
         start_worker = None
         pool = None
-        if opts.executor != "ray" and (opts.workers or 1) > 1 and START_WORKERS_EARLY:
+        if opts.executor != "ray" and (opts.workers or 1) > 1:
             from .workers import WorkerPool
 
             # started first: they import and then load the benchmark and open their servers while
