@@ -9,12 +9,9 @@ what ``evals run`` does: one MCP session per episode, traces fsync'd per episode
   transport (``--transport memory``) and ``--workers auto`` (one worker process per 32 concurrent
   episodes, at most one per CPU; one process up to concurrency 32); the workers start while the
   parent prepares the run directory;
-* ``default-late``: the same with the workers started only once the run directory is ready (as
-  before they were started early): the ``command`` columns show what the early start saves;
 * ``memory``: one process, the in-process transport to the run's own server;
 * ``http``: one process; the server on the run's event loop, on 127.0.0.1, over HTTP
   (``--transport http``);
-* ``server-process``: the server in a child process, over HTTP (``--server-process``);
 * ``workers-memory`` / ``workers-http``: ``--workers N`` (``--workers`` here, default: the CPU
   count) worker processes, each with its own server, over that transport; the parent keeps the run
   directory, progress, limits;
@@ -30,7 +27,7 @@ measured/ideal (the issue's target: >= 0.90 at concurrency 64).
 
 CPU columns, per episode, while the episodes ran (no start-up, no summary): ``client`` is this
 process (with the in-process server, the server too); ``children`` is this process's child
-processes (the server of ``server-process``, the workers), read from ``/proc``. Their sum is the harness's own
+processes (the workers), read from ``/proc``. Their sum is the harness's own
 cost, which does not depend on the latency: with ``C`` cores, no harness layout can go faster than
 ``C / (cpu per episode)`` episodes/s, and a single event loop no faster than ``1 / (its cpu per
 episode)`` — the ``cpu bound/s`` column (the tighter of this process's bound and the children's,
@@ -48,7 +45,7 @@ Each row is the median of ``--repeats`` runs, the repetitions interleaved across
 machine may be shared and noisy: compare rows of one run).
 
     EVALS_DATA_DIR=../shared/data python bench/bench_harness.py [--latency 0.2] [--concurrency 1 8 64] \\
-        [--limit N] [--c1-limit 20] [--repeats 3] [--layouts memory http server-process] [--json]
+        [--limit N] [--c1-limit 20] [--repeats 3] [--layouts memory http workers-memory] [--json]
 """
 
 from __future__ import annotations
@@ -124,10 +121,8 @@ def model_alone_wall(turns: list[int], concurrency: int, latency: float) -> floa
 
 LAYOUTS: dict[str, dict] = {  # layout -> RunOptions settings
     "default": {},  # what `evals run` does without layout flags: memory, --workers auto
-    "default-late": {},  # the same, with the workers started only once the run directory is ready
     "memory": {"transport": "memory", "workers": 1},
     "http": {"transport": "http", "workers": 1},
-    "server-process": {"server_process": True},
     "workers-memory": {"transport": "memory", "workers": None},  # None: --workers
     "workers-http": {"transport": "http", "workers": None},
     "ray": {"transport": "memory", "workers": None, "executor": "ray"},  # the workers as Ray actors, local head
@@ -142,12 +137,8 @@ async def one(concurrency: int, limit: int | None, latency: float, root: Path, l
         benchmark="familytool-b", model=f"oracle:{latency}", limit=limit, concurrency=concurrency,
         run_dir=run_path, progress=False, **settings,
     )
-    pipeline.START_WORKERS_EARLY = layout != "default-late"
     t0 = time.perf_counter()
-    try:
-        result, summary = await run_benchmark(opts)
-    finally:
-        pipeline.START_WORKERS_EARLY = True
+    result, summary = await run_benchmark(opts)
     command_wall = time.perf_counter() - t0
     children = opts.workers or 1  # resolved by the run (--workers auto)
     cpu, server_cpu = _episodes_cpu.pop()
@@ -216,7 +207,6 @@ async def main() -> None:
                     default=None,
                     help="the layouts to measure (default: default http memory workers-memory workers-http, "
                     "and ray where Ray is installed)")
-    ap.add_argument("--server-process", action="store_true", help="same as adding server-process to --layouts")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="N for the workers-* layouts (default: CPUs)")
     ap.add_argument("--json", action="store_true", help="print every row as one JSON object on the last line")
     ap.add_argument("--sdk-floor", action="store_true",
@@ -226,7 +216,7 @@ async def main() -> None:
         from evals.core.ray_executor import ray_installed
 
         args.layouts = ["default", "http", "memory", "workers-memory", "workers-http"] + (["ray"] if ray_installed() else [])
-    layouts = list(dict.fromkeys(args.layouts + (["server-process"] if args.server_process else [])))
+    layouts = list(dict.fromkeys(args.layouts))
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         measured: dict[tuple[str, int], list[dict]] = {(layout, c): [] for layout in layouts for c in args.concurrency}

@@ -184,7 +184,7 @@ def start_servers(tmp: Path, kg_file: Path, ref: str | None = None
     if ref:
         trees["ref"] = export_tree(ref, tmp / "ref")
     for name, tree in trees.items():
-        # one server process, as the SDK's (`evals serve` serves from one process per CPU by default,
+        # one server process, as the SDK's (`evals serve --workers 1`, the default now; older trees served one per CPU,
         # and the CPU measured is the server pid's own); a tree older than --workers has one anyway
         serve_help = subprocess.run([sys.executable, "-m", "evals.cli", "serve", "--help"], capture_output=True,
                                     text=True, env={**env, "PYTHONPATH": str(tree)}, cwd=tree, check=False).stdout

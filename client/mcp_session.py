@@ -37,6 +37,7 @@ async def connect(
     http_client: httpx2.AsyncClient | None = None,
     discovery_key: str | None = None,
     discoveries: dict[str, tuple[str, types.DiscoverResult]] | None = None,
+    client_name: str | None = None,
 ) -> AsyncIterator[Client]:
     """Connect to an MCP server.
 
@@ -58,6 +59,9 @@ async def connect(
     under ``discovery_key``: sessions given the same dict and key adopt the first one's result, so
     give it only to sessions whose servers answer ``server/discover`` alike (the low-level servers
     of one :class:`server.ToolServer`, which differ only in their endpoint).
+
+    ``client_name`` is the MCP client's name (``clientInfo``; the SDK's default is ``mcp``). The tool
+    server's fair queue groups a client's sessions by it: ``evals run`` sends one drawn per run.
     """
     if http_client is not None and (token or headers):
         # a shared client carries its own headers: silently sending none of these would be worse
@@ -68,10 +72,11 @@ async def connect(
                 http_client = await stack.enter_async_context(make_http_client(token=token, headers=headers, timeout=timeout))
                 discovery_key = None  # nothing to share it with
             transport = streamable_http_client(target, http_client=http_client, max_sse_event_size=max_sse_event_size)
-            yield await _enter_client(stack, transport, timeout, _discovery_cache(http_client, discovery_key), discovery_key)
+            yield await _enter_client(stack, transport, timeout, _discovery_cache(http_client, discovery_key), discovery_key,
+                                      client_name)
     else:
         async with contextlib.AsyncExitStack() as stack:
-            yield await _enter_client(stack, target, timeout, discoveries, discovery_key)
+            yield await _enter_client(stack, target, timeout, discoveries, discovery_key, client_name)
 
 
 async def _enter_client(
@@ -80,6 +85,7 @@ async def _enter_client(
     timeout: float | None,
     known: dict[str, tuple[str, types.DiscoverResult]] | None,
     key: str | None,
+    client_name: str | None = None,
 ) -> Client:
     """A connected client on ``stack``; it adopts ``known[key]`` (a ``server/discover`` result) when
     there is one, and stores its own there when there is none."""
@@ -87,6 +93,8 @@ async def _enter_client(
         known = None
     prior = known.get(key) if known is not None and key is not None else None
     pin: dict[str, Any] = {"mode": prior[0], "prior_discover": prior[1]} if prior is not None else {}
+    if client_name is not None:
+        pin["client_info"] = types.Implementation(name=client_name, version="0")
     try:
         # cache=None: the SDK's response cache would keep a listing for the life of one session, which
         # lists once (an episode's), so it only costs (cache keys, a checkpoint, copies) per request

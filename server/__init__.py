@@ -20,6 +20,7 @@ from .core import (
     SessionLimits,
     ToolServer,
     current_endpoint,
+    named_session,
 )
 from .http import (
     TOKEN_ENV,
@@ -45,6 +46,7 @@ from .names import MAX_COMPLETIONS, Matches, NameIndex
 from .prompts import TASK_ARGUMENT, Completes, PromptArgument, PromptError, PromptSpec
 from .recording import CallRecording, RecordedExecutor, Recording, read_recording, replay_specs
 from .resources import MAX_RELATION_FACTS, RESOURCE_NOT_FOUND, KGResources, ParsedURI, parse_uri
+from .serve_workers import WorkerStartError, serve_workers, share_limits
 from .stdio import serve_stdio
 from .surface import (
     KG_WRITE_TOOLS,
@@ -67,7 +69,15 @@ from .upstream import (
     tool_spec_of,
     upstream_specs,
 )
-from .worker_routing import WORKER_HEADER, Router, reuseport_socket, serve_routed
+from .worker_routing import (
+    LOST_CODE,
+    WORKER_HEADER,
+    Router,
+    SessionLedger,
+    peer_listener,
+    reuseport_socket,
+    serve_routed,
+)
 
 __all__ = [
     "KG_WRITE_TOOLS",
@@ -148,7 +158,14 @@ __all__ = [
     "uvicorn_config",
     "wait_started",
     "WORKER_HEADER",
+    "WorkerStartError",
+    "serve_workers",
+    "share_limits",
+    "LOST_CODE",
     "Router",
+    "SessionLedger",
+    "peer_listener",
+    "named_session",
     "reuseport_socket",
     "serve_routed",
 ]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, cast
+from urllib.parse import parse_qsl
 
 from mcp import types
 from mcp.server import NotificationOptions, Server, ServerRequestContext
@@ -61,6 +63,7 @@ __all__ = [
     "SessionLimits",
     "ToolServer",
     "current_endpoint",
+    "named_session",
 ]
 
 # What a types.ListToolsResult without tools dumps to (the protocol's default fields), for listings
@@ -101,6 +104,20 @@ class SessionLimits:
             )
         if not 0 < self.idle_timeout < float("inf"):
             raise ValueError(f"idle_timeout must be a positive, finite number of seconds, got {self.idle_timeout!r}")
+
+
+def named_session(query_string: bytes | str) -> str | None:
+    """The session a request's query names (``?session=<id>``): the one parse the router and the
+    server share (Starlette's rules: latin-1, blank values kept, the last one wins; empty is none)."""
+    if isinstance(query_string, bytes):
+        if b"session" not in query_string and b"%" not in query_string:
+            return None
+        query_string = query_string.decode("latin-1")
+    found = None
+    for key, value in parse_qsl(query_string, keep_blank_values=True):
+        if key == "session":
+            found = value
+    return found or None
 
 
 class _SessionStates:
@@ -235,6 +252,9 @@ class ToolServer:
         self._tools_by_spec: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}
         self.default = default
         self._session_states = _SessionStates(session_limits or SessionLimits())
+        # called with a named session's id before its state is made (``--workers N``: may this process
+        # hold it?); raises MCPError to refuse
+        self.session_admission: Callable[[str], None] | None = None
         self.surface = Surface(self.mounts, page_size)
         self.server: Server[Any] = self.mcp_server(default)
 
@@ -323,13 +343,12 @@ class ToolServer:
             return None, connection_state
         # the SDK makes a ServerSession per request; a legacy client's connection has a session id
         connection = getattr(ctx.session, "_connection", None)
-        query_string = getattr(request, "scope", {}).get("query_string", b"")
-        # Starlette parses the query string on first use: only when it can name a session at all
-        maybe = b"session" in query_string or b"%" in query_string
-        query = getattr(request, "query_params", None) if maybe else None
-        named = (query.get("session") if query is not None else None) or getattr(connection, "session_id", None)
+        # the one parse of the query (the router of ``--workers N`` uses it too)
+        named = named_session(getattr(request, "scope", {}).get("query_string", b"")) or getattr(connection, "session_id", None)
         if named:
             key = f"{ref.path}?session={named}"
+            if self.session_admission is not None and key not in self._session_states.states:
+                self.session_admission(str(named))
         else:  # each client connection its own state: two clients never share one by naming nothing
             peer = getattr(request, "client", None)
             key = f"{ref.path}?connection={getattr(peer, 'host', '')}:{getattr(peer, 'port', '')}"
@@ -490,10 +509,18 @@ class _Server(Server[Any]):
         )
 
 
+_UNGUESSABLE_NAME = re.compile(r"[0-9a-f]{32}\Z")  # ends in 128 random bits, as `evals run`'s per-run name
+
+
 def _client_of(ctx: ServerRequestContext[Any]) -> str | None:
     """Who is calling, beyond the session, for the sandbox's fair queue: over HTTP the peer's address,
     with a digest of its ``Authorization`` header and the MCP client's name (``initialize``, or the
-    request's envelope) when it sends them; ``None`` outside HTTP (stdio: one client)."""
+    request's envelope) when it sends them; ``None`` outside HTTP (stdio: one client).
+
+    A name is self-declared: without a token (on loopback every client has the same address) anyone
+    can take another client's name and share its place in the queue (make it slow, or take its
+    light standing). So without a token a name counts only when it cannot be guessed (ends in 32
+    hex digits: ``evals run`` draws one per run); otherwise the session is a client of its own."""
     request = ctx.request
     peer = getattr(request, "client", None)
     if request is None or peer is None:
@@ -504,8 +531,11 @@ def _client_of(ctx: ServerRequestContext[Any]) -> str | None:
         parts.append("token:" + hashlib.sha256(auth.encode("utf-8", "surrogateescape")).hexdigest()[:16])
     params = getattr(getattr(ctx.session, "_connection", None), "client_params", None)
     name = getattr(getattr(params, "client_info", None), "name", None)
-    if isinstance(name, str) and name:
-        parts.append("name:" + name[:SHOWN_CHARS])
+    trusted = isinstance(name, str) and name and (auth or _UNGUESSABLE_NAME.search(name[:SHOWN_CHARS]))
+    if not auth and not trusted:
+        return None
+    if trusted:
+        parts.append("name:" + str(name)[:SHOWN_CHARS])
     return " ".join(parts)
 
 

@@ -17,41 +17,50 @@ server) gets an id that hashes to the process that created it. A request that na
 handshake ``initialize``, ``/health``, a request of the current protocol without ``?session=``) is
 served where it arrived.
 
-When the owner of a session is gone (its process was killed), its requests get HTTP 503 with a
-JSON-RPC error that says so; the sessions of the other processes go on.
+The router and the server read a request's session with one function (:func:`server.core.named_session`),
+and a process refuses a named session it does not own (:class:`SessionLedger`): one name never has
+two states. A hand-over never blocks: a connection the owner cannot take yet waits in a bounded
+queue; past it, or when the owner is gone or restarting, the request gets HTTP 503 with a transient
+JSON-RPC error (:data:`LOST_CODE`). The supervisor restarts a process that exited or stopped
+answering its heartbeat; the restarted process says "state lost" only for the sessions its
+predecessors held.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import functools
 import hashlib
 import json
 import logging
 import os
 import socket
-import struct
 import uuid
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import parse_qs
 
+from mcp.shared.exceptions import MCPError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tool_specs import shown_name
 
+from .core import named_session
 from .http import HTTPLimits, _GuardedH11Protocol, _protocol_class, uvicorn_config, wait_started
 
-__all__ = ["WORKER_HEADER", "Router", "reuseport_socket", "serve_routed"]
+__all__ = ["LOST_CODE", "WORKER_HEADER", "Router", "SessionLedger", "peer_listener", "reuseport_socket", "serve_routed"]
 
 log = logging.getLogger(__name__)
 
-WORKER_HEADER = "x-evals-worker"  # on every HTTP response of a multi-process server: the serving process's index
+WORKER_HEADER = "x-evals-worker"  # debug only (``--worker-header``, loopback): the serving process's index
+LOST_CODE = -32000  # a session's process exited or stopped answering: transient (the SDK's "connection closed")
 _MAX_HEAD = 65536  # a request head longer than this is left to the HTTP parser (which refuses it)
-_FRAME = struct.Struct("!I")
+_MAX_MESSAGE = 1 << 18  # the bytes handed over with a connection: a head (< 64 KiB) and one read (64 KiB)
+QUEUE_PER_PEER = 64  # connections waiting for one process to take them; past it, the 503 path
 
 
 @dataclass(frozen=True)
@@ -63,28 +72,31 @@ class Router:
     secret: bytes
     peers_dir: Path
 
+    def digest(self, session: str) -> bytes:
+        return hashlib.blake2b(session.encode("utf-8", "surrogateescape"), key=self.secret, digest_size=8).digest()
+
     def owner(self, session: str) -> int:
-        digest = hashlib.blake2b(session.encode("utf-8", "surrogateescape"), key=self.secret, digest_size=8).digest()
-        return int.from_bytes(digest, "big") % self.workers
+        return int.from_bytes(self.digest(session), "big") % self.workers
 
     def owner_of_head(self, head: bytes) -> tuple[str, int] | None:
         """The session a request head names (``?session=`` first, then ``Mcp-Session-Id``) and its owner."""
         line_end = head.find(b"\r\n")
         target = head[:line_end].split(b" ")
         session = None
-        if len(target) == 3 and b"session=" in target[1]:
-            query = target[1].partition(b"?")[2].decode("latin-1")
-            named = parse_qs(query).get("session")
-            session = named[-1] if named else None  # the last one, as the server reads the query
+        if len(target) == 3:
+            session = named_session(target[1].partition(b"?")[2])
         if session is None:
             at = head.lower().find(b"\r\nmcp-session-id:")
             if at >= 0:
                 value_end = head.find(b"\r\n", at + 2)
-                session = head[at + 17: value_end if value_end >= 0 else None].strip().decode("latin-1") or None
+                session = head[at + 17: value_end if value_end >= 0 else None].strip(b" \t").decode("latin-1") or None
         return None if session is None else (session, self.owner(session))
 
     def peer_path(self, index: int) -> str:
         return str(self.peers_dir / f"w{index}.sock")
+
+    def ledger_path(self, index: int) -> str:
+        return str(self.peers_dir / f"w{index}.sessions")
 
     def new_session_id(self) -> uuid.UUID:
         """A random session id that this process owns (for the SDK's ``Mcp-Session-Id``)."""
@@ -100,6 +112,54 @@ class Router:
         streamable_http_manager.uuid4 = self.new_session_id  # type: ignore[attr-defined]
 
 
+_MAX_LEDGER = 8 << 20  # bytes of a predecessor's ledger read back (a million sessions); past it, the newest
+
+
+class SessionLedger:
+    """Which named sessions this process's index has held, kept across a restart of the process.
+
+    Each process appends a keyed digest (8 bytes) of every named session it opens to a file of its
+    index in the peers' directory (mode 0700). A process started in place of one that exited reads
+    its predecessors' digests: a request for one of those sessions is told its state is lost (a
+    transient error: ``evals run`` runs the episode again on resume), a name never seen is a new
+    session. :meth:`admit` also refuses a session this process does not own (one that reached it
+    without the router, e.g. pipelined behind another request): one name never has two states.
+    """
+
+    def __init__(self, router: Router):
+        self.router = router
+        path = router.ledger_path(router.index)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, min(size, _MAX_LEDGER), max(0, size - _MAX_LEDGER)) if size else b""
+        data = data[len(data) % 8:]
+        self.lost = {data[i:i + 8] for i in range(0, len(data), 8)}
+        self._fd = fd
+
+    def admit(self, name: str) -> None:
+        """Let this process open named session ``name``, or raise :class:`MCPError` saying why not."""
+        if self.router.owner(name) != self.router.index:
+            raise MCPError(code=-32600, message=f"session {shown_name(name)} is held by another server process: "
+                           "send each request of a session on a request of its own (not pipelined)")
+        digest = self.router.digest(name)
+        if digest in self.lost:
+            raise MCPError(code=LOST_CODE, message=f"session {shown_name(name)} was held by server process "
+                           f"{self.router.index} of {self.router.workers}, which exited and was restarted: its state "
+                           "is lost; open a new session")
+        os.write(self._fd, digest)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _busy_response(session: str, owner: int, workers: int, why: str) -> bytes:
+    message = (f"session {shown_name(session)} is held by server process {owner} of {workers}, which {why}: "
+               "retry (if the session had begun, its state may be lost: then open a new session)")
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": LOST_CODE, "message": message}}).encode()
+    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
+
+
 def reuseport_socket(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``(host, port)`` with ``SO_REUSEPORT`` (``port=0`` picks one), not yet listening."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -111,14 +171,6 @@ def reuseport_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
-
-
-def _gone_response(session: str, owner: int, workers: int) -> bytes:
-    message = (f"session {shown_name(session)} is held by server process {owner} of {workers}, which has exited: "
-               "its state is lost; open a new session")
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32603, "message": message}}).encode()
-    return (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-            b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body))
 
 
 class RoutingProtocol(_GuardedH11Protocol):
@@ -153,56 +205,142 @@ class RoutingProtocol(_GuardedH11Protocol):
             self._routing = False
             super().data_received(buf)
             return
-        if not self.handoff.send(found[1], self.transport, buf):
-            self.transport.write(_gone_response(found[0], found[1], self.router.workers))
+        why = self.handoff.send(found[1], self.transport, buf)
+        if why is not None:
+            self.transport.write(_busy_response(found[0], found[1], self.router.workers, why))
             self.transport.close()
             return
         self._routing = False
-        self.transport.abort()  # closes this process's descriptor only: the owner has its own now
+        self.transport.abort()  # closes this process's descriptor only: the queue holds its own copy
 
     def on_response_complete(self) -> None:
-        self._routing = True  # the connection's next request is routed again (pipelined ones are not)
+        self._routing = True  # the connection's next request is routed again (a pipelined one: see SessionLedger)
         super().on_response_complete()
 
 
+def peer_listener(router: Router) -> socket.socket:
+    """This process's socket for the connections the others hand over, bound and listening: made before
+    the process serves the port, so that no peer finds it missing (they queue until it is read)."""
+    path = router.peer_path(router.index)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)
+    listener.bind(path)
+    listener.listen(128)
+    return listener
+
+
+@dataclass(eq=False)
+class _Peer:
+    """The socket to one other process and the connections waiting to be handed to it (their own descriptors)."""
+
+    sock: socket.socket
+    queue: deque[tuple[int, bytes]] = field(default_factory=deque)
+    waiting: bool = False  # a writer callback is registered: the socket was full
+
+
 class Handoff:
-    """Sends connections to the other processes, and adopts those they send (``SCM_RIGHTS`` over Unix sockets)."""
+    """Sends connections to the other processes, and adopts those they send (``SCM_RIGHTS`` over Unix sockets).
+
+    Sending never blocks the event loop: the sockets are non-blocking, a connection the peer cannot
+    take yet waits in a queue of at most :data:`QUEUE_PER_PEER` (sent when the peer drains its socket),
+    and past that, or when the peer is gone, the request gets the 503 path. A peer that stops taking
+    connections for good is stopped by the supervisor (it no longer answers its heartbeat), which
+    answers the waiting connections with a 503 as well."""
 
     def __init__(self, router: Router):
         self.router = router
-        self._peers: dict[int, socket.socket] = {}
+        self._peers: dict[int, _Peer] = {}
         self._listener: socket.socket | None = None
         self._adopt: Callable[[], asyncio.Protocol] | None = None
 
-    def send(self, owner: int, transport: Any, data: bytes) -> bool:
-        """Hand the connection of ``transport`` with the bytes read from it to process ``owner``; False if it is gone."""
-        sock = transport.get_extra_info("socket")
-        for attempt in (0, 1):
-            peer = self._peers.get(owner)
-            try:
-                if peer is None:
-                    peer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    self._peers[owner] = peer
-                    peer.connect(self.router.peer_path(owner))
-                socket.send_fds(peer, [_FRAME.pack(len(data)) + data], [sock.fileno()])
-                return True
-            except OSError as exc:
-                self._peers.pop(owner, None)
-                if peer is not None:
-                    peer.close()
-                if attempt:
-                    log.warning("process %d cannot take a connection: %s", owner, exc)
-        return False
+    def send(self, owner: int, transport: Any, data: bytes) -> str | None:
+        """Hand the connection of ``transport`` with the bytes read from it to process ``owner``; None when
+        it is sent or queued, else why not (the peer is gone or not answering, or its queue is full)."""
+        if len(data) > _MAX_MESSAGE:
+            return "cannot take a request head this large"
+        peer = self._peers.get(owner)
+        if peer is None:
+            peer = self._connect(owner)
+            if peer is None:
+                return "is not answering (it exited or is restarting)"
+        if len(peer.queue) >= QUEUE_PER_PEER:
+            return "is not taking connections (busy or stuck)"
+        peer.queue.append((os.dup(transport.get_extra_info("socket").fileno()), data))
+        self._flush(owner)
+        return None
 
-    async def listen(self, protocol_factory: Callable[[], asyncio.Protocol]) -> None:
-        """Adopt the connections other processes hand over, serving them with ``protocol_factory``'s protocols."""
-        path = self.router.peer_path(self.router.index)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(path)
-        listener.listen(64)
-        listener.setblocking(False)
+    def _connect(self, owner: int) -> _Peer | None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_NONBLOCK | socket.SOCK_CLOEXEC)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2 * _MAX_MESSAGE)  # a message must fit whole
+            sock.connect(self.router.peer_path(owner))
+        except OSError as exc:
+            sock.close()
+            log.warning("process %d cannot take a connection: %s", owner, exc)
+            return None
+        peer = self._peers[owner] = _Peer(sock)
+        return peer
+
+    def _flush(self, owner: int, retry: bool = True) -> None:
+        peer = self._peers.get(owner)
+        if peer is None:
+            return
+        loop = asyncio.get_running_loop()
+        while peer.queue:
+            fd, data = peer.queue[0]
+            try:
+                socket.send_fds(peer.sock, [data], [fd])
+            except OSError as exc:
+                if exc.errno == errno.EMSGSIZE:  # this one only: it cannot cross
+                    peer.queue.popleft()
+                    self._refuse(fd, data, owner, "cannot take a request head this large")
+                    continue
+                if not isinstance(exc, (BlockingIOError, InterruptedError)):
+                    self._drop(owner, exc, retry)
+                    return
+                if not peer.waiting:
+                    loop.add_writer(peer.sock.fileno(), self._flush, owner)
+                    peer.waiting = True
+                return
+            peer.queue.popleft()
+            os.close(fd)
+        if peer.waiting:
+            loop.remove_writer(peer.sock.fileno())
+            peer.waiting = False
+
+    def _drop(self, owner: int, exc: OSError | None, retry: bool = False) -> None:
+        """Forget the socket to ``owner``; the connections waiting for it go to a new socket (``retry``: the
+        process was restarted since this one was made) or get the 503 path."""
+        peer = self._peers.pop(owner, None)
+        if peer is None:
+            return
+        if exc is not None and exc.errno not in (errno.EPIPE, errno.ECONNRESET, errno.ECONNREFUSED):
+            log.warning("process %d cannot take a connection: %s", owner, exc)
+        if peer.waiting:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_writer(peer.sock.fileno())
+        peer.sock.close()
+        fresh = self._connect(owner) if retry and peer.queue else None
+        if fresh is not None:
+            fresh.queue = peer.queue
+            self._flush(owner, retry=False)
+            return
+        while peer.queue:
+            fd, data = peer.queue.popleft()
+            self._refuse(fd, data, owner, "stopped before it took the connection")
+
+    def _refuse(self, fd: int, data: bytes, owner: int, why: str) -> None:
+        """Answer a queued connection (its own descriptor) with the 503 path, and close it."""
+        found = self.router.owner_of_head(data[:data.find(b"\r\n\r\n") + 2])
+        with contextlib.suppress(OSError):  # best effort: the socket is non-blocking and the answer small
+            os.write(fd, _busy_response(found[0] if found else "?", owner, self.router.workers, why))
+        os.close(fd)
+
+    async def listen(self, protocol_factory: Callable[[], asyncio.Protocol], listener: socket.socket | None = None) -> None:
+        """Adopt the connections other processes hand over, serving them with ``protocol_factory``'s protocols
+        (on ``listener``, from :func:`peer_listener`, when it is bound already)."""
+        listener = listener or peer_listener(self.router)
         self._listener = listener
         self._adopt = protocol_factory
         asyncio.get_running_loop().add_reader(listener.fileno(), self._accept)
@@ -212,32 +350,26 @@ class Handoff:
         with contextlib.suppress(BlockingIOError, InterruptedError):
             conn, _ = self._listener.accept()
             conn.setblocking(False)
-            state: dict[str, Any] = {"buf": b"", "fds": []}
-            asyncio.get_running_loop().add_reader(conn.fileno(), functools.partial(self._read, conn, state))
+            asyncio.get_running_loop().add_reader(conn.fileno(), functools.partial(self._read, conn))
 
-    def _read(self, conn: socket.socket, state: dict[str, Any]) -> None:
-        loop = asyncio.get_running_loop()
+    def _read(self, conn: socket.socket) -> None:
         try:
-            data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 16)
+            data, fds, _, _ = socket.recv_fds(conn, _MAX_MESSAGE, 1)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             data, fds = b"", []
-        state["fds"].extend(fds)
         if not data:
-            loop.remove_reader(conn.fileno())
+            for fd in fds:
+                os.close(fd)
+            asyncio.get_running_loop().remove_reader(conn.fileno())
             conn.close()
-            for fd in state["fds"]:
+            return
+        if len(fds) != 1:  # a message is one connection: its descriptor and its bytes
+            for fd in fds:
                 os.close(fd)
             return
-        buf = state["buf"] + data
-        while len(buf) >= _FRAME.size:
-            (size,) = _FRAME.unpack_from(buf)
-            if len(buf) < _FRAME.size + size or not state["fds"]:
-                break
-            payload, buf = buf[_FRAME.size:_FRAME.size + size], buf[_FRAME.size + size:]
-            loop.create_task(self._serve(state["fds"].pop(0), payload))
-        state["buf"] = buf
+        asyncio.get_running_loop().create_task(self._serve(fds[0], data))
 
     async def _serve(self, fd: int, data: bytes) -> None:
         adopt = self._adopt
@@ -256,9 +388,8 @@ class Handoff:
             sock.close()
 
     def close(self) -> None:
-        for peer in self._peers.values():
-            peer.close()
-        self._peers.clear()
+        for owner in list(self._peers):
+            self._drop(owner, None)
         if self._listener is not None:
             with contextlib.suppress(Exception):
                 asyncio.get_running_loop().remove_reader(self._listener.fileno())
@@ -288,17 +419,20 @@ def worker_header(app: ASGIApp, index: int) -> ASGIApp:
 
 async def serve_routed(
     app: ASGIApp, sock: socket.socket, router: Router, *, limits: HTTPLimits, log_level: str = "warning",
-    on_ready: Callable[[], None] | None = None, stop: asyncio.Event | None = None,
+    on_ready: Callable[[], None] | None = None, stop: asyncio.Event | None = None, worker_header_on: bool = False,
+    peers: socket.socket | None = None,
 ) -> None:
     """Serve ``app`` on the listening socket ``sock`` (one of the port's ``SO_REUSEPORT`` group) as process
     ``router.index``: handshake session ids this process owns, requests of other processes' sessions
-    handed over, :data:`WORKER_HEADER` on responses. Returns when ``stop`` is set, or on SIGTERM/SIGINT."""
+    handed over (and :data:`WORKER_HEADER` on responses with ``worker_header_on``, for debugging on
+    loopback: it tells a client which process holds a session). Returns when ``stop`` is set, or on SIGTERM/SIGINT."""
     import uvicorn
 
     router.own_session_ids()
     handoff = Handoff(router)
     protocol = type("RoutedH11Protocol", (RoutingProtocol, _protocol_class(limits)), {"router": router, "handoff": handoff})
-    config = uvicorn_config(cast(Any, worker_header(app, router.index)), "127.0.0.1", 0, log_level, limits=limits)
+    served = worker_header(app, router.index) if worker_header_on else app
+    config = uvicorn_config(cast(Any, served), "127.0.0.1", 0, log_level, limits=limits)
     config.http = protocol
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -306,7 +440,7 @@ async def serve_routed(
         await wait_started(server, task)
         await handoff.listen(functools.partial(
             cast(Any, config.http_protocol_class), config=config, server_state=server.server_state, app_state=server.lifespan.state,
-        ))
+        ), peers)
         if on_ready is not None:
             on_ready()
         if stop is not None:

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 __all__ = [
     "DefaultsHelpFormatter", "EvalsParser", "LazySubParsers", "RawDefaultsHelpFormatter", "build_all", "suggest",
+    "workers_arg",
 ]
 
 _STATED = re.compile(r"\bdefault\b|%\(default\)", re.IGNORECASE)
@@ -144,3 +145,13 @@ def build_all(parser: argparse.ArgumentParser) -> None:
     for name in list(sub.choices):
         child = sub.build(name) if isinstance(sub, LazySubParsers) else sub.choices[name]
         build_all(child)
+
+
+def workers_arg(value: str) -> int | None:
+    """``--workers N|auto`` (of ``evals run`` and ``evals serve``): N, or None for auto."""
+    if value == "auto":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}") from None

@@ -16,6 +16,7 @@ from rich.markup import escape
 from ..core.options import add_options
 from ..core.registry import all_benchmarks, get_benchmark
 from .data import ensure_benchmark_data, json_line
+from .parser import workers_arg
 from .summary import print_summary, print_warnings, summary_table
 
 __all__ = [
@@ -99,15 +100,6 @@ def run_status_line(status: int, result: Any, summary: dict[str, Any], *, retry_
     return redacted("; ".join(parts))
 
 
-def _workers_arg(value: str) -> int | None:
-    if value == "auto":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of workers or 'auto', got {value!r}") from None
-
-
 def _task_ids_arg(value: str) -> list[str]:
     from ..core.selection import parse_task_ids
 
@@ -119,7 +111,7 @@ def _task_ids_arg(value: str) -> list[str]:
 
 # RunOptions fields that are flags of `evals run` under the same name (dest)
 _RUN_FIELDS = (
-    "model", "strategy", "limit", "task_ids", "sample", "sample_seed", "concurrency", "server_url", "server_process", "transport", "workers", "executor", "ray_address", "max_turns", "tool_choice",
+    "model", "strategy", "limit", "task_ids", "sample", "sample_seed", "concurrency", "server_url", "transport", "workers", "executor", "ray_address", "max_turns", "tool_choice",
     "max_tokens", "temperature", "base_url", "api_key_env", "max_budget_tokens", "max_budget_usd", "rpm", "tpm",
     "retry_errored", "max_attempts", "max_consecutive_errors", "epochs", "trace_max_value_bytes",
 )
@@ -131,7 +123,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     from client.runs import RunConfigMismatch, RunDiskFull, RunLocked, RunTracesLost
 
     from ..core.run import RunOptions, run_benchmark
-    from ..core.server_process import ServerProcessError
     from ..core.workers import WorkerError
 
     info = get_benchmark(args.benchmark)
@@ -152,7 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     try:
         result, summary = eventloop.run(run_benchmark(opts))
-    except (RunConfigMismatch, RunLocked, ValueError, ModelError, ServerProcessError, WorkerError) as exc:
+    except (RunConfigMismatch, RunLocked, ValueError, ModelError, WorkerError) as exc:
         # a list of problems (one FILE:LINE each) is printed as it is, not wrapped at the terminal's width;
         # "openai:m: set" is no emoji code
         err.print(f"[red]error:[/] {escape(redacted(str(exc)))}", soft_wrap=True, emoji=False)
@@ -249,24 +240,17 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
     r.add_argument("--server-url", help="use a running server (its base URL) instead of one started in-process")
     r.add_argument("--server-token", help="bearer token for --server-url (or $EVALS_SERVER_TOKEN)")
     r.add_argument(
-        "--server-process",
-        action="store_true",
-        help="start the server in a child process (a core of its own: faster at high --concurrency with a fast "
-        "model) instead of on this process's event loop",
-    )
-    r.add_argument(
         "--transport",
         choices=("memory", "http", "stdio"),
         help="how episodes' MCP sessions reach the tool server: memory (the SDK's in-process transport; the "
-        "default for a server the run starts itself, and the fastest), http (127.0.0.1; always with --server-url "
-        "and --server-process), stdio (a server process per episode: slow). Results do not depend on it",
+        "default for a server the run starts itself, and the fastest), http (127.0.0.1; always with --server-url), stdio (a server process per episode: slow). Results do not depend on it",
     )
     r.add_argument(
-        "--workers", type=_workers_arg, default=None, metavar="N|auto",
+        "--workers", type=workers_arg, default=None, metavar="N|auto",
         help="split the episodes over N worker processes (each its own event loop, MCP client and tool server; "
         "--concurrency is the total). One run: traces, progress, rate limits and budget stay in this process. "
         "Default auto: one worker per 32 concurrent episodes, at most one per CPU (so 1, in this process, up to "
-        "--concurrency 32); 1 with --server-url / --server-process",
+        "--concurrency 32); 1 with --server-url",
     )
     r.add_argument(
         "--executor", choices=("local", "ray"), default="local",

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from rich.markup import escape
 from ..core.registry import all_benchmarks, serve_options
 from .data import ensure_benchmark_data
 from .listing import add_serve_option_groups
+from .parser import workers_arg
 
 if TYPE_CHECKING:
     from server import EndpointRef, HTTPLimits, SessionLimits, ToolServer
@@ -30,6 +32,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from kg_store import KGError
     from server import EndpointRef, HTTPLimits, McpSourceError, ServerConfigError, SessionLimits, check_bind
+    from server.loopback import is_loopback
     from tool_specs import SandboxError, SpecLoadError
 
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr)
@@ -52,7 +55,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sessions: SessionLimits | None = None
     limits: HTTPLimits | None = None
     shared_state = bool(args.mcp_server or args.mcp_config or given.get("allow_writes") or given.get("inductive"))
-    if args.workers is None:  # one process where the state must be one: a writable KG, the user's MCP servers
+    if args.workers is None:  # auto; one process where the state must be one: a writable KG, the user's MCP servers
         caps = (args.max_sessions, args.max_sessions_per_endpoint, args.max_connections)  # each worker gets 1/N of each
         args.workers = 1 if args.stdio or shared_state else max(1, min(os.cpu_count() or 1, *caps))
     if args.workers < 1 or (args.workers > 1 and (args.stdio or shared_state)):
@@ -60,13 +63,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "must be at least 1" if args.workers < 1 else "stdio serves one session, from one process" if args.stdio
             else "--allow-writes, --inductive and --mcp-server/--mcp-config keep state that one process must hold: use --workers 1"))
         return 2
+    if args.worker_header and not is_loopback(args.host):
+        err.print("[red]error:[/] --worker-header tells a client which process holds its session: loopback only "
+                  "(--host 127.0.0.1), for debugging")
+        return 2
+    if not args.worker_stuck_timeout > 0:
+        err.print(f"[red]error:[/] --worker-stuck-timeout {args.worker_stuck_timeout:g}: must be a positive number of seconds")
+        return 2
     if not args.stdio:
         try:
             check_bind(args.host, token)
             sessions = SessionLimits(args.max_sessions, args.max_sessions_per_endpoint, args.session_idle_timeout)
             limits = HTTPLimits(args.max_connections, args.header_timeout, args.body_timeout, args.keep_alive_timeout)
             if args.workers > 1:
-                from ..core.serve_workers import share_limits
+                from server.serve_workers import share_limits
 
                 share_limits(sessions, limits, args.workers)
         except (ServerConfigError, ValueError) as exc:
@@ -82,7 +92,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if benchmarks:
         benchmarks = ensure_benchmark_data(benchmarks, required=bool(args.benchmark or args.benchmarks),
                                            options=dict.fromkeys(benchmarks, given))
-    from ..core.serve_workers import WorkerStartError
+    from server.serve_workers import WorkerStartError
 
     try:
         return _serve(args, benchmarks, given, default, token, sessions, limits)
@@ -117,18 +127,19 @@ def _build(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
 
 
 def _worker_app(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any], token: str | None,
-                stack: contextlib.ExitStack, sessions: SessionLimits) -> tuple[Any, dict[str, Any]]:
+                stack: contextlib.ExitStack, sessions: SessionLimits,
+                admission: Callable[[str], None]) -> tuple[Any, dict[str, Any]]:
     """A worker process's app (``--workers N``): its own tool server, with its share of the session caps;
     and what it serves (for the start-up lines)."""
     from server import create_app
-
-    from ..core.serve_workers import WorkerStartError
+    from server.serve_workers import WorkerStartError
 
     ts = _build(args, benchmarks, given, None, stack)
     writable = sorted(name for name, info in ts.describe().items() if (info["kg"] or {}).get("writes"))
     if writable:
         raise WorkerStartError(f"{', '.join(writable)} serves a writable KG, which one process must hold: use --workers 1")
     ts.session_limits = sessions
+    ts.session_admission = admission
     return create_app(ts, host=args.host, token=token, json_response=args.json_response), ts.describe()
 
 
@@ -153,9 +164,8 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
 
     log_level = "info" if args.verbose else "warning"
     if not args.stdio and sessions is not None and limits is not None and args.workers > 1:
+        from server.serve_workers import serve_workers
         from tool_specs import load_tool_dir
-
-        from ..core.serve_workers import serve_workers
 
         for folder in args.tools_dir:  # its problems said once, before any worker starts (each loads it again)
             load_tool_dir(Path(folder))
@@ -164,6 +174,7 @@ def _serve(args: argparse.Namespace, benchmarks: list[str], given: dict[str, Any
             sessions=sessions, limits=limits, log_level=log_level,
             announce=lambda url, pids, describe: _announce(url, describe, pids),
             report=lambda line: err.print(f"[yellow]warning:[/] {line}"),
+            stuck_s=args.worker_stuck_timeout, worker_header=args.worker_header,
         )
     with contextlib.ExitStack() as stack:
         ts = _build(args, benchmarks, given, default, stack)
@@ -240,10 +251,15 @@ def build_serve_parser(s: argparse.ArgumentParser) -> None:
     s.add_argument("--kg-file", metavar="FILE", help="serve your own KG, a triple file (one ['head', 'relation', "
                    "'tail'] per line), as the KG tools at /mcp/custom (built once into the cache)")
     s.add_argument("--page-size", type=int, help="tools per tools/list page (0 = no pagination; default 200)")
-    s.add_argument("--workers", type=int, metavar="N",
+    s.add_argument("--workers", type=workers_arg, default=1, metavar="N|auto",
                    help="HTTP: serve from N processes on the one port, each session kept on the process that made "
-                   "it, the session and connection caps shared out between them (default: the CPU count; 1 with "
-                   "--allow-writes, --inductive, --mcp-server or --mcp-config)")
+                   "it, the session and connection caps shared out between them; auto: one per CPU (1 with "
+                   "--allow-writes, --inductive, --mcp-server or --mcp-config). Default 1: one process, what an "
+                   "assistant client needs; more when a load needs more cores (docs/server.md)")
+    s.add_argument("--worker-stuck-timeout", type=float, default=15.0, metavar="S",
+                   help="--workers N: a worker process whose event loop has not answered for S seconds is stopped "
+                   "and restarted (default 15)")
+    s.add_argument("--worker-header", action="store_true", help=argparse.SUPPRESS)  # debug, loopback only: x-evals-worker
     s.add_argument("--json-response", action="store_true", help="answer HTTP requests with JSON instead of SSE")
     _add_limit_arguments(s.add_argument_group(
         "limits on what clients may hold (HTTP; they do not change results)"))

@@ -108,10 +108,6 @@ async def open_sessions(opts: RunOptions, bench: Benchmark, stack: contextlib.As
         return MemorySessions(ToolServer(bench.mounts(stack, strategy=opts.strategy)))
     if opts.server_url:
         base = opts.server_url.rstrip("/")
-    elif opts.server_process:
-        from .server_process import serve_in_subprocess
-
-        base = await stack.enter_async_context(serve_in_subprocess(opts))
     else:
         ts = ToolServer(bench.mounts(stack, strategy=opts.strategy), session_limits=run_session_limits(opts.concurrency))
         base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))

@@ -226,8 +226,8 @@ def usable_cpus() -> int:
 def resolve_workers(opts: RunOptions) -> int:
     """The worker processes a run uses: ``opts.workers``, checked, or, when it is None (``--workers
     auto``), one per :data:`EPISODES_PER_WORKER` concurrent episodes, at most one per usable CPU;
-    1 (episodes in this process) with ``--server-url`` / ``--server-process``."""
-    shared_server = opts.server_url or opts.server_process
+    1 (episodes in this process) with ``--server-url``."""
+    shared_server = opts.server_url
     if opts.workers is None:
         if shared_server:
             return 1
@@ -236,14 +236,8 @@ def resolve_workers(opts: RunOptions) -> int:
         raise ValueError(f"--workers must be at least 1, got {opts.workers}")
     if opts.workers > 1 and shared_server:
         raise ValueError("--workers N > 1: each worker serves the benchmark's tools itself; "
-                         "--server-url and --server-process go with one worker only")
+                         "--server-url goes with one worker only")
     return opts.workers
-
-
-START_WORKERS_EARLY = True
-"""Start local worker processes before the run directory, the judge and the config are prepared (they
-take a second or two to load the benchmark and open their servers); ``bench/bench_harness.py``
-turns it off to measure what that saves."""
 
 
 def check_executor(opts: RunOptions) -> None:
@@ -254,9 +248,9 @@ def check_executor(opts: RunOptions) -> None:
         if opts.ray_address:
             raise ValueError("--ray-address goes with --executor ray")
         return
-    if opts.server_url or opts.server_process:
+    if opts.server_url:
         raise ValueError("--executor ray: each Ray actor serves the benchmark's tools itself; "
-                         "--server-url and --server-process go with --executor local")
+                         "--server-url goes with --executor local")
     from .ray_executor import RAY_MISSING, ray_installed
 
     if not ray_installed():
@@ -265,8 +259,6 @@ def check_executor(opts: RunOptions) -> None:
 
 def prepare_layout(opts: RunOptions) -> None:
     """Check and resolve where the episodes run (transport, executor, worker count); loads nothing."""
-    if opts.server_url and opts.server_process:
-        raise ValueError("--server-url uses a running server; --server-process starts one: give one of them")
     opts.transport = resolve_transport(opts)  # the config records the transport used
     check_executor(opts)
     if not (opts.executor == "ray" and opts.ray_address and opts.workers is None):  # else: the cluster's CPUs
@@ -302,7 +294,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     async with contextlib.AsyncExitStack() as stack:
         start_worker = None
         pool = None
-        if opts.executor != "ray" and (opts.workers or 1) > 1 and START_WORKERS_EARLY:
+        if opts.executor != "ray" and (opts.workers or 1) > 1:
             from .workers import WorkerPool
 
             # started first: they import and then load the benchmark and open their servers while

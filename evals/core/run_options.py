@@ -30,7 +30,6 @@ class RunOptions:
     run_dir: Path | None = None
     server_url: str | None = None
     server_token: str | None = None
-    server_process: bool = False  # serve from a child process (a core of its own) instead of this event loop
     # how sessions reach the server: memory | http | stdio (evals.core.transport); None: the fastest
     # for the run's server (memory for one the run starts itself, http otherwise). Results do not
     # depend on it; the run's config records the one used (run.transport)

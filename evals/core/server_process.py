@@ -1,8 +1,6 @@
-"""The benchmark's MCP server in a child process: ``evals run --server-process``.
-
-By default ``evals run`` serves the benchmark from its own event loop. At high concurrency with a
-fast model, that one process (one core) does the server's work and the client's; with the server
-in a child process each gets a core (see ``bench/bench_harness.py``). The child is the same server
+"""The benchmark's MCP server in a child process (``bench/bench_harness.py``'s SDK floor measures the
+client alone against it; ``evals run --server-process`` is gone: ``--workers 2`` already gives the
+episodes and their tools processes of their own). The child is the same server
 (the benchmark's ``mounts``), on 127.0.0.1 at an ephemeral port, reached over HTTP as before.
 
 Protocol: the parent starts ``python -m evals.core.server_process`` in a new session (so a Ctrl-C in the

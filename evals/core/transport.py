@@ -9,8 +9,8 @@ calls):
   (:meth:`~server.ToolServer.mcp_server` bound to the episode's endpoint), in the run's own process:
   no sockets, no HTTP stack, no JSON text, the same request and result messages (validated on both
   sides as over a wire), the same handlers. Fastest: ``bench/bench_harness.py`` measures it.
-* ``http``: streamable HTTP to a server on 127.0.0.1 (the run's own, ``--server-process``'s, or
-  ``--server-url``'s, which is always HTTP); each session names itself with ``?session=<id>``.
+* ``http``: streamable HTTP to a server on 127.0.0.1 (the run's own, or ``--server-url``'s, which
+  is always HTTP); each session names itself with ``?session=<id>``.
 * ``stdio``: each session starts the benchmark's server as a child process and talks to it over its
   stdin/stdout (the way assistant clients run MCP servers). Correct but slow (a process, and the
   benchmark's data, per episode): for checking that path, not for large runs.
@@ -51,8 +51,8 @@ def resolve_transport(opts: RunOptions) -> str:
     given = opts.transport
     if given is not None and given not in TRANSPORTS:
         raise ValueError(f"unknown --transport {given!r}; choose one of: {', '.join(TRANSPORTS)}")
-    if opts.server_url or opts.server_process:
-        flag = "--server-url" if opts.server_url else "--server-process"
+    if opts.server_url:
+        flag = "--server-url"
         if given not in (None, "http"):
             raise ValueError(
                 f"{flag} serves over HTTP; --transport {given} needs the server the run starts itself "
@@ -75,6 +75,9 @@ class HTTPSessions:
 
     base_url: str
     http: HTTPClientPool  # each session borrows an HTTP client of its own
+    # the MCP client name of this run's sessions: drawn per run, so that no other client can take it and
+    # share this run's place in the server's fair queue (the SDK's default, "mcp", is everyone's)
+    client_name: str = dataclasses.field(default_factory=lambda: f"evals-run-{uuid.uuid4().hex}")
 
     def url(self, benchmark: str, task_id: str | None = None) -> str:
         return f"{self.base_url}/mcp/{benchmark}" + (f"/{task_id}" if task_id else "")
@@ -84,7 +87,8 @@ class HTTPSessions:
         from client.mcp_session import connect
 
         url = f"{self.url(benchmark, task_id)}?session={uuid.uuid4().hex}"
-        async with self.http.borrow() as http, connect(url, http_client=http, discovery_key=self.base_url) as session:
+        async with self.http.borrow() as http, connect(url, http_client=http, discovery_key=self.base_url,
+                                                                 client_name=self.client_name) as session:
             yield session
 
 

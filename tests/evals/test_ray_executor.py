@@ -107,7 +107,6 @@ def test_an_actor_killed_mid_run_stops_the_run_and_a_resume_leaves_every_task_ex
 @pytest.mark.parametrize(("settings", "message"), [
     ({"ray_address": "auto"}, "--ray-address goes with --executor ray"),
     ({"executor": "dask"}, "unknown --executor 'dask'; choose local or ray"),
-    ({"executor": "ray", "server_process": True}, "--server-url and --server-process go with --executor local"),
     ({"executor": "ray", "server_url": "http://127.0.0.1:1"}, "each Ray actor serves the benchmark's tools itself"),
 ])
 def test_ray_settings_are_checked_before_anything_starts(settings, message, data_dir):  # noqa: ANN001

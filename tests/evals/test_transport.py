@@ -44,12 +44,11 @@ def test_transport_flags_that_do_not_go_together_are_refused():
 
     assert resolve_transport(opts()) == "memory"
     assert resolve_transport(opts(server_url="http://127.0.0.1:1")) == "http"
-    assert resolve_transport(opts(server_process=True)) == "http"
     assert resolve_transport(opts(transport="stdio")) == "stdio"
     with pytest.raises(ValueError, match="--server-url serves over HTTP; --transport memory"):
         resolve_transport(opts(server_url="http://127.0.0.1:1", transport="memory"))
-    with pytest.raises(ValueError, match="--server-process serves over HTTP; --transport stdio"):
-        resolve_transport(opts(server_process=True, transport="stdio"))
+    with pytest.raises(ValueError, match="--server-url serves over HTTP; --transport stdio"):
+        resolve_transport(opts(server_url="http://127.0.0.1:1", transport="stdio"))
     with pytest.raises(ValueError, match="unknown --transport 'pigeon'"):
         resolve_transport(opts(transport="pigeon"))
 

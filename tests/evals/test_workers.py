@@ -216,10 +216,9 @@ def test_workers_auto_is_one_per_32_concurrent_episodes_at_most_one_per_cpu(monk
         return resolve_workers(RunOptions(benchmark="familytool-b", model="oracle", **kw))  # type: ignore[arg-type]
 
     assert [auto(concurrency=c) for c in (1, 8, 32, 33, 64, 96, 512)] == [1, 1, 1, 2, 2, 3, 4]
-    assert auto(concurrency=64, server_process=True) == 1  # a shared server: episodes stay in this process
-    assert auto(concurrency=64, server_url="http://127.0.0.1:1") == 1
+    assert auto(concurrency=64, server_url="http://127.0.0.1:1") == 1  # a shared server: episodes stay in this process
     assert auto(concurrency=64, workers=3) == 3  # given: taken as it is
-    for bad, words in (({"workers": 0}, "at least 1"), ({"workers": 2, "server_process": True}, "--server-process")):
+    for bad, words in (({"workers": 0}, "at least 1"), ({"workers": 2, "server_url": "http://127.0.0.1:1"}, "--server-url goes with one worker only")):
         try:
             auto(concurrency=8, **bad)
         except ValueError as exc:

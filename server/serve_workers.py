@@ -9,11 +9,13 @@ on the request path (sessions are spread evenly: a keyed hash a client cannot st
 
 The parent only supervises: it reserves the port (so ``--port 0`` picks one and a port in use is
 reported once), starts the workers (forked when it has no other thread, else spawned), waits until
-each has built its server or one fails (its exception is raised in the parent, so that it is reported as one
-process reports it), and on SIGTERM or
-SIGINT stops them all (SIGTERM, then SIGKILL after 15 s) and leaves none behind. A worker that dies
-is reported, not replaced (its sessions' state is gone; a new process under its index would answer
-them from a fresh state); the others go on. A worker whose parent dies stops by itself.
+each has built its server or one fails (its exception is raised in the parent, so that it is
+reported as one process reports it), and on SIGTERM or SIGINT stops them all (SIGTERM, then SIGKILL
+after 15 s) and leaves none behind. A worker that exits is restarted under its index; one whose
+event loop stops sending its heartbeat (alive but stuck, e.g. in a call that never returns) is
+killed and restarted the same way. The restarted process knows which sessions its predecessors held
+(:class:`server.worker_routing.SessionLedger`): those get a transient "state lost" error, a name it
+never saw is a new session. A worker whose parent dies stops by itself.
 """
 
 from __future__ import annotations
@@ -35,13 +37,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server import HTTPLimits, SessionLimits, bind_host
+from .core import SessionLimits
+from .http import HTTPLimits
+from .loopback import bind_host
 
 __all__ = ["WorkerStartError", "serve_workers", "share_limits"]
 
 STOP_TIMEOUT_S = 15.0
+HEARTBEAT_S = 1.0  # a worker's event loop says it is alive this often
+STUCK_S = 15.0  # a worker silent this long is stopped and restarted (`--worker-stuck-timeout`)
+MAX_RESTARTS, RESTART_WINDOW_S = 5, 60.0  # a worker that exits this often this fast is left down
 
-AppBuilder = Callable[[contextlib.ExitStack, SessionLimits], tuple[Any, Any]]  # picklable: a worker's ASGI app, and what it serves
+# picklable: a worker's ASGI app and what it serves, from (its exit stack, its share of the caps, the check
+# a new named session must pass to be held by it)
+AppBuilder = Callable[[contextlib.ExitStack, SessionLimits, Callable[[str], None]], tuple[Any, Any]]
 
 
 class WorkerStartError(RuntimeError):
@@ -74,11 +83,13 @@ def _raise_stop(*_: Any) -> None:
 def serve_workers(
     workers: int, host: str, port: int, build: AppBuilder, *, sessions: SessionLimits, limits: HTTPLimits,
     log_level: str, announce: Callable[[str, list[int], Any], None], report: Callable[[str], None],
+    stuck_s: float = STUCK_S, worker_header: bool = False,
 ) -> int:
-    """Serve ``build``'s app from ``workers`` processes on ``host:port`` until SIGTERM/SIGINT; returns 0,
-    or 1 when every worker died. ``announce(url, pids, what_is_served)`` once all are built, before they listen; ``report`` a worker's death."""
+    """Serve ``build``'s app from ``workers`` processes on ``host:port`` until SIGTERM/SIGINT; returns 0.
+    ``announce(url, pids, what_is_served)`` once all are built, before they listen; ``report`` a worker's
+    death, its restart, or a worker stopped for not answering its heartbeat for ``stuck_s``."""
     shared_sessions, shared_limits = share_limits(sessions, limits, workers)
-    from server.worker_routing import reuseport_socket
+    from .worker_routing import reuseport_socket
 
     bound = bind_host(host)
     reserve = reuseport_socket(bound, port)  # held, never listening: the port stays ours
@@ -90,31 +101,30 @@ def serve_workers(
     procs: list[Any] = []
     conns: list[multiprocessing.connection.Connection] = []
     old = {s: signal.signal(s, _raise_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+
+    def start(index: int) -> tuple[Any, multiprocessing.connection.Connection]:
+        ours, theirs = ctx.Pipe()
+        proc = ctx.Process(
+            target=_worker_main, name=f"evals-serve-{index}", daemon=False,
+            args=(index, workers, secret, peers, bound, port, build, shared_sessions, shared_limits, log_level, theirs,
+                  worker_header),
+        )
+        proc.start()
+        theirs.close()
+        return proc, ours
+
     try:
         for index in range(workers):
-            ours, theirs = ctx.Pipe()
-            proc = ctx.Process(
-                target=_worker_main, name=f"evals-serve-{index}", daemon=False,
-                args=(index, workers, secret, peers, bound, port, build, shared_sessions, shared_limits, log_level, theirs),
-            )
-            proc.start()
-            theirs.close()
+            proc, conn = start(index)
             procs.append(proc)
-            conns.append(ours)
+            conns.append(conn)
         pids, served = _wait_built(procs, conns)
         shown = f"[{bound}]" if ":" in bound else bound
         announce(f"http://{shown}:{port}", pids, served)
         for conn in conns:  # go: serve (a client that saw the announcement finds the port served)
             conn.send("go")
-        alive = dict(enumerate(procs))
-        while alive:
-            multiprocessing.connection.wait([p.sentinel for p in alive.values()])
-            for index, proc in list(alive.items()):
-                if not proc.is_alive():
-                    del alive[index]
-                    report(f"worker process {index} (pid {proc.pid}) exited with status {proc.exitcode}: its sessions "
-                           f"are lost; {len(alive)} of {workers} go on")
-        return 1
+        _supervise(procs, conns, start, stuck_s, report)
+        return 0
     except _Stop:
         return 0
     finally:
@@ -125,6 +135,59 @@ def serve_workers(
             conn.close()
         reserve.close()
         shutil.rmtree(peers, ignore_errors=True)
+
+
+def _supervise(procs: list[Any], conns: list[multiprocessing.connection.Connection],
+               start: Callable[[int], tuple[Any, multiprocessing.connection.Connection]], stuck_s: float,
+               report: Callable[[str], None]) -> None:
+    """Until a signal: restart a worker that exits, and stop (then restart) one whose event loop has not
+    sent its heartbeat for ``stuck_s`` (alive but stuck: its sessions, and the connections the others
+    hand it, would wait for ever). A worker that keeps failing to start is left down (its sessions get
+    the 503 path)."""
+    workers = len(procs)
+    last = [time.monotonic()] * workers
+    starts: list[list[float]] = [[] for _ in range(workers)]
+    down: set[int] = set()
+    while True:
+        waited = [p.sentinel for i, p in enumerate(procs) if i not in down] + [c for i, c in enumerate(conns) if i not in down]
+        ready = multiprocessing.connection.wait(waited, timeout=HEARTBEAT_S)
+        now = time.monotonic()
+        for index, conn in enumerate(conns):
+            if conn in ready:
+                with contextlib.suppress(EOFError, OSError):
+                    while conn.poll():
+                        conn.recv_bytes()
+                        last[index] = now
+        for index, proc in enumerate(procs):
+            if index in down:
+                continue
+            if proc.is_alive() and now - last[index] > stuck_s:
+                report(f"worker process {index} (pid {proc.pid}) has not answered for {now - last[index]:.0f} s "
+                       "(stuck): stopped")
+                proc.kill()
+                proc.join()
+            if proc.is_alive():
+                continue
+            report(f"worker process {index} (pid {proc.pid}) exited with status {proc.exitcode}: the state of its "
+                   "sessions is lost")
+            conns[index].close()
+            starts[index] = [t for t in starts[index] if now - t < RESTART_WINDOW_S]
+            if len(starts[index]) >= MAX_RESTARTS:
+                report(f"worker process {index} exited {MAX_RESTARTS} times within {RESTART_WINDOW_S:g} s: not "
+                       f"restarted; {workers - len(down) - 1} of {workers} go on")
+                down.add(index)
+                continue
+            starts[index].append(now)
+            procs[index], conns[index] = start(index)
+            try:
+                pid, _ = _wait_built([procs[index]], [conns[index]])
+            except Exception as exc:  # noqa: BLE001 - its start-up error: said, and the index left down
+                report(f"worker process {index} could not be restarted: {exc}")
+                down.add(index)
+                continue
+            conns[index].send("go")
+            last[index] = time.monotonic()
+            report(f"worker process {index} restarted (pid {pid[0]}): new sessions go to it")
 
 
 def _wait_built(procs: list[Any], conns: list[multiprocessing.connection.Connection]) -> tuple[list[int], Any]:
@@ -163,22 +226,39 @@ def _stop_all(procs: list[Any]) -> None:
 # ---- a worker process -------------------------------------------------------------------------
 
 
-def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str, port: int, build: AppBuilder,
-                 sessions: SessionLimits, limits: HTTPLimits, log_level: str,
-                 conn: multiprocessing.connection.Connection) -> None:
+def _run_loop(main: Any) -> None:
+    """Run ``main`` on uvloop where it is installed (as uvicorn does), else on asyncio's loop."""
     import asyncio
 
-    from client import eventloop
-    from server.worker_routing import Router, reuseport_socket, serve_routed
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main)
+
+
+def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str, port: int, build: AppBuilder,
+                 sessions: SessionLimits, limits: HTTPLimits, log_level: str,
+                 conn: multiprocessing.connection.Connection, worker_header: bool) -> None:
+    import asyncio
+
+    from .worker_routing import Router, SessionLedger, peer_listener, reuseport_socket, serve_routed
 
     parent = os.getppid()
     for s in (signal.SIGTERM, signal.SIGINT):  # a forked worker has the parent's handlers; uvicorn sets its own
         signal.signal(s, signal.SIG_DFL)
+    router = Router(index, workers, secret, Path(peers))
     with contextlib.ExitStack() as stack:
         try:
-            app, served = build(stack, sessions)
+            ledger = SessionLedger(router)  # the sessions of this index before a restart: their state is lost
+            stack.callback(ledger.close)
+            app, served = build(stack, sessions, ledger.admit)
             sock = reuseport_socket(host, port)
             stack.callback(sock.close)
+            peers_sock = peer_listener(router)  # before any process serves the port: no peer finds it missing
+            stack.callback(peers_sock.close)
         except Exception as exc:  # the parent raises it, to be reported as one process reports it
             try:
                 pickle.loads(pickle.dumps(exc))
@@ -204,9 +284,18 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
                     time.sleep(0.5)
                 loop.call_soon_threadsafe(stop.set)
 
-            threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
-            await serve_routed(app, sock, Router(index, workers, secret, Path(peers)), limits=limits,
-                               log_level=log_level, stop=stop)
+            def beat() -> None:  # from the event loop: a loop that is stuck sends none
+                try:
+                    conn.send_bytes(b".")
+                except OSError:
+                    stop.set()
+                    return
+                loop.call_later(HEARTBEAT_S, beat)
 
-        eventloop.run(run())
+            threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
+            beat()
+            await serve_routed(app, sock, router, limits=limits, log_level=log_level, stop=stop,
+                               worker_header_on=worker_header, peers=peers_sock)
+
+        _run_loop(run())
     sys.stdout.flush()
