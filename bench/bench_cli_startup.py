@@ -56,7 +56,7 @@ def _env(root: Path) -> dict[str, str]:
 
 
 def _run_argv(py: str, spec: str, run_dir: Path) -> list[str]:
-    return [py, "-m", "evals.cli", "run", *shlex.split(spec), "--model", "oracle", "--limit", "1", "--no-progress",
+    return [py, "-m", "evals.cli", "run", *shlex.split(spec), "--model", "oracle", "--limit", "1", "--no-progress", "--event-log",
             "--run-dir", str(run_dir)]
 
 

@@ -134,6 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_dir=Path(args.run_dir) if args.run_dir else None,
         server_token=args.server_token or os.environ.get("EVALS_SERVER_TOKEN") or None,
         progress=not args.no_progress,
+        event_log=args.event_log,
         judge_model=getattr(args, "judge", None),
         judge_rpm=getattr(args, "judge_rpm", None),
         judge_tpm=getattr(args, "judge_tpm", None),
@@ -294,6 +295,9 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
                    f"(default {TRACE_MAX_VALUE_BYTES})")
     r.add_argument("--cache", metavar="PATH", help="response cache (sqlite file): identical model requests are answered from it")
     r.add_argument("--no-progress", action="store_true", help="no progress bar (the summary is printed all the same)")
+    r.add_argument("--event-log", action="store_true",
+                   help="also write events.jsonl: every event as it happens, for a run that hangs or is killed "
+                        "(traces.jsonl holds every fact of a finished episode; the log repeats them)")
     r.add_argument("--json", action="store_true", help="print one JSON summary object as the last line")
     if info.uses_judge:
         j = r.add_argument_group("judge (the LLM matcher: calls neither rule nor response matching accepts)")

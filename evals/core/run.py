@@ -314,7 +314,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
 
             start_worker = open_cluster(opts, stack)
         run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS,
-                         max_value_bytes=opts.trace_max_value_bytes)
+                         max_value_bytes=opts.trace_max_value_bytes, event_log=opts.event_log)
 
         def open_cache(path: Path) -> ResponseCache:
             cache = ResponseCache(path)

@@ -60,6 +60,9 @@ class RunOptions:
     # down, ...) with no completed episode in between; 0: never (client.breaker)
     max_consecutive_errors: int = 3
     progress: bool = True
+    # write events.jsonl (every event as it happens: a debugging aid for a run that hangs or is killed);
+    # off by default: traces.jsonl holds every fact of a finished episode, once (issue 50)
+    event_log: bool = False
     adapter_options: dict[str, Any] = field(default_factory=dict)
     judge_model: str | None = None  # the LLM matcher (benchmarks that use one)
     judge_rpm: float | None = None

@@ -36,7 +36,7 @@ def ray_head():  # noqa: ANN201
 
 
 async def _oracle(run_traces, run: Path, benchmark: str, limit: int, **settings) -> tuple[dict, dict]:  # noqa: ANN001, ANN003
-    opts = RunOptions(benchmark=benchmark, model="oracle", limit=limit, concurrency=6, run_dir=run, progress=False,
+    opts = RunOptions(benchmark=benchmark, model="oracle", limit=limit, concurrency=6, run_dir=run, progress=False, event_log=True,
                       **settings)
     result, summary = await run_benchmark(opts)
     assert result.completed == limit and result.errored == 0 and result.stopped_reason == "done"

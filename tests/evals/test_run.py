@@ -64,6 +64,9 @@ def test_a_run_killed_with_sigkill_resumes_with_every_task_exactly_once(data_dir
     ids = [r["task_id"] for r in RunDir.open(run).iter_traces(dedupe=False)]
     assert len(ids) == len(set(ids)) == 80
     assert set(ids) == {t.id for t in load_tasks("b")[:80]}
+    # issue 50: each fact once: no events.jsonl beside the traces unless --event-log asks for one
+    assert not (run / "events.jsonl").exists()
+    assert json.loads((run / "config.json").read_text())["run"]["event_log"] is False
 
 
 def _gold_by_query(dataset: str) -> dict[str, dict]:

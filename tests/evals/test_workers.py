@@ -22,7 +22,7 @@ from evals.core.run import RunOptions, run_benchmark
 
 async def _oracle(run_traces, run: Path, workers: int, limit: int) -> tuple[dict, dict]:
     opts = RunOptions(benchmark="familytool-b", model="oracle", limit=limit, concurrency=6, run_dir=run,
-                      progress=False, workers=workers)
+                      progress=False, workers=workers, event_log=True)
     result, summary = await run_benchmark(opts)
     assert result.completed == limit and result.errored == 0 and result.stopped_reason == "done"
     traces = run_traces(run)

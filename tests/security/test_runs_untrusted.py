@@ -116,7 +116,7 @@ def _serve(port: int) -> subprocess.Popen[bytes]:
 def test_a_dropped_tool_server_connection_is_transient_and_rerun_on_resume(data_dir, tmp_path):
     port, run = _free_port(), tmp_path / "run"
     argv = ["run", "familytool-b", "--model", "oracle:0.2", "--server-url", f"http://127.0.0.1:{port}", "--limit", "12",
-            "--concurrency", "2", "--run-dir", str(run), "--no-progress"]
+            "--concurrency", "2", "--run-dir", str(run), "--no-progress", "--event-log"]
     server = _serve(port)
     try:
         running = subprocess.Popen([sys.executable, "-m", "evals.cli", *argv], stdout=subprocess.DEVNULL,
