@@ -111,7 +111,7 @@ METRICS = (
 
 
 INFO = BenchmarkInfo(
-    name=NAME, plugin=".plugin:UserTasksBenchmark",
+    name=NAME, plugin=".plugin:UserTasksBenchmark", scorer_version=2,  # CHANGELOG.md
     options=OPTIONS, metrics=METRICS, uses_judge=True,
     served_by_default=False,  # its tasks come from --tasks FILE
     dataset_option="tasks",  # runs of different task files are never ranked or compared as one
