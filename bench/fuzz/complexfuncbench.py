@@ -13,7 +13,6 @@ rounded by Python's `round`, which rounds the binary value exactly).
 from __future__ import annotations
 
 import json
-import math
 import random
 import subprocess
 import sys

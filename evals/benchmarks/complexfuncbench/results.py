@@ -237,7 +237,7 @@ def print_results_numbers(records: Sequence[ResultRecord]) -> dict[str, Any] | s
     stops on (``"OverflowError: ..."``). For a warning's text: our metrics read the counts as floats."""
     success: defaultdict[str, Any] = defaultdict(int)
     calls: defaultdict[str, list[Any]] = defaultdict(lambda: [0, 0])
-    judged = {p: defaultdict(lambda: [0, 0]) for p in ("complete", "correct")}
+    judged: dict[str, defaultdict[str, list[Any]]] = {p: defaultdict(lambda: [0, 0]) for p in ("complete", "correct")}
     try:
         for r in records:
             rec = r.record
