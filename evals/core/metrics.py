@@ -57,8 +57,8 @@ class Metric:
     derive: Callable[..., float] | None = None  # fractions (0..1) -> this metric's fraction
     derive_counts: bool = False  # derive also gets each metric's samples (after the fractions)
     linear: bool = False  # derive is linear in the fractions of metrics over disjoint tasks: it has a standard error
-    # the value is ``sum(num) / sum(den) * 100`` (divided first, as e.g. ComplexFuncBench's print_results.py
-    # computes it) rather than ``100 * sum(num) / sum(den)``: the two floats differ on some exact ties
+    # the value is ``sum(num) / sum(den) * 100`` (divided first, as some official scripts
+    # compute it) rather than ``100 * sum(num) / sum(den)``: the two floats differ on some exact ties
     divide_first: bool = False
     # a count that must never pass unnoticed: when its value is above 0 the summary's ``warnings``
     # get this text, formatted with ``n`` (the count) and ``of`` (its samples' denominators summed)
