@@ -108,13 +108,18 @@ class ToolHopBenchmark:
             keys = [r.key for r in read_output_file(self.results_file)]
             self.result_keys = {k: n < FULL_SET for n, k in enumerate(keys)}
             self.result_keys.update({f"unreported-{k}": True for k in range(1, FULL_SET - len(keys) + 1)})
-            self.tasks: dict[str, ToolHopTask] = {}
-        else:
-            self.tasks = {t.id: t for t in load_tasks(self.dataset)}
+        # read on first use: scoring an official output file alone needs no dataset
+        self._tasks: dict[str, ToolHopTask] | None = {} if self.results_file is not None else None
         self._chains: dict[str, Chain] | None = None
         self._pool: SandboxPool | None = None
         self._known_ids: set[str] | None = None
         self._view_chains: dict[str, Chain] | None = None
+
+    @property
+    def tasks(self) -> dict[str, ToolHopTask]:
+        if self._tasks is None:
+            self._tasks = {t.id: t for t in load_tasks(self.dataset)}
+        return self._tasks
 
     def task_ids(self) -> list[str]:
         return list(self.result_keys) if self.results_file is not None else list(self.tasks)
