@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from bench.fuzz import score_worker
+from bench.fuzz.official_run import driver_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "complexfuncbench"
@@ -189,19 +189,7 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
 
 # ---- the two sides ----
 def run_official(work: Path, case: Path) -> Outcome:
-    try:
-        p = subprocess.run([sys.executable if not Path("/usr/bin/python3").exists() else "/usr/bin/python3",
-                            str(work / "driver.py"), str(work / "src"), str(case)],
-                           capture_output=True, text=True, timeout=60, cwd=work / "src")
-    except subprocess.TimeoutExpired:
-        return Outcome(stopped=True, note="timed out")
-    try:
-        got = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return Outcome(stopped=True, note=f"driver failed: {p.stderr.strip()[-200:]}")
-    if "stopped" in got:
-        return Outcome(stopped=True, note=got["stopped"])
-    return Outcome(numbers=got["numbers"])
+    return driver_outcome([str(work / "driver.py"), str(work / "src"), str(case)], cwd=work / "src")
 
 
 def _ours_numbers(summary: dict[str, Any]) -> dict[str, str]:

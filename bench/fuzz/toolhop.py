@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fuzz import score_worker
+from bench.fuzz.official_run import driver_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "toolhop"
@@ -159,19 +160,10 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
 
 
 def run_official(work: Path, case: Path) -> Outcome:
-    try:
-        p = subprocess.run(["/usr/bin/python3" if Path("/usr/bin/python3").exists() else "python3",
-                            str(work / "driver.py"), str(work / "src"), str(case), str(work / "empty.json")],
-                           capture_output=True, text=True, timeout=60)
-    except subprocess.TimeoutExpired:
-        return Outcome(stopped=True, note="timed out")
-    try:
-        got = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        return Outcome(stopped=True, note=f"driver failed: {p.stderr.strip()[-200:]}")
-    if "stopped" in got:
-        return Outcome(stopped=True, note=got["stopped"])
-    numbers = dict(got["numbers"])
+    got = driver_outcome([str(work / "driver.py"), str(work / "src"), str(case), str(work / "empty.json")])
+    if got.stopped:
+        return got
+    numbers = got.numbers
     if numbers.get("official_result") not in (None, "nan", "inf", "-inf"):
         numbers["official_result"] = repr(float(numbers["official_result"]))
     return Outcome(numbers=numbers)
