@@ -13,6 +13,8 @@ The benchmark's folder, low to high (each module imports only those before it):
   minimal feedback levels);
 * ``tools``: the tools (``ToolHopSpec``, ``build_spec``) and the catalog (``ToolHopCatalog``);
 * ``chains``: gold call chains, explicit and derived (run in the sandbox; cached);
+* ``official``: the official scripts' output files read and scored as they score them (the answer
+  rule, the printed ``Result``); ``export``: the ``toolhop-official`` format that reads them;
 * ``view``: an episode in ``evals view`` (each hop's gold call beside the predicted one, the answers);
 * ``plugin``: the ``evals run`` plugin (the paper's modes and feedback levels, the oracle);
 * ``paper_numbers.yaml``: the published numbers.
