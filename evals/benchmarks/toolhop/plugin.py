@@ -102,12 +102,17 @@ class ToolHopBenchmark:
         # an official output file scored alone (see .official): no dataset is read
         self.results_file = Path(results).expanduser() if results else None
         self.result_keys: dict[str, bool] = {}  # task key -> divides (one of the 995 the official scripts divide by)
+        self.result_lines = 0
         if self.results_file is not None:
             from .official import FULL_SET, read_output_file
 
             keys = [r.key for r in read_output_file(self.results_file)]
-            self.result_keys = {k: n < FULL_SET for n, k in enumerate(keys)}
-            self.result_keys.update({f"unreported-{k}": True for k in range(1, FULL_SET - len(keys) + 1)})
+            self.result_keys = {key: n < FULL_SET for n, key in enumerate(keys)}
+            self.result_lines = len(keys)
+            k = 0
+            while len(self.result_keys) < FULL_SET:  # placeholders, named apart from the file's own keys
+                k += 1
+                self.result_keys.setdefault(f"unreported-{k}", True)
         # read on first use: scoring an official output file alone needs no dataset
         self._tasks: dict[str, ToolHopTask] | None = {} if self.results_file is not None else None
         self._chains: dict[str, Chain] | None = None
@@ -167,7 +172,7 @@ class ToolHopBenchmark:
         if self.results_file is not None:
             from .official import FULL_SET
 
-            lines = sum(not k.startswith("unreported-") for k in self.result_keys)
+            lines = self.result_lines
             return {"scored_from": "results_file", "full_set": lines == FULL_SET, "dataset_note": (
                 f"scored from the official output file alone, as evaluation_closed.py scores it: {lines} lines over "
                 f"the {FULL_SET} queries it always divides by; official_result is its printed Result, "
