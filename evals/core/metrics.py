@@ -71,6 +71,9 @@ class Metric:
     absent: Literal["omit", "zero"] = "omit"
     absent_counts: tuple[tuple[str, float], ...] = ()  # (part, samples) pairs
     shown_incomplete: bool = True  # absent="zero": reported while a part is missing (False: it only feeds others)
+    # the value is ``sum(num) / sum(den) * 100`` (divided first, as some official scripts
+    # compute it) rather than ``100 * sum(num) / sum(den)``: the two floats differ on some exact ties
+    divide_first: bool = False
     # a count that must never pass unnoticed: when its value is above 0 the summary's ``warnings``
     # get this text, formatted with ``n`` (the count) and ``of`` (its samples' denominators summed)
     warn: str = ""
@@ -135,8 +138,9 @@ def _ratio_stderr(pairs: Sequence[tuple[float, float]]) -> float | None:
         return None
     ratio = sum(x for x, _ in pairs) / total_den
     mean_den = total_den / n
-    var = sum((x - ratio * d) ** 2 for x, d in pairs) / (n - 1)
-    return math.sqrt(var / n) / mean_den
+    var = sum((x - ratio * d) * (x - ratio * d) for x, d in pairs) / (n - 1)  # inf, not OverflowError, on huge floats
+    se = math.sqrt(var / n) / mean_den
+    return se if math.isfinite(se) else None
 
 
 def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
@@ -149,7 +153,10 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
         value: float | int = int(num) if float(num).is_integer() else num
         return MetricValue(value, None, len(pairs), den, metric.over, 0)
     scale = 1.0 if metric.kind == "mean" else 100.0
-    value = round(scale * num / den, metric.digits) if den else 0.0
+    if not den:
+        value = 0.0
+    else:
+        value = round(num / den * scale if metric.divide_first else scale * num / den, metric.digits)
     se = _ratio_stderr(pairs)
     return MetricValue(value, None if se is None else round(scale * se, metric.digits + 2), len(pairs), den, metric.over,
                        metric.digits)

@@ -71,7 +71,7 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 INFO = BenchmarkInfo(
-    name=NAME, plugin=".plugin:ComplexFuncBenchBenchmark",
+    name=NAME, plugin=".plugin:ComplexFuncBenchBenchmark", scorer_version=2,  # CHANGELOG.md
     options=OPTIONS, metrics=METRICS, uses_judge=True,
     data_sources=SOURCES, needed_files=needed_files,
     paper_numbers=PaperNumbers(_paper_setting, "success_rate"),

@@ -15,28 +15,49 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from ...core.metrics import Metric, TaskScore
 from .data import DOMAINS
 
-__all__ = ["DOMAIN_KEYS", "METRICS", "task_score"]
+__all__ = ["DOMAIN_KEYS", "METRICS", "count_value", "task_score"]
 
 DOMAIN_KEYS = {d: d.lower().replace("-", "_") for d in DOMAINS}
 
+# print_results.py divides first (``v / 150 * 100``, ``correct / total * 100``): so do these, or an exact
+# tie of a partial file rounds the other way (13.63 where it prints 13.624999999999998)
 METRICS: tuple[Metric, ...] = (
-    Metric("success_rate", "Success rate"),
-    Metric("call_accuracy", "Call accuracy", over="gold calls"),
+    Metric("success_rate", "Success rate", divide_first=True),
+    Metric("call_accuracy", "Call accuracy", over="gold calls", divide_first=True),
     Metric("completeness", "Completeness (0-2)", kind="mean", over="answers"),
     Metric("correctness", "Correctness (0-2)", kind="mean", over="answers"),
     *(m for d in DOMAINS for m in (
-        Metric(f"success_rate_{DOMAIN_KEYS[d]}", f"{d} success rate", in_breakdowns=False),
-        Metric(f"call_accuracy_{DOMAIN_KEYS[d]}", f"{d} call accuracy", over="gold calls", in_breakdowns=False),
+        Metric(f"success_rate_{DOMAIN_KEYS[d]}", f"{d} success rate", in_breakdowns=False, divide_first=True),
+        Metric(f"call_accuracy_{DOMAIN_KEYS[d]}", f"{d} call accuracy", over="gold calls", in_breakdowns=False,
+               divide_first=True),
     )),
     Metric("samples", "samples scored", kind="count"),
     Metric("samples_with_result", "samples with a result", kind="count"),
 )
+
+
+def count_value(value: Any) -> float:
+    """A ``count_dict`` count as a finite float: a number or a numeric string (a string, a huge integer
+    or a non-finite count is warned about by .results), anything else 0."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return 0.0
+    if not isinstance(value, bool | int | float):
+        return 0.0
+    try:
+        got = float(value)
+    except OverflowError:  # an integer beyond the float range
+        return 0.0
+    return got if math.isfinite(got) else 0.0
 
 
 def task_score(domain: str, gold_calls: int, official: Mapping[str, Any] | None, resp_eval: Mapping[str, Any] | None,
@@ -55,7 +76,7 @@ def task_score(domain: str, gold_calls: int, official: Mapping[str, Any] | None,
     score.add("samples", 1.0, 0.0)
     if official is not None:
         counts = official.get("count_dict") or {}
-        correct, total = float(counts.get("correct_call_num", 0)), float(counts.get("total_call_num", gold_calls))
+        correct, total = count_value(counts.get("correct_call_num", 0)), count_value(counts.get("total_call_num", gold_calls))
         score.add("call_accuracy", correct, total)
         if key:
             score.add(f"call_accuracy_{key}", correct, total)

@@ -30,17 +30,17 @@ What needs the dataset (:data:`NEEDS_DATASET`): judging an answer the file holds
 
 from __future__ import annotations
 
+import json
 import math
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from client.runs import iter_jsonl
-
 from ...core.anomalies import Anomaly
 from .data import DOMAINS, domain_of
+from .metrics import count_value
 
 __all__ = ["DOMAIN_SIZES", "NEEDS_DATASET", "ResultRecord", "ResultSample", "file_warnings", "foreign_domains",
            "load_result_samples", "official_stops", "read_result_file"]
@@ -97,7 +97,7 @@ def _files(path: Path) -> list[Path]:
 def _number(value: Any) -> float | None:
     """A count as print_results.py can add it (a number), or as we read it (a numeric string too)."""
     if isinstance(value, bool | int | float):
-        return float(value)
+        return count_value(value)
     if isinstance(value, str):
         try:
             got = float(value)
@@ -107,17 +107,51 @@ def _number(value: Any) -> float | None:
     return None
 
 
+def _plain(value: Any) -> bool:
+    """A count whose float sums and ratios are exactly print_results.py's Python-number ones: a whole
+    number below 2**53 (a huge integer, a non-finite or a fractional count is not)."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return abs(value) < 2**53
+    return isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) < 2**53
+
+
+def official_lines(f: Path) -> Iterator[tuple[int, str]]:
+    """The lines of ``f`` as ``print_results.py`` reads them (``for line in open(f)``: text mode, so
+    split at ``\n``, ``\r\n`` and ``\r`` only; a form feed, a record separator or U+2028 is part of
+    its line), each with its number."""
+    n = 0
+    try:
+        with f.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                yield n, line
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{f}:{n + 1}: not UTF-8 text (print_results.py stops on it too): {exc.reason}") from None
+
+
 def read_result_file(path: Path) -> list[ResultRecord]:
-    """Every line of a result file (or of the ``*.jsonl`` files of a folder) in order; a line that is
-    not a record we can read is a ``ValueError`` naming FILE:LINE."""
+    """Every line of a result file (or of the ``*.jsonl`` files of a folder) in order, split and parsed
+    as ``print_results.py`` does (:func:`official_lines`, ``json.loads``); a blank line is skipped
+    (warned by :func:`file_warnings`); any other line that is not a record we can read is a
+    ``ValueError`` naming FILE:LINE."""
     out: list[ResultRecord] = []
     seen: Counter[str] = Counter()
     for f in _files(path):
-        for n, rec in iter_jsonl(f):
+        for n, line in official_lines(f):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError as exc:  # JSONDecodeError, or an integer of more than 4,300 digits
+                raise ValueError(f"{f}:{n}: not JSON (print_results.py stops on it too): {str(exc)[:80]}") from None
+            except RecursionError:
+                raise ValueError(f"{f}:{n}: nested too deeply to read (print_results.py stops on it too)") from None
             if not isinstance(rec, dict) or not isinstance(rec.get("id"), str) or not isinstance(rec.get("count_dict"), dict):
                 raise ValueError(f"{f}:{n}: not an official result record (needs 'id' and 'count_dict')")
             for name in _USED:
-                if name in rec["count_dict"] and _number(rec["count_dict"][name]) is None:
+                if name in rec["count_dict"] and _number(rec["count_dict"][name]) is None \
+                        and not isinstance(rec["count_dict"][name], bool | int | float):
                     raise ValueError(f"{f}:{n}: count_dict.{name} is not a number: {str(rec['count_dict'][name])[:60]!r}")
             rid = rec["id"]
             seen[rid] += 1
@@ -160,8 +194,8 @@ def foreign_domains(records: Sequence[ResultRecord]) -> dict[str, dict[str, Any]
             acc[1] += r.record.get("message") == "Success."
             acc[2] += _number(counts.get("correct_call_num")) or 0.0
             acc[3] += _number(counts.get("total_call_num")) or 0.0
-    return {d: {"records": int(n), "success_rate": round(100 * s / OTHER_SIZE, 2),
-                "call_accuracy": round(100 * c / t, 2) if t else 0.0} for d, (n, s, c, t) in out.items()}
+    return {d: {"records": int(n), "success_rate": round(s / OTHER_SIZE * 100, 2),
+                "call_accuracy": round(c / t * 100, 2) if t else 0.0} for d, (n, s, c, t) in out.items()}
 
 
 def official_stops(record: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -193,11 +227,50 @@ def official_stops(record: Mapping[str, Any]) -> tuple[str, str] | None:
 
 
 def _blank_lines(f: Path) -> list[int]:
-    """The lines print_results.py reads (``for line in open(f)``) that hold no JSON: blank ones."""
-    parts = f.read_text(encoding="utf-8").split("\n")
-    if parts[-1] == "":  # the end of the last line
-        parts.pop()
-    return [n for n, line in enumerate(parts, 1) if not line.strip()]
+    """The lines print_results.py reads (:func:`official_lines`) that hold no JSON: blank ones."""
+    return [n for n, line in official_lines(f) if not line.strip()]
+
+
+def print_results_numbers(records: Sequence[ResultRecord]) -> dict[str, Any] | str:
+    """What ``print_results.basic_metric`` prints for these records (its numbers, as the Python values
+    it computes: the same operations on the file's own values, in the same order), or the exception it
+    stops on (``"OverflowError: ..."``). For a warning's text: our metrics read the counts as floats."""
+    success: defaultdict[str, Any] = defaultdict(int)
+    calls: defaultdict[str, list[Any]] = defaultdict(lambda: [0, 0])
+    judged: dict[str, defaultdict[str, list[Any]]] = {p: defaultdict(lambda: [0, 0]) for p in ("complete", "correct")}
+    try:
+        for r in records:
+            rec = r.record
+            domain = domain_of(rec["id"])
+            if rec["message"] == "Success.":
+                success[domain] += 1
+            counts = rec["count_dict"]
+            for name in ("success_turn_num", "total_turn_num"):
+                0 + counts[name]  # noqa: B018  (added to the turn counts, which are not printed)
+            calls[domain][0] += counts["correct_call_num"]
+            calls[domain][1] += counts["total_call_num"]
+            if rec["resp_eval"] is None:
+                continue
+            for part, acc in judged.items():
+                score = rec["resp_eval"][part]["score"]
+                if score in {0, 1, 2}:
+                    acc[domain][0] += score
+                    acc[domain][1] += 1
+        out: dict[str, Any] = {
+            "Domain Success Rate": {k: v / 150 * 100 if k != "Cross" else v / 400 * 100 for k, v in success.items()},
+            "Domain Call Accuracy": {k: v[0] / v[1] * 100 if v[1] != 0 else 0 for k, v in calls.items()},
+            "Overall Success Rate": sum(success.values()) / 1000 * 100,
+            "Overall Call Accuracy": sum(v[0] for v in calls.values()) / sum(v[1] for v in calls.values()) * 100,
+        }
+        for part, label in (("complete", "Complete Score"), ("correct", "Correct Score")):
+            total, n = 0, 0
+            for v in judged[part].values():
+                total += v[0]
+                n += v[1]
+            out[label] = total / n if n != 0 else 0
+    except Exception as exc:  # noqa: BLE001  (what the official script would stop on, as text)
+        return f"{type(exc).__name__}: {exc}"
+    return out
 
 
 def _lines(records: Sequence[ResultRecord], limit: int = 5) -> str:
@@ -237,8 +310,27 @@ def file_warnings(path: Path, records: Sequence[ResultRecord], *, every_line: bo
         out.append(f"{src}: all {len(records)} records' gold-call counts (count_dict.total_call_num) are 0: "
                    f"print_results.py stops on this file (ZeroDivisionError in the overall call accuracy); "
                    f"here the call accuracy is 0")
+    out.extend(_unusual_counts(src, records))
     out.extend(_count_warnings(src, records, every_line=every_line))
     return out
+
+
+def _unusual_counts(src: str, records: Sequence[ResultRecord]) -> list[str | Anomaly]:
+    """Counts whose sums are not ours: huge integers and non-finite or fractional numbers."""
+    odd = [r for r in records if any(isinstance(v, int | float) and not _plain(v)
+                                     for k, v in r.record["count_dict"].items() if k in _COUNTS)]
+    if not odd:
+        return []
+    printed = print_results_numbers(records)
+    if isinstance(printed, str):
+        official = f"print_results.py stops on this file ({printed[:120]})"
+    else:
+        official = ("print_results.py adds them as Python numbers and prints overall success "
+                    f"{printed['Overall Success Rate']!r}, call accuracy {printed['Overall Call Accuracy']!r}")
+    return [Anomaly("unusual_counts", f"{src}: {len(odd)} record(s) with a count that is a huge integer, non-finite or "
+                    f"not a whole number ({_lines(odd)}): {official}; here such a count is read as a float (0 when "
+                    f"beyond the float range or non-finite), so these numbers may differ from it",
+                    len(odd), tuple(r.where for r in odd[:10]), "read as a float (0 when huge or non-finite)", official)]
 
 
 def _count_warnings(src: str, records: Sequence[ResultRecord], *, every_line: bool) -> list[str | Anomaly]:

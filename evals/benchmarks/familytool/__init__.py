@@ -127,7 +127,7 @@ PAPER_NUMBERS = PaperNumbers(
 def _info(name: str) -> BenchmarkInfo:
     kind = "base" if name.endswith("-b") else "extended"
     return BenchmarkInfo(
-        name=name, plugin=".plugin:FamilyToolBenchmark",
+        name=name, plugin=".plugin:FamilyToolBenchmark", scorer_version=2,  # CHANGELOG.md
         description=f"FamilyTool ({kind}): one call needing 1-6 hops over a family KG",
         strategies=STRATEGIES, options=OPTIONS, metrics=METRICS, uses_judge=True,
         data_sources={"familytool": FILES},

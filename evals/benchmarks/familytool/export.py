@@ -123,6 +123,9 @@ def read_predictions(bench: FamilyToolBenchmark, path: Path) -> ImportedPredicti
     if path.is_dir() and (folder / GOLD_FILE).is_file():
         gold_ids = [str(json.loads(line)[0]["content"]) for line in (folder / GOLD_FILE).read_text(encoding="utf-8").splitlines() if line.strip()]
     outcomes: dict[str, dict[str, Any]] = {}
+    warnings: list[str] = []
+    stops: list[str] = []  # entries the official code stops on (KeyError / TypeError)
+    order: list[str] = []  # the tool rows' tasks in file order: what the official loop pairs by position
     for n, row in enumerate(rows):
         if not isinstance(row, dict) or "data_id" not in row:
             raise ValueError(f"{tool_path}: entry {n} has no data_id")
@@ -130,25 +133,64 @@ def read_predictions(bench: FamilyToolBenchmark, path: Path) -> ImportedPredicti
         tool_calls = result.get("tool_call") if isinstance(result, dict) else None
         if not isinstance(tool_calls, list):
             raise ValueError(f"{tool_path}: entry {n} ({row['data_id']}): result.tool_call is not a list")
+        # convert_to_dict skips an entry without name and parameters, but calls .strip() on any name, and
+        # compare_params calls .get on the parameters paired with a gold call's
+        named = [(k, c) for k, c in enumerate(tool_calls) if isinstance(c, dict) and "name" in c and "parameters" in c]
+        if bad := [k for k, c in named if not isinstance(c["name"], str)]:
+            stops.append(f"entry {n} call(s) {bad[:3]}: a name that is not a string (AttributeError)")
+        if bad := [k for k, c in named if not isinstance(c["parameters"], dict)]:
+            stops.append(f"entry {n} call(s) {bad[:3]}: parameters that are not an object (AttributeError when "
+                         f"the name is a gold tool's)")
         calls = [{"name": c.get("name"), "arguments": c.get("parameters"), "turn": 0}
                  for c in tool_calls if isinstance(c, dict) and "name" in c and "parameters" in c]
-        outcomes[str(row["data_id"])] = {
+        tid = str(row["data_id"])
+        order.append(tid)
+        outcomes[tid] = {
             "calls": calls,
             "prediction": {"name": calls[-1]["name"], "arguments": calls[-1]["arguments"]} if calls else None,
             "final_answer": result.get("content") if isinstance(result, dict) else None,
         }
+    repeated = sorted({t for t in order if order.count(t) > 1})
+    if repeated:
+        rows_of = {t: [n for n, x in enumerate(order) if x == t] for t in repeated[:3]}
+        warnings.append(f"{tool_path}: {len(repeated)} data_id(s) on more than one entry (e.g. {rows_of}): the official "
+                        f"evaluation scores every entry (each counted in the averages); here the last entry of each id "
+                        f"is kept, so the tool-use numbers may differ from the official ones")
+    if stops:
+        warnings.append(f"{tool_path}: the official evaluation stops on {len(stops)} entr(ies) ({'; '.join(stops[:3])}): "
+                        f"it reads every call named with its parameters; here such a name is read as text and such parameters "
+                        f"as {{}}")
     if kg_rows is not None:
         if not isinstance(kg_rows, list):
             raise ValueError(f"{folder / KG_FILE}: expected a JSON list of step-1 outputs")
-        for n, row in enumerate(kg_rows):
-            tid = str(row.get("id")) if isinstance(row, dict) and row.get("id") is not None else (
-                gold_ids[n] if n < len(gold_ids) else None)
-            if tid is None:
-                raise ValueError(f"{folder / KG_FILE}: entry {n} has no id and {GOLD_FILE} does not say which task it is")
-            outcomes.setdefault(tid, {"calls": [], "prediction": None})["kg"] = {"generation": str(row.get("response") or "")}
+        # metric_KG_extraction zips the step-1 rows with golden.jsonl by position, whatever their ids
+        tasks = gold_ids or order
+        mismatched = [n for n, row in enumerate(kg_rows[:len(tasks)])
+                      if isinstance(row, dict) and row.get("id") is not None and str(row.get("id")) != tasks[n]]
+        if mismatched:
+            warnings.append(f"{folder / KG_FILE}: {len(mismatched)} entr(ies) whose id is not the task at their position "
+                            f"(entries {mismatched[:5]}): the official metric pairs step-1 outputs with {GOLD_FILE} by "
+                            f"position, ids ignored; so do these numbers")
+        if len(kg_rows) != len(tasks):
+            official = (f"it scores the first {min(len(kg_rows), len(tasks))} (zip stops at the shorter list)")
+            ours = ("the tasks without an output count as format errors here" if len(kg_rows) < len(tasks)
+                    else "the further entries are ignored here too")
+            warnings.append(f"{folder / KG_FILE}: {len(kg_rows)} step-1 outputs for {len(tasks)} tasks: the official "
+                            f"metric pairs them by position and {official}; {ours}")
+        kg_stops = [n for n, row in enumerate(kg_rows[:len(tasks)])
+                    if not isinstance(row, dict) or not isinstance(row.get("response"), str)]
+        if kg_stops:
+            warnings.append(f"{folder / KG_FILE}: the official metric stops on {len(kg_stops)} entr(ies) without a string "
+                            f"'response' (entries {kg_stops[:5]}); here such an output is read as empty (a format error)")
+        if not tasks and kg_rows:
+            raise ValueError(f"{folder / KG_FILE}: entries but no task to pair them with ({GOLD_FILE} and {TOOL_FILE} name none)")
+        for n, row in enumerate(kg_rows[:len(tasks)]):
+            response = row.get("response") if isinstance(row, dict) else None
+            outcomes.setdefault(tasks[n], {"calls": [], "prediction": None})["kg"] = {
+                "generation": response if isinstance(response, str) else ""}
     traces = {tid: imported_trace(tid, o, final_answer=o.pop("final_answer", None), source=str(path))
               for tid, o in outcomes.items()}
     known = {o.name for o in bench.info.options}
     options = {k: v for k, v in (manifest.get("options") or {}).items() if k in known}
     return ImportedPredictions(traces=traces, strategy=manifest.get("strategy"), options=options,
-                               model=manifest.get("model"))
+                               model=manifest.get("model"), warnings=tuple(warnings))

@@ -13,6 +13,8 @@ The benchmark's folder, low to high (each module imports only those before it):
   minimal feedback levels);
 * ``tools``: the tools (``ToolHopSpec``, ``build_spec``) and the catalog (``ToolHopCatalog``);
 * ``chains``: gold call chains, explicit and derived (run in the sandbox; cached);
+* ``official``: the official scripts' output files read and scored as they score them (the answer
+  rule, the printed ``Result``); ``export``: the ``toolhop-official`` format that reads them;
 * ``view``: an episode in ``evals view`` (each hop's gold call beside the predicted one, the answers);
 * ``plugin``: the ``evals run`` plugin (the paper's modes and feedback levels, the oracle);
 * ``paper_numbers.yaml``: the published numbers.
@@ -37,6 +39,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("dataset", str, "auto", "the official file (full), the 100-query subset (subset), or the full file "
            "when it is present and else the subset (auto); a run records the one it used", choices=("auto", "full", "subset"),
            serve=True, aliases=(("subset100", "subset"),)),
+    Option("results_file", str, "", "score this official output file (what code/evaluation_closed.py writes: one "
+           "sample per line with messages and answer_correct) without the dataset, as the official scripts do; set "
+           "by `evals score FILE --format toolhop-official`", metavar="FILE", run=False),
     Option("derive_chains", bool, True, "oracle: derive gold call chains for tasks without explicit ones (runs "
            "tool code in the sandbox once; cached)"),
     Option("sandbox_workers", int, 4, "sandbox worker processes that run the tools' code", serve=True,

@@ -25,6 +25,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("param_omission", "Parameter omission", higher_is_better=False, over="calls"),
     Metric("query_error_rate", "Query error rate", higher_is_better=False),
     Metric("instance_error_rate", "Instance error rate", higher_is_better=False, over="calls"),
+    # an official output file scored alone (`evals score FILE --format toolhop-official`, .official)
+    Metric("official_result", "Result as evaluation_closed.py prints it (recorded answer_correct, over 995)"),
+    Metric("official_answer_rule", "sample_process's answer rule on every line (over 995)"),
     Metric("tasks_with_gold_chain", "tasks with a gold call chain", kind="count"),
     Metric("scored_tasks", "tasks scored", kind="count"),
     Metric("calls", "tool calls", kind="count"),

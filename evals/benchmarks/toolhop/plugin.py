@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from client.adapters.base import DEFAULT_PARAMS, GenerateParams
@@ -49,8 +50,6 @@ from .tasks import ToolHopTask, data_path, dataset_in_use, load_tasks
 from .tools import ToolHopCatalog
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from client.runs import EpisodeRecorder
 
     from ...core.scoring import ScoreContext
@@ -99,16 +98,41 @@ class ToolHopBenchmark:
         self.dataset = dataset_in_use(options.get("dataset", "auto"))
         # the run's config records the file used, not "auto"
         self.options: Mapping[str, Any] = {**options, "dataset": "full" if self.dataset == "full" else "subset"}
-        self.tasks = {t.id: t for t in load_tasks(self.dataset)}
+        results = str(options.get("results_file") or "").strip()
+        # an official output file scored alone (see .official): no dataset is read
+        self.results_file = Path(results).expanduser() if results else None
+        self.result_keys: dict[str, bool] = {}  # task key -> divides (one of the 995 the official scripts divide by)
+        self.result_lines = 0
+        if self.results_file is not None:
+            from .official import FULL_SET, read_output_file
+
+            keys = [r.key for r in read_output_file(self.results_file)]
+            self.result_keys = {key: n < FULL_SET for n, key in enumerate(keys)}
+            self.result_lines = len(keys)
+            k = 0
+            while len(self.result_keys) < FULL_SET:  # placeholders, named apart from the file's own keys
+                k += 1
+                self.result_keys.setdefault(f"unreported-{k}", True)
+        # read on first use: scoring an official output file alone needs no dataset
+        self._tasks: dict[str, ToolHopTask] | None = {} if self.results_file is not None else None
         self._chains: dict[str, Chain] | None = None
         self._pool: SandboxPool | None = None
         self._known_ids: set[str] | None = None
         self._view_chains: dict[str, Chain] | None = None
 
+    @property
+    def tasks(self) -> dict[str, ToolHopTask]:
+        if self._tasks is None:
+            self._tasks = {t.id: t for t in load_tasks(self.dataset)}
+        return self._tasks
+
     def task_ids(self) -> list[str]:
-        return list(self.tasks)
+        return list(self.result_keys) if self.results_file is not None else list(self.tasks)
 
     def check(self, strategy: str, *, own_server: bool) -> None:
+        if self.results_file is not None:
+            raise ValueError(f"--results-file scores an official output file alone; a run needs the dataset: leave it "
+                             f"out (it is {self.results_file})")
         split_strategy(strategy)
 
     def chains(self) -> dict[str, Chain]:
@@ -140,9 +164,19 @@ class ToolHopBenchmark:
         return [BenchmarkMount(catalog=catalog)]
 
     def data_files(self) -> list[Path]:
+        if self.results_file is not None:
+            return [self.results_file]
         return [data_path(self.dataset)]
 
     def summary_extras(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        if self.results_file is not None:
+            from .official import FULL_SET
+
+            lines = self.result_lines
+            return {"scored_from": "results_file", "full_set": lines == FULL_SET, "dataset_note": (
+                f"scored from the official output file alone, as evaluation_closed.py scores it: {lines} lines over "
+                f"the {FULL_SET} queries it always divides by; official_result is its printed Result, "
+                f"official_answer_rule its sample_process rule re-applied to every line")}
         if self.dataset == "full":
             return {"dataset": self.dataset}
         return {"dataset": self.dataset, "full_set": False,
@@ -202,6 +236,8 @@ class ToolHopBenchmark:
         """The paper's metrics of one task. For oracle runs a task without a gold chain
         (``outcome.stop == "no_gold_chain"``) is left out of every metric; ``tasks_with_gold_chain``
         counts the others (for a real model: the tasks with an explicit or already derived chain)."""
+        if self.results_file is not None:
+            return self._official_score(task_id, trace)
         task = self.tasks.get(task_id)
         if task is None:
             raise ValueError(f"the run has a task id that is not in ToolHop ({self.dataset}): {task_id!r}")
@@ -215,6 +251,22 @@ class ToolHopBenchmark:
                 return TaskScore()
             return task_score(task, trace, has_chain=True)
         return task_score(task, trace, has_chain=task_id in self._known())
+
+    def _official_score(self, task_id: str, trace: Mapping[str, Any] | None) -> TaskScore:
+        """A line of an official output file (or an unreported placeholder): the printout's and the rule's samples."""
+        weight = 1.0 if self.result_keys.get(task_id, True) else 0.0
+        done = trace is not None and trace.get("status") == "completed"
+        official = ((trace.get("outcome") or {}).get("official") or {}) if done and trace is not None else {}
+        score = TaskScore()
+        score.add("official_result", float(official.get("recorded") or 0.0), weight)
+        score.add("official_answer_rule", float(official.get("rule") == 1), weight)
+        score.details["official"] = official
+        return score
+
+    def formats(self) -> list[Any]:
+        from .export import official_format
+
+        return [official_format()]
 
     def episode_view(self, task_id: str, trace: Mapping[str, Any] | None, score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         """``evals view``: each hop's gold call beside the predicted one, the gold answer beside the final one."""
