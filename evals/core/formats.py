@@ -158,6 +158,7 @@ def import_predictions(
     from client.runs import RunDir
 
     from .registry import load_benchmark
+    from .versions import versions
 
     src = Path(path)
     if not src.exists():
@@ -189,6 +190,7 @@ def import_predictions(
                          "anomalies": [anomaly_entry(w, "import") for w in got.warnings]} if got.warnings else {})},
         # the run covers the tasks the predictions are for (or, covers_all, every task)
         "run": {"only_traced": not got.covers_all},
+        "versions": versions(made),  # the scorer that scores it now
     }
     run_dir = RunDir(out, config)
     try:

@@ -222,7 +222,7 @@ class EpisodeEnv:
 
     Models by role (as Inspect AI's model roles): ``shared`` is ``--model``, built once with its
     response cache, rate limit and retries; ``roles`` holds a benchmark's other models (an option
-    declared with ``model=True``, e.g. FamilyTool's ``kg_model``), each built once the same way. An
+    declared with ``model=True``, e.g. a step-1 model of a paper's pipeline), each built once the same way. An
     oracle (``shared`` None) is wrapped per episode by :meth:`wrap` with the same rate limit and retries."""
 
     opts: RunOptions

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from evals.core.registry import all_benchmarks, get_benchmark
-from evals.core.run import source_commit
+from evals.core.versions import source_commit
 
 REPO = Path(__file__).resolve().parents[2]
 
