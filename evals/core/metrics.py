@@ -36,7 +36,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Metric", "MetricValue", "TaskScore", "aggregate", "breakdowns", "metric_anomalies", "metric_warnings",
-           "summary_blocks"]
+           "numpy_round", "summary_blocks"]
+
+
+def numpy_round(x: float, places: int) -> float:
+    """``x`` rounded as ``round()`` of a numpy float rounds it (``np.round``: ``x * 10**places``
+    rounded half to even, then divided by ``10**places``; not Python's exact decimal rounding, so a
+    value such as 0.76825 can round the other way). Non-finite values are returned as they are."""
+    if not math.isfinite(x):
+        return x
+    scaled = x * 10.0**places
+    if not math.isfinite(scaled):
+        return x
+    return float(round(scaled)) / 10.0**places
 
 
 @dataclass(frozen=True)
@@ -64,6 +76,11 @@ class Metric:
     # what the official code does with them (when known)
     warn_counted_as: str = ""
     warn_official: str = ""
+    # the value as the official script computes and rounds it, from the summed numerator and denominator
+    # (in this metric's unit: a percent for ``percent``); default ``round(scale * num / den, digits)``.
+    # E.g. ``lambda n, d: round(n / d * 100, 1)`` for a script that divides first, or :func:`numpy_round`
+    # for one that rounds a numpy float (``round(np.mean(x), 4)``)
+    value_of: Callable[[float, float], float] | None = None
 
     @property
     def key(self) -> str:
@@ -133,7 +150,12 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
         value: float | int = int(num) if float(num).is_integer() else num
         return MetricValue(value, None, len(pairs), den, metric.over, 0)
     scale = 1.0 if metric.kind == "mean" else 100.0
-    value = round(scale * num / den, metric.digits) if den else 0.0
+    if not den:
+        value = 0.0
+    elif metric.value_of is not None:
+        value = metric.value_of(num, den)
+    else:
+        value = round(scale * num / den, metric.digits)
     se = _ratio_stderr(pairs)
     return MetricValue(value, None if se is None else round(scale * se, metric.digits + 2), len(pairs), den, metric.over,
                        metric.digits)
