@@ -1,0 +1,105 @@
+"""`evals score --format <bench>-official` on a generated case, in a long-lived subprocess.
+
+A fresh `evals` process per case costs about 2 s of imports and data loading, too slow for thousands of
+files on a shared machine; so one child process (`python -m bench.fuzz.ours --serve`) imports `evals`
+once and runs `evals.cli.main([...])` per request, its stdout and stderr captured. An exception that
+escapes `main` is a traceback (crashed); a case that runs past the timeout kills the child (a fresh one
+serves the next case) and counts as crashed too. Used by every benchmark module of the fuzzer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Result", "evals_score"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Result:
+    """One `evals score` call: exit status (None: a traceback or a timeout), stdout, stderr, the --json summary."""
+
+    rc: int | None
+    stdout: str
+    stderr: str
+    summary: dict[str, Any] | None
+    traceback: str = ""
+
+
+class _Child:
+    proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> subprocess.Popen[str]:
+        if self.proc is None or self.proc.poll() is not None:
+            env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+            self.proc = subprocess.Popen([sys.executable, "-m", "bench.fuzz.ours", "--serve"], cwd=ROOT, env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
+        return self.proc
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+_CHILD = _Child()
+
+
+def evals_score(argv: list[str], timeout: float = 300.0) -> Result:
+    """Run `evals <argv>` in the serving child; a timeout kills it (Result.rc None, traceback 'timeout')."""
+    proc = _CHILD.start()
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(argv) + "\n")
+    proc.stdin.flush()
+    box: list[str] = []
+    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    if not box or not box[0]:
+        _CHILD.kill()
+        return Result(None, "", "", None, "timeout" if not box else "the serving process died")
+    reply = json.loads(box[0])
+    out = reply["stdout"]
+    summary = None
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):
+                summary = json.loads(line)
+            break
+    return Result(reply["rc"], out, reply["stderr"], summary, reply["traceback"])
+
+
+def _serve() -> None:
+    from evals.cli import main
+
+    for line in sys.stdin:
+        argv = json.loads(line)
+        out, err = io.StringIO(), io.StringIO()
+        rc: int | None
+        tb = ""
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(argv)
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:  # noqa: BLE001 - a traceback is what the fuzzer looks for
+                rc, tb = None, traceback.format_exc()
+        sys.stdout.write(json.dumps({"rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue(), "traceback": tb},
+                                    ensure_ascii=True) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:
+    _serve()
