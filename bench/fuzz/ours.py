@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Result", "evals_score"]
+__all__ = ["LineServer", "Result", "evals_score"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,40 +37,46 @@ class Result:
     traceback: str = ""
 
 
-class _Child:
-    proc: subprocess.Popen[str] | None = None
+class LineServer:
+    """A child process that answers one JSON line per JSON request line (started on first use, killed and
+    started again after a timeout). Also serves the official code of a benchmark kept in its own venv
+    (see `ultratool_official.py`), whose imports would otherwise cost seconds per case."""
 
-    def start(self) -> subprocess.Popen[str]:
+    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str] | None = None):
+        self.cmd, self.cwd, self.env = cmd, cwd, env
+        self.proc: subprocess.Popen[str] | None = None
+
+    def ask(self, request: Any, timeout: float) -> dict[str, Any] | None:
+        """The child's answer to ``request``; None when it timed out or died (it is then killed)."""
         if self.proc is None or self.proc.poll() is not None:
-            env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-            self.proc = subprocess.Popen([sys.executable, "-m", "bench.fuzz.ours", "--serve"], cwd=ROOT, env=env,
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, encoding="utf-8")
-        return self.proc
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
+            self.proc = subprocess.Popen(self.cmd, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True, encoding="utf-8")
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        box: list[str] = []
+        reader = threading.Thread(target=lambda: box.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if not box or not box[0]:
+            proc.kill()
+            proc.wait()
             self.proc = None
+            return None
+        answer: dict[str, Any] = json.loads(box[0])
+        return answer
 
 
-_CHILD = _Child()
+_CHILD = LineServer([sys.executable, "-m", "bench.fuzz.ours", "--serve"], ROOT,
+                    {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
 
 
 def evals_score(argv: list[str], timeout: float = 300.0) -> Result:
     """Run `evals <argv>` in the serving child; a timeout kills it (Result.rc None, traceback 'timeout')."""
-    proc = _CHILD.start()
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps(argv) + "\n")
-    proc.stdin.flush()
-    box: list[str] = []
-    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    if not box or not box[0]:
-        _CHILD.kill()
-        return Result(None, "", "", None, "timeout" if not box else "the serving process died")
-    reply = json.loads(box[0])
+    reply = _CHILD.ask(argv, timeout)
+    if reply is None:
+        return Result(None, "", "", None, "timeout, or the serving process died")
     out = reply["stdout"]
     summary = None
     for line in reversed(out.splitlines()):

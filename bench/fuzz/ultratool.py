@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fuzz import weird
-from bench.fuzz.ours import evals_score
+from bench.fuzz.ours import LineServer, evals_score
 from bench.fuzz.outcome import Outcome
 
 NAME = "ultratool"
@@ -180,18 +180,19 @@ def _percent(text: str) -> str:
     return f"{x * 100:.2f}" if math.isfinite(x) else text
 
 
+_OFFICIAL: dict[Path, LineServer] = {}
+
+
 def run_official(work: Path, case: Path) -> Outcome:
     meta = _case(case)
-    try:
-        done = subprocess.run([str(work / "venv" / "bin" / "python"), str(DRIVER), str(work / "code" / "evaluation"),
-                               meta["task"], meta["language"], meta["layout"], str(case)],
-                              capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        return Outcome(stopped=True, note="timeout")
-    if done.returncode != 0:
-        return Outcome(stopped=True, note=(done.stderr.strip().splitlines() or ["?"])[-1][:200])
-    printed = json.loads(done.stdout.strip().splitlines()[-1])
-    return Outcome(numbers={k: _percent(v) for k, v in printed.items()})
+    server = _OFFICIAL.setdefault(work, LineServer([str(work / "venv" / "bin" / "python"), str(DRIVER),
+                                                    str(work / "code" / "evaluation")], work))
+    answer = server.ask([meta["task"], meta["language"], meta["layout"], str(case)], timeout=600)
+    if answer is None:
+        return Outcome(stopped=True, note="timeout, or the official process died")
+    if "error" in answer:
+        return Outcome(stopped=True, note=answer["error"][:200])
+    return Outcome(numbers={k: _percent(v) for k, v in answer["numbers"].items()})
 
 
 def run_ours(case: Path) -> Outcome:

@@ -63,7 +63,10 @@ def dumps(rng: random.Random, obj: Any) -> str:
     """One JSON line for ``obj`` (escaped non-ASCII at random; a huge int can make json.dumps fail: then
     its text is written by hand)."""
     try:
-        return json.dumps(obj, ensure_ascii=rng.random() < 0.5)
+        text = json.dumps(obj, ensure_ascii=rng.random() < 0.5)
+        if any("\ud800" <= ch <= "\udfff" for ch in text) and rng.random() < 0.9:
+            text = json.dumps(obj)  # mostly escaped (\ud800 in the JSON); else raw, bytes that are not UTF-8
+        return text
     except (ValueError, RecursionError):
         return "[" * 1200 + "1" + "]" * 1200  # too deep to write: a line as deep
 

@@ -9,6 +9,7 @@ and odd judgments are warned about with their lines. The writer (``evals export`
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -44,15 +45,21 @@ _LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
 _PARSED = {"tool_usage": "param", "tool_usage_awareness": "label"}  # files the official collect_* loops read
 
 
-def _language_of(rows: Sequence[Mapping[str, Any]], task: str, evaluated: bool) -> tuple[str, dict[str, Any]]:
+@functools.lru_cache(maxsize=16)
+def _by_content(task: str, language: str) -> dict[str, Record]:
+    """A test set's records by their canonical text (kept per process: building it is about 0.5 s)."""
+    return {_canonical(r.data): r for r in load_records(task, language=language)}
+
+
+def _language_of(rows: Sequence[Mapping[str, Any]], task: str, evaluated: bool) -> tuple[str, dict[str, Record]]:
     """The test set a file's records come from and its ``{record: Record}`` map: the language most of
     its records are found in (by content), or for a file none of whose records is found, the one its
     text is written in (Chinese when it holds CJK characters)."""
-    best: tuple[int, str, dict[str, Any]] | None = None
+    best: tuple[int, str, dict[str, Record]] | None = None
     keys = [_canonical(_row_data(r, evaluated)) for r in rows]
     for language in LANGUAGES:
         try:
-            ids = {_canonical(r.data): r for r in load_records(task, language=language)}
+            ids = _by_content(task, language)
         except FileNotFoundError:  # that language's test set is not in the data directory
             continue
         hits = sum(k in ids for k in keys)
@@ -65,7 +72,7 @@ def _language_of(rows: Sequence[Mapping[str, Any]], task: str, evaluated: bool) 
         written = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in keys[0]) else "en"
         if written != best[1] and written in LANGUAGES:
             with contextlib.suppress(FileNotFoundError):
-                return written, {_canonical(r.data): r for r in load_records(task, language=written)}
+                return written, _by_content(task, written)
     return best[1], best[2]
 
 
