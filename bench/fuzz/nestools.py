@@ -89,7 +89,7 @@ def _calls(rng: random.Random, task: Any) -> Any:
         elif what == 4:
             c["parameters"] = weird.value(rng)
         elif what == 5:
-            calls.append(copy.deepcopy(rng.choice(calls)))
+            calls.append(rng.choice(calls))  # the same call again (the same object: a later change applies to both)
         elif what == 6:
             c["responses"] = weird.value(rng)
         elif what == 7 and len(c) == 4:

@@ -89,7 +89,7 @@ def _steps(rng: random.Random, reference: list[dict[str, Any]], task: str) -> li
         elif what == 4:
             s[rng.choice(["param", "tool", "step"])] = weird.value(rng)
         elif what == 5:
-            steps.append(copy.deepcopy(s))
+            steps.append(s)  # the same step again
         elif what == 6:
             steps.insert(rng.randrange(len(steps) + 1), weird.value(rng))
         else:
