@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
                 verdict = compare(off, ours)
                 counts[verdict] += n
                 counts["files"] += 1
+                if (i + 1) % 25 == 0:  # progress on stderr: the table comes at the end
+                    print(f"{name}: {i + 1} files: " + ", ".join(f"{k} {counts[k]}" for k in
+                          ("equal", "loud", "silent", "crashed")), file=sys.stderr, flush=True)
                 if verdict != "equal" and a.keep:
                     dest = a.keep / name / f"{a.seed}-{i}-{verdict}"
                     dest.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,7 @@ __all__ = [
     "judge_keys",
     "METRICS",
     "PLANNING_DIMENSIONS",
+    "awareness_stop",
     "awareness_values",
     "levenshtein_scores",
     "official_value",
@@ -126,8 +127,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("official_errors", "Answers the official script stops on", higher_is_better=False, kind="count",
            in_breakdowns=False,
            warn="{n:g} of {of:g} answers stop the official script with an error (an answer [], a first answer that "
-                "is not text, a number read where the steps should be, or a value without a length where the gold "
-                "value is empty): scored 0 here, while the official code prints no number at all for the file"),
+                "is not text, a number read where the steps should be, a value without a length where the gold "
+                "value is empty, or an awareness label beyond int64): scored 0 here, while the official code prints no number at all for the file"),
     Metric("eval_expressions", "Answers the official eval may read differently", higher_is_better=False, kind="count",
            in_breakdowns=False,
            warn="{n:g} of {of:g} answers hold a Python expression that is not a literal (e.g. 3*2) where the parser "
@@ -235,10 +236,20 @@ def awareness_values(pred: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[list
                     if step_number_strict(p["step"]) == key:
                         value = int(p["tool"])
                         break
-                except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError):
                     continue
         predicted.append(value if value is not None else (0 if g_value == 1 else 1))
     return predicted, golden
+
+
+def awareness_stop(predicted: Sequence[int]) -> str:
+    """Why the official ``accuracy_score`` refuses the file's labels ('' when it does not): a label beyond
+    numpy's int64 makes the array one of objects, a target type scikit-learn does not know."""
+    big = next((v for v in predicted if not -(2**63) <= v < 2**63), None)
+    if big is None:
+        return ""
+    return (f"ValueError: a label {str(big)[:20]} beyond int64: scikit-learn's accuracy_score cannot handle the "
+            "file's labels (a mix of unknown and binary targets)")
 
 
 def step_number_strict(step: Any) -> str:

@@ -321,7 +321,10 @@ def parse_judge_scores(text: str, keys: tuple[str, ...]) -> list[float] | None:
         return None
     if not all(isinstance(s, int | float) for s in scores):  # true/false: numpy's mean counts them 1/0, as here
         return None
-    return [float(s) for s in scores]
+    try:
+        return [float(s) for s in scores]
+    except OverflowError:  # an integer beyond a float: the official np.mean stops on it (OverflowError)
+        return None
 
 
 # what the official rewrites would change inside a written value
