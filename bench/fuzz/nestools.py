@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fuzz import weird
-from bench.fuzz.ours import evals_score
+from bench.fuzz.ours import score_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "nestools"
@@ -165,16 +165,4 @@ def run_official(work: Path, case: Path) -> Outcome:
 
 
 def run_ours(case: Path) -> Outcome:
-    with tempfile.TemporaryDirectory() as tmp:
-        got = evals_score(["score", str(case), "--format", "nestools-official", "--benchmark", "nestools", "--json",
-                           "--out", str(Path(tmp) / "run")])
-    if got.rc is None:
-        return Outcome(crashed=True, note=got.traceback.strip().splitlines()[-1][:200] if got.traceback else "?")
-    if got.rc == 2:
-        return Outcome(stopped=True, note=got.stderr.strip()[:200])
-    if got.rc != 0 or got.summary is None:
-        return Outcome(crashed=True, note=f"exit {got.rc}: {got.stderr.strip()[-200:]}")
-    metrics = got.summary.get("metrics") or {}
-    numbers = {k: f"{metrics[k]:.1f}" for k in PRINTED if isinstance(metrics.get(k), int | float)}
-    warnings = [w for w in got.summary.get("warnings") or [] if not any(s in w for s in _SAME)]
-    return Outcome(numbers=numbers, warned=bool(warnings), note="; ".join(warnings)[:300])
+    return score_outcome(case, "nestools-official", "nestools", 1, _SAME)

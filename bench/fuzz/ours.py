@@ -15,13 +15,17 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["LineServer", "Result", "evals_score"]
+if TYPE_CHECKING:
+    from bench.fuzz.outcome import Outcome
+
+__all__ = ["LineServer", "Result", "evals_score", "score_outcome"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,6 +89,28 @@ def evals_score(argv: list[str], timeout: float = 300.0) -> Result:
                 summary = json.loads(line)
             break
     return Result(reply["rc"], out, reply["stderr"], summary, reply["traceback"])
+
+
+def score_outcome(case: Path, fmt: str, bench: str, digits: int, same: tuple[str, ...] = ()) -> Outcome:
+    """Our side of a case: `evals score CASE --format FMT --benchmark BENCH --json` as an Outcome, every
+    metric printed with ``digits`` decimals; refused (exit 2) is stopped, a traceback or a timeout crashed,
+    a summary warning warned, unless it holds one of ``same`` (phrases of warnings that say the number
+    is the official one)."""
+    from bench.fuzz.outcome import Outcome
+
+    with tempfile.TemporaryDirectory() as tmp:
+        got = evals_score(["score", str(case), "--format", fmt, "--benchmark", bench, "--json",
+                           "--out", str(Path(tmp) / "run")])
+    if got.rc is None:
+        return Outcome(crashed=True, note=got.traceback.strip().splitlines()[-1][:200] if got.traceback else "?")
+    if got.rc == 2:
+        return Outcome(stopped=True, note=got.stderr.strip()[:200])
+    if got.rc != 0 or got.summary is None:
+        return Outcome(crashed=True, note=f"exit {got.rc}: {got.stderr.strip()[-200:]}")
+    metrics = got.summary.get("metrics") or {}
+    numbers = {k: f"{v:.{digits}f}" for k, v in metrics.items() if isinstance(v, int | float)}
+    warnings = [w for w in got.summary.get("warnings") or [] if not any(s in w for s in same)]
+    return Outcome(numbers=numbers, warned=bool(warnings), note="; ".join(warnings)[:300])
 
 
 def _serve() -> None:

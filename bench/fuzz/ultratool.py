@@ -12,13 +12,12 @@ import math
 import random
 import subprocess
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bench.fuzz import weird
-from bench.fuzz.ours import LineServer, evals_score
+from bench.fuzz.ours import LineServer, score_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "ultratool"
@@ -196,16 +195,4 @@ def run_official(work: Path, case: Path) -> Outcome:
 
 
 def run_ours(case: Path) -> Outcome:
-    with tempfile.TemporaryDirectory() as tmp:
-        got = evals_score(["score", str(case), "--format", "ultratool-official", "--benchmark", "ultratool", "--json",
-                           "--out", str(Path(tmp) / "run")])
-    if got.rc is None:
-        return Outcome(crashed=True, note=got.traceback.strip().splitlines()[-1][:200] if got.traceback else "?")
-    if got.rc == 2:
-        return Outcome(stopped=True, note=got.stderr.strip()[:200])
-    if got.rc != 0 or got.summary is None:
-        return Outcome(crashed=True, note=f"exit {got.rc}: {got.stderr.strip()[-200:]}")
-    metrics = got.summary.get("metrics") or {}
-    numbers = {k: f"{v:.2f}" for k, v in metrics.items() if isinstance(v, int | float)}
-    warnings = [w for w in got.summary.get("warnings") or [] if not any(s in w for s in _SAME)]
-    return Outcome(numbers=numbers, warned=bool(warnings), note="; ".join(warnings)[:300])
+    return score_outcome(case, "ultratool-official", "ultratool", 2, _SAME)
