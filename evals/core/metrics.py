@@ -136,7 +136,10 @@ def _ratio_stderr(pairs: Sequence[tuple[float, float]]) -> float | None:
         return None
     ratio = sum(x for x, _ in pairs) / total_den
     mean_den = total_den / n
-    var = sum((x - ratio * d) ** 2 for x, d in pairs) / (n - 1)
+    try:
+        var = sum((x - ratio * d) ** 2 for x, d in pairs) / (n - 1)
+    except OverflowError:  # samples near the float maximum (an imported score of 1e308): no standard error
+        return None
     return math.sqrt(var / n) / mean_den
 
 

@@ -58,3 +58,18 @@ def test_blank_lines_are_returned_to_warn_about_and_bytes_not_utf8_refused(tmp_p
 def test_surrogate_free():
     assert surrogate_free({"a": ["x", 1, None]}) and not surrogate_free({"a": ["x\ud800"]})
     assert not surrogate_free({"\udfff": 1})
+
+
+def test_metric_value_of_and_a_sample_near_the_float_maximum():
+    """The value as the official script rounds it (``value_of``); samples of 1e308 (an imported judge
+    score) give no standard error rather than an OverflowError (a fuzzer finding)."""
+    from evals.core.metrics import Metric, TaskScore, aggregate
+
+    def divided(n: float, d: float) -> float:
+        return round(n / d * 100, 1)
+
+    scores = [TaskScore({"m": (1.0 if i < 23 else 0.0, 1.0)}) for i in range(80)]
+    assert aggregate([Metric("m", "m", digits=1)], scores)["m"].value == 28.8  # round(100 * 23 / 80, 1)
+    assert aggregate([Metric("m", "m", digits=1, value_of=divided)], scores)["m"].value == 28.7  # eval.py's
+    huge = aggregate([Metric("m", "m")], [TaskScore({"m": (1e308, 10.0)}), TaskScore({"m": (1e308, 10.0)})])["m"]
+    assert huge.stderr is None
