@@ -7,6 +7,7 @@ import collections
 import importlib
 import random
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -47,13 +48,16 @@ def main(argv: list[str] | None = None) -> int:
                    help="where the official code and its venv are kept between runs")
     p.add_argument("--keep", type=Path, help="copy every non-equal case here, with both outcomes")
     a = p.parse_args(argv)
+    # SIGINT or SIGTERM (a background job ignores SIGINT): stop and print the table of the files done
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     rows = []
     try:
         for name in a.bench:
             counts: collections.Counter[str] = collections.Counter()
             rows.append((name, counts))
             _fuzz(name, a, counts)
-    except KeyboardInterrupt:  # Ctrl-C / SIGINT: the table of the files done so far
+    except KeyboardInterrupt:  # Ctrl-C, SIGINT or SIGTERM: the table of the files done so far
         print("interrupted: the table counts the files done", file=sys.stderr)
     print(f"| benchmark | files | numbers equal | loud | silent | crashed |   (seed {a.seed})")
     print("|---|---|---|---|---|---|")

@@ -46,6 +46,7 @@ from .metrics import (
 from .parsing import (
     ParseKind,
     clean_plan,
+    judge_scores_of,
     parse_judge_scores,
     parse_steps,
     read_answer,
@@ -315,7 +316,7 @@ class UltraToolBenchmark:
         if ((trace or {}).get("outcome") or {}).get("judgement_missing"):  # an imported row without `eval`
             values = None
         elif stored is not None:  # imported with the published judge's outputs
-            values = parse_judge_scores(json.dumps(stored), keys)
+            values = judge_scores_of(stored, keys)
         elif not done:
             values = [0.0] * len(names)
         else:
