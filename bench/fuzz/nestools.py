@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.fuzz import weird
-from bench.fuzz.ours import score_outcome
+from bench.fuzz.ours import LineServer, score_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "nestools"
@@ -147,21 +147,20 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
     return path
 
 
+_OFFICIAL: dict[Path, LineServer] = {}
+DRIVER = Path(__file__).with_name("nestools_official.py")
+
+
 def run_official(work: Path, case: Path) -> Outcome:
-    code = work / "code"
+    server = _OFFICIAL.setdefault(work, LineServer([str(work / "venv" / "bin" / "python"), str(DRIVER),
+                                                    str(work / "code")], work))
     with tempfile.TemporaryDirectory() as tmp:
-        try:
-            done = subprocess.run([str(work / "venv" / "bin" / "python"), "evaluation/eval.py", "--gold_file_path",
-                                   "data/test_data.jsonl", "--predict_file_path", str(case),
-                                   "--result_path", str(Path(tmp) / "r.csv")],
-                                  cwd=code, capture_output=True, text=True, timeout=600)
-        except subprocess.TimeoutExpired:
-            return Outcome(stopped=True, note="timeout")
-    if done.returncode != 0:
-        return Outcome(stopped=True, note=(done.stderr.strip().splitlines() or ["?"])[-1][:200])
-    out = done.stdout.splitlines()
-    printed = out[out.index("*************start**************") + 1].split()
-    return Outcome(numbers=dict(zip(PRINTED, printed, strict=True)))
+        answer = server.ask([str(case), str(Path(tmp) / "r.csv")], timeout=600)
+    if answer is None:
+        return Outcome(stopped=True, note="timeout, or the official process died")
+    if "error" in answer:
+        return Outcome(stopped=True, note=answer["error"][:200])
+    return Outcome(numbers=dict(zip(PRINTED, answer["printed"], strict=True)))
 
 
 def run_ours(case: Path) -> Outcome:
