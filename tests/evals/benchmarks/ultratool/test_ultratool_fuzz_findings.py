@@ -62,3 +62,13 @@ def test_numpy_round_is_numpys_rounding():
             assert numpy_round(x, places) == float(round(np.float64(x), places))
     mean = (87 / 80) / 10  # planning_tie: np.mean(scores) / 10
     assert numpy_round(mean, 4) == 0.1087 and round(100 * 87 / 800, 2) == 10.88
+
+
+@needs_data
+async def test_a_stored_judgment_is_read_as_it_is_a_key_with_json_in_it_is_unreadable(tmp_path):
+    """planning_json_in_key: the official cal_plan_res stops (KeyError) on a key 'Syntactjsonic Soundness
+    Score'; deleting "json" first (the rule for a judge's answer text) made it readable, scored silently."""
+    assert EXPECTED["planning_json_in_key"]["stops"] == "KeyError"
+    summary = await _summary("planning_json_in_key", tmp_path)
+    assert summary["metrics"]["judge_unreadable"] == 1
+    assert any("judge outputs could not be read" in w for w in summary["warnings"])
