@@ -28,4 +28,7 @@ for request in sys.stdin:
         answer = {"printed": lines[lines.index("*************start**************") + 1].split()}
     except Exception as exc:  # noqa: BLE001 - eval.py stops here
         answer = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-    print(json.dumps(answer), flush=True)
+    try:
+        print(json.dumps(answer), flush=True)
+    except BrokenPipeError:  # the fuzzer stopped
+        break

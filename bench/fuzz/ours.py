@@ -128,9 +128,12 @@ def _serve() -> None:
                 rc = exc.code if isinstance(exc.code, int) else 1
             except BaseException:  # noqa: BLE001 - a traceback is what the fuzzer looks for
                 rc, tb = None, traceback.format_exc()
-        sys.stdout.write(json.dumps({"rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue(), "traceback": tb},
-                                    ensure_ascii=True) + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(json.dumps({"rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue(), "traceback": tb},
+                                        ensure_ascii=True) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # the fuzzer stopped
+            break
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--serve"]:
