@@ -6,21 +6,19 @@ from __future__ import annotations
 import copy
 import json
 import random
-import subprocess
-import sys
 import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bench.fuzz import weird
+from bench.fuzz.checkout import prepare_official
 from bench.fuzz.ours import LineServer, score_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "nestools"
 REPO = "hhan1018/NesTools"
 COMMIT = "fb617f396d61ead9f857a48f9ea7cf12fa522450"
-MIRROR = Path("/work/.mirror/hhan1018+NesTools/repo")  # what the `fetch` tool brings; else a clone
 # eval.py's printed order: format, P/R/F1 of selection, order, parameters, nested, the average
 PRINTED = ["format_accuracy", *(f"{d}_{m}" for d in ("selection", "order", "param", "nested")
                                 for m in ("precision", "recall", "f1")), "average_f1"]
@@ -29,20 +27,8 @@ _SAME = ("every line is scored, as eval.py scores it", "read the same here")
 
 
 def prepare(work: Path) -> None:
-    code = work / "code"
-    if not (code / "evaluation" / "eval.py").is_file():
-        code.mkdir(parents=True, exist_ok=True)
-        git = ["git", f"--git-dir={MIRROR}"] if MIRROR.is_dir() else None
-        if git is None:
-            subprocess.run(["git", "clone", "-q", f"https://github.com/{REPO}", str(work / "clone")], check=True)
-            git = ["git", f"--git-dir={work / 'clone' / '.git'}"]
-        archive = subprocess.run([*git, "archive", COMMIT, "evaluation", "data/test_data.jsonl",
-                                  "inference/build_test_prompt/test_api_ids.jsonl"], check=True, capture_output=True)
-        subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
-    venv = work / "venv"
-    if not (venv / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "rouge==1.0.1", "tqdm"], check=True)
+    prepare_official(work, REPO, COMMIT, ["evaluation", "data/test_data.jsonl",
+                                          "inference/build_test_prompt/test_api_ids.jsonl"], ["rouge==1.0.1", "tqdm"])
 
 
 @cache

@@ -10,20 +10,18 @@ import copy
 import json
 import math
 import random
-import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from bench.fuzz import weird
+from bench.fuzz.checkout import prepare_official
 from bench.fuzz.ours import LineServer, score_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "ultratool"
 REPO = "JoeYing1019/UltraTool"
 COMMIT = "9f3793c3f9396b840631833ef76fe4f20c057c39"
-MIRROR = Path("/work/.mirror/JoeYing1019+UltraTool/repo")  # what the `fetch` tool brings; else a clone
 DRIVER = Path(__file__).with_name("ultratool_official.py")
 FOLDERS = {"en": "English-dataset", "zh": "Chinese-dataset"}
 PLAN_KEYS = {"en": ("Accuracy Score", "Completeness Score", "Executability Score", "Syntactic Soundness Score",
@@ -35,20 +33,7 @@ _SAME = ("and so is it scored here", "as the official code does", "and so is it 
 
 
 def prepare(work: Path) -> None:
-    code = work / "code"
-    if not (code / "evaluation" / "utils.py").is_file():
-        code.mkdir(parents=True, exist_ok=True)
-        git = ["git", f"--git-dir={MIRROR}"] if MIRROR.is_dir() else None
-        if git is None:
-            subprocess.run(["git", "clone", "-q", f"https://github.com/{REPO}", str(work / "clone")], check=True)
-            git = ["git", f"--git-dir={work / 'clone' / '.git'}"]
-        archive = subprocess.run([*git, "archive", COMMIT, "evaluation"], check=True, capture_output=True)
-        subprocess.run(["tar", "-x", "-C", str(code)], input=archive.stdout, check=True)
-    venv = work / "venv"
-    if not (venv / "bin" / "python").exists():
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "numpy", "scikit-learn", "jiwer==3.0.3",
-                        "textdistance==4.6.1"], check=True)
+    prepare_official(work, REPO, COMMIT, ["evaluation"], ["numpy", "scikit-learn", "jiwer==3.0.3", "textdistance==4.6.1"])
 
 
 @cache
