@@ -7,11 +7,36 @@ import collections
 import importlib
 import random
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
 
 from bench.fuzz.outcome import compare
+
+
+def _fuzz(name: str, a: argparse.Namespace, counts: collections.Counter[str]) -> None:
+    target = importlib.import_module(f"bench.fuzz.{name}")
+    work = a.work / name
+    work.mkdir(parents=True, exist_ok=True)
+    target.prepare(work)
+    rng = random.Random(f"{a.seed}:{name}")
+    for i in range(a.files):
+        with tempfile.TemporaryDirectory() as tmp:
+            case = target.generate(rng, Path(tmp))
+            off, ours = target.run_official(work, case), target.run_ours(case)
+            n = max(1, len(off.numbers))
+            verdict = compare(off, ours)
+            counts[verdict] += n
+            counts["files"] += 1
+            if (i + 1) % 25 == 0:  # progress on stderr: the table comes at the end
+                print(f"{name}: {i + 1} files: " + ", ".join(f"{k} {counts[k]}" for k in
+                      ("equal", "loud", "silent", "crashed")), file=sys.stderr, flush=True)
+            if verdict != "equal" and a.keep:
+                dest = a.keep / name / f"{a.seed}-{i}-{verdict}"
+                dest.mkdir(parents=True, exist_ok=True)
+                (shutil.copytree if case.is_dir() else shutil.copy)(case, dest / case.name)
+                (dest / "outcomes.txt").write_text(f"official: {off}\nours: {ours}\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,28 +48,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="where the official code and its venv are kept between runs")
     p.add_argument("--keep", type=Path, help="copy every non-equal case here, with both outcomes")
     a = p.parse_args(argv)
+    # SIGINT or SIGTERM (a background job ignores SIGINT): stop and print the table of the files done
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     rows = []
-    for name in a.bench:
-        target = importlib.import_module(f"bench.fuzz.{name}")
-        work = a.work / name
-        work.mkdir(parents=True, exist_ok=True)
-        target.prepare(work)
-        counts: collections.Counter[str] = collections.Counter()
-        rng = random.Random(f"{a.seed}:{name}")
-        for i in range(a.files):
-            with tempfile.TemporaryDirectory() as tmp:
-                case = target.generate(rng, Path(tmp))
-                off, ours = target.run_official(work, case), target.run_ours(case)
-                n = max(1, len(off.numbers))
-                verdict = compare(off, ours)
-                counts[verdict] += n
-                counts["files"] += 1
-                if verdict != "equal" and a.keep:
-                    dest = a.keep / name / f"{a.seed}-{i}-{verdict}"
-                    dest.mkdir(parents=True, exist_ok=True)
-                    (shutil.copytree if case.is_dir() else shutil.copy)(case, dest / case.name)
-                    (dest / "outcomes.txt").write_text(f"official: {off}\nours: {ours}\n", encoding="utf-8")
-        rows.append((name, counts))
+    try:
+        for name in a.bench:
+            counts: collections.Counter[str] = collections.Counter()
+            rows.append((name, counts))
+            _fuzz(name, a, counts)
+    except KeyboardInterrupt:  # Ctrl-C, SIGINT or SIGTERM: the table of the files done so far
+        print("interrupted: the table counts the files done", file=sys.stderr)
     print(f"| benchmark | files | numbers equal | loud | silent | crashed |   (seed {a.seed})")
     print("|---|---|---|---|---|---|")
     for name, c in rows:

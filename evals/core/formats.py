@@ -17,12 +17,21 @@ tasks the predictions are for (``run.only_traced`` in its config), as the offici
 the predictions they are given; a reader whose official script divides by the full set's size
 says ``covers_all`` and the tasks without a prediction count as failed. What a reader noticed in
 the files (``warnings``: e.g. repeated ids) is kept in the config and shown in the summary.
+
+Readers of an official script's JSON-lines file read it with :func:`official_jsonl`, the official
+scripts' own reading rule (``open(path, encoding="utf-8")``, a line per ``\\n``, ``json.loads`` of each
+line): lines end at ``\\n``, ``\\r\\n`` and ``\\r`` only (Python's universal newlines), never at a form
+feed, a record separator or U+2028 as ``str.splitlines`` would; a line ``json.loads`` refuses (a
+control character at its end, a byte-order mark, nesting too deep) and bytes that are not UTF-8 stop
+the official script, so they are refused with FILE:LINE; blank lines (which stop it too) are returned
+for the reader to warn about (:func:`blank_lines_warning`).
 """
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,12 +45,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ImportedPredictions",
+    "OfficialLines",
     "PredictionFormat",
+    "blank_lines_warning",
     "export_run",
     "find_format",
     "formats_of",
     "import_predictions",
     "imported_trace",
+    "official_jsonl",
+    "surrogate_free",
 ]
 
 
@@ -72,6 +85,80 @@ class PredictionFormat:
     # for a format whose files are named after a model the official scripts look up (e.g. a leaderboard's model
     # registry): export under the name the user gives (``evals export --model-name NAME``)
     export_as: Callable[[RunDir, Path, str], list[Path]] | None = None
+
+
+@dataclass(frozen=True)
+class OfficialLines:
+    """A JSON-lines file as the official scripts read it (:func:`official_jsonl`)."""
+
+    rows: list[tuple[int, Any]]  # (line number, the line's JSON value), blank lines left out
+    blank: list[int]  # the blank lines (only JSON whitespace): the official json.loads stops at the first
+
+
+def _line_of(raw: bytes, offset: int) -> int:
+    """The official reader's line number of byte ``offset`` (lines end at \\n, \\r\\n, \\r)."""
+    head = raw[:offset]
+    return head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
+
+
+def official_jsonl(path: Path) -> OfficialLines:
+    """``path`` read line by line as the official scripts read a JSON-lines file (``open(path,
+    encoding="utf-8")``, iterated or ``readlines()``, ``json.loads`` of each line). A ``ValueError``
+    naming FILE:LINE for what stops them before any number: bytes that are not UTF-8, a line that
+    ``json.loads`` refuses (a control character or text after the value, a byte-order mark, nesting
+    too deep for it). Blank lines stop them too (``json.loads`` of an empty line): they are returned
+    in :attr:`OfficialLines.blank` for the reader to warn about (:func:`blank_lines_warning`)."""
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}:{_line_of(raw, exc.start)}: not UTF-8 ({exc.reason} at byte {exc.start}); the "
+                         "official script stops reading the file there") from None
+    rows: list[tuple[int, Any]] = []
+    blank: list[int] = []
+    # universal newlines, as open() without newline= reads: \r\n and \r become \n; lines end after each \n
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the text after the last line end: no line (a file ending in a line end)
+    for n, line in enumerate(lines, 1):
+        if not line.strip(" \t\n\r"):
+            blank.append(n)
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
+                            for ch in line[:60])
+            raise ValueError(f"{path}:{n}: not a JSON line for the official reader (json.loads: "
+                             f"{str(exc) or type(exc).__name__}; the line begins '{shown}'): the official script "
+                             "stops there and prints no number") from None
+        rows.append((n, value))
+    return OfficialLines(rows, blank)
+
+
+def blank_lines_warning(path: Path, blank: Sequence[int]) -> str:
+    """The warning for a file's blank lines (the official ``json.loads`` stops at the first)."""
+    shown = ", ".join(map(str, blank[:10])) + (f", ... ({len(blank)} in all)" if len(blank) > 10 else "")
+    return (f"{path}: blank line{'s' if len(blank) > 1 else ''} {shown}: the official script stops at the first "
+            f"(json.loads of an empty line) and prints no number for the file; skipped here")
+
+
+def surrogate_free(value: Any) -> bool:
+    """Whether ``value`` (JSON-like) holds no lone surrogate (``"\\ud800"`` in the file's JSON): a string
+    with one cannot be encoded as UTF-8, so the official ``eval``/``ast`` of it fails, and a run's trace
+    file stores it as U+FFFD."""
+    stack = [value]
+    while stack:  # iteratively: a value may be nested as deep as json.loads allows
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in item):
+                return False
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return True
 
 
 def formats_of(bench: Benchmark) -> dict[str, PredictionFormat]:

@@ -45,7 +45,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = ["Metric", "MetricValue", "TaskScore", "aggregate", "breakdowns", "metric_anomalies", "metric_warnings",
-           "summary_blocks"]
+           "numpy_round", "summary_blocks"]
+
+
+def numpy_round(x: float, places: int) -> float:
+    """``x`` rounded as ``round()`` of a numpy float rounds it (``np.round``: ``x * 10**places``
+    rounded half to even, then divided by ``10**places``; not Python's exact decimal rounding, so a
+    value such as 0.76825 can round the other way). Non-finite values are returned as they are."""
+    if not math.isfinite(x):
+        return x
+    scaled = x * 10.0**places
+    if not math.isfinite(scaled):
+        return x
+    return float(round(scaled)) / 10.0**places
 
 
 @dataclass(frozen=True)
@@ -71,9 +83,6 @@ class Metric:
     absent: Literal["omit", "zero"] = "omit"
     absent_counts: tuple[tuple[str, float], ...] = ()  # (part, samples) pairs
     shown_incomplete: bool = True  # absent="zero": reported while a part is missing (False: it only feeds others)
-    # the value is ``sum(num) / sum(den) * 100`` (divided first, as some official scripts
-    # compute it) rather than ``100 * sum(num) / sum(den)``: the two floats differ on some exact ties
-    divide_first: bool = False
     # a count that must never pass unnoticed: when its value is above 0 the summary's ``warnings``
     # get this text, formatted with ``n`` (the count) and ``of`` (its samples' denominators summed)
     warn: str = ""
@@ -81,6 +90,11 @@ class Metric:
     # what the official code does with them (when known)
     warn_counted_as: str = ""
     warn_official: str = ""
+    # the value as the official script computes and rounds it, from the summed numerator and denominator
+    # (in this metric's unit: a percent for ``percent``); default ``round(scale * num / den, digits)``.
+    # E.g. ``lambda n, d: round(n / d * 100, 1)`` for a script that divides first, or :func:`numpy_round`
+    # for one that rounds a numpy float (``round(np.mean(x), 4)``)
+    value_of: Callable[[float, float], float] | None = None
 
     @property
     def key(self) -> str:
@@ -155,8 +169,10 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
     scale = 1.0 if metric.kind == "mean" else 100.0
     if not den:
         value = 0.0
+    elif metric.value_of is not None:
+        value = metric.value_of(num, den)
     else:
-        value = round(num / den * scale if metric.divide_first else scale * num / den, metric.digits)
+        value = round(scale * num / den, metric.digits)
     se = _ratio_stderr(pairs)
     return MetricValue(value, None if se is None else round(scale * se, metric.digits + 2), len(pairs), den, metric.over,
                        metric.digits)

@@ -26,17 +26,24 @@ __all__ = ["DOMAIN_KEYS", "METRICS", "count_value", "task_score"]
 
 DOMAIN_KEYS = {d: d.lower().replace("-", "_") for d in DOMAINS}
 
+
+def divided_first(num: float, den: float) -> float:
+    """A percentage as ``print_results.py`` computes it: ``num / den * 100`` (divided first: on some exact
+    ties the float differs from ``100 * num / den``, and so its last printed digit), to 2 places."""
+    return round(num / den * 100, 2)
+
+
 # print_results.py divides first (``v / 150 * 100``, ``correct / total * 100``): so do these, or an exact
 # tie of a partial file rounds the other way (13.63 where it prints 13.624999999999998)
 METRICS: tuple[Metric, ...] = (
-    Metric("success_rate", "Success rate", divide_first=True),
-    Metric("call_accuracy", "Call accuracy", over="gold calls", divide_first=True),
+    Metric("success_rate", "Success rate", value_of=divided_first),
+    Metric("call_accuracy", "Call accuracy", over="gold calls", value_of=divided_first),
     Metric("completeness", "Completeness (0-2)", kind="mean", over="answers"),
     Metric("correctness", "Correctness (0-2)", kind="mean", over="answers"),
     *(m for d in DOMAINS for m in (
-        Metric(f"success_rate_{DOMAIN_KEYS[d]}", f"{d} success rate", in_breakdowns=False, divide_first=True),
+        Metric(f"success_rate_{DOMAIN_KEYS[d]}", f"{d} success rate", in_breakdowns=False, value_of=divided_first),
         Metric(f"call_accuracy_{DOMAIN_KEYS[d]}", f"{d} call accuracy", over="gold calls", in_breakdowns=False,
-               divide_first=True),
+               value_of=divided_first),
     )),
     Metric("samples", "samples scored", kind="count"),
     Metric("samples_with_result", "samples with a result", kind="count"),

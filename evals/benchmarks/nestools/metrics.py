@@ -39,19 +39,26 @@ def _average(f_api: float, f_order: float, f_param: float, f_nest: float) -> flo
     return sum([f_nest, f_param, f_order, f_api]) / 4  # eval.py's order of the four
 
 
+def _printed(num: float, den: float) -> float:
+    """eval.py's printout of a ratio: ``f"{num / den * 100:.1f}"`` (divided first, then scaled; not
+    ``100 * num / den``, which rounds the other way on some subsets, e.g. 50.7 for 50.8)."""
+    return round(num / den * 100, 1)
+
+
 def _declare() -> tuple[Metric, ...]:
-    out = [Metric("format_accuracy", "Format accuracy", digits=1, description="answers that parse as a call list")]
+    out = [Metric("format_accuracy", "Format accuracy", digits=1, value_of=_printed,
+                  description="answers that parse as a call list")]
     for name, _, label in _DIMS:
         over = {"selection": "predicted calls", "order": "predicted call pairs", "param": "predicted parameters",
                 "nested": "predicted nested parameters"}[name]
         gold_over = over.replace("predicted", "gold")
-        out.append(Metric(f"{name}_precision", f"{label} P", over=over, digits=1))
-        out.append(Metric(f"{name}_recall", f"{label} R", over=gold_over, digits=1))
+        out.append(Metric(f"{name}_precision", f"{label} P", over=over, digits=1, value_of=_printed))
+        out.append(Metric(f"{name}_recall", f"{label} R", over=gold_over, digits=1, value_of=_printed))
         out.append(Metric(f"{name}_f1", f"{label} F1", digits=1, derived_from=(f"{name}_precision", f"{name}_recall"),
                           derive=f1))
     out.append(Metric("average_f1", "Average F1", digits=1,
                       derived_from=tuple(f"{n}_f1" for n, _, _ in _DIMS), derive=_average))
-    out.append(Metric("tree_accuracy", "Tree pass rate", digits=1,
+    out.append(Metric("tree_accuracy", "Tree pass rate", digits=1, value_of=_printed,
                       description="every call, pair, parameter and nested parameter right and nothing extra"))
     out.append(Metric("scored_tasks", "predictions scored (eval.py's all_num: a test id repeated in an imported "
                       "file counts once per line)", kind="count"))

@@ -55,7 +55,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .rouge import rouge_l_f
+from .rouge import PACKAGE_WALK_LIMIT, package_walk, rouge_l_f
 
 __all__ = [
     "COUNT_KEYS",
@@ -94,6 +94,10 @@ class SampleCounts:
     predict_nest: int = 0
     gold_nest: int = 0
     matches: list[list[int]] = field(default_factory=list)  # [gold index, predicted index], in match order
+    # where eval.py differs: why it stops on this prediction ('' when it does not), and how many matched
+    # arguments it scores 0 (the rouge package's RecursionError on long texts) where we score them
+    official_stop: str = ""
+    long_arguments: int = 0
 
     @property
     def tree(self) -> bool:
@@ -207,6 +211,22 @@ def _safe_score(gold: Any, pred: Any) -> float:
         return 0
 
 
+def _package_fails(gold: Any, pred: Any, depth: int = 0) -> bool:
+    """Whether ``check_score(gold, pred)`` in eval.py reaches a string pair the ``rouge`` package's
+    recursive walk fails on (:func:`.rouge.package_walk`; each list/dict level is one frame more)."""
+    if gold == pred:
+        return False
+    if isinstance(gold, str) and isinstance(pred, str):
+        return any(package_walk(p.lower(), g.lower()) + depth > PACKAGE_WALK_LIMIT
+                   for p, g in ((pred, gold), (normalize_date(pred), normalize_date(gold))))
+    if isinstance(gold, list) and isinstance(pred, list) and len(gold) == len(pred):
+        return any(_package_fails(g, p, depth + 1) for g, p in zip(gold, pred, strict=True))
+    if isinstance(gold, dict) and isinstance(pred, dict) and len(gold) == len(pred):
+        return any(_package_fails(gold[gk], pred[pk], depth + 1) for gk, pk in zip(gold, pred, strict=True)
+                   if isinstance(gk, str) and isinstance(pk, str) and _key_chars(gk) == _key_chars(pk))
+    return False
+
+
 def _has_handle(value: Any) -> bool:
     return _HANDLE in str(value)
 
@@ -293,6 +313,10 @@ def score_prediction(gold_calls: Sequence[Mapping[str, Any]], api_ids: Mapping[s
     pred: list[Mapping[str, Any]] = list(parsed)
 
     if len(pred) > 1:
+        unhashable = [c["api_id"] for c in pred if _hashable(c["api_id"]) is not c["api_id"]]
+        if unhashable:
+            counts.official_stop = (f"TypeError: an api_id that is a {type(unhashable[0]).__name__} (unhashable) in the "
+                                    "call-order pairs (Counter)")
         gold_pairs = Counter(_pairs(gold))
         pred_pairs = Counter(_pairs(pred))
         counts.gold_order = sum(gold_pairs.values())
@@ -313,6 +337,7 @@ def score_prediction(gold_calls: Sequence[Mapping[str, Any]], api_ids: Mapping[s
             continue
         counts.correct_api += 1
         best, best_nest, best_k = 0.0, 0, -1
+        long_here: set[Any] = set()
         for k in candidates:
             total: float = 0
             nest_hits = 0
@@ -336,6 +361,8 @@ def score_prediction(gold_calls: Sequence[Mapping[str, Any]], api_ids: Mapping[s
                         score = 1
                 else:
                     score = _safe_score(gold_value, value)
+                    if score and _package_fails(gold_value, value):
+                        long_here.add(name)
                 total += score
             if total > best:
                 best, best_k, best_nest = total, k, nest_hits
@@ -343,6 +370,7 @@ def score_prediction(gold_calls: Sequence[Mapping[str, Any]], api_ids: Mapping[s
             best_k = candidates[0]
         counts.correct_nest += best_nest
         counts.correct_param += best
+        counts.long_arguments += len(long_here)
         matches.append([best_k, r])
         unused[pid].remove(best_k)
     counts.matches = matches

@@ -104,6 +104,17 @@ def calls_from_trace(trace: Mapping[str, Any], api_ids: Mapping[str, Any]) -> li
     return out
 
 
+def _raw(stored: Any) -> Any:
+    """What the official parser gets from an imported response as the trace keeps it (see
+    :func:`.export.read`): the text; an already parsed ``{"official_parse": value}`` (a text holding a
+    lone surrogate); anything else (not text) -1, malformed."""
+    if isinstance(stored, str):
+        return stored
+    if isinstance(stored, dict) and "official_parse" in stored:
+        return stored["official_parse"]
+    return -1
+
+
 class NesToolsBenchmark:
     """NesTools (see the module docstring)."""
 
@@ -180,8 +191,7 @@ class NesToolsBenchmark:
         the call list (``agent``)."""
         outcome = trace.get("outcome") or {}
         if "prediction" in outcome:  # imported from the official format: the raw response
-            raw = outcome["prediction"]
-            return raw if isinstance(raw, str) else -1  # the official parser reads only text
+            return _raw(outcome["prediction"])
         if outcome.get("strategy") == "agent":
             return calls_from_trace(trace, outcome.get("api_ids") or {})
         text = trace.get("final_answer")
@@ -201,10 +211,15 @@ class NesToolsBenchmark:
             return []
         task = self.tasks[task_id]
         repeats = (trace.get("outcome") or {}).get("repeats") or []
-        return [score_prediction(task.calls, task.api_ids, r if isinstance(r, str) else -1) for r in repeats]
+        return [score_prediction(task.calls, task.api_ids, _raw(r)) for r in repeats]
 
     def formats(self) -> list[PredictionFormat]:
-        return [official_format(self.task_ids(), self.prediction)]
+        return [official_format(self.task_ids(), self.prediction, self.response_counts)]
+
+    def response_counts(self, task_id: str, response: Any) -> SampleCounts:
+        """The official counts of one raw response (text, or -1) for the task."""
+        task = self.tasks[task_id]
+        return score_prediction(task.calls, task.api_ids, response)
 
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:
         task_id = str(trace.get("task_id"))

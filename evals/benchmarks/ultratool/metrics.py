@@ -20,10 +20,15 @@ pinned commit; our own implementation of the same arithmetic).
   here it is counted in ``judge_unreadable``, left out of the dimension means, and reported as a
   warning in the summary and on stderr.
 
-The official numbers are fractions rounded to 4 places (``round(np.mean(...), 4)``), printed in the
-paper as percentages with 2 decimals; :func:`official_value` computes them the same way (numpy's
-mean, then ``round``). A task's metric samples are ``(sum, count)`` pairs, so the core's
-aggregate is the same mean.
+The official numbers are fractions rounded to 4 places, printed in the paper as percentages with 2
+decimals, and each metric's value is that fraction times 100 (``value_of``), rounded as the official
+script rounds it on any subset: Levenshtein ``round(np.mean(scores), 4)`` and the judge's
+``round(np.mean(scores) / 10, 4)`` round a numpy float (numpy's rounding: ``x * 10**4`` to even);
+the awareness (and selection) accuracies ``round(k / n, 4)`` round a Python float (exact decimal
+rounding; scikit-learn's ``accuracy_score`` returns a Python float since 1.6). On a tie the two
+differ (0.76825: numpy 0.7682, Python 0.7683), and ``round(100 * k / n, 2)`` differs from both
+on others. A task's metric samples are ``(sum, count)`` pairs, so the core's aggregate is the
+same mean.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...core.metrics import Metric
+from ...core.metrics import Metric, numpy_round
 from .parsing import step_number
 
 __all__ = [
@@ -41,6 +46,7 @@ __all__ = [
     "judge_keys",
     "METRICS",
     "PLANNING_DIMENSIONS",
+    "awareness_stop",
     "awareness_values",
     "levenshtein_scores",
     "official_value",
@@ -86,15 +92,31 @@ def judge_keys(task: str, language: str = "en") -> tuple[str, ...]:
     return tuple(k for _, k in dims)
 
 
+def _python_4(num: float, den: float) -> float:
+    """``round(k / n, 4)`` of a Python float (the awareness and selection accuracies), as a percent."""
+    return round(round(num / den, 4) * 100, 2)
+
+
+def _numpy_4(num: float, den: float) -> float:
+    """``round(np.mean(scores), 4)`` (Levenshtein), as a percent: numpy's rounding."""
+    return round(numpy_round(num / den, 4) * 100, 2)
+
+
+def _judge_4(num: float, den: float) -> float:
+    """``round(np.mean(scores) / 10, 4)`` (the judge's 1-10 scores; a sample is ``(score, 10)``), as a percent."""
+    return round(numpy_round(num / (den / 10) / 10, 4) * 100, 2)
+
+
 METRICS: tuple[Metric, ...] = (
-    Metric("global_accuracy", "Key-value accuracy, global (every step right)",
+    Metric("global_accuracy", "Key-value accuracy, global (every step right)", value_of=_python_4,
            description="awareness and selection: tasks whose every step's value is right"),
-    Metric("local_accuracy", "Key-value accuracy, local (per step)", over="steps",
+    Metric("local_accuracy", "Key-value accuracy, local (per step)", over="steps", value_of=_python_4,
            description="awareness and selection: right values over all gold steps"),
     Metric("local_levenshtein", "Key-value Levenshtein similarity, local (per tool step)", over="tool steps",
+           value_of=_numpy_4,
            description="tool usage: 1 - normalised Levenshtein distance of the arguments, per gold tool step"),
     *(Metric(name, f"Judge: {_JUDGE_LABELS[name].replace(' Score', '')} (1-10, /10)", over="judged items",
-             description="planning: one judgment per task; tool creation: one per created tool")
+             value_of=_judge_4, description="planning: one judgment per task; tool creation: one per created tool")
       for name in dict.fromkeys(n for n, _ in (*PLANNING_DIMENSIONS, *CREATION_DIMENSIONS))),
     Metric("judge_unreadable", "Judge answers not in the rubric's format", higher_is_better=False, kind="count",
            over="judgments", in_breakdowns=False,
@@ -105,8 +127,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("official_errors", "Answers the official script stops on", higher_is_better=False, kind="count",
            in_breakdowns=False,
            warn="{n:g} of {of:g} answers stop the official script with an error (an answer [], a first answer that "
-                "is not text, a number read where the steps should be, or a value without a length where the gold "
-                "value is empty): scored 0 here, while the official code prints no number at all for the file"),
+                "is not text, a number read where the steps should be, a value without a length where the gold "
+                "value is empty, or an awareness label beyond int64): scored 0 here, while the official code prints no number at all for the file"),
     Metric("eval_expressions", "Answers the official eval may read differently", higher_is_better=False, kind="count",
            in_breakdowns=False,
            warn="{n:g} of {of:g} answers hold a Python expression that is not a literal (e.g. 3*2) where the parser "
@@ -214,10 +236,20 @@ def awareness_values(pred: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[list
                     if step_number_strict(p["step"]) == key:
                         value = int(p["tool"])
                         break
-                except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError):
                     continue
         predicted.append(value if value is not None else (0 if g_value == 1 else 1))
     return predicted, golden
+
+
+def awareness_stop(predicted: Sequence[int]) -> str:
+    """Why the official ``accuracy_score`` refuses the file's labels ('' when it does not): a label beyond
+    numpy's int64 makes the array one of objects, a target type scikit-learn does not know."""
+    big = next((v for v in predicted if not -(2**63) <= v < 2**63), None)
+    if big is None:
+        return ""
+    return (f"ValueError: a label {str(big)[:20]} beyond int64: scikit-learn's accuracy_score cannot handle the "
+            "file's labels (a mix of unknown and binary targets)")
 
 
 def step_number_strict(step: Any) -> str:
@@ -255,7 +287,7 @@ def selection_values(pred: Any, gold: Sequence[Mapping[str, Any]]) -> tuple[list
 
 
 def official_value(values: Sequence[float], *, scale: float = 1.0) -> float:
-    """The official printout of a mean: ``round(np.mean(values) / scale, 4)``."""
+    """The official printout of a mean: ``round(np.mean(values) / scale, 4)`` (numpy's rounding)."""
     import numpy as np
 
-    return round(float(np.mean(np.asarray(values, dtype=float))) / scale, 4)
+    return numpy_round(float(np.mean(np.asarray(values, dtype=float))) / scale, 4)

@@ -39,8 +39,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["FileReading", "ParseKind", "Reading", "clean_plan", "parse_judge_scores", "parse_steps", "read_answer",
-           "read_file", "step_number", "surviving_literal"]
+__all__ = ["FileReading", "ParseKind", "Reading", "clean_plan", "judge_scores_of", "parse_judge_scores", "parse_steps",
+           "read_answer", "read_file", "step_number", "surviving_literal"]
 
 ParseKind = Literal["param", "label"]
 
@@ -316,12 +316,24 @@ def parse_judge_scores(text: str, keys: tuple[str, ...]) -> list[float] | None:
     (the official script stops with an error there)."""
     try:
         items = json.loads(text.replace("json", "").strip("`"))
+    except ValueError:
+        return None
+    return judge_scores_of(items, keys)
+
+
+def judge_scores_of(items: Any, keys: tuple[str, ...]) -> list[float] | None:
+    """The scores of an already read judgment (a stored ``eval`` field: the official ``cal_plan_res``
+    reads it as it is, so a key with ``json`` in it is no score key), or ``None``."""
+    try:
         scores = [items[i][key] for i, key in enumerate(keys)]
     except (ValueError, TypeError, KeyError, IndexError):
         return None
     if not all(isinstance(s, int | float) for s in scores):  # true/false: numpy's mean counts them 1/0, as here
         return None
-    return [float(s) for s in scores]
+    try:
+        return [float(s) for s in scores]
+    except OverflowError:  # an integer beyond a float: the official np.mean stops on it (OverflowError)
+        return None
 
 
 # what the official rewrites would change inside a written value

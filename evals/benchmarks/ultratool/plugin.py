@@ -36,6 +36,7 @@ from .files import APPROXIMATED, JUDGED, LANGUAGES, test_set_path
 from .metrics import (
     CREATION_DIMENSIONS,
     PLANNING_DIMENSIONS,
+    awareness_stop,
     awareness_values,
     judge_keys,
     levenshtein_scores,
@@ -45,6 +46,7 @@ from .metrics import (
 from .parsing import (
     ParseKind,
     clean_plan,
+    judge_scores_of,
     parse_judge_scores,
     parse_steps,
     read_answer,
@@ -278,6 +280,11 @@ class UltraToolBenchmark:
         else:
             reader = selection_values if record.task == "tool_selection_approx" else awareness_values
             got, want = reader(pred if pred is not None else [], record.reference)
+            label_stop = awareness_stop(got) if reader is awareness_values and answered else ""
+            if label_stop:  # the official script stops on the file: counted, warned, this record scored 0
+                score.add("official_errors", 1.0, 1.0)
+                score.details["official_error"] = label_stop
+                got, want = reader([], record.reference)
             score.add("global_accuracy", float(got == want), 1.0)
             score.add("local_accuracy", float(sum(a == b for a, b in zip(got, want, strict=True))), len(want))
             score.details["predicted"], score.details["gold"] = got, want
@@ -309,7 +316,7 @@ class UltraToolBenchmark:
         if ((trace or {}).get("outcome") or {}).get("judgement_missing"):  # an imported row without `eval`
             values = None
         elif stored is not None:  # imported with the published judge's outputs
-            values = parse_judge_scores(json.dumps(stored), keys)
+            values = judge_scores_of(stored, keys)
         elif not done:
             values = [0.0] * len(names)
         else:

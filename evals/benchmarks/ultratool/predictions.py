@@ -9,11 +9,13 @@ and odd judgments are warned about with their lines. The writer (``evals export`
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...core.formats import surrogate_free
 from .files import LANGUAGES
 from .metrics import usage_stop
 from .parsing import ParseKind, read_file
@@ -43,15 +45,21 @@ _LANGUAGE_NAMES = {"en": "English", "zh": "Chinese"}
 _PARSED = {"tool_usage": "param", "tool_usage_awareness": "label"}  # files the official collect_* loops read
 
 
-def _language_of(rows: Sequence[Mapping[str, Any]], task: str, evaluated: bool) -> tuple[str, dict[str, Any]]:
+@functools.lru_cache(maxsize=16)
+def _by_content(task: str, language: str) -> dict[str, Record]:
+    """A test set's records by their canonical text (kept per process: building it is about 0.5 s)."""
+    return {_canonical(r.data): r for r in load_records(task, language=language)}
+
+
+def _language_of(rows: Sequence[Mapping[str, Any]], task: str, evaluated: bool) -> tuple[str, dict[str, Record]]:
     """The test set a file's records come from and its ``{record: Record}`` map: the language most of
     its records are found in (by content), or for a file none of whose records is found, the one its
     text is written in (Chinese when it holds CJK characters)."""
-    best: tuple[int, str, dict[str, Any]] | None = None
+    best: tuple[int, str, dict[str, Record]] | None = None
     keys = [_canonical(_row_data(r, evaluated)) for r in rows]
     for language in LANGUAGES:
         try:
-            ids = {_canonical(r.data): r for r in load_records(task, language=language)}
+            ids = _by_content(task, language)
         except FileNotFoundError:  # that language's test set is not in the data directory
             continue
         hits = sum(k in ids for k in keys)
@@ -64,7 +72,7 @@ def _language_of(rows: Sequence[Mapping[str, Any]], task: str, evaluated: bool) 
         written = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in keys[0]) else "en"
         if written != best[1] and written in LANGUAGES:
             with contextlib.suppress(FileNotFoundError):
-                return written, {_canonical(r.data): r for r in load_records(task, language=written)}
+                return written, _by_content(task, written)
     return best[1], best[2]
 
 
@@ -113,10 +121,16 @@ def _read_answers(path: Path, task: str, rows: Sequence[tuple[int, Mapping[str, 
     extra: list[dict[str, Any]] = []
     found: dict[str, list[int]] = {quirk: [] for quirk, _, _ in _QUIRK_WARNINGS}
     stops: list[tuple[int, str]] = []
+    surrogates: list[int] = []
     for (n, _), (answer, missing), reading, record in zip(rows, answers, readings, records, strict=True):
         fields: dict[str, Any] = {}
         if not isinstance(answer, str) or reading.quirk or reading.error or missing:
             fields["official_read"] = reading.replay
+        if not surrogate_free(reading.replay):
+            # the trace file would store U+FFFD for the lone surrogate, and the text would read differently
+            # from the official eval (which fails on any candidate holding one): its reading is kept instead
+            fields["official_read"] = {"value": reading.value}
+            surrogates.append(n)
         error = missing or reading.error
         if not error and record is not None and task == "tool_usage":
             error = usage_stop(reading.value, record.reference)
@@ -136,6 +150,10 @@ def _read_answers(path: Path, task: str, rows: Sequence[tuple[int, Mapping[str, 
         return f" (line<-line read: {', '.join(pairs)})" if pairs else ""
 
     warnings = []
+    if surrogates:
+        warnings.append(f"{path}: {_lines(surrogates)} ({_records(len(surrogates))}): the answer holds a lone surrogate "
+                        "(\\ud800-\\udfff, not encodable as UTF-8): the official eval of any text holding one fails "
+                        "(UnicodeEncodeError), and so is it read here (the run's trace shows it as U+FFFD)")
     for quirk, text, shows_source in _QUIRK_WARNINGS:
         if ns := found[quirk]:
             warnings.append(f"{path}: {_lines(ns)} ({_records(len(ns))}): {text}{before(quirk) if shows_source else ''}")
@@ -159,7 +177,7 @@ def read_official(path: Path) -> ImportedPredictions:
     warned about with their lines, as are the records the official script stops on, repeated
     records (the official code scores each line; here the last one counts), judgments without an
     ``eval`` field and judgments that give a score as true/false."""
-    from ...core.formats import ImportedPredictions, imported_trace
+    from ...core.formats import ImportedPredictions, blank_lines_warning, imported_trace, official_jsonl
 
     if path.is_dir():
         raise ValueError(f"{path} is a folder: give one prediction file (e.g. .../gpt-4/tool_usage.json)")
@@ -168,13 +186,11 @@ def read_official(path: Path) -> ImportedPredictions:
         raise ValueError(f"{path.name}: not an UltraTool prediction file (expected one of {', '.join(_OFFICIAL_FILES)})")
     evaluated = path.name == "planning_eval.json"
     model_dir = path.parent.parent if evaluated else path.parent
-    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
+    read = official_jsonl(path)  # the official read_data's lines: a line per \n, json.loads of each
+    if not read.rows:
+        raise ValueError(f"{path}: no records (the official script prints nan or stops dividing by zero)")
     rows: list[tuple[int, dict[str, Any]]] = []
-    for n, line in lines:
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
+    for n, row in read.rows:
         if not isinstance(row, dict):
             raise ValueError(f"{path}:{n}: not a JSON object")
         if evaluated and not isinstance(row.get("data"), dict):
@@ -197,6 +213,8 @@ def read_official(path: Path) -> ImportedPredictions:
     warnings: list[str] = []
     if task in _PARSED and not evaluated:
         extra, warnings = _read_answers(path, task, rows, records, open_model)
+    if read.blank:
+        warnings.insert(0, blank_lines_warning(path, read.blank))
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, list[int]] = {}
     no_eval: list[int] = []
