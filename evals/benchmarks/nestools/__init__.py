@@ -58,7 +58,7 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 INFO = BenchmarkInfo(
-    name=NAME, plugin=".plugin:NesToolsBenchmark",
+    name=NAME, plugin=".plugin:NesToolsBenchmark", scorer_version=2,  # CHANGELOG.md
     strategies=STRATEGIES, options=OPTIONS, metrics=METRICS,
     data_sources=SOURCES, stats=_stats,
     pass_metric="tree_accuracy",  # a task passes when its whole call tree is right (--epochs: pass@k, pass^k)

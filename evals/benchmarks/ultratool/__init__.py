@@ -73,7 +73,7 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 INFO = BenchmarkInfo(
-    name=NAME, plugin=".plugin:UltraToolBenchmark",
+    name=NAME, plugin=".plugin:UltraToolBenchmark", scorer_version=2,  # CHANGELOG.md
     strategies=("paper", "agent"), options=OPTIONS, metrics=METRICS, uses_judge=True,
     data_sources=SOURCES, needed_files=needed_files,
     paper_numbers=PaperNumbers(_paper_setting, "overall_score", separate=("language",)),
