@@ -15,6 +15,7 @@ from client.adapters.openai_adapter import OpenAIAdapter
 from client.agent import AgentConfig, run_agent
 from client.cache import ResponseCache
 from client.messages import SystemMessage, ToolDef, UserMessage
+from client.model import Model
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
 from client.runs import EpisodeRecorder
@@ -136,7 +137,8 @@ async def test_rerun_of_an_episode_is_free_and_identical(
     for _ in range(2):
         recorder = EpisodeRecorder("t1")
         limiter = RateLimiter(6000, name="test") if limited else None
-        outcome = await run_agent(adapter, FakeSession(), "where?", recorder, cfg, limiter=limiter)  # type: ignore[arg-type]
+        model = Model(adapter.inner, adapter.cache, limiter=limiter, retry=cfg.retry)  # the role, as EpisodeEnv builds it
+        outcome = await run_agent(model, FakeSession(), "where?", recorder, cfg)  # type: ignore[arg-type]
         runs.append((outcome, recorder))
     assert len(fake_server.openai.requests) == 2  # two turns, first run only
 

@@ -43,7 +43,7 @@ async def test_the_prompting_oracle_scores_100_in_every_python_category(bfcl_dat
     assert [c["name"] for c in trace["outcome"]["calls"]] == ["calculate_triangle_area"]  # run over MCP
     assert trace["outcome"]["bfcl_result"] == "[calculate_triangle_area(base=10, height=5, unit='units')]"
     # the viewer pairs a prompting model's dotted names with BFCL's (no underscore_to_dot)
-    from evals.view import Site
+    from evals.view.site import Site
 
     site = Site([tmp_path / "run"])
     dotted = next(e.id for e in load_entries(("simple_python",)) if "." in e.functions[0]["name"] and e.id in entries)
