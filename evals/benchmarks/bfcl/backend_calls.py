@@ -29,15 +29,11 @@ import copy
 import inspect
 import json
 import math
-import os
-import shutil
-import tempfile
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .wheel_code import import_module
+from .wheel_code import import_module, import_with_project_root
 
 __all__ = ["ERROR_PREFIX", "MAX_DETAIL_CHARS", "MAX_PRECISION", "MAX_RESULT_BITS", "SNAPSHOT_KEYS", "BackendError",
            "Instances", "argument_bound_error", "backend_class", "bounded_differences", "call_text", "execute",
@@ -282,7 +278,6 @@ def host_operation(op: Mapping[str, Any], sets: dict[str, Instances], tables: di
 # what BFCL's _flush_memory_to_local_file writes (and _load_scenario reads back), per backend
 SNAPSHOT_KEYS: dict[str, tuple[str, ...]] = {"kv": ("core_memory", "archival_memory"), "rec_sum": ("memory",)}
 _MODULE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.memory_{}"
-_import_lock = threading.Lock()
 
 
 def backend_class(backend: str, wheel: Path | None = None) -> type:
@@ -294,18 +289,7 @@ def backend_class(backend: str, wheel: Path | None = None) -> type:
     """
     if backend not in SNAPSHOT_KEYS:
         raise ValueError(f"no served BFCL memory backend {backend!r}; served: {', '.join(SNAPSHOT_KEYS)}")
-    with _import_lock:
-        root = tempfile.mkdtemp(prefix="bfcl-project-")
-        before = os.environ.get("BFCL_PROJECT_ROOT")
-        os.environ["BFCL_PROJECT_ROOT"] = root
-        try:
-            module = import_module(_MODULE.format(backend), wheel)
-        finally:
-            if before is None:
-                os.environ.pop("BFCL_PROJECT_ROOT", None)
-            else:
-                os.environ["BFCL_PROJECT_ROOT"] = before
-            shutil.rmtree(root, ignore_errors=True)
+    module = import_with_project_root(_MODULE.format(backend), wheel)  # its eval_config makes folders
     cls: type = getattr(module, f"MemoryAPI_{backend}")
     return cls
 
