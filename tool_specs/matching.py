@@ -322,6 +322,21 @@ class Alignment:
         }
 
 
+def _assignment(matrix: list[list[float]]) -> list[tuple[int, int]]:
+    """The (row, column) pairs of the lowest-cost assignment of ``matrix`` (at least 1 x 1).
+
+    One call against one gold call has a single assignment, given without importing scipy (about
+    0.45 s of a one-task run's exit, ``bench/bench_cli_startup.py``); any larger matrix goes to
+    :func:`scipy.optimize.linear_sum_assignment`.
+    """
+    if len(matrix) == 1 and len(matrix[0]) == 1:
+        return [(0, 0)]
+    from scipy.optimize import linear_sum_assignment  # imported here: scipy is slow to import
+
+    rows, cols = linear_sum_assignment(matrix)
+    return list(zip(rows.tolist(), cols.tolist(), strict=True))
+
+
 async def align_calls(
     predicted: Sequence[CallLike],
     gold: Sequence[CallLike],
@@ -337,8 +352,6 @@ async def align_calls(
     the calls' order is chosen (a cost of ``1e-9 * |i - j|`` breaks ties). With ``matchers``, every
     pair is then decided by :func:`decide`, which records the matcher that accepted it and why.
     """
-    from scipy.optimize import linear_sum_assignment  # imported here: scipy is slow to import
-
     cost_fn = cost or argument_cost()
     n, m = len(predicted), len(gold)
     pairs: list[AlignedPair] = []
@@ -351,8 +364,7 @@ async def align_calls(
             [(c if c <= max_cost else big) + 1e-9 * abs(i - j) for j, c in enumerate(row)]
             for i, row in enumerate(base)
         ]
-        rows, cols = linear_sum_assignment(matrix)
-        for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+        for i, j in _assignment(matrix):
             if base[i][j] <= max_cost:
                 pairs.append(AlignedPair(i, j, base[i][j]))
                 used_p.add(i)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from scipy.optimize import linear_sum_assignment
 
 from tool_specs import ToolSpec
 from tool_specs.matching import (
@@ -78,6 +79,18 @@ async def test_ties_keep_the_order_of_the_calls():
 async def test_empty_lists():
     assert pairs(await align_calls([], GOLD)) == [] and (await align_calls([], GOLD)).unmatched_gold == [0, 1, 2]
     assert (await align_calls(GOLD, [])).unmatched_pred == [0, 1, 2]
+
+
+async def test_one_call_against_one_gold_call_is_paired_as_scipy_pairs_it():
+    """A 1 x 1 alignment is answered without scipy; it pairs what scipy pairs and drops a pair over max_cost."""
+    for pred, gold in [(GOLD[0], GOLD[0]), (call("get_rooms", hotel_id="h9"), GOLD[1]), (call("set_alarm", time="7"), GOLD[1])]:
+        alignment = await align_calls([pred], [gold])
+        cost = float(argument_cost()(pred, gold))
+        rows, cols = linear_sum_assignment([[cost]])
+        expected = [(int(rows[0]), int(cols[0]))] if cost <= 0.999 else []
+        assert pairs(alignment) == expected
+        assert alignment.unmatched_pred == ([] if expected else [0]) and alignment.unmatched_gold == alignment.unmatched_pred
+    assert pairs(await align_calls([call("set_alarm", time="7")], [GOLD[1]])) == []  # different tools: never paired
 
 
 async def test_pluggable_costs():
