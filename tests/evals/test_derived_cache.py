@@ -209,17 +209,3 @@ def test_read_jsonl_follows_its_file_and_keeps_every_value_exactly(cache: Path, 
     with pytest.raises(ValueError, match="rows.jsonl"):
         read_jsonl(path)
 
-
-def test_bfcl_entries_from_the_cache_are_the_wheels(cache: Path) -> None:
-    from evals.benchmarks.bfcl import data as bfcl
-    from evals.core.data import DataNotFound
-
-    try:
-        wheel = bfcl.verified_wheel()
-    except DataNotFound:
-        pytest.skip("no BFCL wheel in the data directory")
-    category = bfcl.SERVED[0]
-    parsed = bfcl._read_category(category, wheel)
-    assert bfcl.read_category(category) == parsed
-    assert bfcl.read_category(category) == parsed  # from the cache
-    assert list((cache / "derived").glob(f"bfcl-{category}-*.marshal"))

@@ -172,3 +172,17 @@ def test_data_fetch_puts_the_wheel_where_the_benchmark_reads_it_and_refuses_anot
     with serve_directory(bad) as prefix, pytest.raises(ChecksumMismatch):
         fetch("bfcl", tmp_path / "other", url_prefix=prefix)
     assert not (tmp_path / "other").joinpath(*WHEEL).exists()
+
+
+def test_entries_from_the_derived_cache_are_the_wheels(bfcl_data, tmp_path, monkeypatch):
+    """A category read twice: the second from the user cache (evals.core.derived_cache), equal to the wheel's."""
+    from evals.benchmarks.bfcl import data as bfcl
+
+    monkeypatch.setenv("EVALS_CACHE_DIR", str(tmp_path / "cache"))
+    bfcl._memo.cache_clear()  # the process's own memo, which an earlier test may have filled
+    category = SINGLE_TURN[0]
+    parsed = bfcl._read_category(category, verified_wheel())
+    assert read_category(category) == parsed
+    assert list((tmp_path / "cache" / "derived").glob(f"bfcl-{category}-*.marshal"))
+    bfcl._memo.cache_clear()
+    assert read_category(category) == parsed  # from the cache
