@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
+import sys
 from collections import Counter
 
 import pytest
@@ -104,10 +104,8 @@ def test_embedding_scorer_errors() -> None:
         EmbeddingScorer(42)  # type: ignore[arg-type]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("sentence_transformers") is not None, reason="sentence-transformers is installed"
-)
-def test_embedding_scorer_model_name_without_sentence_transformers() -> None:
+def test_embedding_scorer_model_name_without_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if not installed (an import fails)
     scorer = EmbeddingScorer("jinaai/jina-embeddings-v3")  # loading is lazy: no error yet
     with pytest.raises(KGError, match="needs sentence-transformers"):
         scorer.score("mom", ["mother"])
