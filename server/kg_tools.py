@@ -207,26 +207,15 @@ def kg_tools(cfg: KGConfig) -> list[ToolSpec]:
             "required": ["head", "relation", "tail"],
             "additionalProperties": False,
         }
+        edits = [
+            ("kg_add_fact", "Add a fact [head, relation, tail] to the family knowledge graph (new people and relations allowed).",
+             "added", add_fact, "Add a KG fact"),
+            ("kg_remove_fact", "Remove the fact [head, relation, tail] from the family knowledge graph (a correction).",
+             "removed", remove_fact, "Remove a KG fact"),
+        ]
         tools += [
-            ToolSpec(
-                name="kg_add_fact",
-                description="Add a fact [head, relation, tail] to the family knowledge graph (new people and relations allowed).",
-                input_schema=fact_schema,
-                output_schema=_edit_output("added"),
-                executor=bound(add_fact),
-                annotations=annotations,
-                title="Add a KG fact",
-                hints=_WRITE,
-            ),
-            ToolSpec(
-                name="kg_remove_fact",
-                description="Remove the fact [head, relation, tail] from the family knowledge graph (a correction).",
-                input_schema=fact_schema,
-                output_schema=_edit_output("removed"),
-                executor=bound(remove_fact),
-                annotations=annotations,
-                title="Remove a KG fact",
-                hints=_WRITE,
-            ),
+            ToolSpec(name=name, description=description, input_schema=fact_schema, output_schema=_edit_output(verb),
+                     executor=bound(edit), annotations=annotations, title=title, hints=_WRITE)
+            for name, description, verb, edit, title in edits
         ]
     return tools
