@@ -76,11 +76,13 @@ def source_signature(paths: Sequence[str | Path]) -> Signature:
     Raises:
         OSError: a file cannot be read (the caller's own read would fail too).
     """
+    from kg_store.digest import file_sha256  # every run imports kg_store (the server's KG tools)
+
     sig = []
     for p in paths:
         path = Path(p).resolve()
         st = path.stat()
-        sig.append((str(path), st.st_size, st.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest()))
+        sig.append((str(path), st.st_size, st.st_mtime_ns, file_sha256(path)))
     return sig
 
 

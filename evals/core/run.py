@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -106,23 +105,11 @@ def run_task_ids(bench: Benchmark, config: Mapping[str, Any], traces: Mapping[st
     return [t for t in ids if t in head or t in traces]
 
 
-_CHECKSUMS: dict[tuple[str, int, int], str] = {}
-
-
 def data_checksums(paths: Sequence[Path]) -> dict[str, str]:
-    """``{file name: sha256}`` of the data files a run's tasks come from (cached by size and mtime)."""
-    out: dict[str, str] = {}
-    for path in paths:
-        st = path.stat()
-        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-        if key not in _CHECKSUMS:
-            h = hashlib.sha256()
-            with open(path, "rb") as f:
-                while chunk := f.read(1 << 20):
-                    h.update(chunk)
-            _CHECKSUMS[key] = h.hexdigest()
-        out[path.name] = _CHECKSUMS[key]
-    return out
+    """``{file name: sha256}`` of the data files a run's tasks come from."""
+    from kg_store.digest import file_sha256
+
+    return {path.name: file_sha256(path) for path in paths}
 
 
 def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:

@@ -57,22 +57,16 @@ def wheel_path(path: Path | None = None) -> Path:
     return path if path is not None else data_file(*WHEEL)
 
 
-@functools.cache
-def _checked(path: Path, size: int, mtime_ns: int) -> None:  # once per file version
-    from ...core.fetch import sha256_of  # the checksum `evals data fetch` checks the wheel with
-
-    expected = pinned_sha256()
-    got = sha256_of(path)
-    if got != expected:
-        raise WheelError(f"{path}: sha256 {got} is not the pinned bfcl-eval wheel's ({expected}); "
-                         f"remove it and run `evals data fetch {WHEEL[0]}`")
-
-
 def verified_wheel(path: Path | None = None) -> Path:
-    """The wheel (default: the one in the data directory), checked against its pinned sha256."""
+    """The wheel (default: the one in the data directory), checked against its pinned sha256 (read
+    once per version of the file: :mod:`kg_store.digest`)."""
+    from kg_store.digest import file_sha256  # the checksum `evals data fetch` checks the wheel with
+
     wheel = wheel_path(path)
-    st = wheel.stat()
-    _checked(wheel.resolve(), st.st_size, st.st_mtime_ns)
+    expected, got = pinned_sha256(), file_sha256(wheel)
+    if got != expected:
+        raise WheelError(f"{wheel.resolve()}: sha256 {got} is not the pinned bfcl-eval wheel's ({expected}); "
+                         f"remove it and run `evals data fetch {WHEEL[0]}`")
     return wheel
 
 
