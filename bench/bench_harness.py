@@ -140,11 +140,12 @@ async def one(concurrency: int, limit: int | None, latency: float, root: Path, l
     t0 = time.perf_counter()
     result, summary = await run_benchmark(opts)
     command_wall = time.perf_counter() - t0
-    children = opts.workers or 1  # resolved by the run (--workers auto)
+    run_dir = RunDir(run_path)
+    children = (run_dir.config or {})["run"]["workers"] or 1  # resolved by the run (--workers auto)
     cpu, server_cpu = _episodes_cpu.pop()
     assert summary["completed"] == summary["tasks"], summary
     assert summary["metrics"]["tool_em"] == 100.0, summary["metrics"]
-    traces = RunDir(run_path).latest_traces()
+    traces = run_dir.latest_traces()
     order = sorted(traces.values(), key=lambda t: t["started_at"])
     turns = [int(t["totals"]["turns"]) for t in order]
     episodes = result.completed

@@ -10,6 +10,7 @@ remove facts (the inductive setting) and get statistics. Knows nothing of MCP or
 'dinnertime_0002'
 """
 
+from .digest import RACY_NS, file_sha256
 from .engine import ENGINE_ENV_VAR, ENGINES, Engine, engine_name, load_engine
 from .errors import KGError, KGLockedError, KGParseError
 from .results import KGStats, PathSearchResult
@@ -41,6 +42,7 @@ __all__ = [
     "KGStore",
     "LexicalScorer",
     "PathSearchResult",
+    "RACY_NS",
     "RelationScorer",
     "SCHEMA_VERSION",
     "SEARCH_MODES",
@@ -48,6 +50,7 @@ __all__ = [
     "canonical_triples",
     "coerce_triples",
     "engine_name",
+    "file_sha256",
     "load_engine",
     "parse_triple_file",
     "read_triple_file",

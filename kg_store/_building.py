@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import tempfile
 import time
 from collections.abc import Iterable, Sequence
@@ -12,23 +11,20 @@ from typing import Self
 
 from ._base import BATCH, SCHEMA, SCHEMA_VERSION, BuildAction, StoreBase
 from ._lock import DirLock
+from .digest import file_sha256
 from .engine import load_engine
 from .errors import KGError, KGLockedError
 from .triples import CanonicalTriples, canonical_triples, coerce_triples, read_triple_file
 
 
-def file_sha256(path: str | Path) -> str:
-    """SHA-256 of a file's bytes (a :class:`KGError` if it cannot be read)."""
-    h = hashlib.sha256()
+def _triple_file_sha256(path: str | Path) -> str:
+    """:func:`~kg_store.digest.file_sha256` of a triple file (a :class:`KGError` if it cannot be read)."""
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
+        return file_sha256(path)
     except FileNotFoundError:
         raise KGError(f"triple file not found: {path}") from None
     except OSError as exc:
         raise KGError(f"cannot read triple file {path}: {exc}") from exc
-    return h.hexdigest()
 
 
 BUILD_BUFFER_POOL_MIN = 128 << 20
@@ -175,7 +171,7 @@ class BuildingMixin(StoreBase):
             KGError: unreadable file; :class:`KGParseError` (a KGError) names the bad line;
                 :class:`KGLockedError` when the directory stays locked.
         """
-        digest = file_sha256(triples_file)
+        digest = _triple_file_sha256(triples_file)
         return cls._build(
             db_dir,
             read_triple_file(triples_file),
@@ -205,7 +201,7 @@ class BuildingMixin(StoreBase):
         Raises:
             KGError: as :meth:`build`; :class:`KGLockedError` if a needed lock stays taken.
         """
-        digest = file_sha256(triples_file)
+        digest = _triple_file_sha256(triples_file)
         if cls._up_to_date(db_dir, "file_sha256", digest, lock_timeout=lock_timeout, engine=engine):
             return "unchanged"  # the very file of the last build: not even parsed
         triples = read_triple_file(triples_file)

@@ -4,8 +4,9 @@ kept in the user cache so the next process reads it instead of deriving it again
 An entry is one file under ``<cache>/derived/`` (:func:`cache_dir`): a header (:data:`MAGIC`, the
 format, the Python version, the payload's length and SHA-256) then the payload, in :mod:`marshal`
 form (what the KG's saved adjacency uses), ``(signature, value)``. The signature is each source
-file's resolved path, size, modification time and SHA-256, and the same for the code that derives
-the value (the deriving modules' own files: editing one derives again). An entry is used only when
+file's resolved path, size, modification time and SHA-256 (:func:`kg_store.digest.file_sha256`: read
+once per version of the file and process), and the same for the code that derives the value (the
+deriving modules' own files: editing one derives again). An entry is used only when
 its signature is the sources' signature now; anything else (another signature, another format, a
 truncated or damaged file, a value its reader refuses) is ignored and derived again, then written
 over (atomically: a reader never sees half a file). A value that :mod:`marshal` cannot hold, or a
@@ -76,11 +77,13 @@ def source_signature(paths: Sequence[str | Path]) -> Signature:
     Raises:
         OSError: a file cannot be read (the caller's own read would fail too).
     """
+    from kg_store.digest import file_sha256  # every run imports kg_store (the server's KG tools)
+
     sig = []
     for p in paths:
         path = Path(p).resolve()
         st = path.stat()
-        sig.append((str(path), st.st_size, st.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest()))
+        sig.append((str(path), st.st_size, st.st_mtime_ns, file_sha256(path)))
     return sig
 
 

@@ -35,7 +35,7 @@ from rich.progress import (
 
 from .data import DATA_ENV, RemoteFile, shared_data_dir
 
-__all__ = ["URL_PREFIX_ENV", "ChecksumMismatch", "FetchError", "HostUnreachable", "Unavailable", "download_progress", "ensure_data", "fetch", "needed_files", "sha256_of", "sources", "unavailable_message"]
+__all__ = ["URL_PREFIX_ENV", "ChecksumMismatch", "FetchError", "HostUnreachable", "Unavailable", "download_progress", "ensure_data", "fetch", "needed_files", "sources", "unavailable_message"]
 
 URL_PREFIX_ENV = "EVALS_DATA_URL_PREFIX"
 
@@ -100,14 +100,6 @@ def _fetch_lock(data_dir: Path, report: Callable[[str], None]) -> Iterator[None]
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fetch(
     name: str,
     data_dir: Path,
@@ -157,11 +149,13 @@ def _fetch_files(
     report: Callable[[str], None],
     progress: Progress | None,
 ) -> list[Path]:
+    from kg_store.digest import file_sha256
+
     out: list[Path] = []
     with httpx2.Client(timeout=timeout, follow_redirects=True) as http:
         for f in files:
             dest = data_dir / f.dest
-            if dest.is_file() and sha256_of(dest) == f.sha256:
+            if dest.is_file() and file_sha256(dest) == f.sha256:
                 report(f"ok       {f.dest} (already present, checksum matches)")
                 out.append(dest)
                 continue

@@ -46,6 +46,7 @@ import traceback
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from client.eventloop import episode_gc, name_asyncio
@@ -124,8 +125,7 @@ class RayWorker:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 try:
-                    opts = _decode_options(options)
-                    opts.workers, opts.progress, opts.executor, opts.ray_address = 1, False, "local", None
+                    opts = _decode_options(options).for_worker()
                     _ensure_data(opts)
                     core = WorkerCore(opts, self._send)
                     stack.push_async_callback(core.aclose)
@@ -352,9 +352,12 @@ def start_local_head(num_cpus: int) -> None:
                           "start a head yourself (ray start --head) and give --ray-address")
 
 
-def open_cluster(opts: RunOptions, stack: contextlib.ExitStack | contextlib.AsyncExitStack) -> Callable[[int], Awaitable[Channel]]:
-    """Connect to Ray (see the module docstring; a head started here is shut down by ``stack``);
-    ``opts.workers`` None (``--workers auto``) becomes the cluster's CPU count. Returns the pool's worker starter."""
+def open_cluster(
+    opts: RunOptions, stack: contextlib.ExitStack | contextlib.AsyncExitStack
+) -> tuple[RunOptions, Callable[[int], Awaitable[Channel]]]:
+    """Connect to Ray (see the module docstring; a head started here is shut down by ``stack``).
+    Returns ``opts`` with ``workers`` None (``--workers auto``) made the cluster's CPU count, and the
+    pool's worker starter."""
     if not ray_installed():
         raise ValueError(RAY_MISSING)
     ray = ray_module()
@@ -372,11 +375,11 @@ def open_cluster(opts: RunOptions, stack: contextlib.ExitStack | contextlib.Asyn
             raise WorkerError(f"cannot start or reach {where}: {type(exc).__name__}: {exc}") from None
         stack.callback(ray.shutdown)
     if opts.workers is None:  # --workers auto on a cluster: one actor per CPU
-        opts.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        opts = replace(opts, workers=max(1, int(ray.cluster_resources().get("CPU", 1))))
     remote = ray.remote(RayWorker)
     tag = uuid.uuid4().hex[:8]
 
     def start(index: int) -> Awaitable[Channel]:
         return RayChannel.start(index, opts, remote, tag)
 
-    return start
+    return opts, start

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -106,23 +105,11 @@ def run_task_ids(bench: Benchmark, config: Mapping[str, Any], traces: Mapping[st
     return [t for t in ids if t in head or t in traces]
 
 
-_CHECKSUMS: dict[tuple[str, int, int], str] = {}
-
-
 def data_checksums(paths: Sequence[Path]) -> dict[str, str]:
-    """``{file name: sha256}`` of the data files a run's tasks come from (cached by size and mtime)."""
-    out: dict[str, str] = {}
-    for path in paths:
-        st = path.stat()
-        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-        if key not in _CHECKSUMS:
-            h = hashlib.sha256()
-            with open(path, "rb") as f:
-                while chunk := f.read(1 << 20):
-                    h.update(chunk)
-            _CHECKSUMS[key] = h.hexdigest()
-        out[path.name] = _CHECKSUMS[key]
-    return out
+    """``{file name: sha256}`` of the data files a run's tasks come from."""
+    from kg_store.digest import file_sha256
+
+    return {path.name: file_sha256(path) for path in paths}
 
 
 def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
@@ -191,36 +178,38 @@ def check_executor(opts: RunOptions) -> None:
         raise ValueError(RAY_MISSING)
 
 
-def prepare_layout(opts: RunOptions) -> None:
-    """Check and resolve where the episodes run (transport, executor, worker count); loads nothing."""
-    opts.transport = resolve_transport(opts)  # the config records the transport used
+def prepare_layout(opts: RunOptions) -> RunOptions:
+    """``opts`` with where the episodes run checked and resolved (transport, executor, worker count);
+    loads nothing."""
+    transport = resolve_transport(opts)  # the config records the transport used
     check_executor(opts)
-    if not (opts.executor == "ray" and opts.ray_address and opts.workers is None):  # else: the cluster's CPUs
-        opts.workers = resolve_workers(opts)
+    if opts.executor == "ray" and opts.ray_address and opts.workers is None:  # the cluster's CPUs: ray_executor
+        return replace(opts, transport=transport)
+    return replace(opts, transport=transport, workers=resolve_workers(opts))
 
 
-def prepare_options(opts: RunOptions) -> Benchmark:
-    """Check ``opts`` and fill in what they leave to defaults (strategy, transport, the benchmark's
-    options); the loaded benchmark."""
-    prepare_layout(opts)
-    return prepare_benchmark(opts)
+def prepare_options(opts: RunOptions) -> tuple[RunOptions, Benchmark]:
+    """``opts`` checked and with what they leave to defaults filled in (strategy, transport, the
+    benchmark's options), and the loaded benchmark."""
+    return prepare_benchmark(prepare_layout(opts))
 
 
-def prepare_benchmark(opts: RunOptions) -> Benchmark:
-    """Load the benchmark, fill in the strategy and the benchmark's options of ``opts`` and check them."""
+def prepare_benchmark(opts: RunOptions) -> tuple[RunOptions, Benchmark]:
+    """Load the benchmark; ``opts`` with the strategy and the benchmark's options filled in and checked."""
     bench = load_benchmark(opts.benchmark, opts.benchmark_options)
     info = bench.info
-    opts.benchmark_options = dict(bench.options)
-    opts.strategy = opts.strategy or info.default_strategy
+    opts = replace(opts, benchmark_options=dict(bench.options), strategy=opts.strategy or info.default_strategy)
     if opts.strategy not in info.strategies:
         raise ValueError(f"{opts.benchmark} has no strategy {opts.strategy!r}; available: {', '.join(info.strategies)}")
     bench.check(opts.strategy, own_server=not opts.server_url)
-    return bench
+    return opts, bench
 
 
 async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
-    """Run the episodes (resuming), then score every finished episode of the run directory."""
-    prepare_layout(opts)
+    """Run the episodes (resuming), then score every finished episode of the run directory. ``opts``
+    is resolved into the run's plan (:mod:`.run_options`) in three steps: where the episodes run,
+    the benchmark's settings (while local workers start), the Ray cluster's size."""
+    opts = prepare_layout(opts)
     parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
     control = RunControl()
@@ -236,7 +225,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             pool = WorkerPool(opts, limiter=limiter, control=control)
             stack.push_async_callback(pool.aclose)
             await pool.spawn()
-        bench = prepare_benchmark(opts)
+        opts, bench = prepare_benchmark(opts)
         if pool is not None:
             pool.configure(opts)  # the options, complete now
         task_ids = select_tasks(bench.task_ids(), limit=opts.limit, task_ids=opts.task_ids, sample=opts.sample,
@@ -246,7 +235,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         if opts.executor == "ray":  # connected first: the config records the number of actors
             from .ray_executor import open_cluster
 
-            start_worker = open_cluster(opts, stack)
+            opts, start_worker = open_cluster(opts, stack)
         run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS,
                          max_value_bytes=opts.trace_max_value_bytes, event_log=opts.event_log)
 

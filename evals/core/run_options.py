@@ -1,9 +1,16 @@
-"""The settings of ``evals run``: the core's, plus the benchmark's own (``benchmark_options``)."""
+"""The settings of ``evals run``: the core's, plus the benchmark's own (``benchmark_options``).
+
+A :class:`RunOptions` is frozen: what the command line gives is one value, and the run resolves it
+into its plan (:func:`evals.core.run.prepare_layout`, :func:`~evals.core.run.prepare_benchmark`: the
+transport, the worker count, the strategy and the benchmark's options filled in) as new values made
+with :func:`dataclasses.replace`, never by changing one in place. The run, its workers and the
+run's ``config.json`` all read the plan; nothing derives a setting a second time.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +22,16 @@ TRACE_MAX_VALUE_BYTES = 1_048_576
 """``--trace-max-value-bytes``' default: 1 MiB, far above any value the benchmarks' tasks produce."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunOptions:
-    """Everything ``evals run`` takes. ``benchmark_options`` are the benchmark's own (validated)."""
+    """Everything ``evals run`` takes. ``benchmark_options`` are the benchmark's own (validated).
+    Frozen (the module docs): a resolved value is a new one."""
 
     benchmark: str
     model: str
     strategy: str | None = None  # None: the benchmark's default strategy
     limit: int | None = None
-    task_ids: list[str] | None = None  # only these tasks (evals.core.selection)
+    task_ids: Sequence[str] | None = None  # only these tasks (evals.core.selection)
     sample: int | None = None  # a random sample of this many tasks, drawn with ``sample_seed``
     sample_seed: int = 0
     concurrency: int = 4
@@ -63,7 +71,7 @@ class RunOptions:
     # write events.jsonl (every event as it happens: a debugging aid for a run that hangs or is killed);
     # off by default: traces.jsonl holds every fact of a finished episode, once (issue 50)
     event_log: bool = False
-    adapter_options: dict[str, Any] = field(default_factory=dict)
+    adapter_options: Mapping[str, Any] = field(default_factory=dict)
     judge_model: str | None = None  # the LLM matcher (benchmarks that use one)
     judge_rpm: float | None = None
     judge_tpm: float | None = None
@@ -72,11 +80,15 @@ class RunOptions:
     # longer one is cut and marked with its length (client._runs.sharing). 0/None: no cap. It can change
     # scores (a scorer reads the kept value), so it is one of the result options
     trace_max_value_bytes: int | None = TRACE_MAX_VALUE_BYTES
-    benchmark_options: dict[str, Any] = field(default_factory=dict)
+    benchmark_options: Mapping[str, Any] = field(default_factory=dict)
     # trials per task (evals.core.epochs): each its own episode and trace; the papers' metrics stay
     # the first trial's. In the config's run settings, not the result config: a run can be extended
     # to more epochs by running it again with a larger value
     epochs: int = 1
+
+    def for_worker(self) -> RunOptions:
+        """The plan as one worker process (or Ray actor) runs it: its episodes in its own loop, no progress bar."""
+        return replace(self, workers=1, progress=False, executor="local", ray_address=None)
 
     def result_config(self, declared: Sequence[Option] = (), *, uses_judge: bool = False) -> dict[str, Any]:
         """The part of the config that changes results (a resumed run must match it): the core's

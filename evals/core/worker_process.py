@@ -325,8 +325,7 @@ def zygote(fd_socket: socket.socket) -> int:
         if not ctl.fill():
             return 0
     try:
-        opts = _decode_options(first.decode())
-        opts.workers, opts.progress = 1, False
+        opts = _decode_options(first.decode()).for_worker()
         from . import episodes  # noqa: F401  (what every worker needs, imported once)
 
         bench = load_benchmark(opts.benchmark, opts.benchmark_options)

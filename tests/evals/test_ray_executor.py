@@ -62,6 +62,14 @@ async def test_ray_actors_give_the_same_traces_and_numbers_as_one_local_worker(
     assert len(keys) == len(set(keys)) and {e["task_id"] for e in events if "seq" in e} == set(local)
 
 
+async def test_workers_auto_on_a_cluster_is_one_actor_per_cpu_in_the_runs_plan(ray_head, data_dir, run_traces, tmp_path):  # noqa: ANN001
+    """The plan is frozen: the cluster's size, known once connected, reaches the config through the
+    value ``open_cluster`` returns."""
+    await _oracle(run_traces, tmp_path / "auto", "familytool-b", 4, workers=None, executor="ray", ray_address=ray_head)
+    config = json.loads((tmp_path / "auto" / "config.json").read_text())
+    assert config["run"]["workers"] == 2  # the module's head: 2 CPUs
+
+
 def _actor_pids() -> dict[str, int]:
     """The pids of the run's worker actors, by actor name."""
     out = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -15,11 +16,26 @@ from fake_providers import Delay, FakeProviderServer, anthropic_message, openai_
 
 from client.runs import RunDir
 from evals.benchmarks.familytool.data import load_tasks
-from evals.core.run import RunOptions, run_benchmark
+from evals.core.run import RunOptions, prepare_options, run_benchmark
 
 
 def _evals(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "evals.cli", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_run_resolves_its_options_into_a_new_frozen_plan(data_dir):
+    """RunOptions is frozen: resolving makes the plan (transport, workers, strategy, the benchmark's
+    options filled in) as a new value, and what was given stays as given."""
+    given = RunOptions(benchmark="familytool-b", model="oracle", workers=None)
+    plan, bench = prepare_options(given)
+    assert (given.strategy, given.transport, given.workers, dict(given.benchmark_options)) == (None, None, None, {})
+    assert plan.strategy == bench.info.default_strategy and plan.transport == "memory"
+    assert plan.workers is not None and plan.workers >= 1 and plan.benchmark_options == dict(bench.options)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        given.workers = 2  # type: ignore[misc]
+    worker = plan.for_worker()
+    assert (worker.workers, worker.progress, worker.executor, worker.ray_address) == (1, False, "local", None)
+    assert dataclasses.replace(worker, workers=plan.workers, progress=plan.progress) == plan
 
 
 @pytest.mark.parametrize("dataset,count", [("familytool-b", 483), ("familytool-e", 455)])

@@ -12,14 +12,15 @@ from evals.benchmarks.bfcl.data import WheelError, load_entries, read_category, 
 from evals.benchmarks.bfcl.files import NO_ANSWER, SINGLE_TURN, SOURCES, WHEEL
 from evals.benchmarks.bfcl.tools import PLACEHOLDER, BfclCatalog, language_doc, to_schema, to_tool
 from evals.benchmarks.bfcl.type_conversion import java_text, java_value, js_text, js_value
-from evals.core.fetch import ChecksumMismatch, fetch, sha256_of
+from evals.core.fetch import ChecksumMismatch, fetch
 from evals.core.registry import get_benchmark
+from kg_store.digest import file_sha256
 from server import BenchmarkMount, ToolServer, create_app, serve_in_background
 
 
 def test_the_pinned_wheel_is_read_category_by_category(bfcl_data):
     wheel = bfcl_data.joinpath(*WHEEL)
-    assert sha256_of(wheel) == SOURCES["bfcl"][0].sha256 and wheel.stat().st_size == SOURCES["bfcl"][0].size
+    assert file_sha256(wheel) == SOURCES["bfcl"][0].sha256 and wheel.stat().st_size == SOURCES["bfcl"][0].size
     sizes = {c: len(read_category(c)) for c in SINGLE_TURN}
     assert sizes == {"simple_python": 400, "multiple": 200, "parallel": 200, "parallel_multiple": 200, "irrelevance": 240,
                      "simple_java": 100, "simple_javascript": 50, "live_simple": 258, "live_multiple": 1053,

@@ -402,11 +402,11 @@ def test_the_official_files_give_the_published_runs_prompts():
     pinned files, read into the prompts of the published runs."""
     from evals.benchmarks.ultratool.files import PROTOCOL
     from evals.benchmarks.ultratool.prompts import creation_rubric, planning_rubric, system_message
-    from evals.core.fetch import sha256_of
+    from kg_store.digest import file_sha256
 
     if not all((data_dir() / f.dest).is_file() for f in PROTOCOL):
         pytest.skip("the official UltraTool code files are not in the data dir (`evals data fetch ultratool`)")
-    assert all(sha256_of(data_dir() / f.dest) == f.sha256 for f in PROTOCOL)
+    assert all(file_sha256(data_dir() / f.dest) == f.sha256 for f in PROTOCOL)
     plan = build_prompt(load_records("planning")[0])
     assert plan.count("Question: \n") == 2 and "Plan: \n" not in plan and plan.endswith("Output: ")
     usage = build_prompt(load_records("tool_usage")[0])
