@@ -10,7 +10,9 @@ from loopback_http import serve_directory
 from client.mcp_session import connect, make_http_client
 from evals.benchmarks.bfcl.data import WheelError, load_entries, read_category, verified_wheel
 from evals.benchmarks.bfcl.files import NO_ANSWER, SINGLE_TURN, SOURCES, WHEEL
-from evals.benchmarks.bfcl.tools import PLACEHOLDER, BfclCatalog, language_doc, to_schema, to_tool
+from evals.benchmarks.bfcl.kinds import BfclCatalog
+from evals.benchmarks.bfcl.single_turn import SingleTurnKind
+from evals.benchmarks.bfcl.tools import PLACEHOLDER, language_doc, to_schema, to_tool
 from evals.benchmarks.bfcl.type_conversion import java_text, java_value, js_text, js_value
 from evals.core.fetch import ChecksumMismatch, fetch, sha256_of
 from evals.core.registry import get_benchmark
@@ -150,7 +152,7 @@ def test_the_oracles_javascript_text_reads_back(value, kind, nested):
 async def test_an_entrys_functions_are_served_and_answered_with_the_placeholder(bfcl_data):
     entries = load_entries(("parallel_multiple",))
     entry = next(e for e in entries if any("." in d["name"] for d in e.functions))
-    server = ToolServer([BenchmarkMount(BfclCatalog(entries))])
+    server = ToolServer([BenchmarkMount(BfclCatalog([SingleTurnKind(("parallel_multiple",))]))])
     async with serve_in_background(create_app(server, json_response=True)) as url, make_http_client() as http, \
             connect(f"{url}/mcp/bfcl/{entry.id}", http_client=http) as session:
         listed = (await session.list_tools()).tools
