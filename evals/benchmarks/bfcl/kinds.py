@@ -38,40 +38,23 @@ __all__ = ["KINDS", "BfclCatalog", "Kind", "kinds_for"]
 
 
 class Kind(Protocol):
-    """One kind of BFCL entry: its entries, how their endpoints are served, and how one is run,
-    checked and shown."""
+    """One kind of BFCL entry. ``entries``: task id -> entry (with ``id``, ``category`` and
+    ``query``), in BFCL's order; ``endpoints()``: the endpoint ids it serves (its entries', and any
+    other its episodes open: a memory scenario's prerequisite conversations); ``serve()``: called once
+    when the catalog is made (what its tools need is read or started there, never when a plugin is
+    only loaded, as by ``evals score``); ``playground_tools()``: its tools for an endpoint without a
+    task; ``view``: the entry's sections in ``evals view``."""
 
     @property
-    def entries(self) -> Mapping[str, Any]:
-        """Task id -> entry (with ``id``, ``category`` and ``query``), in BFCL's order."""
-        ...
-
-    def endpoints(self) -> list[str]:
-        """The endpoint ids it serves: its entries' and any other its episodes open (a memory
-        scenario's prerequisite conversations)."""
-        ...
-
-    def serve(self) -> None:
-        """Called once when the catalog is made: read or start what its tools need."""
-        ...
-
-    def task_tools(self, endpoint: str) -> list[ToolSpec]:
-        ...
-
-    def playground_tools(self) -> list[ToolSpec]:
-        """Its tools for an endpoint without a task (the first of a name wins)."""
-        ...
-
-    async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
-        ...
-
-    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict | AgenticVerdict:
-        ...
-
+    def entries(self) -> Mapping[str, Any]: ...
+    def endpoints(self) -> list[str]: ...
+    def serve(self) -> None: ...
+    def task_tools(self, endpoint: str) -> list[ToolSpec]: ...
+    def playground_tools(self) -> list[ToolSpec]: ...
+    async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome: ...
+    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict | AgenticVerdict: ...
     def view(self, task_id: str, trace: Mapping[str, Any] | None,
-             score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-        """The entry's sections in ``evals view``."""
-        ...
+             score: Mapping[str, Any] | None) -> list[dict[str, Any]]: ...
 
 
 #: Each kind with the categories it serves, in BFCL's order: the one place that decides an entry's kind.
@@ -84,12 +67,8 @@ KINDS: tuple[tuple[tuple[str, ...], Callable[[tuple[str, ...], str], Kind]], ...
 
 def kinds_for(categories: Sequence[str], name: str = NAME) -> list[Kind]:
     """The kinds serving ``categories``, each made with the ones it serves (a kind with none is left out)."""
-    out = []
-    for served, make in KINDS:
-        mine = tuple(c for c in categories if c in served)
-        if mine:
-            out.append(make(mine, name))
-    return out
+    chosen = [(tuple(c for c in categories if c in served), make) for served, make in KINDS]
+    return [make(mine, name) for mine, make in chosen if mine]
 
 
 class BfclCatalog:
