@@ -126,10 +126,6 @@ class MemoryKind:
         self._snapshots: dict[tuple[str, str], dict[str, Any] | None] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
-    def prereq_by_id(self) -> dict[str, Prereq]:
-        """Every prerequisite conversation by its id."""
-        return {p.id: p for convs in self.prereqs.values() for p in convs}
-
     def endpoints(self) -> list[str]:
         """Every endpoint id: the questions and the prerequisite conversations."""
         return list(self._backend)
@@ -137,10 +133,9 @@ class MemoryKind:
     def serve(self) -> None:
         # read now, with the wheel checked: a listing never reads the wheel file again
         self._docs = {b: read_docs(b) for b in dict.fromkeys(self._backend.values())}
-        if self._docs:
-            from .backend_host import prestart
+        from .backend_host import prestart
 
-            prestart()  # the holders' zygote imports BFCL's modules while the rest starts
+        prestart()  # the holders' zygote imports BFCL's modules while the rest starts
 
     def task_tools(self, endpoint: str) -> list[ToolSpec]:
         backend = self._backend[endpoint]
@@ -230,7 +225,8 @@ class MemoryKind:
         from .memory_view import memory_episode_sections
 
         verdict = self.verdict(task_id, trace) if trace is not None else None
-        return memory_episode_sections(self.entries[task_id], self.prereq_by_id(), trace, verdict)
+        prereqs = {p.id: p for convs in self.prereqs.values() for p in convs}
+        return memory_episode_sections(self.entries[task_id], prereqs, trace, verdict)
 
 
 _MISSING: Any = object()

@@ -162,6 +162,39 @@ async def test_an_entrys_functions_are_served_and_answered_with_the_placeholder(
         assert not result.is_error and result.structured_content == PLACEHOLDER
 
 
+async def test_one_catalog_serves_every_kind_each_endpoint_answered_by_the_kind_of_its_category(bfcl_data):
+    """Issue 45 item 4: one catalog of the three kinds (no chain of catalogs), KINDS the one place that
+    decides an entry's kind; an unknown id is refused naming every kind's endpoints."""
+    import contextlib
+
+    from evals.benchmarks.bfcl.agentic import read_memory
+    from evals.benchmarks.bfcl.kinds import KINDS
+    from evals.benchmarks.bfcl.memory import LOAD_TOOL
+    from evals.core.registry import load_benchmark
+    from evals.core.transport import MemorySessions
+    from tool_specs import TaskNotFound
+
+    bench = load_benchmark("bfcl", {"category": ["memory_kv", "simple_python", "multi_turn_base"]})
+    for kind in bench.kinds:
+        served = next(categories for categories, make in KINDS if isinstance(kind, make))
+        assert kind.entries and all(e.category in served for e in kind.entries.values())
+    catalog = bench.mounts(contextlib.ExitStack())[0].catalog
+    prereqs = [p.id for convs in read_memory("memory_kv")[1].values() for p in convs]
+    assert catalog.task_ids() == [*bench.task_ids(), *prereqs]  # BFCL's order: single, multi, memory
+    with pytest.raises(TaskNotFound, match=f"[(]{len(catalog.task_ids())} tasks[)]"):
+        catalog.task_tools("multi_turn_base_x")
+    playground = {t.name for t in catalog.playground_tools()}
+    assert {"calculate_triangle_area", "ls", "core_memory_add"} <= playground and LOAD_TOOL not in playground
+    sessions = MemorySessions(ToolServer([BenchmarkMount(catalog=catalog)]))
+    async with sessions.session("bfcl", "simple_python_0") as s:
+        got = await s.call_tool("calculate_triangle_area", {"base": 10, "height": 5})
+        assert got.structured_content == PLACEHOLDER
+    async with sessions.session("bfcl", "multi_turn_base_0") as s:
+        assert "current_working_directory" in (await s.call_tool("pwd", {})).content[0].text
+    async with sessions.session("bfcl", prereqs[0]) as s:
+        assert LOAD_TOOL in [t.name for t in (await s.list_tools()).tools]
+
+
 def test_data_fetch_puts_the_wheel_where_the_benchmark_reads_it_and_refuses_another(bfcl_wheel, tmp_path):
     good, bad = tmp_path / "good", tmp_path / "bad"
     good.mkdir()
