@@ -146,8 +146,8 @@ class SingleTurnKind:
 
     def __init__(self, categories: Sequence[str], name: str = NAME) -> None:
         self.name = name
-        self.entries: dict[str, BfclEntry] = {e.id: e for e in load_entries(tuple(c for c in categories
-                                                                                  if c in SINGLE_TURN))}
+        chosen = tuple(c for c in categories if c in SINGLE_TURN)
+        self.entries: dict[str, BfclEntry] = {e.id: e for e in load_entries(chosen)}
         if FORMAT_SENSITIVITY in categories:
             self.entries.update((e.id, e) for e in load_format_sensitivity())
         self._specs: dict[str, list[ToolSpec]] = {}
