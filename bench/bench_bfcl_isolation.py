@@ -75,10 +75,10 @@ def _in_loop_catalog() -> Any:
 
 
 def _holder_catalog() -> Any:
-    from evals.benchmarks.bfcl.multi_turn import MultiTurnCatalog
-    from evals.benchmarks.bfcl.tools import BfclCatalog
+    from evals.benchmarks.bfcl.kinds import BfclCatalog
+    from evals.benchmarks.bfcl.multi_turn_episode import MultiTurnKind
 
-    return MultiTurnCatalog(BfclCatalog([], "bfcl"), [_entry()], "bfcl")
+    return BfclCatalog([MultiTurnKind(("multi_turn_base",))])
 
 
 async def _serve(mode: str, deadline: float) -> None:

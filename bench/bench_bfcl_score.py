@@ -28,8 +28,8 @@ from evals.benchmarks.bfcl.data import load_entries
 from evals.benchmarks.bfcl.files import MULTI_TURN, SINGLE_TURN
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
 from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn
-from evals.benchmarks.bfcl.plugin import gold_calls
 from evals.benchmarks.bfcl.prompting import entry_format, oracle_text
+from evals.benchmarks.bfcl.single_turn import gold_calls
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".ci" / "bfcl-venv" / "bin" / "python"

@@ -9,18 +9,22 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``checker``: BFCL's AST checker, re-implemented rule by rule;
 * ``wheel_code``: BFCL's Python modules (its backends, its constants) imported out of the wheel;
 * ``backends``: fresh instances of BFCL's backend classes behind MCP tools, one set per MCP session;
-* ``multi_turn``: the multi-turn entries and their tools; ``multi_turn_checker``: BFCL's
+* ``multi_turn``: the multi-turn entries; ``multi_turn_checker``: BFCL's
   ``multi_turn_checker``, re-implemented; ``multi_turn_episode``: the user turns sent one after
-  another, the oracle, the viewer's sections;
+  another, the oracle, the viewer's sections, the multi-turn kind;
 * ``agentic``, ``memory``, ``memory_run``, ``memory_view``: the memory categories (data and scoring;
-  BFCL's backends behind MCP tools; the prerequisite conversations, then the question; the viewer);
+  BFCL's backends behind MCP tools; the memory kind: the prerequisite conversations, then the question; the viewer);
 * ``scores``: BFCL's grouped leaderboard scores, over its category names;
 * ``metrics``: each served category's accuracy, and those scores;
 * ``handlers``: how BFCL decodes a model's results, picked by the model's name through BFCL's own
   registry (read from the wheel); its prompting decoders and prompt code, imported from the wheel;
 * ``format_sensitivity``: that category's 5,200 entries, as BFCL builds them;
 * ``prompting``: strategy ``prompting`` (BFCL's system prompt, the reply decoded, the calls over MCP);
-* ``plugin``: the ``evals run`` plugin (strategies ``fc`` and ``prompting``; the oracle);
+* ``single_turn``: the single-turn entries' kind (their tools, the ``fc`` and ``prompting`` episodes, the
+  oracle's calls, the checker, the viewer);
+* ``kinds``: the protocol the single-turn, multi-turn and memory kinds implement, the one table that
+  says which kind serves a category, and the one catalog of them all;
+* ``plugin``: the ``evals run`` plugin: each question about an entry handed to its kind;
 * ``view``: an entry in ``evals view`` (possible answers beside the predicted calls);
 * ``results``: BFCL's own result files (``evals score --format bfcl-official``); ``export``: a run as BFCL's
   result folder that ``bfcl evaluate`` takes as it is (``evals export --format bfcl-official --model-name NAME``).

@@ -66,6 +66,10 @@ class MemoryEntry:
     def backend(self) -> str:
         return self.category.removeprefix("memory_")
 
+    @property
+    def query(self) -> str:
+        return self.question
+
 
 @dataclass(frozen=True)
 class AgenticVerdict:

@@ -174,7 +174,7 @@ def _lines(traces: Mapping[str, Mapping[str, Any]], ids: Sequence[str], category
 
 def official_format(calls_of: CallsOf, options: Mapping[str, Any] | None = None) -> PredictionFormat:
     """The format: read by :func:`.results.read_results`, written here; ``calls_of`` reads the calls a trace is
-    scored by (the plugin's ``calls_from_trace``); ``options``: the benchmark's (``bfcl_model``: how to decode
+    scored by (:func:`.single_turn.calls_from_trace`); ``options``: the benchmark's (``bfcl_model``: how to decode
     the files read)."""
     from ...core.formats import PredictionFormat
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tool_specs import CallContext, TaskNotFound, ToolLike, ToolResult, ToolSpec
+from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 
 from .backend_calls import ERROR_PREFIX, SNAPSHOT_KEYS, backend_class, memory_operation
 from .backend_host import Holder, HostError
@@ -40,8 +40,8 @@ from .data import MAX_MEMBER_BYTES, WheelError, verified_wheel
 from .files import NAME, served_name
 from .tools import to_schema
 
-__all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "MemoryCatalog", "backend_class",
-           "memory_operation", "memory_tools"]
+__all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "backend_class",
+           "memory_operation", "memory_tools", "read_docs"]
 
 LOAD_TOOL = "bfcl_memory_load"
 SNAPSHOT_TOOL = "bfcl_memory_snapshot"
@@ -115,38 +115,3 @@ def read_docs(backend: str, wheel: Path | None = None) -> list[dict[str, Any]]:
         raise WheelError(f"{path}:{member}: not a list of function docs")
     return docs
 
-
-class MemoryCatalog:
-    """The endpoints of the memory categories (every question and every prerequisite conversation,
-    each with its backend's tools), beside another catalog's tasks (the single-turn entries)."""
-
-    def __init__(self, endpoints: Mapping[str, str], other: Any = None, name: str = NAME) -> None:
-        self.name = name
-        self.endpoints = dict(endpoints)  # endpoint (task) id -> backend
-        self.other = other
-        # read now, with the wheel checked: a listing never reads the wheel file again
-        self._docs: dict[str, list[dict[str, Any]]] = {b: read_docs(b) for b in dict.fromkeys(self.endpoints.values())}
-        if self.endpoints:
-            from .backend_host import prestart
-
-            prestart()  # the holders' zygote imports BFCL's modules while the rest starts
-
-    def task_ids(self) -> list[str]:
-        return [*(self.other.task_ids() if self.other is not None else []), *self.endpoints]
-
-    def task_tools(self, task_id: str) -> list[ToolSpec]:
-        backend = self.endpoints.get(task_id)
-        if backend is None:
-            if self.other is not None:
-                tools: list[ToolSpec] = self.other.task_tools(task_id)
-                return tools
-            raise TaskNotFound(task_id, self.endpoints, catalog=self.name)
-        return memory_tools(backend, self._docs[backend], task_id)
-
-    def playground_tools(self) -> list[ToolSpec]:
-        seen: dict[str, ToolSpec] = {s.name: s for s in (self.other.playground_tools() if self.other else [])}
-        for backend in dict.fromkeys(self.endpoints.values()):
-            for spec in memory_tools(backend, self._docs[backend]):
-                if spec.name not in HIDDEN_TOOLS:
-                    seen.setdefault(spec.name, spec)
-        return list(seen.values())

@@ -1,5 +1,6 @@
-"""BFCL's memory episodes as its ``inference_multi_turn_FC`` runs them: the prerequisite conversations
-of the scenario first, then the question on the memory they left.
+"""BFCL's memory categories as one :class:`~.kinds.Kind` (:class:`MemoryKind`): the endpoints
+(:mod:`.memory`'s tools), and the episodes as its ``inference_multi_turn_FC`` runs them: the
+prerequisite conversations of the scenario first, then the question on the memory they left.
 
 The prerequisite phase runs once per (backend, scenario) and run, started by the first of the
 scenario's questions to need it (the others wait for it; a failed phase is retried by the next).
@@ -36,7 +37,7 @@ import fcntl
 import json
 import os
 import stat
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,14 +45,18 @@ from client.agent import run_agent
 from client.runs import EpisodeOutcome, EpisodeRecorder
 
 from .agentic import AgenticVerdict, MemoryEntry, Prereq, check_answer, read_memory
-from .memory import HIDDEN_TOOLS, LOAD_TOOL, SNAPSHOT_KEYS, SNAPSHOT_TOOL
+from .files import NAME
+from .memory import HIDDEN_TOOLS, LOAD_TOOL, SNAPSHOT_KEYS, SNAPSHOT_TOOL, memory_tools, read_docs
+from .tools import first_by_name
 
 if TYPE_CHECKING:
     from mcp import Client
 
+    from tool_specs import ToolSpec
+
     from ...core.plugin import EpisodeEnv
 
-__all__ = ["MemoryRunner", "final_message", "oracle_answer"]
+__all__ = ["MemoryKind", "final_message", "oracle_answer"]
 
 PREREQ_REPLY = "Noted."
 SHARED_FOLDER = "bfcl_memory"  # in the run directory: each scenario's final snapshot, once per run
@@ -103,10 +108,11 @@ async def _load(session: Client, snapshot: dict[str, Any] | None) -> str:
     return str(res.structured_content["context"])
 
 
-class MemoryRunner:
-    """The memory categories' entries, prerequisite phases and episodes for one run."""
+class MemoryKind:
+    """The memory categories' entries, endpoints (every question and every prerequisite conversation,
+    each with its backend's tools), prerequisite phases and episodes for one run."""
 
-    def __init__(self, categories: tuple[str, ...], name: str) -> None:
+    def __init__(self, categories: Sequence[str], name: str = NAME) -> None:
         self.name = name
         self.entries: dict[str, MemoryEntry] = {}
         self.prereqs: dict[tuple[str, str], list[Prereq]] = {}
@@ -114,18 +120,30 @@ class MemoryRunner:
             entries, prereqs = read_memory(category)
             self.entries.update((e.id, e) for e in entries)
             self.prereqs.update(((category, s), convs) for s, convs in prereqs.items())
+        self._backend = {e.id: e.backend for e in self.entries.values()}  # endpoint id -> its backend
+        self._backend.update((p.id, c.removeprefix("memory_")) for (c, _), convs in self.prereqs.items() for p in convs)
+        self._docs: dict[str, list[dict[str, Any]]] = {}
         self._snapshots: dict[tuple[str, str], dict[str, Any] | None] = {}
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
 
-    def prereq_by_id(self) -> dict[str, Prereq]:
-        """Every prerequisite conversation by its id."""
-        return {p.id: p for convs in self.prereqs.values() for p in convs}
+    def endpoints(self) -> list[str]:
+        """Every endpoint id: the questions and the prerequisite conversations."""
+        return list(self._backend)
 
-    def endpoints(self) -> dict[str, str]:
-        """Every endpoint id (questions and prerequisite conversations) -> its backend."""
-        out = {e.id: e.backend for e in self.entries.values()}
-        out.update((p.id, c.removeprefix("memory_")) for (c, _), convs in self.prereqs.items() for p in convs)
-        return out
+    def serve(self) -> None:
+        # read now, with the wheel checked: a listing never reads the wheel file again
+        self._docs = {b: read_docs(b) for b in dict.fromkeys(self._backend.values())}
+        from .backend_host import prestart
+
+        prestart()  # the holders' zygote imports BFCL's modules while the rest starts
+
+    def task_tools(self, endpoint: str) -> list[ToolSpec]:
+        backend = self._backend[endpoint]
+        return memory_tools(backend, self._docs[backend], endpoint)
+
+    def playground_tools(self) -> list[ToolSpec]:
+        return first_by_name(spec for backend, docs in self._docs.items() for spec in memory_tools(backend, docs)
+                             if spec.name not in HIDDEN_TOOLS)
 
     def _system(self, category: str, scenario: str, memory_text: str) -> str:
         p = _prompts()
@@ -199,6 +217,16 @@ class MemoryRunner:
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
         errored = trace is None or trace.get("status") != "completed"
         return check_answer(final_message(trace), self.entries[task_id].answers, errored=errored)
+
+    def view(self, task_id: str, trace: Mapping[str, Any] | None,
+             score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """``evals view``: the question's accepted answers beside its final answer, the verdict, the
+        prerequisite conversations (:mod:`.memory_view`)."""
+        from .memory_view import memory_episode_sections
+
+        verdict = self.verdict(task_id, trace) if trace is not None else None
+        prereqs = {p.id: p for convs in self.prereqs.values() for p in convs}
+        return memory_episode_sections(self.entries[task_id], prereqs, trace, verdict)
 
 
 _MISSING: Any = object()

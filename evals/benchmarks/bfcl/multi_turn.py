@@ -7,8 +7,9 @@ description with BFCL's " Note that the provided function is in Python 3 syntax.
 BFCL's loader does. In ``multi_turn_miss_func`` the functions of ``missed_function`` are held out
 until their turn (an empty turn, to which BFCL says :func:`added_functions_prompt`).
 
-Every function is served as an MCP tool of the entry's endpoint (:func:`.backends.backend_tool`:
-the schema as :mod:`.tools` maps it, each call run on the MCP session's own fresh instances). The
+Every function is served as an MCP tool of the entry's endpoint (:class:`.multi_turn_episode.MultiTurnKind`,
+:func:`.backends.backend_tool`: the schema as :mod:`.tools` maps it, each call run on the MCP
+session's own fresh instances). The
 held-out functions are listed from the start: the episode shows them to the model only from
 their turn on (``run_agent``'s ``visible``). ``excluded_function`` (on 18 entries of each file) is
 read by no code of BFCL's and is ignored here too.
@@ -25,14 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tool_specs import TaskNotFound, ToolSpec
-
-from .backends import BackendError, Instances, backend_tool, fresh_instances, make_op
+from .backends import BackendError, Instances, fresh_instances, make_op
 from .data import WheelError, read_jsonl, verified_wheel
-from .files import MULTI_TURN, NAME
+from .files import MULTI_TURN
 from .wheel_code import import_module
 
-__all__ = ["PYTHON_HINT", "MultiTurnCatalog", "MultiTurnEntry", "added_functions_prompt", "gold_steps",
+__all__ = ["PYTHON_HINT", "MultiTurnEntry", "added_functions_prompt", "gold_steps",
            "load_multi_turn", "parse_call", "read_multi_turn", "step_limit"]
 
 PYTHON_HINT = " Note that the provided function is in Python 3 syntax."
@@ -203,37 +202,3 @@ def gold_steps(entry: MultiTurnEntry) -> list[list[dict[str, Any]]]:
         out.append(calls)
     return out
 
-
-class MultiTurnCatalog:
-    """The single-turn catalog (``base``) with the multi-turn entries added: a multi-turn entry's
-    endpoint offers all its functions as tools running on the session's own backend instances."""
-
-    def __init__(self, base: Any, entries: Sequence[MultiTurnEntry], name: str = NAME) -> None:
-        self.name = name
-        self.base = base
-        self.entries = {e.id: e for e in entries}
-        self._specs: dict[str, list[ToolSpec]] = {}
-        if self.entries:
-            from .backend_host import prestart
-
-            prestart()  # the holders' zygote imports BFCL's modules while the rest starts
-
-    def task_ids(self) -> list[str]:
-        return [*self.base.task_ids(), *self.entries]
-
-    def task_tools(self, task_id: str) -> list[ToolSpec]:
-        entry = self.entries.get(task_id)
-        if entry is None:
-            if task_id in self.base.task_ids():
-                return list(self.base.task_tools(task_id))
-            raise TaskNotFound(task_id, self.task_ids(), catalog=self.name)
-        if task_id not in self._specs:
-            self._specs[task_id] = [backend_tool(doc, task_id, entry.make_op()) for doc in entry.all_functions()]
-        return list(self._specs[task_id])
-
-    def playground_tools(self) -> list[ToolSpec]:
-        seen = {t.name: t for t in self.base.playground_tools()}
-        for task_id in self.entries:
-            for spec in self.task_tools(task_id):
-                seen.setdefault(spec.name, spec)
-        return list(seen.values())

@@ -1,4 +1,5 @@
-"""A multi-turn episode as BFCL's FC inference drives one, and how the viewer shows it.
+"""A multi-turn episode as BFCL's FC inference drives one, and how the viewer shows it; with the
+serving and the checker, the multi-turn entries as one :class:`~.kinds.Kind` (:class:`MultiTurnKind`).
 
 The user turns are sent one after another in one conversation (each turn's ``run_agent`` gets the
 earlier turns as its history). Within a turn the model answers, its calls run on the session's
@@ -40,16 +41,22 @@ from client.messages import (
     UserMessage,
 )
 from client.runs import EpisodeOutcome
+from tool_specs import ToolSpec
 
 from ...core.episode_view import table_section, text_section
-from .multi_turn import MultiTurnEntry, added_functions_prompt, gold_steps, step_limit
+from .backends import backend_tool
+from .checker import Verdict
+from .files import NAME
+from .multi_turn import MultiTurnEntry, added_functions_prompt, gold_steps, load_multi_turn, step_limit
+from .multi_turn_checker import check_multi_turn
+from .tools import first_by_name
 
 if TYPE_CHECKING:
     from client.runs import EpisodeRecorder
 
     from ...core.plugin import EpisodeEnv
 
-__all__ = ["MultiTurnOracle", "multi_turn_view", "response_steps", "run_multi_turn", "turns_from_trace"]
+__all__ = ["MultiTurnKind", "MultiTurnOracle", "multi_turn_view", "response_steps", "run_multi_turn", "turns_from_trace"]
 
 
 class MultiTurnOracle:
@@ -184,3 +191,41 @@ def multi_turn_view(entry: MultiTurnEntry, trace: Mapping[str, Any] | None,
     return sections
 
 
+
+
+class MultiTurnKind:
+    """The multi-turn entries of the selected categories: an entry's endpoint offers all its functions
+    (held-out ones too) as tools running on the session's own backend instances (:mod:`.backends`)."""
+
+    def __init__(self, categories: Sequence[str], name: str = NAME) -> None:
+        self.name = name
+        self.entries = {e.id: e for e in load_multi_turn(categories)}
+        self._specs: dict[str, list[ToolSpec]] = {}
+
+    def endpoints(self) -> list[str]:
+        return list(self.entries)
+
+    def serve(self) -> None:
+        from .backend_host import prestart
+
+        prestart()  # the holders' zygote imports BFCL's modules while the rest starts
+
+    def task_tools(self, endpoint: str) -> list[ToolSpec]:
+        if endpoint not in self._specs:
+            entry = self.entries[endpoint]
+            self._specs[endpoint] = [backend_tool(doc, endpoint, entry.make_op()) for doc in entry.all_functions()]
+        return list(self._specs[endpoint])
+
+    def playground_tools(self) -> list[ToolSpec]:
+        return first_by_name(spec for task_id in self.entries for spec in self.task_tools(task_id))
+
+    async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        return await run_multi_turn(self.entries[task_id], env, recorder, self.name)
+
+    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
+        return check_multi_turn(self.entries[task_id], turns_from_trace(trace))
+
+    def view(self, task_id: str, trace: Mapping[str, Any] | None,
+             score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        verdict = (((score or {}).get("score") or {}).get("details") or {}).get("verdict")
+        return multi_turn_view(self.entries[task_id], trace, verdict)

@@ -1,4 +1,4 @@
-"""BFCL's function docs as MCP tools, and the catalog of the served entries.
+"""BFCL's function docs as MCP tools.
 
 A function doc becomes a tool the way BFCL's own function-calling handlers present it to an
 OpenAI-style API, in two steps. First the language-specific pre-processing BFCL applies to every
@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tool_specs import CallContext, TaskNotFound, ToolLike, ToolSpec
+from tool_specs import CallContext, ToolLike, ToolSpec
 
-from .data import BfclEntry
 from .files import NAME, language, served_name
 
-__all__ = ["PLACEHOLDER", "TYPE_TO_JSON", "BfclCatalog", "language_doc", "to_schema", "to_tool"]
+__all__ = ["PLACEHOLDER", "TYPE_TO_JSON", "first_by_name", "language_doc", "to_schema", "to_tool"]
 
 # BFCL's type names (Python's, Java's, JavaScript's) -> JSON Schema types, as its FC handlers map them
 TYPE_TO_JSON: dict[str, str] = {
@@ -129,35 +128,11 @@ def to_tool(doc: Mapping[str, Any], entry_id: str = "", category: str = "simple_
                     annotations={"benchmark": NAME, "task_id": entry_id, "bfcl_name": name})
 
 
-class BfclCatalog:
-    """The :class:`tool_specs.Catalog` of the served entries: a task's endpoint offers its
-    entry's functions, in the entry's order. Specs are built on first use."""
 
-    def __init__(self, entries: Sequence[BfclEntry], name: str = NAME) -> None:
-        self.name = name
-        self.entries = {e.id: e for e in entries}
-        self._specs: dict[str, list[ToolSpec]] = {}
-
-    def task_ids(self) -> list[str]:
-        return list(self.entries)
-
-    def task_tools(self, task_id: str) -> list[ToolSpec]:
-        if task_id not in self._specs:
-            try:
-                entry = self.entries[task_id]
-            except KeyError:
-                raise TaskNotFound(task_id, self.entries, catalog=self.name) from None
-            tools = [to_tool(doc, task_id, entry.category) for doc in entry.functions]
-            names = [t.name for t in tools]
-            if len(set(names)) != len(names):
-                raise ValueError(f"BFCL entry {task_id}: two functions are served under one name: {names}")
-            self._specs[task_id] = tools
-        return list(self._specs[task_id])
-
-    def playground_tools(self) -> list[ToolSpec]:
-        """Every entry's tools; names repeat across entries (with other docs): the first one wins."""
-        seen: dict[str, ToolSpec] = {}
-        for task_id in self.entries:
-            for spec in self.task_tools(task_id):
-                seen.setdefault(spec.name, spec)
-        return list(seen.values())
+def first_by_name(specs: Iterable[ToolSpec]) -> list[ToolSpec]:
+    """The tools of an endpoint without a task: names repeat across entries (with other docs), the
+    first one wins."""
+    seen: dict[str, ToolSpec] = {}
+    for spec in specs:
+        seen.setdefault(spec.name, spec)
+    return list(seen.values())

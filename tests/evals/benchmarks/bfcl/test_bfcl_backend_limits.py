@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from evals.benchmarks.bfcl import backend_calls, backend_host
-from evals.benchmarks.bfcl.multi_turn import MultiTurnCatalog, gold_steps, read_multi_turn
+from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn
 from evals.benchmarks.bfcl.multi_turn_checker import check_multi_turn
 
 ENTRY = "multi_turn_base_15"  # GorillaFileSystem and MathAPI
@@ -26,11 +26,12 @@ def _entry() -> Any:
 
 
 def _sessions() -> Any:
-    from evals.benchmarks.bfcl.tools import BfclCatalog
+    from evals.benchmarks.bfcl.kinds import BfclCatalog
+    from evals.benchmarks.bfcl.multi_turn_episode import MultiTurnKind
     from evals.core.transport import MemorySessions
     from server import BenchmarkMount, ToolServer
 
-    catalog = MultiTurnCatalog(BfclCatalog([], "bfcl"), [_entry()], "bfcl")
+    catalog = BfclCatalog([MultiTurnKind(("multi_turn_base",))])
     return MemorySessions(ToolServer([BenchmarkMount(catalog=catalog)]))
 
 
@@ -93,10 +94,11 @@ async def test_clients_that_name_no_session_never_share_bfcl_state(bfcl_data: An
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    from evals.benchmarks.bfcl.tools import BfclCatalog
+    from evals.benchmarks.bfcl.kinds import BfclCatalog
+    from evals.benchmarks.bfcl.multi_turn_episode import MultiTurnKind
     from server import BenchmarkMount, ToolServer, create_app, serve_in_background
 
-    server = ToolServer([BenchmarkMount(catalog=MultiTurnCatalog(BfclCatalog([], "bfcl"), [_entry()], "bfcl"))])
+    server = ToolServer([BenchmarkMount(catalog=BfclCatalog([MultiTurnKind(("multi_turn_base",))]))])
     async with serve_in_background(create_app(server, json_response=True)) as url:
         endpoint = f"{url}/mcp/bfcl/{ENTRY}"
         async with httpx2.AsyncClient(timeout=60) as one, httpx2.AsyncClient(timeout=60) as two, \

@@ -10,7 +10,9 @@ from loopback_http import serve_directory
 from client.mcp_session import connect, make_http_client
 from evals.benchmarks.bfcl.data import WheelError, load_entries, read_category, verified_wheel
 from evals.benchmarks.bfcl.files import NO_ANSWER, SINGLE_TURN, SOURCES, WHEEL
-from evals.benchmarks.bfcl.tools import PLACEHOLDER, BfclCatalog, language_doc, to_schema, to_tool
+from evals.benchmarks.bfcl.kinds import BfclCatalog
+from evals.benchmarks.bfcl.single_turn import SingleTurnKind
+from evals.benchmarks.bfcl.tools import PLACEHOLDER, language_doc, to_schema, to_tool
 from evals.benchmarks.bfcl.type_conversion import java_text, java_value, js_text, js_value
 from evals.core.fetch import ChecksumMismatch, fetch
 from evals.core.registry import get_benchmark
@@ -151,7 +153,7 @@ def test_the_oracles_javascript_text_reads_back(value, kind, nested):
 async def test_an_entrys_functions_are_served_and_answered_with_the_placeholder(bfcl_data):
     entries = load_entries(("parallel_multiple",))
     entry = next(e for e in entries if any("." in d["name"] for d in e.functions))
-    server = ToolServer([BenchmarkMount(BfclCatalog(entries))])
+    server = ToolServer([BenchmarkMount(BfclCatalog([SingleTurnKind(("parallel_multiple",))]))])
     async with serve_in_background(create_app(server, json_response=True)) as url, make_http_client() as http, \
             connect(f"{url}/mcp/bfcl/{entry.id}", http_client=http) as session:
         listed = (await session.list_tools()).tools
@@ -159,6 +161,39 @@ async def test_an_entrys_functions_are_served_and_answered_with_the_placeholder(
         assert all(t.input_schema["type"] == "object" for t in listed)
         result = await session.call_tool(listed[0].name, {"anything": "goes"})  # scored, not refused
         assert not result.is_error and result.structured_content == PLACEHOLDER
+
+
+async def test_one_catalog_serves_every_kind_each_endpoint_answered_by_the_kind_of_its_category(bfcl_data):
+    """Issue 45 item 4: one catalog of the three kinds (no chain of catalogs), KINDS the one place that
+    decides an entry's kind; an unknown id is refused naming every kind's endpoints."""
+    import contextlib
+
+    from evals.benchmarks.bfcl.agentic import read_memory
+    from evals.benchmarks.bfcl.kinds import KINDS
+    from evals.benchmarks.bfcl.memory import LOAD_TOOL
+    from evals.core.registry import load_benchmark
+    from evals.core.transport import MemorySessions
+    from tool_specs import TaskNotFound
+
+    bench = load_benchmark("bfcl", {"category": ["memory_kv", "simple_python", "multi_turn_base"]})
+    for kind in bench.kinds:
+        served = next(categories for categories, make in KINDS if isinstance(kind, make))
+        assert kind.entries and all(e.category in served for e in kind.entries.values())
+    catalog = bench.mounts(contextlib.ExitStack())[0].catalog
+    prereqs = [p.id for convs in read_memory("memory_kv")[1].values() for p in convs]
+    assert catalog.task_ids() == [*bench.task_ids(), *prereqs]  # BFCL's order: single, multi, memory
+    with pytest.raises(TaskNotFound, match=f"[(]{len(catalog.task_ids())} tasks[)]"):
+        catalog.task_tools("multi_turn_base_x")
+    playground = {t.name for t in catalog.playground_tools()}
+    assert {"calculate_triangle_area", "ls", "core_memory_add"} <= playground and LOAD_TOOL not in playground
+    sessions = MemorySessions(ToolServer([BenchmarkMount(catalog=catalog)]))
+    async with sessions.session("bfcl", "simple_python_0") as s:
+        got = await s.call_tool("calculate_triangle_area", {"base": 10, "height": 5})
+        assert got.structured_content == PLACEHOLDER
+    async with sessions.session("bfcl", "multi_turn_base_0") as s:
+        assert "current_working_directory" in (await s.call_tool("pwd", {})).content[0].text
+    async with sessions.session("bfcl", prereqs[0]) as s:
+        assert LOAD_TOOL in [t.name for t in (await s.list_tools()).tools]
 
 
 def test_data_fetch_puts_the_wheel_where_the_benchmark_reads_it_and_refuses_another(bfcl_wheel, tmp_path):

@@ -19,7 +19,7 @@ from official_checker import run_official
 from evals.benchmarks.bfcl.checker import check_calls
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.files import SINGLE_TURN, language, served_name
-from evals.benchmarks.bfcl.plugin import gold_calls
+from evals.benchmarks.bfcl.single_turn import gold_calls
 from evals.benchmarks.bfcl.tools import to_tool
 
 _WRONG_TYPE: dict[type, Any] = {int: "7", float: "7.5", str: 7, bool: "true", list: "x", dict: "x"}

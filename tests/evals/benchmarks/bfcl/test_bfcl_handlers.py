@@ -24,8 +24,8 @@ import pytest
 
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
-from evals.benchmarks.bfcl.plugin import gold_calls
 from evals.benchmarks.bfcl.prompting import oracle_text
+from evals.benchmarks.bfcl.single_turn import gold_calls
 
 HERE = Path(__file__).parent
 DRIVER = HERE / "bfcl_verdicts_driver.py"

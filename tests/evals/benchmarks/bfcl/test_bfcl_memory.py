@@ -15,8 +15,9 @@ from official_checker import run_official
 
 from evals.benchmarks.bfcl.agentic import check_answer, read_memory
 from evals.benchmarks.bfcl.files import MEMORY_SERVED, REFUSED
-from evals.benchmarks.bfcl.memory import LOAD_TOOL, SNAPSHOT_TOOL, MemoryCatalog
-from evals.benchmarks.bfcl.memory_run import oracle_answer
+from evals.benchmarks.bfcl.kinds import BfclCatalog
+from evals.benchmarks.bfcl.memory import LOAD_TOOL, SNAPSHOT_TOOL
+from evals.benchmarks.bfcl.memory_run import MemoryKind, oracle_answer
 from evals.core.run import RunOptions, run_benchmark
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -72,7 +73,7 @@ async def test_each_session_gets_its_own_backend_and_a_snapshot_carries_memory(b
     from server import BenchmarkMount, ToolServer
 
     entries, prereqs = read_memory("memory_kv")
-    catalog = MemoryCatalog({entries[0].id: "kv", prereqs["student"][0].id: "kv"})
+    catalog = BfclCatalog([MemoryKind(("memory_kv",))])
     sessions = MemorySessions(ToolServer([BenchmarkMount(catalog=catalog)]))
     async with sessions.session("bfcl", prereqs["student"][0].id) as one:
         added = await one.call_tool("core_memory_add", {"key": "first_name", "value": "Michael"})

@@ -93,8 +93,8 @@ async def test_a_scripted_prompting_model_with_known_mistakes_gets_the_hand_comp
         next(v for k, v in fs.items() if k.startswith("ret_fmt=json:simple_python"))
     as_xml = next(v for k, v in fs.items() if k.startswith("ret_fmt=concise_xml:") and v is not as_json
                   and k.split(":")[1] != as_json.id.split(":")[2] and "simple_python" in k)
-    from evals.benchmarks.bfcl.plugin import gold_calls
     from evals.benchmarks.bfcl.prompting import oracle_text
+    from evals.benchmarks.bfcl.single_turn import gold_calls
 
     script = {
         "simple_python_0": "[calculate_triangle_area(base=10, height=5)]",  # right

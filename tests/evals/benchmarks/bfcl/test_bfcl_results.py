@@ -18,8 +18,8 @@ from official_checker import run_official
 
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.files import served_name
-from evals.benchmarks.bfcl.plugin import gold_calls
 from evals.benchmarks.bfcl.results import read_results
+from evals.benchmarks.bfcl.single_turn import gold_calls
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -14,7 +14,7 @@ import pytest
 from evals.benchmarks.bfcl.checker import check_calls
 from evals.benchmarks.bfcl.data import load_entries
 from evals.benchmarks.bfcl.files import SINGLE_TURN
-from evals.benchmarks.bfcl.plugin import gold_calls
+from evals.benchmarks.bfcl.single_turn import gold_calls
 from evals.core.run import RunOptions, run_benchmark, score_run_dir
 
 ROOT = Path(__file__).resolve().parents[4]
