@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +79,22 @@ class RunOptions:
     # the first trial's. In the config's run settings, not the result config: a run can be extended
     # to more epochs by running it again with a larger value
     epochs: int = 1
+
+    def encode(self) -> str:
+        """These options as one line of JSON, for a child process (:meth:`decode` reads it back)."""
+        return json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(self).items()})
+
+    @classmethod
+    def decode(cls, line: str) -> RunOptions:
+        """Options from :meth:`encode`'s line; raises ValueError on a field this version does not have."""
+        data = json.loads(line)
+        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown run options {unknown}: the parent and the child run different versions")
+        for key in ("run_dir", "cache"):
+            if data.get(key) is not None:
+                data[key] = Path(data[key])
+        return cls(**data)
 
     def result_config(self, declared: Sequence[Option] = (), *, uses_judge: bool = False) -> dict[str, Any]:
         """The part of the config that changes results (a resumed run must match it): the core's

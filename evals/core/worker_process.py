@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -47,6 +48,7 @@ from client.runs import (
     to_jsonable,
     utf8_lines,
 )
+from server.children import STOP_TIMEOUT_S
 
 from .epochs import split_key
 from .workers import LINE_LIMIT, _encode
@@ -272,9 +274,6 @@ def _worker(opts: RunOptions, bench: Benchmark) -> int:
     return eventloop.run(_work(out, opts, bench))
 
 
-STOP_TIMEOUT_S = 10.0
-
-
 class _Lines:
     """JSON lines from a file descriptor, read without blocking past what select said is there."""
 
@@ -304,7 +303,7 @@ def _report(msg: dict[str, Any]) -> None:
         os.write(1, json.dumps(msg).encode() + b"\n")
 
 
-def _threads() -> int:
+def threads() -> int:
     """This process's threads (native ones included where ``/proc`` says)."""
     try:
         return len(os.listdir("/proc/self/task"))
@@ -313,9 +312,9 @@ def _threads() -> int:
 
 
 def zygote(fd_socket: socket.socket) -> int:
-    """The zygote's life (see the module docs): load once, then fork workers on request."""
+    """A spawned zygote's life (see the module docs): import and load once, then fork workers on request."""
     from .registry import load_benchmark
-    from .server_process import _decode_options
+    from .run_options import RunOptions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdout = sys.stderr  # the protocol owns fd 1
@@ -325,14 +324,49 @@ def zygote(fd_socket: socket.socket) -> int:
         if not ctl.fill():
             return 0
     try:
-        opts = _decode_options(first.decode())
-        opts.workers, opts.progress = 1, False
+        opts = RunOptions.decode(first.decode())
         from . import episodes  # noqa: F401  (what every worker needs, imported once)
 
         bench = load_benchmark(opts.benchmark, opts.benchmark_options)
+    except Exception as exc:
+        traceback.print_exc()
+        _report({"error": f"{type(exc).__name__}: {exc}"})
+        return 0
+    return _serve_forks(fd_socket, ctl, opts, bench)
+
+
+def forked_zygote(fd_socket: socket.socket, ours: tuple[int, int], theirs: tuple[int, ...], opts: RunOptions,
+                  bench: Benchmark) -> None:
+    """The life of a zygote forked by the run's process (:meth:`evals.core.workers.Zygote.fork_here`),
+    which has imported and loaded ``bench`` already: ``ours`` are its stdin and stdout pipe ends,
+    ``theirs`` the parent's ends (closed here); it never returns."""
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)  # the parent's event loop's: a signal here must not wake it
+        os.setsid()  # a Ctrl-C reaches the parent only; it stops the workers
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for fd in theirs:
+            os.close(fd)
+        for fd, std in zip(ours, (0, 1), strict=True):
+            os.dup2(fd, std)
+            os.close(fd)
+        sys.stdout = sys.stderr  # the protocol owns fd 1
+        from . import episodes  # noqa: F401  (what every worker needs, imported once)
+
+        code = _serve_forks(fd_socket, _Lines(0), opts, bench)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        _exit(code)
+
+
+def _serve_forks(fd_socket: socket.socket, ctl: _Lines, opts: RunOptions, bench: Benchmark) -> int:
+    """Fork a worker on each request of the parent, until its stdin closes and the workers are gone."""
+    opts = dataclasses.replace(opts, workers=1, progress=False)
+    try:
         _warm_imports()
-        if (threads := _threads()) > 1:
-            raise RuntimeError(f"the worker zygote runs {threads} threads after loading {opts.benchmark}; "
+        if (count := threads()) > 1:
+            raise RuntimeError(f"the worker zygote runs {count} threads after loading {opts.benchmark}; "
                                "it forks workers only from one thread")
     except Exception as exc:
         traceback.print_exc()

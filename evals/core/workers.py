@@ -59,12 +59,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from client.breaker import RemoteError
 from client.ratelimit import RateLimiter, Reservation
 from client.runs import EpisodeOutcome, EpisodeRecorder
-
-from .server_process import STOP_TIMEOUT_S, _encode_options, _stop
+from server.children import STOP_TIMEOUT_S, AsyncChild, ForkedChild, stop
 
 if TYPE_CHECKING:
     from client.runner import RunControl
 
+    from .plugin import Benchmark
     from .run_options import RunOptions
 
 __all__ = ["Channel", "ForkedChannel", "WorkerError", "WorkerPool", "Zygote"]
@@ -118,11 +118,16 @@ class Channel(Protocol):
 
 
 class Zygote:
-    """The parent's end of the worker zygote (``python -m evals.core.worker_process FD``, see that
-    module): a process that imports and loads the benchmark once, then forks each local worker."""
+    """The parent's end of the worker zygote (see :mod:`evals.core.worker_process`): a process that
+    has the benchmark loaded, then forks each local worker. :meth:`fork_here` makes it a fork of this
+    process once it has loaded the benchmark (nothing imported or loaded twice); :meth:`spawn` starts
+    it as ``python -m evals.core.worker_process FD``, which imports and loads it itself."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, fd_socket: socket.socket):
-        self.proc = proc
+    def __init__(self, child: AsyncChild, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader,
+                 fd_socket: socket.socket):
+        self.child = child
+        self.stdin = stdin
+        self.stdout = stdout
         self.fd_socket = fd_socket
         self.error: str | None = None  # why it cannot fork (it failed to load, or is gone)
         self.forks: dict[int, asyncio.Future[int]] = {}
@@ -148,22 +153,47 @@ class Zygote:
             raise
         finally:
             theirs.close()
-        return cls(proc, ours)
+        assert proc.stdin is not None and proc.stdout is not None
+        return cls(proc, proc.stdin, proc.stdout, ours)
+
+    @classmethod
+    async def fork_here(cls, opts: RunOptions, bench: Benchmark) -> Zygote | None:
+        """Fork this process (which has loaded ``bench`` for ``opts``) into the zygote; ``None`` when this
+        process runs other threads (a fork copies only the calling one: then :meth:`spawn`). Call it
+        before this process opens what the zygote must not hold (the run directory)."""
+        from .worker_process import forked_zygote, threads
+
+        if threads() > 1:
+            return None
+        for stream in (sys.stdout, sys.stderr):  # nothing of ours buffered is written twice
+            stream.flush()
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the zygote: it never returns into this process's event loop
+            forked_zygote(theirs, (to_r, from_w), (to_w, from_r, ours.detach()), opts, bench)
+        os.close(to_r)
+        os.close(from_w)
+        theirs.close()
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=LINE_LIMIT)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_r, "rb", 0))
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(to_w, "wb", 0))
+        return cls(ForkedChild(pid), asyncio.StreamWriter(transport, protocol, None, loop), reader, ours)
 
     @property
     def name(self) -> str:
-        return f"the worker zygote (pid {self.proc.pid})"
+        return f"the worker zygote (pid {self.child.pid})"
 
     def _send(self, msg: dict[str, Any]) -> None:
-        stdin = self.proc.stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.write(_line(msg))
+        if not self.stdin.is_closing():
+            self.stdin.write(_line(msg))
 
     def configure(self, opts: RunOptions) -> None:
-        """Send the run's options: it loads the benchmark (once, for every worker)."""
-        stdin = self.proc.stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.write(_encode_options(opts).encode() + b"\n")
+        """Send the run's options (to a spawned zygote): it loads the benchmark (once, for every worker)."""
+        if not self.stdin.is_closing():
+            self.stdin.write(opts.encode().encode() + b"\n")
 
     def fork(self, index: int) -> ForkedChannel:
         """Ask for worker ``index`` (forked once the benchmark is loaded); its channel, not yet ready."""
@@ -199,9 +229,7 @@ class Zygote:
             _signal_orphan(pid, self.pidfds.get(pid), sig)
 
     async def _read(self) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None
-        while line := await stdout.readline():
+        while line := await self.stdout.readline():
             msg = json.loads(line)
             if "error" in msg:
                 self.error = msg["error"]
@@ -216,7 +244,7 @@ class Zygote:
                 exit_code = self.exited(int(msg["exited"]))
                 if not exit_code.done():
                     exit_code.set_result(int(msg["status"]))
-        how = _how(await self.proc.wait())
+        how = _how(await self.child.wait())
         if self.error is None:
             self.error = f"{self.name} exited with {how}"
         for index, future in self.forks.items():
@@ -231,7 +259,7 @@ class Zygote:
     async def close(self) -> None:
         self.closing = True
         self.fd_socket.close()
-        await _stop(self.proc)
+        await stop(self.child, self.stdin.close)
         with contextlib.suppress(BaseException):
             await self.reader
         for pidfd in self.pidfds.values():
@@ -455,6 +483,22 @@ class WorkerPool:
         self.opts = opts
         assert self._zygote is not None
         self._zygote.configure(opts)
+        self._fork_workers()
+
+    async def fork(self, bench: Benchmark) -> None:
+        """Start the workers from a fork of this process, which has loaded ``bench`` for the pool's
+        options (nothing is imported or loaded again; :meth:`spawn` and :meth:`configure` where it
+        cannot fork: it runs other threads)."""
+        self._zygote = await Zygote.fork_here(self.opts, bench)
+        if self._zygote is None:
+            await self.spawn()
+            self.configure(self.opts)
+            return
+        self._zygote.on_lost = self._lost
+        self._fork_workers()
+
+    def _fork_workers(self) -> None:
+        assert self._zygote is not None
         self._spawned = [self._zygote.fork(i) for i in range(self._count)]
 
     async def __aenter__(self) -> WorkerPool:

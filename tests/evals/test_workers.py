@@ -131,17 +131,17 @@ async def test_a_worker_forked_by_the_zygote_runs_episodes_and_a_failed_load_is_
         [worker] = pool.workers
         assert worker.channel.name.startswith("worker 0 (pid ")
         zygote = pool._zygote
-        assert zygote is not None and _children(zygote.proc.pid) == [int(worker.channel.name.split()[-1][:-1])]
+        assert zygote is not None and _children(zygote.child.pid) == [int(worker.channel.name.split()[-1][:-1])]
         task = load_tasks("b")[0]
         recorder = EpisodeRecorder(task.id, episode_id="e1")
         outcome = await pool.episode(task.id, recorder)
         assert outcome.error is None and outcome.data["calls"]
         assert recorder.totals.tool_calls >= 1  # the oracle's calls went through the worker's own tool server
         worker_pid = int(worker.channel.name.split()[-1][:-1])
-        os.kill(zygote.proc.pid, signal.SIGKILL)  # the zygote dies: it only starts workers; this one goes on
+        os.kill(zygote.child.pid, signal.SIGKILL)  # the zygote dies: it only starts workers; this one goes on
         async with asyncio.timeout(30):
             await zygote.reader
-        assert zygote.error == f"the worker zygote (pid {zygote.proc.pid}) exited with signal SIGKILL"
+        assert zygote.error == f"the worker zygote (pid {zygote.child.pid}) exited with signal SIGKILL"
         again = EpisodeRecorder(task.id, episode_id="e2")
         async with asyncio.timeout(60):
             outcome = await pool.episode(task.id, again)
