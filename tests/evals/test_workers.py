@@ -229,3 +229,28 @@ def test_workers_auto_is_one_per_32_concurrent_episodes_at_most_one_per_cpu(monk
     assert parser.parse_args(["run", "familytool-b", "--model", "oracle"]).workers is None
     assert parser.parse_args(["run", "familytool-b", "--model", "oracle", "--workers", "auto"]).workers is None
     assert parser.parse_args(["run", "familytool-b", "--model", "oracle", "--workers", "3"]).workers == 3
+
+
+async def test_workers_auto_starts_none_that_its_episodes_would_not_pay_for(monkeypatch, data_dir, tmp_path):
+    """``--workers auto`` lowers what the concurrency asks for to what the episodes pay for (one
+    worker per :data:`WORKER_MIN_EPISODES`), and the config records what it chose from."""
+    from evals.core import run as run_module
+    from evals.core.run import WORKER_MIN_EPISODES, worth_workers
+
+    assert [worth_workers(n) for n in (0, 1, WORKER_MIN_EPISODES - 1, WORKER_MIN_EPISODES,
+                                       2 * WORKER_MIN_EPISODES, 40 * WORKER_MIN_EPISODES)] == [1, 1, 1, 1, 2, 40]
+    monkeypatch.setattr(run_module, "usable_cpus", lambda: 4)  # concurrency 64 alone would start 2 workers
+    for limit, min_episodes, workers in ((12, 10, 1), (20, 10, 2)):
+        monkeypatch.setattr(run_module, "WORKER_MIN_EPISODES", min_episodes)
+        run = tmp_path / str(limit)
+        opts = RunOptions(benchmark="familytool-b", model="oracle", limit=limit, concurrency=64, run_dir=run,
+                          progress=False)
+        result, summary = await run_benchmark(opts)
+        assert result.completed == limit and summary["metrics"]["tool_em"] == 100.0
+        config = json.loads((run / "config.json").read_text())["run"]
+        assert config["workers"] == workers
+        assert config["workers_auto"] == {"episodes": limit, "concurrency": 64, "cpus": 4}
+    given = RunOptions(benchmark="familytool-b", model="oracle", limit=2, run_dir=tmp_path / "given", progress=False,
+                       workers=1)
+    await run_benchmark(given)
+    assert "workers_auto" not in json.loads((tmp_path / "given" / "config.json").read_text())["run"]

@@ -193,10 +193,9 @@ class _Zygote:
         if self.ctl is not None:  # in a forked child: its own copy only
             self.ctl.close()
         if self.proc is not None and self.pid == os.getpid():
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
+            from server.children import stop_all  # here: the zygote (this module's main) imports no MCP code
+
+            stop_all([self.proc])
         self.proc, self.ctl, self.ready = None, None, False
 
 
