@@ -7,6 +7,9 @@ summary. Tables:
 
 * a second worker's cost: the CPU of ``--workers 2`` over ``--workers 1`` on 40 instant episodes
   (``--model oracle:0``; see :func:`pair_cpu`; ``--pair-only`` prints only this table);
+* ``--crossover N ...``: ``--workers 1`` against ``2`` on N instant episodes at c=64 (wall of the
+  whole command and of the episodes, CPU), from which ``--workers auto``'s
+  ``WORKER_MIN_EPISODES`` is set (docs/performance.md); only this table is printed;
 * worker start: CPU seconds per extra worker (``--workers 4`` less ``--workers 1``, and less
   ``--workers 2``; 8 episodes; see :func:`start_cpu`);
 * workers 1..16 (``--model oracle:0``): episodes/s over the episodes, speed-up, whole command, CPU
@@ -119,6 +122,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--start-repeats", type=int, default=5, help="repeats of the worker-start CPU table")
     ap.add_argument("--start-only", action="store_true", help="only the worker-start CPU table")
+    ap.add_argument("--crossover", type=int, nargs="+", metavar="N",
+                    help="only: --workers 1 against 2 on N instant episodes at c=64")
     ap.add_argument("--pair-only", action="store_true", help="only the --workers 2 over 1 CPU table")
     ap.add_argument("--pair-episodes", type=int, default=40, help="episodes of the --workers 2 over 1 table")
     ap.add_argument("--pair-repeats", type=int, default=5, help="repeats of the --workers 2 over 1 table")
@@ -136,6 +141,21 @@ def main() -> int:
         roots[a.compare_ref] = Path(tmp)
     try:
         print(f"load before: {Path('/proc/loadavg').read_text().split()[:3]}; {os.cpu_count()} CPUs")
+        if a.crossover:
+            print("\n| instant episodes, c=64 | --workers 1: whole s / episodes s / CPU s | --workers 2: whole s / "
+                  "episodes s / CPU s | 2 over 1: whole / CPU |")
+            print("|---|---|---|---|")
+            for n in a.crossover:
+                runs: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+                for _ in range(repeats):  # interleaved
+                    for w in (1, 2):
+                        runs[w].append(run_once(REPO, ["--model", "oracle:0", *size(n), "--concurrency", "64",
+                                                       "--workers", str(w)]))
+                one, two = ({k: statistics.median(r[k] for r in runs[w]) for k in runs[w][0]} for w in (1, 2))
+                print(f"| {n} | {one['wall']:.2f} / {one['episodes_s']:.2f} / {one['cpu']:.2f} | {two['wall']:.2f} / "
+                      f"{two['episodes_s']:.2f} / {two['cpu']:.2f} | {two['wall'] / one['wall']:.2f} / "
+                      f"{two['cpu'] / one['cpu']:.2f} |", flush=True)
+            return 0
         pair = pair_cpu(roots, a.pair_episodes, a.pair_repeats)
         print(f"\n| {a.pair_episodes} instant episodes, c=8 | CPU s, --workers 1 | CPU s, --workers 2 | ratio (target "
               "<= 1.25) | whole command s, 1 / 2 |")

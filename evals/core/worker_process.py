@@ -1,13 +1,14 @@
 """A worker's side of ``evals run --workers N`` (:mod:`evals.core.workers` has the protocol and the
 parent's side): :class:`WorkerCore` runs the episodes the parent hands it, whatever carries the
-messages. Local workers come from a *zygote*: ``python -m evals.core.worker_process FD`` imports what
-a run needs and loads the benchmark once, then forks one worker per request of the parent (as the
-standard library's ``forkserver`` does), so an extra worker costs a fork and its own tool server,
-not a fresh interpreter (:func:`zygote`). A forked worker talks to the parent over the two pipes the
+messages. Local workers come from a *zygote* that has the benchmark loaded and forks one worker per
+request of the parent (as the standard library's ``forkserver`` does), so an extra worker costs a
+fork and its own tool server, not a fresh interpreter: a fork of the run's process once it has
+loaded the benchmark (:func:`forked_zygote`), or, where that process runs other threads,
+``python -m evals.core.worker_process FD``, which imports and loads it itself (:func:`zygote`). A forked worker talks to the parent over the two pipes the
 parent handed the zygote for it (its stdin and stdout).
 
-The zygote, over its stdin (JSON lines from the parent): the run's options (first line), then
-``{"fork": index}`` (the worker's two pipe ends arrive beside it over the socket ``FD``, with
+The zygote, over its stdin (JSON lines from the parent): the run's options (first line; a spawned
+zygote only), then ``{"fork": index}`` (the worker's two pipe ends arrive beside it over the socket ``FD``, with
 ``SCM_RIGHTS``) and ``{"kill": pid, "signal": n}``. Over its stdout: ``{"loaded": true}`` or
 ``{"error": MESSAGE}``, ``{"forked": index, "pid": pid}``, ``{"exited": pid, "status": code}`` (a
 negative code: the signal). It forks only while it runs one thread and no event loop. When its stdin

@@ -32,12 +32,14 @@ Protocol (messages are dicts; :class:`Channel` carries them). Parent to worker: 
 "final_answer", "data", "error", "error_mro", "lines"}`` (the episode's totals, outcome, error, the
 class names of its exception's MRO, and event lines).
 Over a child's pipes each message is a JSON line; a ``done`` message's event lines follow it raw
-(already JSON, one per line; its ``"n"`` says how many), so they are not encoded twice. Start-up: the
-parent starts the zygote first (it imports meanwhile) and sends it the run's options once it has
-loaded the benchmark itself, with one fork request per worker (the zygote loads the benchmark once,
-then forks; each worker opens its server while the parent prepares the run directory), then sends each
-worker ``{"events_path"}`` once the run directory is open; the worker answers ``{"ready": true}`` or
-``{"error": MESSAGE}``.
+(already JSON, one per line; its ``"n"`` says how many), so they are not encoded twice. Start-up: once
+the parent has loaded the benchmark and selected the tasks, it forks itself into the zygote
+(:meth:`Zygote.fork_here`: nothing imported or loaded twice; where it runs other threads, it spawns
+one that imports and loads for itself, :meth:`Zygote.spawn`) and asks for one fork per worker (each
+worker opens its server while the parent prepares the run directory), then sends each worker
+``{"events_path"}`` once the run directory is open; the worker answers ``{"ready": true}`` or
+``{"error": MESSAGE}``. Stopping any of these processes goes through :mod:`server.children` (one
+timeout).
 """
 
 from __future__ import annotations
