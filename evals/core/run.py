@@ -159,9 +159,10 @@ def usable_cpus() -> int:
 
 WORKER_MIN_EPISODES = 100
 """``--workers auto`` starts worker processes only when each gets at least this many of the run's
-episodes: below that a worker costs more than it gives (measured with ``bench/bench_scale.py
---quick``, docs/performance.md: a second worker's start costs about as much CPU as one process
-spends on this many instant episodes, and two workers finish fewer than this many no sooner)."""
+episodes: below that a worker costs more than it gives. Measured (``bench/bench_scale.py --quick
+--crossover``, docs/performance.md): one process spends about 5 ms of CPU per instant episode, a
+second worker costs about 0.25 s of CPU and can at best halve the episodes' time, so it gives back
+as much wall as it costs CPU from about 2 x 0.25 / 0.005 = 100 episodes."""
 
 
 def worth_workers(episodes: int) -> int:

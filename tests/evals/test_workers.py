@@ -59,6 +59,8 @@ def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_t
         wait_for_traces(traces, seen + 8, proc)
         zygotes = _children(proc.pid)  # the workers are forked by the run's one zygote
         assert len(zygotes) == 1, zygotes
+        # itself a fork of the run's process (nothing imported or loaded twice), not a spawned interpreter
+        assert Path(f"/proc/{zygotes[0]}/cmdline").read_bytes() == Path(f"/proc/{proc.pid}/cmdline").read_bytes()
         workers = _children(zygotes[0])
         assert len(workers) == 2, workers
         os.kill(workers[0] if kill == "worker" else proc.pid, signal.SIGKILL)
