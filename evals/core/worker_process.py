@@ -346,6 +346,7 @@ def forked_zygote(fd_socket: socket.socket, ours: tuple[int, int], theirs: tuple
         signal.set_wakeup_fd(-1)  # the parent's event loop's: a signal here must not wake it
         os.setsid()  # a Ctrl-C reaches the parent only; it stops the workers
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as a spawned zygote's, whatever the parent's loop set
         for fd in theirs:
             os.close(fd)
         for fd, std in zip(ours, (0, 1), strict=True):

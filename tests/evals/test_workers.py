@@ -256,3 +256,33 @@ async def test_workers_auto_starts_none_that_its_episodes_would_not_pay_for(monk
                        workers=1)
     await run_benchmark(given)
     assert "workers_auto" not in json.loads((tmp_path / "given" / "config.json").read_text())["run"]
+
+
+async def test_a_process_running_other_threads_spawns_its_zygote_instead_of_forking(data_dir):
+    """A fork copies only the calling thread: with another thread running, the zygote is spawned
+    (it imports and loads for itself) and the workers it forks still run episodes."""
+    import threading
+
+    from client.runner import RunControl
+    from evals.core.registry import load_benchmark
+    from evals.core.workers import WorkerPool, Zygote
+
+    opts = RunOptions(benchmark="familytool-b", model="oracle", strategy="agent", progress=False, workers=1)
+    bench = load_benchmark(opts.benchmark, opts.benchmark_options)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert await Zygote.fork_here(opts, bench) is None
+        pool = WorkerPool(opts, limiter=None, control=RunControl())
+        await pool.fork(bench)
+    finally:
+        release.set()
+        other.join()
+    async with pool:
+        zygote = pool._zygote
+        assert zygote is not None
+        assert b"evals.core.worker_process" in Path(f"/proc/{zygote.child.pid}/cmdline").read_bytes()
+        task = load_tasks("b")[0]
+        outcome = await pool.episode(task.id, EpisodeRecorder(task.id, episode_id="e1"))
+        assert outcome.error is None and outcome.data["calls"]
