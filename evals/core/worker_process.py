@@ -226,7 +226,8 @@ class WorkerCore:
 async def _work(out: Any, opts: RunOptions, bench: Benchmark) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    # fd 0 itself: sys.stdin may be another object in a zygote forked from the run's process (a test runner's)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", 0))
 
     flush_due = False
 
