@@ -4,7 +4,7 @@ stdin closed, or whatever the caller's ``ask`` does), then SIGTERM, then SIGKILL
 
 Used by each starter of processes: ``evals run``'s worker zygote and its MCP server child
 (:mod:`evals.core.workers`, :mod:`evals.core.server_process`), ``evals serve --workers N``
-(:mod:`server.serve_workers`) and BFCL's backend zygote. A child is whatever has a ``pid`` and
+(:mod:`server.serve_workers`) and a benchmark's backend zygote. A child is whatever has a ``pid`` and
 says when it has exited: an ``asyncio.subprocess.Process``, a :class:`ForkedChild` (a child made by
 ``os.fork`` here, waited for through its pidfd), a ``subprocess.Popen`` or a
 ``multiprocessing.Process``.
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-__all__ = ["STOP_TIMEOUT_S", "AsyncChild", "ForkedChild", "exit_with_parent", "stop", "stop_all"]
+__all__ = ["STOP_TIMEOUT_S", "AsyncChild", "ForkedChild", "exit_with_parent", "stop_child", "stop_children"]
 
 STOP_TIMEOUT_S = 10.0
 """How long a child is given to stop by itself, then after SIGTERM, before SIGKILL (one for every
@@ -109,7 +109,7 @@ class ForkedChild:
                     os.kill(self.pid, sig)
 
 
-async def stop(child: AsyncChild, ask: Callable[[], None] | None = None, *, timeout: float = STOP_TIMEOUT_S) -> None:
+async def stop_child(child: AsyncChild, ask: Callable[[], None] | None = None, *, timeout: float = STOP_TIMEOUT_S) -> None:
     """Stop ``child``: ``ask`` (e.g. close its stdin: it stops by itself), then SIGTERM, then SIGKILL,
     each step after ``timeout`` seconds without an exit. Returns once it has exited (or, in the
     unlikely case that even SIGKILL left it, after a last ``timeout``)."""
@@ -139,9 +139,9 @@ def _wait(child: Any, timeout: float) -> None:
         child.join(timeout)
 
 
-def stop_all(children: Sequence[Any], ask: Callable[[], None] | None = None, *,
+def stop_children(children: Sequence[Any], ask: Callable[[], None] | None = None, *,
              timeout: float = STOP_TIMEOUT_S) -> None:
-    """:func:`stop`, blocking, for ``subprocess.Popen`` and ``multiprocessing.Process`` children,
+    """:func:`stop_child`, blocking, for ``subprocess.Popen`` and ``multiprocessing.Process`` children,
     all at once: ``ask`` (or nothing), SIGTERM to those left, SIGKILL to those left after
     ``timeout``; each step waits at most ``timeout`` for all of them together."""
     steps: list[Callable[[Any], None] | None] = [None] if ask is not None else []

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .children import exit_with_parent, stop_all
+from .children import exit_with_parent, stop_children
 from .core import SessionLimits
 from .http import HTTPLimits
 from .loopback import bind_host
@@ -130,7 +130,7 @@ def serve_workers(
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-        stop_all(procs)
+        stop_children(procs)
         for conn in conns:
             conn.close()
         reserve.close()

@@ -26,7 +26,7 @@ import traceback
 from collections.abc import AsyncIterator
 from typing import Any
 
-from server.children import stop
+from server.children import stop_child
 
 from .run_options import RunOptions
 
@@ -66,7 +66,7 @@ async def serve_in_subprocess(opts: RunOptions, *, start_timeout: float = START_
             raise ServerProcessError(f"the MCP server process failed to start: {msg['error']}")
         yield str(msg["ready"])
     finally:
-        await stop(proc, proc.stdin.close if proc.stdin is not None else None)
+        await stop_child(proc, proc.stdin.close if proc.stdin is not None else None)
 
 
 # ---- the child --------------------------------------------------------------------------------

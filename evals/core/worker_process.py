@@ -52,15 +52,31 @@ from client.runs import (
 from server.children import STOP_TIMEOUT_S
 
 from .epochs import split_key
-from .workers import LINE_LIMIT, _encode
 
 if TYPE_CHECKING:
     from .plugin import Benchmark, EpisodeEnv
     from .run_options import RunOptions
 
-__all__ = ["EventLog", "RemoteLimiter", "WorkerCore"]
+__all__ = ["LINE_LIMIT", "EventLog", "RemoteLimiter", "WorkerCore", "message_bytes", "message_line"]
 
 log = logging.getLogger(__name__)
+
+LINE_LIMIT = 1 << 30  # one message is one line; a trace's events can be large
+
+
+def message_line(msg: dict[str, Any]) -> bytes:
+    """A message of the parent and its workers (:mod:`evals.core.workers`) as one JSON line."""
+    return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+
+
+def message_bytes(msg: dict[str, Any]) -> bytes:
+    """A worker's message as pipe bytes: a JSON line; a ``done`` message's event lines follow it raw."""
+    lines = msg.get("lines")
+    if lines is None:
+        return message_line(msg)
+    head = {k: v for k, v in msg.items() if k != "lines"}
+    head["n"] = len(lines)
+    return b"".join([message_line(head), *((line + "\n").encode("utf-8") for line in lines)])
 
 
 class RemoteLimiter(RateLimiter):
@@ -238,7 +254,7 @@ async def _work(out: Any, opts: RunOptions, bench: Benchmark) -> int:
 
     def send(msg: dict[str, Any]) -> None:
         nonlocal flush_due
-        out.write(_encode(msg))
+        out.write(message_bytes(msg))
         if not flush_due:  # one write per turn of the event loop, however many messages
             flush_due = True
             loop.call_soon(flush)
@@ -480,7 +496,7 @@ def gc_freeze(collect: bool) -> None:
     """Keep what the zygote loaded out of the workers' collections (their pages stay shared);
     ``collect``: drop the loading's garbage first (a full collection writes to every object's
     header: in a zygote forked from the run's process, that is a private copy of each page of its
-    heap, about 0.08 s of CPU for FamilyTool-b, so there it is left out)."""
+    heap, about 0.08 s of CPU in ``bench/bench_scale.py``'s runs, so there it is left out)."""
     import gc
 
     if collect:

@@ -61,7 +61,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from client.breaker import RemoteError
 from client.ratelimit import RateLimiter, Reservation
 from client.runs import EpisodeOutcome, EpisodeRecorder
-from server.children import STOP_TIMEOUT_S, AsyncChild, ForkedChild, stop
+from server.children import STOP_TIMEOUT_S, AsyncChild, ForkedChild, stop_child
+
+from .worker_process import LINE_LIMIT, forked_zygote, message_line, threads
 
 if TYPE_CHECKING:
     from client.runner import RunControl
@@ -74,25 +76,10 @@ __all__ = ["Channel", "ForkedChannel", "WorkerError", "WorkerPool", "Zygote"]
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 180.0
-LINE_LIMIT = 1 << 30  # one message is one line; a trace's events can be large
 
 
 class WorkerError(RuntimeError):
     """A worker process could not start (the message says why)."""
-
-
-def _line(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
-
-
-def _encode(msg: dict[str, Any]) -> bytes:
-    """A message as pipe bytes: a JSON line; a ``done`` message's event lines follow it raw."""
-    lines = msg.get("lines")
-    if lines is None:
-        return _line(msg)
-    head = {k: v for k, v in msg.items() if k != "lines"}
-    head["n"] = len(lines)
-    return b"".join([_line(head), *((line + "\n").encode("utf-8") for line in lines)])
 
 
 class Channel(Protocol):
@@ -163,8 +150,6 @@ class Zygote:
         """Fork this process (which has loaded ``bench`` for ``opts``) into the zygote; ``None`` when this
         process runs other threads (a fork copies only the calling one: then :meth:`spawn`). Call it
         before this process opens what the zygote must not hold (the run directory)."""
-        from .worker_process import forked_zygote, threads
-
         if threads() > 1:
             return None
         for stream in (sys.stdout, sys.stderr):  # nothing of ours buffered is written twice
@@ -190,7 +175,7 @@ class Zygote:
 
     def _send(self, msg: dict[str, Any]) -> None:
         if not self.stdin.is_closing():
-            self.stdin.write(_line(msg))
+            self.stdin.write(message_line(msg))
 
     def configure(self, opts: RunOptions) -> None:
         """Send the run's options (to a spawned zygote): it loads the benchmark (once, for every worker)."""
@@ -261,7 +246,7 @@ class Zygote:
     async def close(self) -> None:
         self.closing = True
         self.fd_socket.close()
-        await stop(self.child, self.stdin.close)
+        await stop_child(self.child, self.stdin.close)
         with contextlib.suppress(BaseException):
             await self.reader
         for pidfd in self.pidfds.values():
@@ -327,7 +312,7 @@ class ForkedChannel:
 
     def send(self, msg: dict[str, Any]) -> None:
         if self.writer is not None and not self.writer.is_closing():
-            self.writer.write(_line(msg))
+            self.writer.write(message_line(msg))
 
     async def receive(self) -> dict[str, Any] | None:
         stdout = self.reader

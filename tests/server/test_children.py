@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from server.children import ForkedChild, stop, stop_all
+from server.children import ForkedChild, stop_child, stop_children
 
 ROOT = str(Path(__file__).resolve().parents[2])
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and pidfds: Linux")
@@ -84,15 +84,15 @@ async def _started(mode: str) -> asyncio.subprocess.Process:
 async def test_stop_asks_then_terms_then_kills_after_the_one_timeout() -> None:
     polite = await _started("stops-at-eof")
     assert polite.stdin is not None
-    await stop(polite, polite.stdin.close, timeout=30)
+    await stop_child(polite, polite.stdin.close, timeout=30)
     assert polite.returncode == 0  # it stopped when asked: no signal
 
     termed = await _started("sleeps")
-    await stop(termed, timeout=30)
+    await stop_child(termed, timeout=30)
     assert termed.returncode == -signal.SIGTERM
 
     stubborn = await _started("ignores-term")
-    await stop(stubborn, timeout=0.5)  # SIGTERM is ignored: SIGKILL once the timeout has passed
+    await stop_child(stubborn, timeout=0.5)  # SIGTERM is ignored: SIGKILL once the timeout has passed
     assert stubborn.returncode == -signal.SIGKILL
 
 
@@ -101,7 +101,7 @@ def test_stop_all_stops_popen_and_multiprocessing_children_alike() -> None:
     assert popen.stdout is not None and popen.stdout.readline() == "ready\n"
     proc = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(600,))
     proc.start()
-    stop_all([popen, proc], timeout=0.5)
+    stop_children([popen, proc], timeout=0.5)
     assert popen.returncode == -signal.SIGKILL  # past the timeout
     assert proc.exitcode == -signal.SIGTERM  # at once
 
@@ -122,7 +122,7 @@ async def test_a_forked_child_is_awaited_by_several_callers_and_stopped() -> Non
     waiters = [asyncio.ensure_future(child.wait()) for _ in range(3)]
     await asyncio.sleep(0)
     assert not any(w.done() for w in waiters)
-    await stop(child, timeout=30)
+    await stop_child(child, timeout=30)
     assert child.returncode == -signal.SIGTERM
     async with asyncio.timeout(30):
         assert await asyncio.gather(*waiters) == [-signal.SIGTERM] * 3

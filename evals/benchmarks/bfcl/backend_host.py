@@ -193,9 +193,10 @@ class _Zygote:
         if self.ctl is not None:  # in a forked child: its own copy only
             self.ctl.close()
         if self.proc is not None and self.pid == os.getpid():
-            from server.children import stop_all  # here: the zygote (this module's main) imports no MCP code
+            # imported here: the zygote (this module run as main) imports no MCP code
+            from server.children import stop_children
 
-            stop_all([self.proc])
+            stop_children([self.proc])
         self.proc, self.ctl, self.ready = None, None, False
 
 
