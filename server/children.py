@@ -140,7 +140,7 @@ def _wait(child: Any, timeout: float) -> None:
 
 
 def stop_children(children: Sequence[Any], ask: Callable[[], None] | None = None, *,
-             timeout: float = STOP_TIMEOUT_S) -> None:
+                  timeout: float = STOP_TIMEOUT_S) -> None:
     """:func:`stop_child`, blocking, for ``subprocess.Popen`` and ``multiprocessing.Process`` children,
     all at once: ``ask`` (or nothing), SIGTERM to those left, SIGKILL to those left after
     ``timeout``; each step waits at most ``timeout`` for all of them together."""
