@@ -16,7 +16,6 @@ import hashlib
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +127,7 @@ def data_checksums(paths: Sequence[Path]) -> dict[str, str]:
 def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
     """``config.json``: the result config, the dataset (:mod:`.dataset`), the data checksums, versions, and every
     setting as given."""
-    run = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}
+    run = opts.as_dict()
     result = opts.result_config(bench.info.options, uses_judge=bench.info.uses_judge)
     data = data_checksums(bench.data_files())
     dataset = dataset_identity(bench.info, bench.options, data)

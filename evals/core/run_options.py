@@ -80,9 +80,13 @@ class RunOptions:
     # to more epochs by running it again with a larger value
     epochs: int = 1
 
+    def as_dict(self) -> dict[str, Any]:
+        """Every option as a JSON value (paths as strings): the run's config records them so."""
+        return {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(self).items()}
+
     def encode(self) -> str:
         """These options as one line of JSON, for a child process (:meth:`decode` reads it back)."""
-        return json.dumps({k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(self).items()})
+        return json.dumps(self.as_dict())
 
     @classmethod
     def decode(cls, line: str) -> RunOptions:
