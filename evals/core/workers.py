@@ -163,11 +163,7 @@ class Zygote:
         os.close(to_r)
         os.close(from_w)
         theirs.close()
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(from_r, "rb", 0))
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(to_w, "wb", 0))
-        return cls(ForkedChild(pid), asyncio.StreamWriter(transport, protocol, None, loop), reader, ours)
+        return cls(ForkedChild(pid), *await _pipe_streams(to_w, from_r), ours)
 
     @property
     def name(self) -> str:
@@ -254,6 +250,15 @@ class Zygote:
         self.pidfds.clear()
 
 
+async def _pipe_streams(write_fd: int, read_fd: int) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+    """The two ends of a child's pipes (this process's) as streams on the running loop."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", 0))
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(write_fd, "wb", 0))
+    return asyncio.StreamWriter(transport, protocol, None, loop), reader
+
+
 def _how(rc: int) -> str:
     return f"signal {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"status {rc}"
 
@@ -280,12 +285,7 @@ class ForkedChannel:
         assert self._fds is not None
         write_fd, read_fd = self._fds
         self._fds = None
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", 0))
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(write_fd, "wb", 0))
-        self.reader, self.writer = reader, asyncio.StreamWriter(transport, protocol, None, loop)
+        self.writer, self.reader = await _pipe_streams(write_fd, read_fd)
 
     async def ready(self, events_path: Path | None) -> None:
         """Tell the worker where the run's event log is, and wait until it is ready (closed if it fails)."""
