@@ -5,6 +5,11 @@ whole command (wall), the CPU of the command and every process under it (``RUSAG
 workers and their zygote are reaped inside it), and the episodes' own wall from its ``--json``
 summary. Tables:
 
+* a second worker's cost: the CPU of ``--workers 2`` over ``--workers 1`` on 40 instant episodes
+  (``--model oracle:0``; see :func:`pair_cpu`; ``--pair-only`` prints only this table);
+* ``--crossover N ...``: ``--workers 1`` against ``2`` on N instant episodes at c=64 (wall of the
+  whole command and of the episodes, CPU), from which ``--workers auto``'s
+  ``WORKER_MIN_EPISODES`` is set (docs/performance.md); only this table is printed;
 * worker start: CPU seconds per extra worker (``--workers 4`` less ``--workers 1``, and less
   ``--workers 2``; 8 episodes; see :func:`start_cpu`);
 * workers 1..16 (``--model oracle:0``): episodes/s over the episodes, speed-up, whole command, CPU
@@ -89,6 +94,20 @@ def start_cpu(roots: dict[str, Path], extra: int, repeats: int) -> dict[str, lis
     return per
 
 
+def pair_cpu(roots: dict[str, Path], episodes: int, repeats: int) -> dict[str, dict[str, float]]:
+    """Median CPU seconds (the whole process tree) and wall of ``--workers 1`` and ``--workers 2`` on
+    ``episodes`` instant episodes, each root's pair back to back, interleaved with the other roots;
+    ``ratio`` is the median of the per-repeat ratios w2 / w1."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in roots}
+    args = ["--model", "oracle:0", "--limit", str(episodes), "--concurrency", "8"]
+    for _ in range(repeats):
+        for name, root in roots.items():
+            one, two = (run_once(root, [*args, "--workers", str(n)]) for n in (1, 2))
+            runs[name].append({"w1": one["cpu"], "w2": two["cpu"], "ratio": two["cpu"] / one["cpu"],
+                               "wall1": one["wall"], "wall2": two["wall"]})
+    return {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()}
+
+
 def serve_has_workers(root: Path) -> bool:
     env = dict(os.environ, PYTHONPATH=str(root))
     out = subprocess.run([sys.executable, "-m", "evals.cli", "serve", "--help"], cwd=root, env=env,
@@ -103,6 +122,11 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--start-repeats", type=int, default=5, help="repeats of the worker-start CPU table")
     ap.add_argument("--start-only", action="store_true", help="only the worker-start CPU table")
+    ap.add_argument("--crossover", type=int, nargs="+", metavar="N",
+                    help="only: --workers 1 against 2 on N instant episodes at c=64")
+    ap.add_argument("--pair-only", action="store_true", help="only the --workers 2 over 1 CPU table")
+    ap.add_argument("--pair-episodes", type=int, default=40, help="episodes of the --workers 2 over 1 table")
+    ap.add_argument("--pair-repeats", type=int, default=5, help="repeats of the --workers 2 over 1 table")
     a = ap.parse_args()
     workers = [1, 2, 4] if a.quick else [1, 2, 4, 8, 16]
     limit = 200 if a.quick else 3864
@@ -117,6 +141,31 @@ def main() -> int:
         roots[a.compare_ref] = Path(tmp)
     try:
         print(f"load before: {Path('/proc/loadavg').read_text().split()[:3]}; {os.cpu_count()} CPUs")
+        if a.crossover:
+            print("\n| instant episodes, c=64 | --workers 1: whole s / episodes s / CPU s | --workers 2: whole s / "
+                  "episodes s / CPU s | 2 over 1: whole / CPU |")
+            print("|---|---|---|---|")
+            for n in a.crossover:
+                runs: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+                for _ in range(repeats):  # interleaved
+                    for w in (1, 2):
+                        runs[w].append(run_once(REPO, ["--model", "oracle:0", *size(n), "--concurrency", "64",
+                                                       "--workers", str(w)]))
+                one, two = ({k: statistics.median(r[k] for r in runs[w]) for k in runs[w][0]} for w in (1, 2))
+                print(f"| {n} | {one['wall']:.2f} / {one['episodes_s']:.2f} / {one['cpu']:.2f} | {two['wall']:.2f} / "
+                      f"{two['episodes_s']:.2f} / {two['cpu']:.2f} | {two['wall'] / one['wall']:.2f} / "
+                      f"{two['cpu'] / one['cpu']:.2f} |", flush=True)
+            return 0
+        pair = pair_cpu(roots, a.pair_episodes, a.pair_repeats)
+        print(f"\n| {a.pair_episodes} instant episodes, c=8 | CPU s, --workers 1 | CPU s, --workers 2 | ratio (target "
+              "<= 1.25) | whole command s, 1 / 2 |")
+        print("|---|---|---|---|---|")
+        for name, r in pair.items():
+            print(f"| {name} | {r['w1']:.2f} | {r['w2']:.2f} | {r['ratio']:.2f} | {r['wall1']:.2f} / {r['wall2']:.2f} |",
+                  flush=True)
+        if a.pair_only:
+            print(f"load after: {Path('/proc/loadavg').read_text().split()[:3]}")
+            return 0
         per = start_cpu(roots, 3, a.start_repeats)
         print("\n| worker start, CPU s per extra worker (8 episodes) | (w4 - w1) / 3 | (w4 - w2) / 2 | runs (w4-w1)/3 |")
         for name, values in per.items():

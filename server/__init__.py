@@ -9,6 +9,7 @@ name in a module's ``__all__`` is re-exported here. The server imports no benchm
 nothing from ``client`` or ``evals`` (``tests/test_architecture.py`` checks it).
 """
 
+from .children import STOP_TIMEOUT_S, AsyncChild, ForkedChild, exit_with_parent, stop_child, stop_children
 from .core import (
     DEFAULT_PAGE_SIZE,
     MAX_SESSION_STATES,
@@ -80,6 +81,12 @@ from .worker_routing import (
 )
 
 __all__ = [
+    "STOP_TIMEOUT_S",
+    "AsyncChild",
+    "ForkedChild",
+    "exit_with_parent",
+    "stop_child",
+    "stop_children",
     "KG_WRITE_TOOLS",
     "LOG_LEVELS",
     "MAX_SUBSCRIPTIONS_PER_SESSION",

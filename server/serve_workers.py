@@ -11,7 +11,7 @@ The parent only supervises: it reserves the port (so ``--port 0`` picks one and 
 reported once), starts the workers (forked when it has no other thread, else spawned), waits until
 each has built its server or one fails (its exception is raised in the parent, so that it is
 reported as one process reports it), and on SIGTERM or SIGINT stops them all (SIGTERM, then SIGKILL
-after 15 s) and leaves none behind. A worker that exits is restarted under its index; one whose
+after 10 s: :mod:`server.children`) and leaves none behind. A worker that exits is restarted under its index; one whose
 event loop stops sending its heartbeat (alive but stuck, e.g. in a call that never returns) is
 killed and restarted the same way. The restarted process knows which sessions its predecessors held
 (:class:`server.worker_routing.SessionLedger`): those get a transient "state lost" error, a name it
@@ -37,13 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .children import exit_with_parent, stop_children
 from .core import SessionLimits
 from .http import HTTPLimits
 from .loopback import bind_host
 
 __all__ = ["WorkerStartError", "serve_workers", "share_limits"]
 
-STOP_TIMEOUT_S = 15.0
 HEARTBEAT_S = 1.0  # a worker's event loop says it is alive this often
 STUCK_S = 15.0  # a worker silent this long is stopped and restarted (`--worker-stuck-timeout`)
 MAX_RESTARTS, RESTART_WINDOW_S = 5, 60.0  # a worker that exits this often this fast is left down
@@ -107,7 +107,7 @@ def serve_workers(
         proc = ctx.Process(
             target=_worker_main, name=f"evals-serve-{index}", daemon=False,
             args=(index, workers, secret, peers, bound, port, build, shared_sessions, shared_limits, log_level, theirs,
-                  worker_header),
+                  worker_header, os.getpid()),
         )
         proc.start()
         theirs.close()
@@ -130,7 +130,7 @@ def serve_workers(
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)
-        _stop_all(procs)
+        stop_children(procs)
         for conn in conns:
             conn.close()
         reserve.close()
@@ -210,19 +210,6 @@ def _wait_built(procs: list[Any], conns: list[multiprocessing.connection.Connect
     return [pids[i] for i in range(len(procs))], served
 
 
-def _stop_all(procs: list[Any]) -> None:
-    for proc in procs:
-        if proc.is_alive():
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-    for action in ("kill", None):
-        for proc in procs:
-            proc.join(STOP_TIMEOUT_S if action else 1.0)
-            if action and proc.is_alive():
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-
-
 # ---- a worker process -------------------------------------------------------------------------
 
 
@@ -241,14 +228,14 @@ def _run_loop(main: Any) -> None:
 
 def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str, port: int, build: AppBuilder,
                  sessions: SessionLimits, limits: HTTPLimits, log_level: str,
-                 conn: multiprocessing.connection.Connection, worker_header: bool) -> None:
+                 conn: multiprocessing.connection.Connection, worker_header: bool, parent: int) -> None:
     import asyncio
 
     from .worker_routing import Router, SessionLedger, peer_listener, reuseport_socket, serve_routed
 
-    parent = os.getppid()
     for s in (signal.SIGTERM, signal.SIGINT):  # a forked worker has the parent's handlers; uvicorn sets its own
         signal.signal(s, signal.SIG_DFL)
+    exit_with_parent(parent)  # SIGTERM when the parent is gone (even after its SIGKILL): uvicorn stops
     router = Router(index, workers, secret, Path(peers))
     with contextlib.ExitStack() as stack:
         try:
@@ -279,11 +266,6 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
             loop = asyncio.get_running_loop()
             stop = asyncio.Event()
 
-            def watch_parent() -> None:  # the parent is gone (even after its SIGKILL): stop
-                while os.getppid() == parent:
-                    time.sleep(0.5)
-                loop.call_soon_threadsafe(stop.set)
-
             def beat() -> None:  # from the event loop: a loop that is stuck sends none
                 try:
                     conn.send_bytes(b".")
@@ -292,7 +274,6 @@ def _worker_main(index: int, workers: int, secret: bytes, peers: str, host: str,
                     return
                 loop.call_later(HEARTBEAT_S, beat)
 
-            threading.Thread(target=watch_parent, name="parent-watch", daemon=True).start()
             beat()
             await serve_routed(app, sock, router, limits=limits, log_level=log_level, stop=stop,
                                worker_header_on=worker_header, peers=peers_sock)

@@ -250,8 +250,8 @@ def _add_run_arguments(r: argparse.ArgumentParser, info: Any) -> None:
         "--workers", type=workers_arg, default=None, metavar="N|auto",
         help="split the episodes over N worker processes (each its own event loop, MCP client and tool server; "
         "--concurrency is the total). One run: traces, progress, rate limits and budget stay in this process. "
-        "Default auto: one worker per 32 concurrent episodes, at most one per CPU (so 1, in this process, up to "
-        "--concurrency 32); 1 with --server-url",
+        "Default auto: one worker per 32 concurrent episodes, at most one per CPU and one per 100 episodes (so 1, "
+        "in this process, up to --concurrency 32 or below 200 episodes); 1 with --server-url",
     )
     r.add_argument(
         "--executor", choices=("local", "ray"), default="local",

@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any
 
 from client.eventloop import episode_gc, name_asyncio
 
-from .server_process import _decode_options, _encode_options
 from .worker_process import WorkerCore
 from .workers import Channel, WorkerError
 
@@ -125,7 +124,9 @@ class RayWorker:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 try:
-                    opts = _decode_options(options).for_worker()
+                    from .run_options import RunOptions
+
+                    opts = RunOptions.decode(options).for_worker()
                     _ensure_data(opts)
                     core = WorkerCore(opts, self._send)
                     stack.push_async_callback(core.aclose)
@@ -260,7 +261,7 @@ class RayChannel:
             log.info("worker %d placed on node %s (%s), pid %d", index, where["node_id"], where["node"], where["pid"])
             here = f"worker {index} (Ray actor on {where['node']}, pid {where['pid']})"
             try:
-                info = await asyncio.wait_for(_wrap(actor.start.remote(_encode_options(opts))), LOAD_TIMEOUT_S)
+                info = await asyncio.wait_for(_wrap(actor.start.remote(opts.encode())), LOAD_TIMEOUT_S)
             except TimeoutError:
                 raise WorkerError(f"{here} did not load the benchmark within {LOAD_TIMEOUT_S:.0f} s") from None
             except ray.exceptions.RayError as exc:

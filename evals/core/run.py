@@ -15,7 +15,7 @@ import contextlib
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from .versions import scorer_change, versions
 
 __all__ = [
     "HASH_KEYS", "RunOptions", "build_run_config", "prepare_benchmark", "prepare_layout", "prepare_options",
-    "resolve_workers", "run_benchmark", "run_task_ids", "score_run_dir",
+    "resolve_workers", "run_benchmark", "run_task_ids", "score_run_dir", "worth_workers",
 ]
 
 HASH_KEYS = ("benchmark", "model", "strategy", "options", "data")
@@ -115,7 +115,7 @@ def data_checksums(paths: Sequence[Path]) -> dict[str, str]:
 def build_run_config(opts: RunOptions, bench: Benchmark) -> dict[str, Any]:
     """``config.json``: the result config, the dataset (:mod:`.dataset`), the data checksums, versions, and every
     setting as given."""
-    run = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(opts).items()}
+    run = opts.as_dict()
     result = opts.result_config(bench.info.options, uses_judge=bench.info.uses_judge)
     data = data_checksums(bench.data_files())
     dataset = dataset_identity(bench.info, bench.options, data)
@@ -144,9 +144,24 @@ def usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
+WORKER_MIN_EPISODES = 100
+"""``--workers auto`` starts worker processes only when each gets at least this many of the run's
+episodes: below that a worker costs more than it gives. Measured (``bench/bench_scale.py --quick
+--crossover``, docs/performance.md): one process spends about 5 ms of CPU per instant episode, a
+second worker costs about 0.25 s of CPU and can at best halve the episodes' time, so it gives back
+as much wall as it costs CPU from about 2 x 0.25 / 0.005 = 100 episodes."""
+
+
+def worth_workers(episodes: int) -> int:
+    """The most worker processes that pay for themselves on a run of ``episodes`` episodes (at
+    least 1: the episodes in this process)."""
+    return max(1, episodes // WORKER_MIN_EPISODES)
+
+
 def resolve_workers(opts: RunOptions) -> int:
     """The worker processes a run uses: ``opts.workers``, checked, or, when it is None (``--workers
-    auto``), one per :data:`EPISODES_PER_WORKER` concurrent episodes, at most one per usable CPU;
+    auto``), one per :data:`EPISODES_PER_WORKER` concurrent episodes, at most one per usable CPU
+    (:func:`run_benchmark` then lowers it to what the run's episodes pay for: :func:`worth_workers`);
     1 (episodes in this process) with ``--server-url``."""
     shared_server = opts.server_url
     if opts.workers is None:
@@ -207,8 +222,10 @@ def prepare_benchmark(opts: RunOptions) -> tuple[RunOptions, Benchmark]:
 
 async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     """Run the episodes (resuming), then score every finished episode of the run directory. ``opts``
-    is resolved into the run's plan (:mod:`.run_options`) in three steps: where the episodes run,
-    the benchmark's settings (while local workers start), the Ray cluster's size."""
+    is resolved into the run's plan (:mod:`.run_options`) in steps: where the episodes run, the
+    benchmark's settings, the number of workers (``--workers auto``, once the episodes are counted),
+    the Ray cluster's size."""
+    auto = opts.workers is None and opts.executor != "ray"
     opts = prepare_layout(opts)
     parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
     limiter = RateLimiter(opts.rpm, opts.tpm, name=opts.model) if (opts.rpm or opts.tpm) else None
@@ -217,26 +234,30 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     async with contextlib.AsyncExitStack() as stack:
         start_worker = None
         pool = None
-        if opts.executor != "ray" and (opts.workers or 1) > 1:
-            from .workers import WorkerPool
-
-            # started first: they import and then load the benchmark and open their servers while
-            # this process loads the benchmark and prepares the run directory
-            pool = WorkerPool(opts, limiter=limiter, control=control)
-            stack.push_async_callback(pool.aclose)
-            await pool.spawn()
         opts, bench = prepare_benchmark(opts)
-        if pool is not None:
-            pool.configure(opts)  # the options, complete now
         task_ids = select_tasks(bench.task_ids(), limit=opts.limit, task_ids=opts.task_ids, sample=opts.sample,
                                 seed=opts.sample_seed)
         keys = trial_keys(task_ids, opts.epochs)  # one per trial (--epochs); the task ids themselves for one
+        if auto:  # now that the episodes are counted
+            opts = replace(opts, workers=min(opts.workers or 1, worth_workers(len(keys))))
+        if opts.executor != "ray" and (opts.workers or 1) > 1:
+            from .workers import WorkerPool
+
+            # forked from this process now that it has loaded the benchmark (before it opens the run
+            # directory): they open their servers while this process prepares the run directory
+            pool = WorkerPool(opts, limiter=limiter, control=control)
+            stack.push_async_callback(pool.aclose)
+            await pool.fork(bench)
         run_path = opts.run_dir or default_run_dir(opts, bench)
         if opts.executor == "ray":  # connected first: the config records the number of actors
             from .ray_executor import open_cluster
 
             opts, start_worker = open_cluster(opts, stack)
-        run_dir = RunDir(run_path, build_run_config(opts, bench), hash_keys=HASH_KEYS,
+        config = build_run_config(opts, bench)
+        if auto:  # what --workers auto chose from (the number is run.workers)
+            config["run"]["workers_auto"] = {"episodes": len(keys), "concurrency": opts.concurrency,
+                                             "cpus": usable_cpus()}
+        run_dir = RunDir(run_path, config, hash_keys=HASH_KEYS,
                          max_value_bytes=opts.trace_max_value_bytes, event_log=opts.event_log)
 
         def open_cache(path: Path) -> ResponseCache:

@@ -9,6 +9,8 @@ run's ``config.json`` all read the plan; nothing derives a setting a second time
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -89,6 +91,26 @@ class RunOptions:
     def for_worker(self) -> RunOptions:
         """The plan as one worker process (or Ray actor) runs it: its episodes in its own loop, no progress bar."""
         return replace(self, workers=1, progress=False, executor="local", ray_address=None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every option as a JSON value (paths as strings): the run's config records them so."""
+        return {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(self).items()}
+
+    def encode(self) -> str:
+        """These options as one line of JSON, for a child process (:meth:`decode` reads it back)."""
+        return json.dumps(self.as_dict())
+
+    @classmethod
+    def decode(cls, line: str) -> RunOptions:
+        """Options from :meth:`encode`'s line; raises ValueError on a field this version does not have."""
+        data = json.loads(line)
+        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"unknown run options {unknown}: the parent and the child run different versions")
+        for key in ("run_dir", "cache"):
+            if data.get(key) is not None:
+                data[key] = Path(data[key])
+        return cls(**data)
 
     def result_config(self, declared: Sequence[Option] = (), *, uses_judge: bool = False) -> dict[str, Any]:
         """The part of the config that changes results (a resumed run must match it): the core's

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import signal
@@ -25,39 +24,19 @@ import sys
 import threading
 import traceback
 from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .run_options import RunOptions
+from server.children import stop_child
+
+from .run_options import RunOptions
 
 __all__ = ["ServerProcessError", "serve_in_subprocess"]
 
 START_TIMEOUT_S = 180.0
-STOP_TIMEOUT_S = 15.0
 
 
 class ServerProcessError(RuntimeError):
     """The server's child process could not start (the message says why)."""
-
-
-def _encode_options(opts: RunOptions) -> str:
-    data = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(opts).items()}
-    return json.dumps(data)
-
-
-def _decode_options(line: str) -> RunOptions:
-    from .run_options import RunOptions
-
-    data = json.loads(line)
-    names = {f.name for f in dataclasses.fields(RunOptions)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ValueError(f"unknown run options {unknown}: the parent and the child run different versions")
-    for key in ("run_dir", "cache"):
-        if data.get(key) is not None:
-            data[key] = Path(data[key])
-    return RunOptions(**data)
 
 
 @contextlib.asynccontextmanager
@@ -70,7 +49,7 @@ async def serve_in_subprocess(opts: RunOptions, *, start_timeout: float = START_
     )
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(_encode_options(opts).encode() + b"\n")
+        proc.stdin.write(opts.encode().encode() + b"\n")
         await proc.stdin.drain()
         try:
             line = await asyncio.wait_for(proc.stdout.readline(), start_timeout)
@@ -87,22 +66,7 @@ async def serve_in_subprocess(opts: RunOptions, *, start_timeout: float = START_
             raise ServerProcessError(f"the MCP server process failed to start: {msg['error']}")
         yield str(msg["ready"])
     finally:
-        await _stop(proc)
-
-
-async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Close the child's stdin (it stops by itself); SIGTERM, then SIGKILL if it does not."""
-    if proc.stdin is not None:
-        with contextlib.suppress(Exception):
-            proc.stdin.close()
-    for action in (None, proc.terminate, proc.kill):
-        if proc.returncode is not None:
-            return
-        if action is not None:
-            with contextlib.suppress(ProcessLookupError):
-                action()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+        await stop_child(proc, proc.stdin.close if proc.stdin is not None else None)
 
 
 # ---- the child --------------------------------------------------------------------------------
@@ -158,7 +122,7 @@ def stdio_main(benchmark: str, task_id: str | None) -> int:
     from .registry import load_benchmark
     from .transport import OPTIONS_ENV
 
-    opts = _decode_options(os.environ[OPTIONS_ENV])
+    opts = RunOptions.decode(os.environ[OPTIONS_ENV])
 
     async def serve() -> None:
         async with contextlib.AsyncExitStack() as stack:
@@ -181,7 +145,7 @@ def main() -> int:
     if not line:
         return 2
     try:
-        opts = _decode_options(line)
+        opts = RunOptions.decode(line)
     except Exception as exc:
         out.write(json.dumps({"error": f"bad options: {exc}"}) + "\n")
         out.flush()

@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 import uuid
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -127,9 +125,8 @@ class StdioSessions:
 
         from client.mcp_session import connect
 
-        data = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(self.opts).items()}
-        data["server_token"] = None  # the child needs no secret
-        env = {**os.environ, OPTIONS_ENV: json.dumps(data), "PYTHONUNBUFFERED": "1"}
+        options = dataclasses.replace(self.opts, server_token=None).encode()  # the child needs no secret
+        env = {**os.environ, OPTIONS_ENV: options, "PYTHONUNBUFFERED": "1"}
         params = StdioServerParameters(
             command=sys.executable, args=["-m", "evals.core.server_process", "--stdio", benchmark, task_id or ""], env=env,
         )

@@ -1,13 +1,14 @@
 """A worker's side of ``evals run --workers N`` (:mod:`evals.core.workers` has the protocol and the
 parent's side): :class:`WorkerCore` runs the episodes the parent hands it, whatever carries the
-messages. Local workers come from a *zygote*: ``python -m evals.core.worker_process FD`` imports what
-a run needs and loads the benchmark once, then forks one worker per request of the parent (as the
-standard library's ``forkserver`` does), so an extra worker costs a fork and its own tool server,
-not a fresh interpreter (:func:`zygote`). A forked worker talks to the parent over the two pipes the
+messages. Local workers come from a *zygote* that has the benchmark loaded and forks one worker per
+request of the parent (as the standard library's ``forkserver`` does), so an extra worker costs a
+fork and its own tool server, not a fresh interpreter: a fork of the run's process once it has
+loaded the benchmark (:func:`forked_zygote`), or, where that process runs other threads,
+``python -m evals.core.worker_process FD``, which imports and loads it itself (:func:`zygote`). A forked worker talks to the parent over the two pipes the
 parent handed the zygote for it (its stdin and stdout).
 
-The zygote, over its stdin (JSON lines from the parent): the run's options (first line), then
-``{"fork": index}`` (the worker's two pipe ends arrive beside it over the socket ``FD``, with
+The zygote, over its stdin (JSON lines from the parent): the run's options (first line; a spawned
+zygote only), then ``{"fork": index}`` (the worker's two pipe ends arrive beside it over the socket ``FD``, with
 ``SCM_RIGHTS``) and ``{"kill": pid, "signal": n}``. Over its stdout: ``{"loaded": true}`` or
 ``{"error": MESSAGE}``, ``{"forked": index, "pid": pid}``, ``{"exited": pid, "status": code}`` (a
 negative code: the signal). It forks only while it runs one thread and no event loop. When its stdin
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -47,17 +49,34 @@ from client.runs import (
     to_jsonable,
     utf8_lines,
 )
+from server.children import STOP_TIMEOUT_S
 
 from .epochs import split_key
-from .workers import LINE_LIMIT, _encode
 
 if TYPE_CHECKING:
     from .plugin import Benchmark, EpisodeEnv
     from .run_options import RunOptions
 
-__all__ = ["EventLog", "RemoteLimiter", "WorkerCore"]
+__all__ = ["LINE_LIMIT", "EventLog", "RemoteLimiter", "WorkerCore", "message_bytes", "message_line"]
 
 log = logging.getLogger(__name__)
+
+LINE_LIMIT = 1 << 30  # one message is one line; a trace's events can be large
+
+
+def message_line(msg: dict[str, Any]) -> bytes:
+    """A message of the parent and its workers (:mod:`evals.core.workers`) as one JSON line."""
+    return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
+
+
+def message_bytes(msg: dict[str, Any]) -> bytes:
+    """A worker's message as pipe bytes: a JSON line; a ``done`` message's event lines follow it raw."""
+    lines = msg.get("lines")
+    if lines is None:
+        return message_line(msg)
+    head = {k: v for k, v in msg.items() if k != "lines"}
+    head["n"] = len(lines)
+    return b"".join([message_line(head), *((line + "\n").encode("utf-8") for line in lines)])
 
 
 class RemoteLimiter(RateLimiter):
@@ -223,7 +242,8 @@ class WorkerCore:
 async def _work(out: Any, opts: RunOptions, bench: Benchmark) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=LINE_LIMIT)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    # fd 0 itself: sys.stdin may be another object in a zygote forked from the run's process (a test runner's)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", 0))
 
     flush_due = False
 
@@ -234,7 +254,7 @@ async def _work(out: Any, opts: RunOptions, bench: Benchmark) -> int:
 
     def send(msg: dict[str, Any]) -> None:
         nonlocal flush_due
-        out.write(_encode(msg))
+        out.write(message_bytes(msg))
         if not flush_due:  # one write per turn of the event loop, however many messages
             flush_due = True
             loop.call_soon(flush)
@@ -272,9 +292,6 @@ def _worker(opts: RunOptions, bench: Benchmark) -> int:
     return eventloop.run(_work(out, opts, bench))
 
 
-STOP_TIMEOUT_S = 10.0
-
-
 class _Lines:
     """JSON lines from a file descriptor, read without blocking past what select said is there."""
 
@@ -304,7 +321,7 @@ def _report(msg: dict[str, Any]) -> None:
         os.write(1, json.dumps(msg).encode() + b"\n")
 
 
-def _threads() -> int:
+def threads() -> int:
     """This process's threads (native ones included where ``/proc`` says)."""
     try:
         return len(os.listdir("/proc/self/task"))
@@ -313,9 +330,9 @@ def _threads() -> int:
 
 
 def zygote(fd_socket: socket.socket) -> int:
-    """The zygote's life (see the module docs): load once, then fork workers on request."""
+    """A spawned zygote's life (see the module docs): import and load once, then fork workers on request."""
     from .registry import load_benchmark
-    from .server_process import _decode_options
+    from .run_options import RunOptions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.stdout = sys.stderr  # the protocol owns fd 1
@@ -325,20 +342,57 @@ def zygote(fd_socket: socket.socket) -> int:
         if not ctl.fill():
             return 0
     try:
-        opts = _decode_options(first.decode()).for_worker()
+        opts = RunOptions.decode(first.decode()).for_worker()
         from . import episodes  # noqa: F401  (what every worker needs, imported once)
 
         bench = load_benchmark(opts.benchmark, opts.benchmark_options)
+    except Exception as exc:
+        traceback.print_exc()
+        _report({"error": f"{type(exc).__name__}: {exc}"})
+        return 0
+    return _serve_forks(fd_socket, ctl, opts, bench, collect=True)
+
+
+def forked_zygote(fd_socket: socket.socket, ours: tuple[int, int], theirs: tuple[int, ...], opts: RunOptions,
+                  bench: Benchmark) -> None:
+    """The life of a zygote forked by the run's process (:meth:`evals.core.workers.Zygote.fork_here`),
+    which has imported and loaded ``bench`` already: ``ours`` are its stdin and stdout pipe ends,
+    ``theirs`` the parent's ends (closed here); it never returns."""
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)  # the parent's event loop's: a signal here must not wake it
+        os.setsid()  # a Ctrl-C reaches the parent only; it stops the workers
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as a spawned zygote's, whatever the parent's loop set
+        for fd in theirs:
+            os.close(fd)
+        for fd, std in zip(ours, (0, 1), strict=True):
+            os.dup2(fd, std)
+            os.close(fd)
+        sys.stdout = sys.stderr  # the protocol owns fd 1
+        from . import episodes  # noqa: F401  (what every worker needs, imported once)
+
+        code = _serve_forks(fd_socket, _Lines(0), opts, bench, collect=False)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        _exit(code)
+
+
+def _serve_forks(fd_socket: socket.socket, ctl: _Lines, opts: RunOptions, bench: Benchmark, *, collect: bool) -> int:
+    """Fork a worker on each request of the parent, until its stdin closes and the workers are gone."""
+    opts = dataclasses.replace(opts, workers=1, progress=False)
+    try:
         _warm_imports()
-        if (threads := _threads()) > 1:
-            raise RuntimeError(f"the worker zygote runs {threads} threads after loading {opts.benchmark}; "
+        if (count := threads()) > 1:
+            raise RuntimeError(f"the worker zygote runs {count} threads after loading {opts.benchmark}; "
                                "it forks workers only from one thread")
     except Exception as exc:
         traceback.print_exc()
         _report({"error": f"{type(exc).__name__}: {exc}"})
         return 0
     _report({"loaded": True})
-    gc_freeze()
+    gc_freeze(collect)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # the wake-up fd says a worker exited
@@ -438,11 +492,15 @@ def _close_copies(*fds: int, keep: int) -> None:
                 os.close(fd)
 
 
-def gc_freeze() -> None:
-    """Keep what the zygote loaded out of the workers' collections (their pages stay shared)."""
+def gc_freeze(collect: bool) -> None:
+    """Keep what the zygote loaded out of the workers' collections (their pages stay shared);
+    ``collect``: drop the loading's garbage first (a full collection writes to every object's
+    header: in a zygote forked from the run's process, that is a private copy of each page of its
+    heap, about 0.08 s of CPU in ``bench/bench_scale.py``'s runs, so there it is left out)."""
     import gc
 
-    gc.collect()
+    if collect:
+        gc.collect()
     gc.freeze()
 
 

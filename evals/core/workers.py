@@ -32,12 +32,14 @@ Protocol (messages are dicts; :class:`Channel` carries them). Parent to worker: 
 "final_answer", "data", "error", "error_mro", "lines"}`` (the episode's totals, outcome, error, the
 class names of its exception's MRO, and event lines).
 Over a child's pipes each message is a JSON line; a ``done`` message's event lines follow it raw
-(already JSON, one per line; its ``"n"`` says how many), so they are not encoded twice. Start-up: the
-parent starts the zygote first (it imports meanwhile) and sends it the run's options once it has
-loaded the benchmark itself, with one fork request per worker (the zygote loads the benchmark once,
-then forks; each worker opens its server while the parent prepares the run directory), then sends each
-worker ``{"events_path"}`` once the run directory is open; the worker answers ``{"ready": true}`` or
-``{"error": MESSAGE}``.
+(already JSON, one per line; its ``"n"`` says how many), so they are not encoded twice. Start-up: once
+the parent has loaded the benchmark and selected the tasks, it forks itself into the zygote
+(:meth:`Zygote.fork_here`: nothing imported or loaded twice; where it runs other threads, it spawns
+one that imports and loads for itself, :meth:`Zygote.spawn`) and asks for one fork per worker (each
+worker opens its server while the parent prepares the run directory), then sends each worker
+``{"events_path"}`` once the run directory is open; the worker answers ``{"ready": true}`` or
+``{"error": MESSAGE}``. Stopping any of these processes goes through :mod:`server.children` (one
+timeout).
 """
 
 from __future__ import annotations
@@ -59,12 +61,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 from client.breaker import RemoteError
 from client.ratelimit import RateLimiter, Reservation
 from client.runs import EpisodeOutcome, EpisodeRecorder
+from server.children import STOP_TIMEOUT_S, AsyncChild, ForkedChild, stop_child
 
-from .server_process import STOP_TIMEOUT_S, _encode_options, _stop
+from .worker_process import LINE_LIMIT, forked_zygote, message_line, threads
 
 if TYPE_CHECKING:
     from client.runner import RunControl
 
+    from .plugin import Benchmark
     from .run_options import RunOptions
 
 __all__ = ["Channel", "ForkedChannel", "WorkerError", "WorkerPool", "Zygote"]
@@ -72,25 +76,10 @@ __all__ = ["Channel", "ForkedChannel", "WorkerError", "WorkerPool", "Zygote"]
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_S = 180.0
-LINE_LIMIT = 1 << 30  # one message is one line; a trace's events can be large
 
 
 class WorkerError(RuntimeError):
     """A worker process could not start (the message says why)."""
-
-
-def _line(msg: dict[str, Any]) -> bytes:
-    return json.dumps(msg, separators=(",", ":")).encode() + b"\n"
-
-
-def _encode(msg: dict[str, Any]) -> bytes:
-    """A message as pipe bytes: a JSON line; a ``done`` message's event lines follow it raw."""
-    lines = msg.get("lines")
-    if lines is None:
-        return _line(msg)
-    head = {k: v for k, v in msg.items() if k != "lines"}
-    head["n"] = len(lines)
-    return b"".join([_line(head), *((line + "\n").encode("utf-8") for line in lines)])
 
 
 class Channel(Protocol):
@@ -118,11 +107,16 @@ class Channel(Protocol):
 
 
 class Zygote:
-    """The parent's end of the worker zygote (``python -m evals.core.worker_process FD``, see that
-    module): a process that imports and loads the benchmark once, then forks each local worker."""
+    """The parent's end of the worker zygote (see :mod:`evals.core.worker_process`): a process that
+    has the benchmark loaded, then forks each local worker. :meth:`fork_here` makes it a fork of this
+    process once it has loaded the benchmark (nothing imported or loaded twice); :meth:`spawn` starts
+    it as ``python -m evals.core.worker_process FD``, which imports and loads it itself."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, fd_socket: socket.socket):
-        self.proc = proc
+    def __init__(self, child: AsyncChild, stdin: asyncio.StreamWriter, stdout: asyncio.StreamReader,
+                 fd_socket: socket.socket):
+        self.child = child
+        self.stdin = stdin
+        self.stdout = stdout
         self.fd_socket = fd_socket
         self.error: str | None = None  # why it cannot fork (it failed to load, or is gone)
         self.forks: dict[int, asyncio.Future[int]] = {}
@@ -148,22 +142,41 @@ class Zygote:
             raise
         finally:
             theirs.close()
-        return cls(proc, ours)
+        assert proc.stdin is not None and proc.stdout is not None
+        return cls(proc, proc.stdin, proc.stdout, ours)
+
+    @classmethod
+    async def fork_here(cls, opts: RunOptions, bench: Benchmark) -> Zygote | None:
+        """Fork this process (which has loaded ``bench`` for ``opts``) into the zygote; ``None`` when this
+        process runs other threads (a fork copies only the calling one: then :meth:`spawn`). Call it
+        before this process opens what the zygote must not hold (the run directory)."""
+        if threads() > 1:
+            return None
+        for stream in (sys.stdout, sys.stderr):  # nothing of ours buffered is written twice
+            stream.flush()
+        to_r, to_w = os.pipe()
+        from_r, from_w = os.pipe()
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:  # the zygote: it never returns into this process's event loop
+            forked_zygote(theirs, (to_r, from_w), (to_w, from_r, ours.detach()), opts, bench)
+        os.close(to_r)
+        os.close(from_w)
+        theirs.close()
+        return cls(ForkedChild(pid), *await _pipe_streams(to_w, from_r), ours)
 
     @property
     def name(self) -> str:
-        return f"the worker zygote (pid {self.proc.pid})"
+        return f"the worker zygote (pid {self.child.pid})"
 
     def _send(self, msg: dict[str, Any]) -> None:
-        stdin = self.proc.stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.write(_line(msg))
+        if not self.stdin.is_closing():
+            self.stdin.write(message_line(msg))
 
     def configure(self, opts: RunOptions) -> None:
-        """Send the run's options: it loads the benchmark (once, for every worker)."""
-        stdin = self.proc.stdin
-        if stdin is not None and not stdin.is_closing():
-            stdin.write(_encode_options(opts).encode() + b"\n")
+        """Send the run's options (to a spawned zygote): it loads the benchmark (once, for every worker)."""
+        if not self.stdin.is_closing():
+            self.stdin.write(opts.encode().encode() + b"\n")
 
     def fork(self, index: int) -> ForkedChannel:
         """Ask for worker ``index`` (forked once the benchmark is loaded); its channel, not yet ready."""
@@ -199,9 +212,7 @@ class Zygote:
             _signal_orphan(pid, self.pidfds.get(pid), sig)
 
     async def _read(self) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None
-        while line := await stdout.readline():
+        while line := await self.stdout.readline():
             msg = json.loads(line)
             if "error" in msg:
                 self.error = msg["error"]
@@ -216,7 +227,7 @@ class Zygote:
                 exit_code = self.exited(int(msg["exited"]))
                 if not exit_code.done():
                     exit_code.set_result(int(msg["status"]))
-        how = _how(await self.proc.wait())
+        how = _how(await self.child.wait())
         if self.error is None:
             self.error = f"{self.name} exited with {how}"
         for index, future in self.forks.items():
@@ -231,12 +242,21 @@ class Zygote:
     async def close(self) -> None:
         self.closing = True
         self.fd_socket.close()
-        await _stop(self.proc)
+        await stop_child(self.child, self.stdin.close)
         with contextlib.suppress(BaseException):
             await self.reader
         for pidfd in self.pidfds.values():
             os.close(pidfd)
         self.pidfds.clear()
+
+
+async def _pipe_streams(write_fd: int, read_fd: int) -> tuple[asyncio.StreamWriter, asyncio.StreamReader]:
+    """The two ends of a child's pipes (this process's) as streams on the running loop."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", 0))
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(write_fd, "wb", 0))
+    return asyncio.StreamWriter(transport, protocol, None, loop), reader
 
 
 def _how(rc: int) -> str:
@@ -265,12 +285,7 @@ class ForkedChannel:
         assert self._fds is not None
         write_fd, read_fd = self._fds
         self._fds = None
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", 0))
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(write_fd, "wb", 0))
-        self.reader, self.writer = reader, asyncio.StreamWriter(transport, protocol, None, loop)
+        self.writer, self.reader = await _pipe_streams(write_fd, read_fd)
 
     async def ready(self, events_path: Path | None) -> None:
         """Tell the worker where the run's event log is, and wait until it is ready (closed if it fails)."""
@@ -297,7 +312,7 @@ class ForkedChannel:
 
     def send(self, msg: dict[str, Any]) -> None:
         if self.writer is not None and not self.writer.is_closing():
-            self.writer.write(_line(msg))
+            self.writer.write(message_line(msg))
 
     async def receive(self) -> dict[str, Any] | None:
         stdout = self.reader
@@ -455,6 +470,22 @@ class WorkerPool:
         self.opts = opts
         assert self._zygote is not None
         self._zygote.configure(opts)
+        self._fork_workers()
+
+    async def fork(self, bench: Benchmark) -> None:
+        """Start the workers from a fork of this process, which has loaded ``bench`` for the pool's
+        options (nothing is imported or loaded again; :meth:`spawn` and :meth:`configure` where it
+        cannot fork: it runs other threads)."""
+        self._zygote = await Zygote.fork_here(self.opts, bench)
+        if self._zygote is None:
+            await self.spawn()
+            self.configure(self.opts)
+            return
+        self._zygote.on_lost = self._lost
+        self._fork_workers()
+
+    def _fork_workers(self) -> None:
+        assert self._zygote is not None
         self._spawned = [self._zygote.fork(i) for i in range(self._count)]
 
     async def __aenter__(self) -> WorkerPool:

@@ -11,12 +11,7 @@ import pytest
 
 from client.runs import RunDir
 from evals.core.run import RunOptions, run_benchmark
-from evals.core.server_process import (
-    ServerProcessError,
-    _decode_options,
-    _encode_options,
-    serve_in_subprocess,
-)
+from evals.core.server_process import ServerProcessError, serve_in_subprocess
 
 
 def _server_children(parent: int) -> list[int]:
@@ -45,9 +40,9 @@ def test_options_travel_to_the_child_unchanged(tmp_path):
     opts = RunOptions(benchmark="familytool-e", model="oracle:0.1", strategy="kgetool", run_dir=tmp_path / "r",
                       cache=tmp_path / "c.sqlite", adapter_options={"seed": 3},
                       benchmark_options={"inductive": True, "top_k": 5})
-    assert _decode_options(_encode_options(opts)) == opts
+    assert RunOptions.decode(opts.encode()) == opts
     with pytest.raises(ValueError, match="unknown run options"):
-        _decode_options(json.dumps({"benchmark": "x", "model": "y", "no_such_option": 1}))
+        RunOptions.decode(json.dumps({"benchmark": "x", "model": "y", "no_such_option": 1}))
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")

@@ -59,6 +59,8 @@ def test_a_sigkill_of_one_worker_then_of_the_parent_then_a_resume_leaves_every_t
         wait_for_traces(traces, seen + 8, proc)
         zygotes = _children(proc.pid)  # the workers are forked by the run's one zygote
         assert len(zygotes) == 1, zygotes
+        # itself a fork of the run's process (nothing imported or loaded twice), not a spawned interpreter
+        assert Path(f"/proc/{zygotes[0]}/cmdline").read_bytes() == Path(f"/proc/{proc.pid}/cmdline").read_bytes()
         workers = _children(zygotes[0])
         assert len(workers) == 2, workers
         os.kill(workers[0] if kill == "worker" else proc.pid, signal.SIGKILL)
@@ -131,17 +133,17 @@ async def test_a_worker_forked_by_the_zygote_runs_episodes_and_a_failed_load_is_
         [worker] = pool.workers
         assert worker.channel.name.startswith("worker 0 (pid ")
         zygote = pool._zygote
-        assert zygote is not None and _children(zygote.proc.pid) == [int(worker.channel.name.split()[-1][:-1])]
+        assert zygote is not None and _children(zygote.child.pid) == [int(worker.channel.name.split()[-1][:-1])]
         task = load_tasks("b")[0]
         recorder = EpisodeRecorder(task.id, episode_id="e1")
         outcome = await pool.episode(task.id, recorder)
         assert outcome.error is None and outcome.data["calls"]
         assert recorder.totals.tool_calls >= 1  # the oracle's calls went through the worker's own tool server
         worker_pid = int(worker.channel.name.split()[-1][:-1])
-        os.kill(zygote.proc.pid, signal.SIGKILL)  # the zygote dies: it only starts workers; this one goes on
+        os.kill(zygote.child.pid, signal.SIGKILL)  # the zygote dies: it only starts workers; this one goes on
         async with asyncio.timeout(30):
             await zygote.reader
-        assert zygote.error == f"the worker zygote (pid {zygote.proc.pid}) exited with signal SIGKILL"
+        assert zygote.error == f"the worker zygote (pid {zygote.child.pid}) exited with signal SIGKILL"
         again = EpisodeRecorder(task.id, episode_id="e2")
         async with asyncio.timeout(60):
             outcome = await pool.episode(task.id, again)
@@ -229,3 +231,58 @@ def test_workers_auto_is_one_per_32_concurrent_episodes_at_most_one_per_cpu(monk
     assert parser.parse_args(["run", "familytool-b", "--model", "oracle"]).workers is None
     assert parser.parse_args(["run", "familytool-b", "--model", "oracle", "--workers", "auto"]).workers is None
     assert parser.parse_args(["run", "familytool-b", "--model", "oracle", "--workers", "3"]).workers == 3
+
+
+async def test_workers_auto_starts_none_that_its_episodes_would_not_pay_for(monkeypatch, data_dir, tmp_path):
+    """``--workers auto`` lowers what the concurrency asks for to what the episodes pay for (one
+    worker per :data:`WORKER_MIN_EPISODES`), and the config records what it chose from."""
+    from evals.core import run as run_module
+    from evals.core.run import WORKER_MIN_EPISODES, worth_workers
+
+    assert [worth_workers(n) for n in (0, 1, WORKER_MIN_EPISODES - 1, WORKER_MIN_EPISODES,
+                                       2 * WORKER_MIN_EPISODES, 40 * WORKER_MIN_EPISODES)] == [1, 1, 1, 1, 2, 40]
+    monkeypatch.setattr(run_module, "usable_cpus", lambda: 4)  # concurrency 64 alone would start 2 workers
+    for limit, min_episodes, workers in ((12, 10, 1), (20, 10, 2)):
+        monkeypatch.setattr(run_module, "WORKER_MIN_EPISODES", min_episodes)
+        run = tmp_path / str(limit)
+        opts = RunOptions(benchmark="familytool-b", model="oracle", limit=limit, concurrency=64, run_dir=run,
+                          progress=False)
+        result, summary = await run_benchmark(opts)
+        assert result.completed == limit and summary["metrics"]["tool_em"] == 100.0
+        config = json.loads((run / "config.json").read_text())["run"]
+        assert config["workers"] == workers
+        assert config["workers_auto"] == {"episodes": limit, "concurrency": 64, "cpus": 4}
+    given = RunOptions(benchmark="familytool-b", model="oracle", limit=2, run_dir=tmp_path / "given", progress=False,
+                       workers=1)
+    await run_benchmark(given)
+    assert "workers_auto" not in json.loads((tmp_path / "given" / "config.json").read_text())["run"]
+
+
+async def test_a_process_running_other_threads_spawns_its_zygote_instead_of_forking(data_dir):
+    """A fork copies only the calling thread: with another thread running, the zygote is spawned
+    (it imports and loads for itself) and the workers it forks still run episodes."""
+    import threading
+
+    from client.runner import RunControl
+    from evals.core.registry import load_benchmark
+    from evals.core.workers import WorkerPool, Zygote
+
+    opts = RunOptions(benchmark="familytool-b", model="oracle", strategy="agent", progress=False, workers=1)
+    bench = load_benchmark(opts.benchmark, opts.benchmark_options)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    other.start()
+    try:
+        assert await Zygote.fork_here(opts, bench) is None
+        pool = WorkerPool(opts, limiter=None, control=RunControl())
+        await pool.fork(bench)
+    finally:
+        release.set()
+        other.join()
+    async with pool:
+        zygote = pool._zygote
+        assert zygote is not None
+        assert b"evals.core.worker_process" in Path(f"/proc/{zygote.child.pid}/cmdline").read_bytes()
+        task = load_tasks("b")[0]
+        outcome = await pool.episode(task.id, EpisodeRecorder(task.id, episode_id="e1"))
+        assert outcome.error is None and outcome.data["calls"]

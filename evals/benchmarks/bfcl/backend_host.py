@@ -193,10 +193,10 @@ class _Zygote:
         if self.ctl is not None:  # in a forked child: its own copy only
             self.ctl.close()
         if self.proc is not None and self.pid == os.getpid():
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
+            # imported here: the zygote (this module run as main) imports no MCP code
+            from server.children import stop_children
+
+            stop_children([self.proc])
         self.proc, self.ctl, self.ready = None, None, False
 
 
