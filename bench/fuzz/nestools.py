@@ -4,7 +4,6 @@ against `evals score --format nestools-official`, on generated `raw_response.jso
 from __future__ import annotations
 
 import copy
-import json
 import random
 import tempfile
 from functools import cache
@@ -96,18 +95,7 @@ def _response(rng: random.Random, task: Any) -> Any:
     if r < 0.1:
         return weird.value(rng)
     calls = _calls(rng, task)
-    style = rng.randrange(6)
-    try:
-        body = repr(calls) if style == 0 else json.dumps(calls, ensure_ascii=rng.random() < 0.5)  # Python or JSON
-    except (ValueError, RecursionError):
-        body = "[" * 1500 + "]" * 1500
-    if style == 2:
-        body = f"Here you go:\n```json\n{body}\n```\nDone."
-    elif style == 3:
-        body = body[: rng.randrange(len(body) + 1)]
-    elif style == 4:
-        body = weird.text(rng, body)
-    return body
+    return weird.answer_text(rng, calls, rng.randrange(6), "Here you go:\n```json\n{}\n```\nDone.", 1500)
 
 
 def _test_id(rng: random.Random, task: Any) -> Any:

@@ -90,17 +90,8 @@ def _answer(rng: random.Random, record: dict[str, Any], task: str) -> Any:
     if r < 0.1:
         return steps  # a JSON list of steps
     style = rng.randrange(7)
-    try:
-        body = repr(steps) if style == 0 else json.dumps(steps, ensure_ascii=rng.random() < 0.5)
-    except (ValueError, RecursionError):
-        body = "[" * 300 + "]" * 300
-    if style == 2:
-        body = f"```json\n{body}\n```"
-    elif style == 3:
-        body = body[: rng.randrange(len(body) + 1)]
-    elif style == 4:
-        body = weird.text(rng, body)
-    elif style == 5:
+    body = weird.answer_text(rng, steps, style, "```json\n{}\n```", 300)
+    if style == 5:
         body = "输出：" + body.replace(", ", "，", 1) + "\n\nDone."
     return body
 
