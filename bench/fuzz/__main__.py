@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="where the official code and its venv are kept between runs")
     p.add_argument("--keep", type=Path, help="copy every non-equal case here, with both outcomes")
     a = p.parse_args(argv)
+    try:  # our side runs `evals` in a child of this Python: without the project's packages every file "crashes"
+        import evals.cli  # noqa: F401
+    except ImportError as exc:
+        p.error(f"the project cannot be imported ({exc}): run .venv/bin/python -m bench.fuzz from the checkout")
     # SIGINT or SIGTERM (a background job ignores SIGINT): stop and print the table of the files done
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
