@@ -11,8 +11,19 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
-from bench.fuzz.outcome import compare
+from bench.fuzz.ours import score_outcome
+from bench.fuzz.outcome import Outcome, compare
+
+
+def run_ours(target: ModuleType, case: Path) -> Outcome:
+    """The target's own `run_ours`, else `evals score CASE --format NAME-official --benchmark NAME`
+    with every summary metric compared at the target's DIGITS decimals (see `outcome.Target`)."""
+    if hasattr(target, "run_ours"):
+        got: Outcome = target.run_ours(case)
+        return got
+    return score_outcome(case, f"{target.NAME}-official", target.NAME, target.DIGITS, target.SAME)
 
 
 def _fuzz(name: str, a: argparse.Namespace, counts: collections.Counter[str]) -> None:
@@ -24,7 +35,7 @@ def _fuzz(name: str, a: argparse.Namespace, counts: collections.Counter[str]) ->
     for i in range(a.files):
         with tempfile.TemporaryDirectory() as tmp:
             case = target.generate(rng, Path(tmp))
-            off, ours = target.run_official(work, case), target.run_ours(case)
+            off, ours = target.run_official(work, case), run_ours(target, case)
             n = max(1, len(off.numbers))
             verdict = compare(off, ours)
             counts[verdict] += n
@@ -48,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="where the official code and its venv are kept between runs")
     p.add_argument("--keep", type=Path, help="copy every non-equal case here, with both outcomes")
     a = p.parse_args(argv)
+    try:  # our side runs `evals` in a child of this Python: without the project's packages every file "crashes"
+        import evals.cli  # noqa: F401
+    except ImportError as exc:
+        p.error(f"the project cannot be imported ({exc}): run .venv/bin/python -m bench.fuzz from the checkout")
     # SIGINT or SIGTERM (a background job ignores SIGINT): stop and print the table of the files done
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.default_int_handler)

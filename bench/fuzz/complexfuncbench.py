@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz import score_worker
+from bench.fuzz.checkout import prepare_official
 from bench.fuzz.official_run import driver_outcome
+from bench.fuzz.ours import evals_score
 from bench.fuzz.outcome import Outcome
 
 NAME = "complexfuncbench"
 REPO = "THUDM/ComplexFuncBench"
 COMMIT = "c37b284"
-MIRROR = Path("/work/.mirror/THUDM+ComplexFuncBench/repo")
 DOMAINS = ("Hotels", "Flights", "Car-Rental", "Attraction", "Cross")
 KEYS = {"Hotels": "hotels", "Flights": "flights", "Car-Rental": "car_rental", "Attraction": "attraction",
         "Cross": "cross"}
@@ -65,15 +64,7 @@ print(json.dumps({"numbers": n, "printed": buf.getvalue()[-2000:]}))
 
 
 def prepare(work: Path) -> None:
-    src = work / "src"
-    if (src / "print_results.py").is_file():
-        return
-    if not MIRROR.is_dir():
-        raise SystemExit(f"fetch github:{REPO} first (the `fetch` tool), into {MIRROR}")
-    src.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", "--git-dir", str(MIRROR), "archive", COMMIT, "print_results.py", "utils"],
-                             check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    prepare_official(work, REPO, COMMIT, ["print_results.py", "utils"], None)
     (work / "driver.py").write_text(DRIVER, encoding="utf-8")
 
 
@@ -189,7 +180,7 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
 
 # ---- the two sides ----
 def run_official(work: Path, case: Path) -> Outcome:
-    return driver_outcome([str(work / "driver.py"), str(work / "src"), str(case)], cwd=work / "src")
+    return driver_outcome([str(work / "driver.py"), str(work / "code"), str(case)], cwd=work / "code")
 
 
 def _ours_numbers(summary: dict[str, Any]) -> dict[str, str]:
@@ -217,7 +208,6 @@ def _ours_numbers(summary: dict[str, Any]) -> dict[str, str]:
 def run_ours(case: Path) -> Outcome:
     empty = Path("/tmp/evals-fuzz-empty-data")
     empty.mkdir(exist_ok=True)
-    got = score_worker.score(["score", str(case), "--format", "complexfuncbench-official", "--benchmark", NAME,
-                              "--json", "--out", "run"], {"EVALS_DATA_DIR": str(empty)})
-    summary = got.summary()
-    return got.outcome(_ours_numbers(summary) if summary else {})
+    got = evals_score(["score", str(case), "--format", "complexfuncbench-official", "--benchmark", NAME,
+                       "--json", "--out", "run"], {"EVALS_DATA_DIR": str(empty)})
+    return got.outcome(_ours_numbers(got.summary) if got.summary else {})

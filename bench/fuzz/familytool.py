@@ -21,13 +21,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz import score_worker
+from bench.fuzz.checkout import prepare_official
+from bench.fuzz.ours import evals_score
 from bench.fuzz.outcome import Outcome
 
 NAME = "familytool"
 REPO = "yxzwang/FamilyTool"
 COMMIT = "c3c5fc7e2496df3db4ffa045f0dbf34114c27802"
-MIRROR = Path("/work/.mirror/yxzwang+FamilyTool/repo")
 ROOT = Path(__file__).resolve().parents[2]
 SETS = ROOT / "tests" / "evals" / "familytool_official" / "sets"
 DATA = Path("/work/shared/data")
@@ -37,24 +37,15 @@ KG = (("kg_em", "em"), ("kg_f1", "f1"), ("kg_no_hallucination", "no_hallucinatio
 
 
 def prepare(work: Path) -> None:
-    src = work / "src"
-    if not (src / "pipeline").is_dir():
-        if not MIRROR.is_dir():
-            raise SystemExit(f"fetch github:{REPO} first (the `fetch` tool), into {MIRROR}")
-        src.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "--git-dir", str(MIRROR), "archive", COMMIT, "pipeline",
-                                  "resources/UnifiedToolHub/benchmark", "resources/UnifiedToolHub/models",
-                                  "resources/UnifiedToolHub/run.py"], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
-        p = src / "pipeline" / "KG_extraction_post_process_make_intermediate_json.py"
-        lines = p.read_text(encoding="utf-8").split("\n")
-        line = lines[513].rstrip()  # a nested-quote f-string that needs Python 3.12 (see the README above)
-        if line.startswith('    print(f"KG extraction metrics saving to {f"'):
-            lines[513] = line.replace('print(f"', "print(f'", 1)[:-2] + "')"
-            p.write_text("\n".join(lines), encoding="utf-8")
-    if not (work / "venv" / "bin" / "python").exists():
-        subprocess.run(["python3", "-m", "venv", str(work / "venv")], check=True)
-        subprocess.run([str(work / "venv" / "bin" / "pip"), "install", "-q", "numpy", "tqdm"], check=True)
+    code = prepare_official(work, REPO, COMMIT, ["pipeline", "resources/UnifiedToolHub/benchmark",
+                                                 "resources/UnifiedToolHub/models", "resources/UnifiedToolHub/run.py"],
+                            ["numpy", "tqdm"])
+    p = code / "pipeline" / "KG_extraction_post_process_make_intermediate_json.py"
+    lines = p.read_text(encoding="utf-8").split("\n")
+    line = lines[513].rstrip()  # a nested-quote f-string that needs Python 3.12 (see the README above)
+    if line.startswith('    print(f"KG extraction metrics saving to {f"'):
+        lines[513] = line.replace('print(f"', "print(f'", 1)[:-2] + "')"
+        p.write_text("\n".join(lines), encoding="utf-8")
 
 
 def _value(rng: random.Random) -> Any:
@@ -130,7 +121,7 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
 def run_official(work: Path, case: Path) -> Outcome:
     driver = ROOT / "tests" / "evals" / "familytool_official" / "run_official.py"
     try:
-        p = subprocess.run([str(work / "venv" / "bin" / "python"), str(driver), str(work / "src"), str(case), str(DATA)],
+        p = subprocess.run([str(work / "venv" / "bin" / "python"), str(driver), str(work / "code"), str(case), str(DATA)],
                            capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
         return Outcome(stopped=True, note="timed out")
@@ -149,9 +140,9 @@ def run_official(work: Path, case: Path) -> Outcome:
 
 def run_ours(case: Path) -> Outcome:
     bench = json.loads((case / "manifest.json").read_text())["benchmark"]
-    got = score_worker.score(["score", str(case), "--format", "familytool-official", "--benchmark", bench,
-                              "--json", "--out", "run"], {"EVALS_DATA_DIR": str(DATA)})
-    summary = got.summary() or {}
+    got = evals_score(["score", str(case), "--format", "familytool-official", "--benchmark", bench,
+                       "--json", "--out", "run"], {"EVALS_DATA_DIR": str(DATA)})
+    summary = got.summary or {}
     numbers = {f"{block}.{k}": repr(float(v)) for block in ("metrics", "nonstrict_metrics")
                for k, v in (summary.get(block) or {}).items() if isinstance(v, int | float)}
     return got.outcome(numbers)

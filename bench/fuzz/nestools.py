@@ -4,7 +4,6 @@ against `evals score --format nestools-official`, on generated `raw_response.jso
 from __future__ import annotations
 
 import copy
-import json
 import random
 import tempfile
 from functools import cache
@@ -13,7 +12,7 @@ from typing import Any
 
 from bench.fuzz import weird
 from bench.fuzz.checkout import prepare_official
-from bench.fuzz.ours import LineServer, score_outcome
+from bench.fuzz.official_run import served_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "nestools"
@@ -22,8 +21,9 @@ COMMIT = "fb617f396d61ead9f857a48f9ea7cf12fa522450"
 # eval.py's printed order: format, P/R/F1 of selection, order, parameters, nested, the average
 PRINTED = ["format_accuracy", *(f"{d}_{m}" for d in ("selection", "order", "param", "nested")
                                 for m in ("precision", "recall", "f1")), "average_f1"]
+DIGITS = 1  # our summary's metrics are compared at eval.py's one decimal (no `run_ours`: the driver's)
 # warnings that say the number is the official one (not a difference)
-_SAME = ("every line is scored, as eval.py scores it", "read the same here")
+SAME = ("every line is scored, as eval.py scores it", "read the same here")
 
 
 def prepare(work: Path) -> None:
@@ -95,18 +95,7 @@ def _response(rng: random.Random, task: Any) -> Any:
     if r < 0.1:
         return weird.value(rng)
     calls = _calls(rng, task)
-    style = rng.randrange(6)
-    try:
-        body = repr(calls) if style == 0 else json.dumps(calls, ensure_ascii=rng.random() < 0.5)  # Python or JSON
-    except (ValueError, RecursionError):
-        body = "[" * 1500 + "]" * 1500
-    if style == 2:
-        body = f"Here you go:\n```json\n{body}\n```\nDone."
-    elif style == 3:
-        body = body[: rng.randrange(len(body) + 1)]
-    elif style == 4:
-        body = weird.text(rng, body)
-    return body
+    return weird.answer_text(rng, calls, rng.randrange(6), "Here you go:\n```json\n{}\n```\nDone.", 1500)
 
 
 def _test_id(rng: random.Random, task: Any) -> Any:
@@ -133,21 +122,10 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
     return path
 
 
-_OFFICIAL: dict[Path, LineServer] = {}
 DRIVER = Path(__file__).with_name("nestools_official.py")
 
 
 def run_official(work: Path, case: Path) -> Outcome:
-    server = _OFFICIAL.setdefault(work, LineServer([str(work / "venv" / "bin" / "python"), str(DRIVER),
-                                                    str(work / "code")], work))
     with tempfile.TemporaryDirectory() as tmp:
-        answer = server.ask([str(case), str(Path(tmp) / "r.csv")], timeout=600)
-    if answer is None:
-        return Outcome(stopped=True, note="timeout, or the official process died")
-    if "error" in answer:
-        return Outcome(stopped=True, note=answer["error"][:200])
-    return Outcome(numbers=dict(zip(PRINTED, answer["printed"], strict=True)))
-
-
-def run_ours(case: Path) -> Outcome:
-    return score_outcome(case, "nestools-official", "nestools", 1, _SAME)
+        return served_outcome(work, DRIVER, work / "code", [str(case), str(Path(tmp) / "r.csv")],
+                              lambda answer: dict(zip(PRINTED, answer["printed"], strict=True)))

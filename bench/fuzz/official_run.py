@@ -1,12 +1,21 @@
-"""Running an official script's driver for the fuzzer: the system Python (outside the project's venv),
-a timeout, and the driver's last stdout line as JSON: ``{"stopped": "<error>"}`` or ``{"numbers": {...}}``."""
+"""Running an official script for the fuzzer, outside the project's venv, in one of two ways:
+
+* `driver_outcome`: a driver run by the system Python per case, with a timeout; its last stdout line is
+  JSON, ``{"stopped": "<error>"}`` or ``{"numbers": {...}}`` (ComplexFuncBench, ToolHop);
+* `served_outcome`: a driver kept running in the official code's venv (`ours.LineServer`), one request
+  line per case, answering ``{"error": "<error>"}`` or the numbers (NesTools, UltraTool: their imports
+  cost seconds).
+"""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from bench.fuzz.ours import LineServer
 from bench.fuzz.outcome import Outcome
 
 
@@ -22,3 +31,19 @@ def driver_outcome(args: list[str], *, cwd: Path | None = None, timeout: float =
     if "stopped" in got:
         return Outcome(stopped=True, note=got["stopped"])
     return Outcome(numbers=dict(got["numbers"]))
+
+
+_SERVERS: dict[tuple[str, ...], LineServer] = {}
+
+
+def served_outcome(work: Path, driver: Path, arg: Path, request: Any,
+                   numbers: Callable[[dict[str, Any]], dict[str, str]]) -> Outcome:
+    """``driver ARG`` run by ``work/venv``'s Python (started once), asked ``request``; its answer made
+    numbers by ``numbers``; a timeout (600 s), a dead driver or ``{"error": ...}`` is the code stopping."""
+    cmd = [str(work / "venv" / "bin" / "python"), str(driver), str(arg)]
+    answer = _SERVERS.setdefault(tuple(cmd), LineServer(cmd, work)).ask(request, timeout=600)
+    if answer is None:
+        return Outcome(stopped=True, note="timeout, or the official process died")
+    if "error" in answer:
+        return Outcome(stopped=True, note=str(answer["error"])[:200])
+    return Outcome(numbers=numbers(answer))

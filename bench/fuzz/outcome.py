@@ -42,9 +42,17 @@ def compare(official: Outcome, ours: Outcome) -> Verdict:
 
 
 class Target(Protocol):
-    """One benchmark's fuzzing: a module `bench/fuzz/<name>.py` exposing these as module functions."""
+    """One benchmark's fuzzing: a module `bench/fuzz/<name>.py` exposing these as module attributes.
+
+    Our side is the driver's (`__main__.run_ours`): `evals score CASE --format NAME-official --benchmark
+    NAME --json`, every metric of the summary compared at DIGITS decimals, a warning holding one of SAME
+    (phrases of warnings that say the number is the official one) not counted as a warning. A target
+    whose numbers come otherwise defines `run_ours(case) -> Outcome` instead (with `ours.evals_score`).
+    """
 
     NAME: str
+    DIGITS: int
+    SAME: tuple[str, ...]
 
     def prepare(self, work: Path) -> None:
         """Fetch / set up the official code (pinned commit, its own venv) under `work`, once."""
@@ -53,5 +61,3 @@ class Target(Protocol):
         """Write one unusual input file (or folder) under case_dir; return the path to score."""
 
     def run_official(self, work: Path, case: Path) -> Outcome: ...
-
-    def run_ours(self, case: Path) -> Outcome: ...

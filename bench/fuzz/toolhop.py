@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz import score_worker
+from bench.fuzz.checkout import prepare_official
 from bench.fuzz.official_run import driver_outcome
+from bench.fuzz.ours import evals_score
 from bench.fuzz.outcome import Outcome
 
 NAME = "toolhop"
 REPO = "MananDesai54/llm-benchmarking"
 COMMIT = "61da0692c678e73f0c334f6399c3e9415645e729"
-MIRROR = Path("/work/.mirror/MananDesai54+llm-benchmarking/repo")
 
 DRIVER = r'''
 import io, json, sys, types, contextlib
@@ -71,14 +70,7 @@ print(json.dumps({"numbers": out}))
 
 
 def prepare(work: Path) -> None:
-    src = work / "src"
-    if not (src / "evaluation_closed.py").is_file():
-        if not MIRROR.is_dir():
-            raise SystemExit(f"fetch github:{REPO} first (the `fetch` tool), into {MIRROR}")
-        src.mkdir(parents=True, exist_ok=True)
-        text = subprocess.run(["git", "--git-dir", str(MIRROR), "show", f"{COMMIT}:code/evaluation_closed.py"],
-                              check=True, capture_output=True).stdout
-        (src / "evaluation_closed.py").write_bytes(text)
+    prepare_official(work, REPO, COMMIT, ["code/evaluation_closed.py"], None)
     (work / "driver.py").write_text(DRIVER, encoding="utf-8")
     (work / "empty.json").write_text("[]", encoding="utf-8")
 
@@ -160,7 +152,7 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
 
 
 def run_official(work: Path, case: Path) -> Outcome:
-    got = driver_outcome([str(work / "driver.py"), str(work / "src"), str(case), str(work / "empty.json")])
+    got = driver_outcome([str(work / "driver.py"), str(work / "code" / "code"), str(case), str(work / "empty.json")])
     if got.stopped:
         return got
     numbers = got.numbers
@@ -170,9 +162,7 @@ def run_official(work: Path, case: Path) -> Outcome:
 
 
 def run_ours(case: Path) -> Outcome:
-    got = score_worker.score(["score", str(case), "--format", "toolhop-official", "--benchmark", NAME, "--json",
-                              "--out", "run"], {"EVALS_DATA_DIR": "/work/shared/data"})
-    summary = got.summary() or {}
-    metrics = summary.get("metrics") or {}
-    numbers = {k: repr(float(metrics[k])) for k in ("official_result", "official_answer_rule") if k in metrics}
-    return got.outcome(numbers)
+    got = evals_score(["score", str(case), "--format", "toolhop-official", "--benchmark", NAME, "--json",
+                       "--out", "run"], {"EVALS_DATA_DIR": "/work/shared/data"})
+    metrics = (got.summary or {}).get("metrics") or {}
+    return got.outcome({k: repr(float(metrics[k])) for k in ("official_result", "official_answer_rule") if k in metrics})

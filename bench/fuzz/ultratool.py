@@ -16,7 +16,7 @@ from typing import Any
 
 from bench.fuzz import weird
 from bench.fuzz.checkout import prepare_official
-from bench.fuzz.ours import LineServer, score_outcome
+from bench.fuzz.official_run import served_outcome
 from bench.fuzz.outcome import Outcome
 
 NAME = "ultratool"
@@ -27,8 +27,9 @@ FOLDERS = {"en": "English-dataset", "zh": "Chinese-dataset"}
 PLAN_KEYS = {"en": ("Accuracy Score", "Completeness Score", "Executability Score", "Syntactic Soundness Score",
                     "Structural Rationality Score", "Efficiency Score", "Overall Score"),
              "zh": ("准确性分数", "完整性分数", "可执行性分数", "语法健全性分数", "结构合理性分数", "高效性分数", "总分")}
+DIGITS = 2  # our summary's metrics are compared at two decimals (no `run_ours`: the driver's)
 # warnings that say the number is the official one (not a difference)
-_SAME = ("and so is it scored here", "as the official code does", "and so is it read here",
+SAME = ("and so is it scored here", "as the official code does", "and so is it read here",
          "as the official code's np.mean counts it")
 
 
@@ -89,17 +90,8 @@ def _answer(rng: random.Random, record: dict[str, Any], task: str) -> Any:
     if r < 0.1:
         return steps  # a JSON list of steps
     style = rng.randrange(7)
-    try:
-        body = repr(steps) if style == 0 else json.dumps(steps, ensure_ascii=rng.random() < 0.5)
-    except (ValueError, RecursionError):
-        body = "[" * 300 + "]" * 300
-    if style == 2:
-        body = f"```json\n{body}\n```"
-    elif style == 3:
-        body = body[: rng.randrange(len(body) + 1)]
-    elif style == 4:
-        body = weird.text(rng, body)
-    elif style == 5:
+    body = weird.answer_text(rng, steps, style, "```json\n{}\n```", 300)
+    if style == 5:
         body = "输出：" + body.replace(", ", "，", 1) + "\n\nDone."
     return body
 
@@ -164,20 +156,8 @@ def _percent(text: str) -> str:
     return f"{x * 100:.2f}" if math.isfinite(x) else text
 
 
-_OFFICIAL: dict[Path, LineServer] = {}
-
-
 def run_official(work: Path, case: Path) -> Outcome:
     meta = _case(case)
-    server = _OFFICIAL.setdefault(work, LineServer([str(work / "venv" / "bin" / "python"), str(DRIVER),
-                                                    str(work / "code" / "evaluation")], work))
-    answer = server.ask([meta["task"], meta["language"], meta["layout"], str(case)], timeout=600)
-    if answer is None:
-        return Outcome(stopped=True, note="timeout, or the official process died")
-    if "error" in answer:
-        return Outcome(stopped=True, note=answer["error"][:200])
-    return Outcome(numbers={k: _percent(v) for k, v in answer["numbers"].items()})
-
-
-def run_ours(case: Path) -> Outcome:
-    return score_outcome(case, "ultratool-official", "ultratool", 2, _SAME)
+    return served_outcome(work, DRIVER, work / "code" / "evaluation",
+                          [meta["task"], meta["language"], meta["layout"], str(case)],
+                          lambda answer: {k: _percent(v) for k, v in answer["numbers"].items()})

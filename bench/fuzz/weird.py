@@ -14,7 +14,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ODD_CHARS", "dumps", "text", "value", "write_lines"]
+__all__ = ["ODD_CHARS", "answer_text", "dumps", "text", "value", "write_lines"]
 
 ODD_CHARS = ["\u2028", "\u2029", "\x85", "\x0c", "\x1c", "\x1d", "\x1e", "\x0b", "\r", "\t", "\x00", "\ufeff",
              "\ud800", "\udfff", "\udc80", "\u00e9", "\u4e2d", "\U0001f600", "\\", '"', "'", "\\_", "json", "null",
@@ -69,6 +69,23 @@ def dumps(rng: random.Random, obj: Any) -> str:
         return text
     except (ValueError, RecursionError):
         return "[" * 1200 + "1" + "]" * 1200  # too deep to write: a line as deep
+
+
+def answer_text(rng: random.Random, obj: Any, style: int, fence: str, deep: int) -> str:
+    """``obj`` written as a model's answer: style 0 a Python literal, any other JSON (escaped non-ASCII at
+    random); then 2 inside ``fence`` (its ``{}``), 3 cut anywhere, 4 with odd characters; too deep to
+    write: ``deep`` brackets."""
+    try:
+        body = repr(obj) if style == 0 else json.dumps(obj, ensure_ascii=rng.random() < 0.5)
+    except (ValueError, RecursionError):
+        body = "[" * deep + "]" * deep
+    if style == 2:
+        body = fence.format(body)
+    elif style == 3:
+        body = body[: rng.randrange(len(body) + 1)]
+    elif style == 4:
+        body = text(rng, body)
+    return body
 
 
 def write_lines(rng: random.Random, path: Path, lines: list[str], odd: float = 0.3) -> None:

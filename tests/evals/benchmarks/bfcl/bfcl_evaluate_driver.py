@@ -3,19 +3,24 @@ its typer wrapper is not installed) over a result folder, in .ci/bfcl-venv.
 
 Run by that venv's python (never imported by the project's tests):
     python bfcl_evaluate_driver.py RESULT_DIR SCORE_DIR MODEL [CATEGORY ...]
-with ``BFCL_PROJECT_ROOT`` set to a scratch folder (BFCL makes its ``result/``, ``score/`` and lock folders
-there). Evaluates MODEL's folder of RESULT_DIR with ``--partial-eval`` (the entries the files hold), then prints
-{CSV file: {column: cell}} of the model's row of each CSV BFCL wrote, and the ``*_score.json`` headers
-({category: {"accuracy", "correct_count", "total_count"}}), as JSON on stdout.
+``RESULT_DIR`` holds ``<MODEL with / as _>/<group>/BFCL_v4_<category>_result.json``. What runs is BFCL's
+``eval_runner.main([MODEL], CATEGORIES or ["all"], RESULT_DIR, SCORE_DIR, partial_eval=True)`` (the entries the
+files hold), unchanged: its model registry (``MODEL_CONFIG_MAPPING``) picks the model's handler, whose
+``decode_ast`` decodes each result, then its eval runner and checkers. BFCL makes its ``result/``, ``score/``
+and lock folders under ``BFCL_PROJECT_ROOT`` (a temporary one when it is not set). Printed on stdout, as JSON:
+``csv``, {CSV file: {column: cell}} of the model's row of each CSV BFCL wrote; ``scores``, the
+``*_score.json`` headers ({category: {"accuracy", "correct_count", "total_count"}}); ``verdicts``, {id:
+error type, or "" when right} of every entry of the result files (each score file lists the entries that
+failed). Used by ``test_bfcl_export_evaluate.py`` (an exported run) and ``test_bfcl_handlers.py`` (crafted
+result folders of seven registry models).
 
-What runs is BFCL's code, the real model registry (``MODEL_CONFIG_MAPPING``) and handler classes included.
-The venv holds bfcl-eval without its dependencies (the model SDKs, numpy, pandas...): a module that cannot
-be found is a stand-in whose every name is a harmless class (the SDK clients a handler's constructor makes
-are never called: evaluation queries no model). Five are given what evaluation uses of them: ``numpy``'s
-``percentile`` (the 95th-percentile latency, numpy's default "linear" method), ``tqdm`` (iterates),
-``dotenv``'s ``load_dotenv`` (nothing to load), ``overrides``' decorators (they return the method) and
-``pandas`` (only for a Weights & Biases upload that
-does not run).
+What runs is BFCL's code, the real model registry and handler classes included. The venv holds bfcl-eval
+without its dependencies (the model SDKs, numpy, pandas...): a module that cannot be found is a stand-in
+whose every name is a harmless class (the SDK clients a handler's constructor makes are never called:
+evaluation queries no model; no decoder of the handlers used touches them). Five are given what
+evaluation uses of them: ``numpy``'s ``percentile`` (the 95th-percentile latency, numpy's default "linear"
+method), ``tqdm`` (iterates), ``dotenv``'s ``load_dotenv`` (nothing to load), ``overrides``' decorators
+(they return the method) and ``pandas`` (only for a Weights & Biases upload that does not run).
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ import importlib.abc
 import importlib.machinery
 import json
 import math
+import os
 import sys
+import tempfile
 import types
 from pathlib import Path
 from typing import Any
@@ -115,28 +122,41 @@ class _StandInFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)
 
 
-def main() -> None:
-    result_dir, score_dir, model = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    categories = sys.argv[4:] or ["all"]
-    sys.meta_path.append(_StandInFinder())
-    with contextlib.redirect_stdout(sys.stderr):  # BFCL prints its progress
-        from bfcl_eval.eval_checker.eval_runner import main as evaluation_main
-
-        # `bfcl evaluate`'s body (bfcl_eval/__main__.py): load_dotenv (nothing to load), then the runner
-        evaluation_main([model], categories, str(result_dir.resolve()), str(score_dir.resolve()), True)
-    out: dict[str, Any] = {"csv": {}, "scores": {}}
+def _read_scores(score_dir: Path, result_dir: Path, model: str) -> dict[str, Any]:
     from bfcl_eval.constants.model_config import MODEL_CONFIG_MAPPING
 
+    out: dict[str, Any] = {"csv": {}, "scores": {}, "verdicts": {}}
     display = MODEL_CONFIG_MAPPING[model].display_name
     for path in sorted(score_dir.glob("data_*.csv")):
         with open(path, newline="") as f:
             rows = [r for r in csv.DictReader(f) if r.get("Model") == display]
         out["csv"][path.stem] = rows[0] if rows else None
-    for path in score_dir.rglob("BFCL_v4_*_score.json"):
-        header = json.loads(path.read_text().splitlines()[0])
+    for path in (score_dir / model.replace("/", "_")).rglob("BFCL_v4_*_score.json"):
+        header, *failed = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         out["scores"][path.name.removeprefix("BFCL_v4_").removesuffix("_score.json")] = {
             k: header.get(k) for k in ("accuracy", "correct_count", "total_count")}
-    json.dump(out, sys.stdout)
+        for row in failed:
+            out["verdicts"][row["id"]] = row.get("error_type", "?")
+    for path in result_dir.rglob("BFCL_v4_*_result.json"):
+        for line in path.read_text().splitlines():
+            if line.strip():
+                out["verdicts"].setdefault(json.loads(line)["id"], "")
+    return out
+
+
+def main() -> None:
+    result_dir, score_dir, model = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3]
+    categories = sys.argv[4:] or ["all"]
+    os.environ.setdefault("BFCL_PROJECT_ROOT", tempfile.mkdtemp(prefix="bfcl-project-"))
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY", "NVIDIA_API_KEY", "MISTRAL_API_KEY"):
+        os.environ.setdefault(key, "placeholder")  # some handlers' constructors insist; evaluation calls no API
+    sys.meta_path.append(_StandInFinder())
+    with contextlib.redirect_stdout(sys.stderr):  # BFCL prints its progress
+        from bfcl_eval.eval_checker.eval_runner import main as evaluation_main
+
+        # `bfcl evaluate`'s body (bfcl_eval/__main__.py): load_dotenv (nothing to load), then the runner
+        evaluation_main([model], categories, str(result_dir), str(score_dir), True)
+    json.dump(_read_scores(score_dir, result_dir, model), sys.stdout)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 For each model below (BFCL's registry picks its handler from the model folder's name), a crafted result
 folder (``crafted_folder``: every line one of the shapes that handler's results take, right and wrong,
 from each entry's gold calls) is scored twice: by ``bfcl evaluate`` itself (``eval_runner.main`` in
-.ci/bfcl-venv, ``bfcl_verdicts_driver.py``) and by ``evals score --format bfcl-official``; every entry's
+.ci/bfcl-venv, ``bfcl_evaluate_driver.py``) and by ``evals score --format bfcl-official``; every entry's
 verdict and error type must be equal. BFCL's answers are also committed
 (``fixtures/bfcl_handler_verdicts.json``), made by
 
@@ -28,7 +28,7 @@ from evals.benchmarks.bfcl.prompting import oracle_text
 from evals.benchmarks.bfcl.single_turn import gold_calls
 
 HERE = Path(__file__).parent
-DRIVER = HERE / "bfcl_verdicts_driver.py"
+DRIVER = HERE / "bfcl_evaluate_driver.py"
 FIXTURE = HERE / "fixtures" / "bfcl_handler_verdicts.json"
 
 # model (BFCL registry name) -> the decoding its handler gives (what the crafted lines are written for)
@@ -153,8 +153,9 @@ def test_every_handler_shape_gets_bfcls_own_verdicts_and_error_types(bfcl_data, 
     ours, summary = _ours(root, model, tmp_path / "run")
     assert ours == {i: theirs["verdicts"][i] for i in ids}
     assert len(set(ours.values())) >= 4  # right, and several kinds of wrong
-    for category, accuracy in theirs["accuracy"].items():
-        assert summary["metrics"][category] == round(100 * accuracy, 2), category
+    assert theirs["scores"], "BFCL wrote no score file"
+    for category, header in theirs["scores"].items():
+        assert summary["metrics"][category] == round(100 * header["accuracy"], 2), category
     committed = json.loads(FIXTURE.read_text())[model]
     assert committed == theirs["verdicts"]
 

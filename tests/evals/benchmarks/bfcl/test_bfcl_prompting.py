@@ -78,7 +78,7 @@ async def test_format_sensitivity_runs_every_configuration_and_equals_bfcls_eval
     assert done.returncode == 0, done.stderr[-3000:]
     theirs = json.loads(done.stdout)
     assert {i for i, kind in theirs["verdicts"].items() if kind} == wrong
-    assert round(100 * theirs["accuracy"]["format_sensitivity"], 2) == summary["metrics"]["format_sensitivity"]
+    assert round(100 * theirs["scores"]["format_sensitivity"]["accuracy"], 2) == summary["metrics"]["format_sensitivity"]
 
 
 def _reply(query: str, text: str) -> str:
