@@ -267,6 +267,10 @@ def host_operation(op: Mapping[str, Any], sets: dict[str, Instances], tables: di
         return {"difference": bounded_differences(sets[str(op["model"])], sets[str(op["gold"])])}
     if kind in ("memory_load", "memory_call", "memory_snapshot"):
         return memory_operation(op, sets)
+    if kind == "web_call":
+        from .web_fetch import web_operation  # BFCL's web search (bounded HTTP)
+
+        return web_operation(op, sets)
     if key not in sets:
         return {"error": f"no instances named {key!r}"}
     if kind == "call":

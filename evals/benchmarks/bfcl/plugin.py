@@ -33,7 +33,16 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .agentic import AgenticVerdict
 from .checker import Verdict, check_calls
 from .data import BfclEntry, load_entries, verified_wheel
-from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, SERVED, SINGLE_TURN, language, served_name
+from .files import (
+    FORMAT_SENSITIVITY,
+    MEMORY_SERVED,
+    MULTI_TURN,
+    SERVED,
+    SINGLE_TURN,
+    WEB_SEARCH,
+    language,
+    served_name,
+)
 from .format_sensitivity import base_id, load_format_sensitivity
 from .memory import MemoryCatalog
 from .memory_run import MemoryRunner
@@ -50,6 +59,7 @@ if TYPE_CHECKING:
 
     from ...core.context import ScoreContext
     from ...core.formats import PredictionFormat
+    from .web_search import WebSearchRunner
 
 __all__ = ["BfclBenchmark", "calls_from_trace", "conversation", "gold_calls", "selected_categories"]
 
@@ -62,7 +72,8 @@ def selected_categories(option: Any) -> tuple[str, ...]:
     chosen = set(option or ["all"])
     every = SERVED + MEMORY_SERVED
     picked = every if "all" in chosen else tuple(c for c in every if c in chosen)
-    return picked + ((FORMAT_SENSITIVITY,) if FORMAT_SENSITIVITY in chosen else ())  # only when named
+    web = tuple(c for c in WEB_SEARCH if c in chosen or "web_search" in chosen)  # only when named: they need a key
+    return picked + web + ((FORMAT_SENSITIVITY,) if FORMAT_SENSITIVITY in chosen else ())  # only when named
 
 
 _NO_VALUE = object()
@@ -174,11 +185,18 @@ class BfclBenchmark:
             e.id: e for e in load_multi_turn(tuple(c for c in self.categories if c in MULTI_TURN))}
         memory = tuple(c for c in self.categories if c in MEMORY_SERVED)
         self.memory: MemoryRunner | None = MemoryRunner(memory, self.name) if memory else None
+        web = tuple(c for c in self.categories if c in WEB_SEARCH)
+        self.web: WebSearchRunner | None = None
+        if web:
+            from .web_search import WebSearchRunner
+
+            self.web = WebSearchRunner(web, self.name, options.get("bfcl_search_endpoint"))
 
     def task_ids(self) -> list[str]:
         """Every selected entry in BFCL's order; with ``--limit-per-category N``, the first N of each category."""
         memory = self.memory.entries if self.memory else {}
-        every: list[Any] = [*self.entries.values(), *self.multi.values(), *memory.values()]
+        web = self.web.entries if self.web else {}
+        every: list[Any] = [*self.entries.values(), *self.multi.values(), *memory.values(), *web.values()]
         limit = self.options.get("limit_per_category")
         taken: dict[str, int] = {}
         out = []
@@ -193,18 +211,23 @@ class BfclBenchmark:
         limit = self.options.get("limit_per_category")
         if limit is None:
             return {}
-        every = len(self.entries) + len(self.multi) + len(self.memory.entries if self.memory else ())
+        every = (len(self.entries) + len(self.multi) + len(self.memory.entries if self.memory else ())
+                 + len(self.web.entries if self.web else ()))
         return {"benchmark_tasks": every,
                 "subset_note": f"the first {limit} entries of each category (--limit-per-category): not comparable "
                                "with BFCL's leaderboard (over every entry)"}
 
     def config_extras(self) -> dict[str, Any]:
-        """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run."""
-        return {"bfcl_step_limit": step_limit()} if self.multi else {}
+        """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run; web search's
+        endpoint and that a key was set (never the key)."""
+        return {**({"bfcl_step_limit": step_limit()} if self.multi else {}),
+                **(self.web.config_record() if self.web else {})}
 
     def check(self, strategy: str, *, own_server: bool) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"bfcl has no strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+        if self.web is not None:
+            self.web.check(strategy)
         if strategy == "prompting":
             from .prompting import refused_category
 
@@ -223,12 +246,16 @@ class BfclBenchmark:
             catalog = MultiTurnCatalog(catalog, list(self.multi.values()), self.name)
         if self.memory is not None:
             catalog = MemoryCatalog(self.memory.endpoints(), catalog, self.name)
+        if self.web is not None:
+            catalog = self.web.catalog(catalog)
         return [BenchmarkMount(catalog=catalog)]
 
     def data_files(self) -> list[Path]:
         return [verified_wheel()]
 
     def task_query(self, task_id: str) -> str | None:
+        if self.web is not None and task_id in self.web.entries:
+            return self.web.entries[task_id].question
         if self.memory is not None and task_id in self.memory.entries:
             return self.memory.entries[task_id].question
         if task_id in self.multi:
@@ -243,6 +270,8 @@ class BfclBenchmark:
             return await self.memory.episode(env, task_id, recorder)
         if task_id in self.multi:
             return await run_multi_turn(self.multi[task_id], env, recorder, self.name)
+        if self.web is not None and task_id in self.web.entries:
+            return await self.web.episode(env, task_id, recorder)
         entry = self.entries[task_id]
         if env.opts.strategy == "prompting":
             return await self._prompting_episode(env, entry, recorder)
@@ -291,12 +320,15 @@ class BfclBenchmark:
     def progress_score(self, trace: Mapping[str, Any]) -> float | None:
         task_id = str(trace.get("task_id"))
         known = (task_id in self.entries or task_id in self.multi
-                 or (self.memory is not None and task_id in self.memory.entries))
+                 or (self.memory is not None and task_id in self.memory.entries)
+                 or (self.web is not None and task_id in self.web.entries))
         return float(self.verdict(task_id, trace).valid) if known else None
 
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict | AgenticVerdict:
         if self.memory is not None and task_id in self.memory.entries:
             return self.memory.verdict(task_id, trace)
+        if self.web is not None and task_id in self.web.entries:
+            return self.web.verdict(task_id, trace)
         if task_id in self.multi:
             return check_multi_turn(self.multi[task_id], turns_from_trace(trace))
         return self._single_verdict(self.entries[task_id], trace)
@@ -314,7 +346,8 @@ class BfclBenchmark:
 
     async def score(self, task_id: str, trace: Mapping[str, Any] | None, ctx: ScoreContext) -> TaskScore:
         memory = self.memory.entries if self.memory is not None else {}
-        entry: Any = self.entries.get(task_id) or self.multi.get(task_id) or memory.get(task_id)
+        web = self.web.entries if self.web is not None else {}
+        entry: Any = self.entries.get(task_id) or self.multi.get(task_id) or memory.get(task_id) or web.get(task_id)
         if entry is None:
             raise ValueError(f"the run has a task id that is not among its BFCL entries: {task_id!r}")
         errored = trace is None or trace.get("status") != "completed"
