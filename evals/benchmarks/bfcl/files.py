@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...core.data import RemoteFile
 
-__all__ = ["ALL_CATEGORIES", "FORMAT_SENSITIVITY", "MEMORY_SERVED", "MULTI_TURN", "NAME", "NO_ANSWER", "REFUSED", "SERVED",
+__all__ = ["ALL_CATEGORIES", "FORMAT_SENSITIVITY", "MEMORY_SERVED", "MEMORY_VECTOR", "MULTI_TURN", "NAME", "NO_ANSWER", "REFUSED", "SERVED",
            "SINGLE_TURN", "WEB_SEARCH", "SOURCES", "VERSION", "WHEEL", "language", "served_name"]
 
 NAME = "bfcl"  # the registry name; also the folder of its files under the data directory
@@ -33,6 +33,8 @@ MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"
 SERVED = SINGLE_TURN + MULTI_TURN
 # The agentic memory categories served (each over its own BFCL backend; module .memory says why these two).
 MEMORY_SERVED = ("memory_kv", "memory_rec_sum")
+# Served when named and its embedding model is a local folder (.memory_vector)
+MEMORY_VECTOR = "memory_vector"
 # The web-search categories: served when BFCL's backend can run (its packages and a SerpAPI key; .web_search)
 WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
 # Categories not served unconditionally, each with the one-line reason (module .agentic has the details): their

@@ -26,6 +26,7 @@ memory needs, written here because the multi-turn module (branch b-mt) was not t
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,10 +35,11 @@ from typing import Any
 from tool_specs import CallContext, TaskNotFound, ToolLike, ToolResult, ToolSpec
 
 from .backend_calls import ERROR_PREFIX, SNAPSHOT_KEYS, backend_class, memory_operation
-from .backend_host import Holder, HostError
+from .backend_host import MAKE_DEADLINE_S, Holder, HostError
 from .backends import session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, verified_wheel
 from .files import NAME, served_name
+from .memory_vector import MODEL_ENV
 from .tools import to_schema
 
 __all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "MemoryCatalog", "backend_class",
@@ -48,9 +50,14 @@ SNAPSHOT_TOOL = "bfcl_memory_snapshot"
 HIDDEN_TOOLS = frozenset({LOAD_TOOL, SNAPSHOT_TOOL})
 
 
+def _deadline(op: Mapping[str, Any]) -> float | None:
+    """The vector backend's first operation in a holder may load its embedding model (.memory_vector)."""
+    return MAKE_DEADLINE_S if op.get("backend") == "vector" else None
+
+
 async def _request(holder: Holder, op: dict[str, Any], *, log: bool = True) -> Any:
     try:
-        answer = await holder.arequest(op, log=log)
+        answer = await holder.arequest(op, log=log, deadline=_deadline(op))
     except HostError as exc:
         raise ValueError(stopped_text(exc, holder.take_lost())) from None
     if answer.get("error"):
@@ -62,14 +69,16 @@ def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str =
     """The backend's functions as tools, and the two hidden harness tools, for one endpoint. The
     instance lives in the session's holder process (:mod:`.backend_host`: each call under its deadline)."""
     key = f"bfcl_memory:{backend}"
+    # the vector backend's model folder, for a holder that loads BFCL's module itself (.memory_vector)
+    extra = {"model": os.environ.get(MODEL_ENV, "")} if backend == "vector" else {}
     names = {served_name(str(d.get("name", ""))): str(d.get("name", "")) for d in docs}
 
     async def call(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         holder = session_holder(ctx, key)
         op = {"op": "memory_call", "key": key, "backend": backend, "name": names.get(spec.name, ""),
-              "served": spec.name, "arguments": arguments}
+              "served": spec.name, "arguments": arguments, **extra}
         try:
-            answer = await holder.arequest(op, log=True)
+            answer = await holder.arequest(op, log=True, deadline=_deadline(op))
         except HostError as exc:
             return ToolResult.error(stopped_text(exc, holder.take_lost()))
         if answer.get("error"):
@@ -83,11 +92,12 @@ def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str =
             raise ValueError(f"a {backend} snapshot needs the keys {', '.join(SNAPSHOT_KEYS[backend])}")
         holder = session_holder(ctx, key)
         holder.log = []  # a load replaces the state: nothing before it needs replaying
-        answer = await _request(holder, {"op": "memory_load", "key": key, "backend": backend, "snapshot": snapshot})
+        answer = await _request(holder, {"op": "memory_load", "key": key, "backend": backend, "snapshot": snapshot,
+                                               **extra})
         return {"context": answer["context"]}
 
     async def snapshot(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        answer = await _request(session_holder(ctx, key), {"op": "memory_snapshot", "key": key, "backend": backend},
+        answer = await _request(session_holder(ctx, key), {"op": "memory_snapshot", "key": key, "backend": backend, **extra},
                                 log=False)
         return {"snapshot": answer["snapshot"]}
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from .data import BfclEntry, load_entries, verified_wheel
 from .files import (
     FORMAT_SENSITIVITY,
     MEMORY_SERVED,
+    MEMORY_VECTOR,
     MULTI_TURN,
     SERVED,
     SINGLE_TURN,
@@ -73,7 +75,8 @@ def selected_categories(option: Any) -> tuple[str, ...]:
     every = SERVED + MEMORY_SERVED
     picked = every if "all" in chosen else tuple(c for c in every if c in chosen)
     web = tuple(c for c in WEB_SEARCH if c in chosen or "web_search" in chosen)  # only when named: they need a key
-    return picked + web + ((FORMAT_SENSITIVITY,) if FORMAT_SENSITIVITY in chosen else ())  # only when named
+    vector = (MEMORY_VECTOR,) if MEMORY_VECTOR in chosen else ()  # only when named: it needs a local model
+    return picked + vector + web + ((FORMAT_SENSITIVITY,) if FORMAT_SENSITIVITY in chosen else ())  # only when named
 
 
 _NO_VALUE = object()
@@ -183,7 +186,7 @@ class BfclBenchmark:
             self.entries.update((e.id, e) for e in load_format_sensitivity())
         self.multi: dict[str, MultiTurnEntry] = {
             e.id: e for e in load_multi_turn(tuple(c for c in self.categories if c in MULTI_TURN))}
-        memory = tuple(c for c in self.categories if c in MEMORY_SERVED)
+        memory = tuple(c for c in self.categories if c in MEMORY_SERVED or c == MEMORY_VECTOR)
         self.memory: MemoryRunner | None = MemoryRunner(memory, self.name) if memory else None
         web = tuple(c for c in self.categories if c in WEB_SEARCH)
         self.web: WebSearchRunner | None = None
@@ -221,13 +224,29 @@ class BfclBenchmark:
         """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run; web search's
         endpoint and that a key was set (never the key)."""
         return {**({"bfcl_step_limit": step_limit()} if self.multi else {}),
-                **(self.web.config_record() if self.web else {})}
+                **(self.web.config_record() if self.web else {}), **self._vector_record()}
+
+    def _vector_record(self) -> dict[str, Any]:
+        """memory_vector's model folder and its files' sha256 (and the folder handed to the holders)."""
+        path = self.options.get("bfcl_embedding_model")
+        if MEMORY_VECTOR not in self.categories or not path:
+            return {}
+        from .memory_vector import MODEL_ENV, model_record
+
+        os.environ[MODEL_ENV] = str(Path(path).resolve())  # a path: the holders' zygote loads it before forking
+        return model_record(path)
 
     def check(self, strategy: str, *, own_server: bool) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"bfcl has no strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
         if self.web is not None:
             self.web.check(strategy)
+        if MEMORY_VECTOR in self.categories:
+            from .memory_vector import unavailable_reason
+
+            reason = unavailable_reason(self.options.get("bfcl_embedding_model"))
+            if reason is not None:
+                raise ValueError(f"BFCL category {MEMORY_VECTOR} is not served here: {reason}")
         if strategy == "prompting":
             from .prompting import refused_category
 
@@ -245,6 +264,7 @@ class BfclBenchmark:
         if self.multi:
             catalog = MultiTurnCatalog(catalog, list(self.multi.values()), self.name)
         if self.memory is not None:
+            self._vector_record()
             catalog = MemoryCatalog(self.memory.endpoints(), catalog, self.name)
         if self.web is not None:
             catalog = self.web.catalog(catalog)
