@@ -274,7 +274,9 @@ def host_operation(op: Mapping[str, Any], sets: dict[str, Instances], tables: di
         if op.get("backend") == "vector":
             from .memory_vector import vector_operation  # its module loads a local embedding model
 
-            return vector_operation(op, sets)
+            done = vector_operation(op, sets)  # a load or a snapshot; a call's instance made
+            if done is not None:
+                return done
         return memory_operation(op, sets)
     if kind == "web_call":
         from .web_fetch import web_operation  # BFCL's web search (bounded HTTP)

@@ -117,11 +117,10 @@ def _fresh(op: Mapping[str, Any]) -> Any:
     return module.MemoryAPI_vector()
 
 
-def vector_operation(op: Mapping[str, Any], sets: dict[str, Any]) -> dict[str, Any]:
-    """``memory_load`` / ``memory_call`` / ``memory_snapshot`` on the ``vector`` backend (see the module
-    docstring); a call is then run as every memory call is (:func:`.backend_calls.memory_operation`)."""
-    from .backend_calls import memory_operation
-
+def vector_operation(op: Mapping[str, Any], sets: dict[str, Any]) -> dict[str, Any] | None:
+    """``memory_load`` / ``memory_snapshot`` on the ``vector`` backend (see the module docstring); for a
+    ``memory_call``, ``None`` once the session's instance is made: the call then runs as every memory
+    call does (:func:`.backend_calls.memory_operation`)."""
     kind, key = op.get("op"), str(op.get("key", ""))
     if kind == "memory_load":
         fresh = _fresh(op)
@@ -136,4 +135,4 @@ def vector_operation(op: Mapping[str, Any], sets: dict[str, Any]) -> dict[str, A
     if kind == "memory_snapshot":
         instance = sets[key]["memory"]
         return {"snapshot": {name: getattr(instance, name).export() for name in KEYS}}
-    return memory_operation(op, sets)
+    return None

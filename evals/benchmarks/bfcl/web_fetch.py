@@ -40,7 +40,6 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from .backend_calls import ERROR_PREFIX, _rendered
 from .wheel_code import import_module
 
 __all__ = ["MAX_BODY_BYTES", "MAX_REDIRECTS", "TIMEOUT_S", "WEB_MODULE", "FetchRefused", "bounded_get",
@@ -162,6 +161,6 @@ def web_operation(op: Mapping[str, Any], sets: dict[str, Any]) -> dict[str, Any]
     try:
         if method is None:
             raise AttributeError(f"no function {op.get('served')}")
-        return {"text": _rendered(method(**dict(op.get("arguments") or {})))}
+        return {"value": method(**dict(op.get("arguments") or {}))}  # rendered by the caller (.web_search)
     except Exception as exc:  # noqa: BLE001 - BFCL hands any failure back to the model as text
-        return {"text": f"{ERROR_PREFIX}{exc}", "is_error": True}
+        return {"exception": str(exc)}

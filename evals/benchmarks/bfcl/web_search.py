@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from tool_specs import CallContext, TaskNotFound, ToolLike, ToolResult, ToolSpec
 
 from .agentic import AgenticVerdict, check_answer
-from .backend_calls import ERROR_PREFIX
+from .backend_calls import ERROR_PREFIX, _rendered
 from .backend_host import HostError
 from .backends import session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, read_jsonl, verified_wheel
@@ -124,6 +124,14 @@ def read_docs(wheel: Path | None = None) -> list[dict[str, Any]]:
     return docs
 
 
+def web_result(answer: Mapping[str, Any]) -> ToolResult:
+    """A holder's answer to a web call as the result BFCL's executor gives the model: the method's value
+    as BFCL renders it, or its exception as ``Error during execution: ...`` (flagged ``isError``)."""
+    if "value" in answer:
+        return ToolResult(text=_rendered(answer["value"]))
+    return ToolResult.error(f"{ERROR_PREFIX}{answer.get('exception', answer.get('error', ''))}")
+
+
 def web_tools(docs: Sequence[Mapping[str, Any]], category: str, endpoint: str, task_id: str = "") -> list[ToolSpec]:
     """The backend's functions as tools of one endpoint (BFCL's Python hint added, as its loader does);
     a call runs on the session's own ``WebSearchAPI`` in its holder process."""
@@ -139,10 +147,7 @@ def web_tools(docs: Sequence[Mapping[str, Any]], category: str, endpoint: str, t
             answer = await holder.arequest(op, deadline=WEB_DEADLINE_S)
         except HostError as exc:
             return ToolResult.error(stopped_text(exc, holder.take_lost()))
-        if answer.get("error"):
-            return ToolResult.error(f"{ERROR_PREFIX}{answer['error']}")
-        text = str(answer.get("text", ""))
-        return ToolResult.error(text) if answer.get("is_error") else ToolResult(text=text)
+        return web_result(answer)
 
     out = []
     for doc in docs:

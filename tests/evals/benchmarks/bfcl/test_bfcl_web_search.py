@@ -23,7 +23,7 @@ pytest.importorskip("bs4", reason="the bfcl-web extra (beautifulsoup4) is not in
 pytest.importorskip("html2text", reason="the bfcl-web extra (html2text) is not installed")
 
 from evals.benchmarks.bfcl.web_fetch import MAX_BODY_BYTES, MAX_REDIRECTS, web_operation  # noqa: E402
-from evals.benchmarks.bfcl.web_search import read_web_search  # noqa: E402
+from evals.benchmarks.bfcl.web_search import read_web_search, web_result  # noqa: E402
 from evals.core.run import RunOptions, run_benchmark  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -88,7 +88,7 @@ def _call(endpoint: str, name: str, snippet: bool = True, **arguments: Any) -> s
     sets: dict[str, Any] = {}
     answer = web_operation({"op": "web_call", "key": "k", "name": name, "arguments": arguments, "endpoint": endpoint,
                             "show_snippet": snippet, "SERPAPI_API_KEY": KEY}, sets)
-    return str(answer["text"])
+    return str(web_result(answer).text)
 
 
 def test_bfcls_backend_searches_through_the_endpoint_and_fetches_pages_within_bounds(bfcl_data, stand_in, monkeypatch):
