@@ -40,7 +40,7 @@ from .backends import session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, verified_wheel
 from .files import NAME, served_name
 from .memory_vector import MODEL_ENV
-from .tools import to_schema
+from .tools import to_tool
 
 __all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "MemoryCatalog", "backend_class",
            "memory_operation", "memory_tools"]
@@ -101,10 +101,8 @@ def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str =
                                 log=False)
         return {"snapshot": answer["snapshot"]}
 
-    out = [ToolSpec(name=served_name(str(d.get("name", ""))), description=str(d.get("description", "")),
-                    input_schema=to_schema(d.get("parameters") or {}), executor=call, validation="warn",
-                    annotations={"benchmark": NAME, "task_id": task_id, "bfcl_name": str(d.get("name", ""))})
-           for d in docs]
+    # as BFCL's loader shows them (its Python hint added to each description), answered by the backend
+    out = [to_tool(d, task_id, f"memory_{backend}").model_copy(update={"executor": call}) for d in docs]
     out.append(ToolSpec(name=LOAD_TOOL, description="Harness tool (not shown to models): a fresh memory backend "
                         "holding the snapshot (null: empty); answers the memory text BFCL puts in the system prompt.",
                         input_schema={"type": "object", "properties": {"snapshot": {"type": ["object", "null"]}}},

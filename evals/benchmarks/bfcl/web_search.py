@@ -44,7 +44,7 @@ from .backend_host import HostError
 from .backends import session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, read_jsonl, verified_wheel
 from .files import NAME, WEB_SEARCH, served_name
-from .tools import language_doc, to_schema
+from .tools import to_tool
 from .web_fetch import KEY_ENV
 
 if TYPE_CHECKING:
@@ -149,13 +149,7 @@ def web_tools(docs: Sequence[Mapping[str, Any]], category: str, endpoint: str, t
             return ToolResult.error(stopped_text(exc, holder.take_lost()))
         return web_result(answer)
 
-    out = []
-    for doc in docs:
-        shown = language_doc(doc, category)
-        out.append(ToolSpec(name=served_name(str(doc.get("name", ""))), description=str(shown.get("description", "")),
-                            input_schema=to_schema(shown.get("parameters") or {}), executor=call, validation="warn",
-                            annotations={"benchmark": NAME, "task_id": task_id, "bfcl_name": str(doc.get("name", ""))}))
-    return out
+    return [to_tool(doc, task_id, category).model_copy(update={"executor": call}) for doc in docs]
 
 
 class WebSearchCatalog:
