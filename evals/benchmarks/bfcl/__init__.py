@@ -14,6 +14,9 @@ The benchmark's folder, low to high (each module imports only those before it):
   another, the oracle, the viewer's sections;
 * ``agentic``, ``memory``, ``memory_run``, ``memory_view``: the memory categories (data and scoring;
   BFCL's backends behind MCP tools; the prerequisite conversations, then the question; the viewer);
+  ``memory_vector``: the vector backend's embedding model, loaded from a local folder;
+* ``web_fetch``, ``web_search``: web search (BFCL's backend with its HTTP bounded, in a holder process;
+  the entries, tools and episodes);
 * ``scores``: BFCL's grouped leaderboard scores, over its category names;
 * ``metrics``: each served category's accuracy, and those scores;
 * ``handlers``: how BFCL decodes a model's results, picked by the model's name through BFCL's own
@@ -28,8 +31,9 @@ The benchmark's folder, low to high (each module imports only those before it):
 Served: the single-turn categories (``simple_python``, ``multiple``, ``parallel``,
 ``parallel_multiple``, ``irrelevance``, ``simple_java``, ``simple_javascript`` and the six ``live_*``
 ones), the multi-turn ones (``multi_turn_base``, ``_miss_func``, ``_miss_param``, ``_long_context``)
-and the memory categories ``memory_kv`` and ``memory_rec_sum``; ``memory_vector`` and ``web_search``
-are refused for good, each with its reason (``files.REFUSED``); ``format_sensitivity`` is served with the
+and the memory categories ``memory_kv`` and ``memory_rec_sum``; when named and the user can run them,
+``memory_vector`` (a local embedding model) and the web-search ones (a SerpAPI key), refused at the
+run's start otherwise, naming what is missing; ``format_sensitivity`` is served with the
 ``prompting`` strategy (:mod:`.prompting`). This module
 only declares it (no data is read).
 """

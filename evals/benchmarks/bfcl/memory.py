@@ -18,8 +18,8 @@ scenario's first conversation) into a fresh instance and answers what BFCL puts 
 ``_flush_memory_to_local_file`` writes it. The snapshot files themselves are not written: the
 instance is loaded as ``_load_scenario`` loads it (deep copies of the snapshot's keys).
 
-``memory_vector`` is not served: its module loads sentence-transformers' ``all-MiniLM-L6-v2`` from
-the Hugging Face hub and faiss when imported. This is the smallest per-session backend holder that
+``memory_vector`` runs here too, its operations done by :mod:`.memory_vector` (its module loads an
+embedding model: from a local folder, named by the operation). This is the smallest per-session backend holder that
 memory needs, written here because the multi-turn module (branch b-mt) was not there to reuse yet.
 """
 
