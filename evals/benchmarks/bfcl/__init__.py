@@ -12,9 +12,9 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``multi_turn``: the multi-turn entries and their tools; ``multi_turn_checker``: BFCL's
   ``multi_turn_checker``, re-implemented; ``multi_turn_episode``: the user turns sent one after
   another, the oracle, the viewer's sections;
+* ``memory_vector``: the vector memory backend, its embedding model loaded from a local folder;
 * ``agentic``, ``memory``, ``memory_run``, ``memory_view``: the memory categories (data and scoring;
   BFCL's backends behind MCP tools; the prerequisite conversations, then the question; the viewer);
-  ``memory_vector``: the vector backend's embedding model, loaded from a local folder;
 * ``web_fetch``, ``web_search``: web search (BFCL's backend with its HTTP bounded, in a holder process;
   the entries, tools and episodes);
 * ``scores``: BFCL's grouped leaderboard scores, over its category names;
