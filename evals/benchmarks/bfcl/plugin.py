@@ -393,6 +393,11 @@ class BfclBenchmark:
 
             mem_verdict = self.memory.verdict(task_id, trace) if trace is not None else None
             return memory_episode_sections(self.memory.entries[task_id], self.memory.prereq_by_id(), trace, mem_verdict)
+        if self.web is not None and task_id in self.web.entries:
+            from .memory_view import agentic_sections
+
+            web_verdict = self.web.verdict(task_id, trace) if trace is not None else None
+            return agentic_sections(self.web.entries[task_id].answers, trace, web_verdict)
         if task_id in self.multi:
             verdict = (((score or {}).get("score") or {}).get("details") or {}).get("verdict")
             return multi_turn_view(self.multi[task_id], trace, verdict)

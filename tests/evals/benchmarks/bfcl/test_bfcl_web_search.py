@@ -24,6 +24,7 @@ pytest.importorskip("html2text", reason="the bfcl-web extra (html2text) is not i
 
 from evals.benchmarks.bfcl.web_fetch import MAX_BODY_BYTES, MAX_REDIRECTS, web_operation  # noqa: E402
 from evals.benchmarks.bfcl.web_search import read_web_search, web_result  # noqa: E402
+from evals.core.registry import load_benchmark  # noqa: E402
 from evals.core.run import RunOptions, run_benchmark  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -140,6 +141,12 @@ async def test_the_oracle_scores_100_through_the_stand_in_and_the_key_is_never_w
     results = {t["task_id"]: [e["result_text"] for e in t["events"] if e["kind"] == "tool_call"] for t in traces}
     assert all(len(r) == 1 and "Result 0" in r[0] for r in results.values())
     assert all(("'body'" in r[0]) == ("no_snippet" not in task) for task, r in results.items())
+    # the viewer: the accepted answers beside the final message, and BFCL's verdict
+    bench = load_benchmark("bfcl", {"category": ["web_search"]})
+    by_id = {t["task_id"]: t for t in traces}
+    answer, verdict = bench.episode_view(chosen[0], by_id[chosen[0]], None)
+    assert answer["title"] == "Gold answer and final answer" and answer["rows"][0][1] == '["Zhang Yiming"]'
+    assert answer["rows"][1][2] == "right" and verdict["rows"][0][:2] == ["right", "(none)"]
 
 
 def test_without_a_key_the_category_is_refused_in_one_line(bfcl_data):
