@@ -139,6 +139,9 @@ def web_tools(docs: Sequence[Mapping[str, Any]], category: str, endpoint: str, t
     names = {served_name(str(d.get("name", ""))): str(d.get("name", "")) for d in docs}
 
     async def call(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
+        missing = unavailable_reason()  # `evals serve` starts without a run's check
+        if missing is not None:
+            return ToolResult.error(f"{ERROR_PREFIX}{missing}")
         holder = session_holder(ctx, key)
         op = {"op": "web_call", "key": key, "name": names.get(spec.name, ""), "served": spec.name,
               "arguments": arguments, "endpoint": endpoint, "show_snippet": "no_snippet" not in category,
