@@ -87,10 +87,6 @@ class WebEntry:
     question: str
     answers: tuple[str, ...]
 
-    @property
-    def show_snippet(self) -> bool:
-        return "no_snippet" not in self.id
-
 
 def read_web_search(category: str, wheel: Path | None = None) -> list[WebEntry]:
     """A web-search category's questions, in the file's order."""

@@ -9,14 +9,14 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from loopback_http import serve_http
 
 pytest.importorskip("serpapi", reason="the bfcl-web extra (google-search-results) is not installed")
 pytest.importorskip("bs4", reason="the bfcl-web extra (beautifulsoup4) is not installed")
@@ -75,14 +75,8 @@ class _StandIn(BaseHTTPRequestHandler):
 @pytest.fixture
 def stand_in() -> Iterator[str]:
     _StandIn.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _StandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_http(_StandIn) as url:
+        yield url
 
 
 def _call(endpoint: str, name: str, snippet: bool = True, **arguments: Any) -> str:
