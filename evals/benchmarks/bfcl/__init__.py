@@ -111,11 +111,16 @@ def _stats() -> dict[str, Any]:
         out[category] = {"entries": len(entries), "functions": sum(len(e.functions) for e in entries),
                          "gold_calls": sum(len(e.ground_truth or ()) for e in entries)}
         out["tasks"] += len(entries)
-    for category in MEMORY_SERVED:
+    for category in (*MEMORY_SERVED, MEMORY_VECTOR):
         questions, prereqs = read_memory(category)
         out[category] = {"entries": len(questions), "scenarios": len(prereqs),
                          "prerequisite_conversations": sum(len(p) for p in prereqs.values())}
         out["tasks"] += len(questions)
+    from .web_search import read_web_search
+
+    for category in WEB_SEARCH:
+        out[category] = {"entries": len(read_web_search(category))}
+        out["tasks"] += out[category]["entries"]
     return out
 
 

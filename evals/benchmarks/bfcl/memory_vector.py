@@ -113,6 +113,10 @@ def preload_vector() -> None:
 
 def _fresh(op: Mapping[str, Any]) -> Any:
     path = str(op.get("model") or os.environ.get(MODEL_ENV) or "")
+    if not _loaded:
+        problem = unavailable_reason(path)
+        if problem is not None:
+            raise RuntimeError(problem)
     module = _loaded[next(iter(_loaded))] if _loaded and not path else load_module(path)
     return module.MemoryAPI_vector()
 
