@@ -86,3 +86,14 @@ def test_without_a_model_folder_memory_vector_is_refused_in_one_line(bfcl_data):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "BFCL category memory_vector is not served here: BFCL's vector backend" in done.stderr
     assert "--bfcl-embedding-model PATH" in done.stderr or "bfcl-vector" in done.stderr
+
+
+def test_a_holder_without_a_model_folder_says_what_is_missing(bfcl_data, monkeypatch):
+    from evals.benchmarks.bfcl import memory_vector
+
+    monkeypatch.delenv(MODEL_ENV, raising=False)
+    monkeypatch.setattr(memory_vector, "_loaded", {})  # this process never loaded it: the holders' path
+    with pytest.raises(RuntimeError, match=r"--bfcl-embedding-model PATH|bfcl-vector"):
+        memory_vector.vector_operation({"op": "memory_load", "key": "k", "backend": "vector", "snapshot": None}, {})
+    with pytest.raises(RuntimeError, match="not a sentence-transformers model folder|bfcl-vector"):
+        memory_vector.vector_operation({"op": "memory_call", "key": "k", "backend": "vector", "model": str(ROOT)}, {})
