@@ -22,8 +22,9 @@ picks its redirects and its size):
   deadline for a web call, :data:`.web_search.WEB_DEADLINE_S`, ends anything longer, BFCL's own retry
   loop on SerpAPI's 429 included).
 
-A refusal is raised inside BFCL's code as ``requests`` raises its errors, so BFCL turns it into the
-result it gives for any failure (``{"error": "An error occurred while fetching URL: ..."}`` for a
+The key never reaches a result: a failed request's text (which names the URL, SerpAPI's with the key
+in its query) has the key replaced. A refusal is raised inside BFCL's code as ``requests`` raises its
+errors, so BFCL turns it into the result it gives for any failure (``{"error": "An error occurred while fetching URL: ..."}`` for a
 page; ``{"error": ...}`` for a search). This module imports no MCP code: the holder's zygote may.
 """
 
@@ -128,7 +129,12 @@ def bounded_get(url: str, params: Any = None, *, endpoint: str = "", headers: Ma
 def _bounded_requests(endpoint: str) -> types.SimpleNamespace:
     """What BFCL's modules see as ``requests``: the same names, ``get`` bounded."""
     def get(url: str, params: Any = None, **kwargs: Any) -> requests.Response:
-        return bounded_get(url, params, endpoint=endpoint, **kwargs)
+        try:
+            return bounded_get(url, params, endpoint=endpoint, **kwargs)
+        except requests.RequestException as exc:  # its text names the URL, SerpAPI's with the key in its query
+            key = os.environ.get(KEY_ENV) or ""
+            text = str(exc).replace(key, "<the key>") if key else str(exc)
+            raise FetchRefused(text) from None
 
     return types.SimpleNamespace(get=get, HTTPError=requests.HTTPError, RequestException=requests.RequestException,
                                  exceptions=requests.exceptions)

@@ -113,6 +113,9 @@ def test_bfcls_backend_searches_through_the_endpoint_and_fetches_pages_within_bo
         refused = json.loads(_call(stand_in, "fetch_url_content", url=url))
         assert "non-public address" in refused["error"], refused
     assert _call(stand_in, "fetch_url_content", url="file:///etc/passwd").startswith("Error during execution: Invalid URL")
+    # a search that fails names its URL, SerpAPI's with the key in the query: the key is never in the result
+    failed = json.loads(_call("http://127.0.0.1:1", "search_engine_query", keywords="tea"))
+    assert "/search?" in failed["error"] and "api_key=<the key>" in failed["error"] and KEY not in failed["error"]
 
 
 async def test_the_oracle_scores_100_through_the_stand_in_and_the_key_is_never_written(bfcl_data, stand_in, monkeypatch,
