@@ -223,18 +223,21 @@ class BfclBenchmark:
     def config_extras(self) -> dict[str, Any]:
         """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run; web search's
         endpoint and that a key was set (never the key)."""
-        return {**({"bfcl_step_limit": step_limit()} if self.multi else {}),
-                **(self.web.config_record() if self.web else {}), **self._vector_record()}
+        from .memory_vector import model_record
 
-    def _vector_record(self) -> dict[str, Any]:
-        """memory_vector's model folder and its files' sha256 (and the folder handed to the holders)."""
+        model = self._vector_model()
+        return {**({"bfcl_step_limit": step_limit()} if self.multi else {}),
+                **(self.web.config_record() if self.web else {}), **(model_record(model) if model else {})}
+
+    def _vector_model(self) -> str | None:
+        """memory_vector's model folder, handed to the holders' zygote (which loads it before forking), or None."""
         path = self.options.get("bfcl_embedding_model")
         if MEMORY_VECTOR not in self.categories or not path:
-            return {}
-        from .memory_vector import MODEL_ENV, model_record
+            return None
+        from .memory_vector import MODEL_ENV
 
-        os.environ[MODEL_ENV] = str(Path(path).resolve())  # a path: the holders' zygote loads it before forking
-        return model_record(path)
+        os.environ[MODEL_ENV] = str(Path(path).resolve())  # a path, not a setting: the option is recorded
+        return str(path)
 
     def check(self, strategy: str, *, own_server: bool) -> None:
         if strategy not in STRATEGIES:
@@ -266,7 +269,7 @@ class BfclBenchmark:
         if self.multi:
             catalog = MultiTurnCatalog(catalog, list(self.multi.values()), self.name)
         if self.memory is not None:
-            self._vector_record()
+            self._vector_model()
             catalog = MemoryCatalog(self.memory.endpoints(), catalog, self.name)
         if self.web is not None:
             catalog = self.web.catalog(catalog)
