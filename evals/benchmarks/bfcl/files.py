@@ -37,15 +37,9 @@ MEMORY_SERVED = ("memory_kv", "memory_rec_sum")
 MEMORY_VECTOR = "memory_vector"
 # The web-search categories: served when BFCL's backend can run (its packages and a SerpAPI key; .web_search)
 WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
-# Categories whose result files are not read (so far), each with the one-line reason; they run live when named
-# and the user can run them (web search: .web_search; memory_vector: .memory_vector)
-REFUSED: dict[str, str] = {
-    "memory_vector": "its backend embeds text with sentence-transformers' all-MiniLM-L6-v2 and faiss; its result files "
-                     "are not read (so far): `evals run bfcl --category memory_vector --bfcl-embedding-model PATH` runs "
-                     "it live",
-    **dict.fromkeys(WEB_SEARCH, "its backend searches the live web through SerpAPI; its result files are not read (so "
-                                "far): `evals run bfcl --category web_search` runs it live with $SERPAPI_API_KEY set"),
-}
+# Categories refused by name, each with the one-line reason (none now: web search and memory_vector run when
+# named and the user can run them, .web_search and .memory_vector; their result files are read as memory's)
+REFUSED: dict[str, str] = {}
 # Served with the prompting strategy only (BFCL runs it only for prompting models, each entry under one of
 # its 26 system-prompt configurations); BFCL's evaluator skips it for function-calling models.
 FORMAT_SENSITIVITY = "format_sensitivity"

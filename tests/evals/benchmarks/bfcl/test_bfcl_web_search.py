@@ -22,6 +22,7 @@ pytest.importorskip("serpapi", reason="the bfcl-web extra (google-search-results
 pytest.importorskip("bs4", reason="the bfcl-web extra (beautifulsoup4) is not installed")
 pytest.importorskip("html2text", reason="the bfcl-web extra (html2text) is not installed")
 
+from evals.benchmarks.bfcl.results import read_results  # noqa: E402
 from evals.benchmarks.bfcl.web_fetch import MAX_BODY_BYTES, MAX_REDIRECTS, web_operation  # noqa: E402
 from evals.benchmarks.bfcl.web_search import read_web_search, web_result  # noqa: E402
 from evals.core.registry import load_benchmark  # noqa: E402
@@ -144,6 +145,18 @@ async def test_the_oracle_scores_100_through_the_stand_in_and_the_key_is_never_w
     answer, verdict = bench.episode_view(chosen[0], by_id[chosen[0]], None)
     assert answer["title"] == "Gold answer and final answer" and answer["rows"][0][1] == '["Zhang Yiming"]'
     assert answer["rows"][1][2] == "right" and verdict["rows"][0][:2] == ["right", "(none)"]
+    # exported as BFCL's result files (agentic/), read back and scored again: the same verdicts
+    out = tmp_path / "export"
+    done = subprocess.run([sys.executable, "-m", "evals.cli", "export", str(tmp_path / "run"), "--format",
+                           "bfcl-official", "--model-name", "gpt-4o-2024-11-20-FC", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    files = sorted(p.name for p in (out / "gpt-4o-2024-11-20-FC" / "agentic").glob("*.json"))
+    assert files == ["BFCL_v4_web_search_base_result.json", "BFCL_v4_web_search_no_snippet_result.json"]
+    again = read_results(out)
+    assert sorted(again.traces) == sorted(chosen)
+    assert all(bench.verdict(k, t).valid for k, t in again.traces.items())
 
 
 def test_without_a_key_the_category_is_refused_in_one_line(bfcl_data):
