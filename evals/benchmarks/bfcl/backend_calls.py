@@ -242,10 +242,15 @@ def preload() -> None:
             continue  # the memory classes: through backend_class (their import writes folders)
         import_module(module_name)
     for backend in SNAPSHOT_KEYS:
+        if backend == "vector":
+            continue  # .memory_vector: only with a local embedding model
         try:
             backend_class(backend)
         except WheelCodeError:
             continue
+    from .memory_vector import preload_vector
+
+    preload_vector()  # when an embedding model was named before the zygote started
 
 
 _UNSERVED = frozenset({"MemoryAPI_vector", "WebSearchAPI"})  # heavy or networked at import; not served
@@ -266,7 +271,17 @@ def host_operation(op: Mapping[str, Any], sets: dict[str, Instances], tables: di
     if kind == "diff":
         return {"difference": bounded_differences(sets[str(op["model"])], sets[str(op["gold"])])}
     if kind in ("memory_load", "memory_call", "memory_snapshot"):
+        if op.get("backend") == "vector":
+            from .memory_vector import vector_operation  # its module loads a local embedding model
+
+            done = vector_operation(op, sets)  # a load or a snapshot; a call's instance made
+            if done is not None:
+                return done
         return memory_operation(op, sets)
+    if kind == "web_call":
+        from .web_fetch import web_operation  # BFCL's web search (bounded HTTP)
+
+        return web_operation(op, sets)
     if key not in sets:
         return {"error": f"no instances named {key!r}"}
     if kind == "call":
@@ -276,7 +291,8 @@ def host_operation(op: Mapping[str, Any], sets: dict[str, Instances], tables: di
 
 
 # what BFCL's _flush_memory_to_local_file writes (and _load_scenario reads back), per backend
-SNAPSHOT_KEYS: dict[str, tuple[str, ...]] = {"kv": ("core_memory", "archival_memory"), "rec_sum": ("memory",)}
+SNAPSHOT_KEYS: dict[str, tuple[str, ...]] = {"kv": ("core_memory", "archival_memory"), "rec_sum": ("memory",),
+                                             "vector": ("core_memory", "archival_memory")}
 _MODULE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code.memory_{}"
 
 

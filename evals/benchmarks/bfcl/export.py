@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, SINGLE_TURN
+from .files import FORMAT_SENSITIVITY, MULTI_TURN, SINGLE_TURN, WEB_SEARCH
 from .results import FORMAT, READ, CallsOf, _known, episode_result, read_results, result_lines
 
 if TYPE_CHECKING:
@@ -120,8 +120,10 @@ def _text_result(trace: Mapping[str, Any], category: str) -> Any:
 
 
 def _group(category: str) -> str:
-    if category in MEMORY_SERVED:
+    if category.startswith("memory_"):
         return f"agentic/memory/{category.removeprefix('memory_')}"
+    if category.startswith("web_search"):
+        return "agentic"
     if category in MULTI_TURN:
         return "multi_turn"
     if category == FORMAT_SENSITIVITY:
@@ -146,6 +148,8 @@ def export_run(run_dir: RunDir, out: Path, calls_of: CallsOf, model_name: str | 
     prompting = str(config.get("strategy") or FC_STRATEGY) != FC_STRATEGY
     traces = run_dir.latest_traces()
     chosen = set((config.get("options") or {}).get("category") or READ)
+    if "web_search" in chosen:  # BFCL's name for both web-search categories
+        chosen |= set(WEB_SEARCH)
     by_category: dict[str, list[str]] = {}
     for entry_id, category in _known([c for c in (*READ, FORMAT_SENSITIVITY)
                                       if c in chosen or ("all" in chosen and c in READ)]).items():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ...core.data import RemoteFile
 
-__all__ = ["ALL_CATEGORIES", "FORMAT_SENSITIVITY", "MEMORY_SERVED", "MULTI_TURN", "NAME", "NO_ANSWER", "REFUSED", "SERVED",
-           "SINGLE_TURN", "SOURCES", "VERSION", "WHEEL", "language", "served_name"]
+__all__ = ["ALL_CATEGORIES", "FORMAT_SENSITIVITY", "MEMORY_SERVED", "MEMORY_VECTOR", "MULTI_TURN", "NAME", "NO_ANSWER", "REFUSED", "SERVED",
+           "SINGLE_TURN", "WEB_SEARCH", "SOURCES", "VERSION", "WHEEL", "language", "served_name"]
 
 NAME = "bfcl"  # the registry name; also the folder of its files under the data directory
 VERSION = "2026.3.23"  # PyPI bfcl-eval (Apache-2.0): BFCL v4's test files and its own checkers
@@ -33,14 +33,13 @@ MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"
 SERVED = SINGLE_TURN + MULTI_TURN
 # The agentic memory categories served (each over its own BFCL backend; module .memory says why these two).
 MEMORY_SERVED = ("memory_kv", "memory_rec_sum")
-# Categories that are refused for good, each with the one-line reason (module .agentic has the details).
-REFUSED: dict[str, str] = {
-    "memory_vector": "its backend embeds text with sentence-transformers' all-MiniLM-L6-v2, a model fetched from the "
-                     "Hugging Face hub (and faiss): neither is in this environment and the model needs the internet",
-    **dict.fromkeys(("web_search", "web_search_base", "web_search_no_snippet"),
-                    "its backend searches the live web through SerpAPI (an API key and the internet); no recording of "
-                    "its results exists that `--replay` could serve"),
-}
+# Served when named and its embedding model is a local folder (.memory_vector)
+MEMORY_VECTOR = "memory_vector"
+# The web-search categories: served when BFCL's backend can run (its packages and a SerpAPI key; .web_search)
+WEB_SEARCH = ("web_search_base", "web_search_no_snippet")
+# Categories refused by name, each with the one-line reason (none now: web search and memory_vector run when
+# named and the user can run them, .web_search and .memory_vector; their result files are read as memory's)
+REFUSED: dict[str, str] = {}
 # Served with the prompting strategy only (BFCL runs it only for prompting models, each entry under one of
 # its 26 system-prompt configurations); BFCL's evaluator skips it for function-calling models.
 FORMAT_SENSITIVITY = "format_sensitivity"

@@ -9,9 +9,10 @@ per session, prerequisite conversations, :mod:`.memory_run`). Each is one implem
 answered by its own kind), and the plugin hands every other question about an entry to the kind
 that holds it.
 
-Adding a kind (web search, say) is one class with the members of :class:`Kind` (in the module of
-its episodes) and one line of :data:`KINDS` naming its categories (added to ``files.py``'s lists);
-nothing else dispatches on a category.
+Adding a kind is one class with the members of :class:`Kind` (in the module of its episodes) and
+one line of :data:`KINDS` naming its categories (added to ``files.py``'s lists) and how it is made
+from them, the run's name and its ``--benchmark-option`` values (web search, :mod:`.web_search`, is
+such a kind); nothing else dispatches on a category.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tool_specs import TaskNotFound, ToolSpec
 
-from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, NAME, SINGLE_TURN
+from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MEMORY_VECTOR, MULTI_TURN, NAME, SINGLE_TURN, WEB_SEARCH
 from .memory_run import MemoryKind
 from .multi_turn_episode import MultiTurnKind
 from .single_turn import SingleTurnKind
@@ -57,18 +58,26 @@ class Kind(Protocol):
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]: ...
 
 
-#: Each kind with the categories it serves, in BFCL's order: the one place that decides an entry's kind.
-KINDS: tuple[tuple[tuple[str, ...], Callable[[tuple[str, ...], str], Kind]], ...] = (
-    (SINGLE_TURN + (FORMAT_SENSITIVITY,), SingleTurnKind),
-    (MULTI_TURN, MultiTurnKind),
-    (MEMORY_SERVED, MemoryKind),
+def _web_search(categories: tuple[str, ...], name: str, options: Mapping[str, Any]) -> Kind:
+    from .web_search import WebSearchKind  # imported only when a run names web search
+
+    return WebSearchKind(categories, name, options.get("bfcl_search_endpoint"))
+
+
+#: Each kind with the categories it serves, in BFCL's order, and how it is made from them, the run's
+#: name and options: the one place that decides an entry's kind.
+KINDS: tuple[tuple[tuple[str, ...], Callable[[tuple[str, ...], str, Mapping[str, Any]], Kind]], ...] = (
+    (SINGLE_TURN + (FORMAT_SENSITIVITY,), lambda categories, name, options: SingleTurnKind(categories, name)),
+    (MULTI_TURN, lambda categories, name, options: MultiTurnKind(categories, name)),
+    (MEMORY_SERVED + (MEMORY_VECTOR,), lambda categories, name, options: MemoryKind(categories, name)),
+    (WEB_SEARCH, _web_search),
 )
 
 
-def kinds_for(categories: Sequence[str], name: str = NAME) -> list[Kind]:
+def kinds_for(categories: Sequence[str], name: str = NAME, options: Mapping[str, Any] | None = None) -> list[Kind]:
     """The kinds serving ``categories``, each made with the ones it serves (a kind with none is left out)."""
     chosen = [(tuple(c for c in categories if c in served), make) for served, make in KINDS]
-    return [make(mine, name) for mine, make in chosen if mine]
+    return [make(mine, name, options or {}) for mine, make in chosen if mine]
 
 
 class BfclCatalog:

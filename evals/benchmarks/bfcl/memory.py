@@ -18,14 +18,15 @@ scenario's first conversation) into a fresh instance and answers what BFCL puts 
 ``_flush_memory_to_local_file`` writes it. The snapshot files themselves are not written: the
 instance is loaded as ``_load_scenario`` loads it (deep copies of the snapshot's keys).
 
-``memory_vector`` is not served: its module loads sentence-transformers' ``all-MiniLM-L6-v2`` from
-the Hugging Face hub and faiss when imported. This is the smallest per-session backend holder that
+``memory_vector`` runs here too, its operations done by :mod:`.memory_vector` (its module loads an
+embedding model: from a local folder, named by the operation). This is the smallest per-session backend holder that
 memory needs, written here because the multi-turn module (branch b-mt) was not there to reuse yet.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,11 +35,12 @@ from typing import Any
 from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 
 from .backend_calls import ERROR_PREFIX, SNAPSHOT_KEYS, backend_class, memory_operation
-from .backend_host import Holder, HostError
+from .backend_host import MAKE_DEADLINE_S, Holder, HostError
 from .backends import session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, verified_wheel
-from .files import NAME, served_name
-from .tools import to_schema
+from .files import served_name
+from .memory_vector import MODEL_ENV
+from .tools import to_tool
 
 __all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "backend_class",
            "memory_operation", "memory_tools", "read_docs"]
@@ -48,9 +50,14 @@ SNAPSHOT_TOOL = "bfcl_memory_snapshot"
 HIDDEN_TOOLS = frozenset({LOAD_TOOL, SNAPSHOT_TOOL})
 
 
+def _deadline(op: Mapping[str, Any]) -> float | None:
+    """The vector backend's first operation in a holder may load its embedding model (.memory_vector)."""
+    return MAKE_DEADLINE_S if op.get("backend") == "vector" else None
+
+
 async def _request(holder: Holder, op: dict[str, Any], *, log: bool = True) -> Any:
     try:
-        answer = await holder.arequest(op, log=log)
+        answer = await holder.arequest(op, log=log, deadline=_deadline(op))
     except HostError as exc:
         raise ValueError(stopped_text(exc, holder.take_lost())) from None
     if answer.get("error"):
@@ -62,14 +69,16 @@ def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str =
     """The backend's functions as tools, and the two hidden harness tools, for one endpoint. The
     instance lives in the session's holder process (:mod:`.backend_host`: each call under its deadline)."""
     key = f"bfcl_memory:{backend}"
+    # the vector backend's model folder, for a holder that loads BFCL's module itself (.memory_vector)
+    extra = {"model": os.environ.get(MODEL_ENV, "")} if backend == "vector" else {}
     names = {served_name(str(d.get("name", ""))): str(d.get("name", "")) for d in docs}
 
     async def call(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
         holder = session_holder(ctx, key)
         op = {"op": "memory_call", "key": key, "backend": backend, "name": names.get(spec.name, ""),
-              "served": spec.name, "arguments": arguments}
+              "served": spec.name, "arguments": arguments, **extra}
         try:
-            answer = await holder.arequest(op, log=True)
+            answer = await holder.arequest(op, log=True, deadline=_deadline(op))
         except HostError as exc:
             return ToolResult.error(stopped_text(exc, holder.take_lost()))
         if answer.get("error"):
@@ -83,18 +92,17 @@ def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str =
             raise ValueError(f"a {backend} snapshot needs the keys {', '.join(SNAPSHOT_KEYS[backend])}")
         holder = session_holder(ctx, key)
         holder.log = []  # a load replaces the state: nothing before it needs replaying
-        answer = await _request(holder, {"op": "memory_load", "key": key, "backend": backend, "snapshot": snapshot})
+        answer = await _request(holder, {"op": "memory_load", "key": key, "backend": backend, "snapshot": snapshot,
+                                               **extra})
         return {"context": answer["context"]}
 
     async def snapshot(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        answer = await _request(session_holder(ctx, key), {"op": "memory_snapshot", "key": key, "backend": backend},
+        answer = await _request(session_holder(ctx, key), {"op": "memory_snapshot", "key": key, "backend": backend, **extra},
                                 log=False)
         return {"snapshot": answer["snapshot"]}
 
-    out = [ToolSpec(name=served_name(str(d.get("name", ""))), description=str(d.get("description", "")),
-                    input_schema=to_schema(d.get("parameters") or {}), executor=call, validation="warn",
-                    annotations={"benchmark": NAME, "task_id": task_id, "bfcl_name": str(d.get("name", ""))})
-           for d in docs]
+    # as BFCL's loader shows them (its Python hint added to each description), answered by the backend
+    out = [to_tool(d, task_id, f"memory_{backend}").model_copy(update={"executor": call}) for d in docs]
     out.append(ToolSpec(name=LOAD_TOOL, description="Harness tool (not shown to models): a fresh memory backend "
                         "holding the snapshot (null: empty); answers the memory text BFCL puts in the system prompt.",
                         input_schema={"type": "object", "properties": {"snapshot": {"type": ["object", "null"]}}},

@@ -62,7 +62,7 @@ PREREQ_REPLY = "Noted."
 SHARED_FOLDER = "bfcl_memory"  # in the run directory: each scenario's final snapshot, once per run
 MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 _LOCK_POLL_S = 0.2
-_ORACLE_READ = {"kv": "archival_memory_list_keys", "rec_sum": "memory_retrieve"}
+_ORACLE_READ = {"kv": "archival_memory_list_keys", "rec_sum": "memory_retrieve", "vector": "archival_memory_retrieve_all"}
 
 
 def _prompts() -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 from ...core.episode_view import answer_section, table_section, text_section
 from .agentic import AgenticVerdict, MemoryEntry, Prereq
 
-__all__ = ["MEMORY_ERRORS", "memory_episode_sections", "prereq_text"]
+__all__ = ["MEMORY_ERRORS", "agentic_sections", "memory_episode_sections", "prereq_text"]
 
 HOW = "any one, standardized (lower case, ,./-_*^() removed), between word boundaries"
 MEMORY_ERRORS = {
@@ -65,16 +65,23 @@ def prereq_text(event: Mapping[str, Any], conv: Prereq | None) -> str:
     return "\n".join(lines)
 
 
-def memory_episode_sections(entry: MemoryEntry, prereqs: Mapping[str, Prereq], trace: Mapping[str, Any] | None,
-                            verdict: AgenticVerdict | None) -> list[dict[str, Any]]:
-    """The sections of one memory question's episode (``verdict``: None when it never ran)."""
+def agentic_sections(answers: tuple[str, ...], trace: Mapping[str, Any] | None,
+                     verdict: AgenticVerdict | None) -> list[dict[str, Any]]:
+    """An agentic entry's (memory, web search) accepted answers beside its final message, and BFCL's verdict."""
     correct = verdict.valid if verdict is not None and trace is not None else None
     error = verdict.error_type if verdict is not None and trace is not None else None
-    sections = [answer_section(list(entry.answers), HOW, _final(trace, verdict), correct,
+    sections = [answer_section(list(answers), HOW, _final(trace, verdict), correct,
                                note="BFCL's agentic_checker reads only the last message that is not a call.")]
     if error is not None:
         sections.append(table_section("BFCL's verdict", ["verdict", "error type", "what it means"],
                                       [["right" if correct else "wrong", error or "(none)", MEMORY_ERRORS.get(error, "")]]))
+    return sections
+
+
+def memory_episode_sections(entry: MemoryEntry, prereqs: Mapping[str, Prereq], trace: Mapping[str, Any] | None,
+                            verdict: AgenticVerdict | None) -> list[dict[str, Any]]:
+    """The sections of one memory question's episode (``verdict``: None when it never ran)."""
+    sections = agentic_sections(entry.answers, trace, verdict)
     memory = ((trace or {}).get("outcome") or {}).get("memory") or {}
     if "snapshot" in memory:
         sections.append(text_section("Memory the question started from", _json(memory["snapshot"]),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.metrics import Metric, TaskScore
-from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, SERVED
+from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MEMORY_VECTOR, MULTI_TURN, SERVED, WEB_SEARCH
 from .scores import SCORE_METRICS
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ METRICS: tuple[Metric, ...] = (
     *(Metric(c, f"{COLUMN_OF[c]} (BFCL)", over="entries",
              description=f"BFCL v4 {c}: entries whose final reply holds an accepted answer (BFCL's agentic_checker), "
              "over the category's entries")
-      for c in MEMORY_SERVED),
+      for c in (*MEMORY_SERVED, MEMORY_VECTOR, *WEB_SEARCH)),
     Metric(FORMAT_SENSITIVITY, f"{FORMAT_SENSITIVITY} accuracy", over="entries",
            description="BFCL v4 format_sensitivity (prompting only): entries, each under one of BFCL's 26 prompt "
            "configurations, whose decoded calls the AST checker accepts, over the category's entries"),

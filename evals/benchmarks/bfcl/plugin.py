@@ -3,7 +3,8 @@
 Strategies ``fc`` (function calling, as BFCL runs its ``-FC`` models) and ``prompting`` (single-turn
 categories only, :mod:`.prompting`). Which kind holds a category is decided once (:mod:`.kinds`):
 the single-turn entries (:mod:`.single_turn`, with the oracle's calls), the multi-turn ones
-(:mod:`.multi_turn_episode`), the memory ones (:mod:`.memory_run`); the plugin hands every question
+(:mod:`.multi_turn_episode`), the memory ones (:mod:`.memory_run`, ``memory_vector`` with a local
+embedding model: :mod:`.memory_vector`), web search when named and a key is set (:mod:`.web_search`); the plugin hands every question
 about an entry to its kind, and mounts one catalog of them all.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +24,7 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .agentic import AgenticVerdict
 from .checker import Verdict
 from .data import verified_wheel
-from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, SERVED
+from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MEMORY_VECTOR, MULTI_TURN, SERVED, WEB_SEARCH
 from .kinds import BfclCatalog, Kind, kinds_for
 from .metrics import task_score
 from .multi_turn import step_limit
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
     from ...core.context import ScoreContext
     from ...core.formats import PredictionFormat
+    from .web_search import WebSearchKind
 
 __all__ = ["BfclBenchmark", "selected_categories"]
 
@@ -44,7 +47,9 @@ def selected_categories(option: Any) -> tuple[str, ...]:
     chosen = set(option or ["all"])
     every = SERVED + MEMORY_SERVED
     picked = every if "all" in chosen else tuple(c for c in every if c in chosen)
-    return picked + ((FORMAT_SENSITIVITY,) if FORMAT_SENSITIVITY in chosen else ())  # only when named
+    web = tuple(c for c in WEB_SEARCH if c in chosen or "web_search" in chosen)  # only when named: they need a key
+    vector = (MEMORY_VECTOR,) if MEMORY_VECTOR in chosen else ()  # only when named: it needs a local model
+    return picked + vector + web + ((FORMAT_SENSITIVITY,) if FORMAT_SENSITIVITY in chosen else ())  # only when named
 
 
 class BfclBenchmark:
@@ -55,7 +60,7 @@ class BfclBenchmark:
         self.name = info.name
         self.options = options
         self.categories = selected_categories(options.get("category"))
-        self.kinds = kinds_for(self.categories, self.name)
+        self.kinds = kinds_for(self.categories, self.name, options)
         self.entries: dict[str, Any] = {}  # every selected entry, in BFCL's order
         self._kind: dict[str, Kind] = {}  # an entry's kind
         for kind in self.kinds:
@@ -83,13 +88,44 @@ class BfclBenchmark:
                                "with BFCL's leaderboard (over every entry)"}
 
     def config_extras(self) -> dict[str, Any]:
-        """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run."""
-        return {"bfcl_step_limit": step_limit()} if any(c in MULTI_TURN for c in self.categories) else {}
+        """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run; web search's
+        endpoint and that a key was set (never the key); memory_vector's model folder and its digest."""
+        from .memory_vector import model_record
 
+        model = self._vector_model()
+        web = self._web()
+        return {**({"bfcl_step_limit": step_limit()} if any(c in MULTI_TURN for c in self.categories) else {}),
+                **(web.config_record() if web is not None else {}), **(model_record(model) if model else {})}
+
+    def _web(self) -> WebSearchKind | None:
+        from .web_search import WebSearchKind
+
+        return next((k for k in self.kinds if isinstance(k, WebSearchKind)), None)
+
+    def _vector_model(self) -> str | None:
+        """memory_vector's model folder, handed to the holders' zygote (which loads it before forking), or None."""
+        path = self.options.get("bfcl_embedding_model")
+        if MEMORY_VECTOR not in self.categories or not path:
+            return None
+        from .memory_vector import MODEL_ENV
+
+        os.environ[MODEL_ENV] = str(Path(path).resolve())  # a path, not a setting: the option is recorded
+        return str(path)
 
     def check(self, strategy: str, *, own_server: bool) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"bfcl has no strategy {strategy!r}; available: {', '.join(STRATEGIES)}")
+        web = self._web()
+        if web is not None:
+            web.check(strategy)
+        if MEMORY_VECTOR in self.categories:
+            from .memory_vector import unavailable_reason
+
+            reason = unavailable_reason(self.options.get("bfcl_embedding_model"))
+            if reason is None and strategy != "fc":
+                reason = "memory entries run with the fc strategy only, so far"
+            if reason is not None:
+                raise ValueError(f"BFCL category {MEMORY_VECTOR} is not served here: {reason}")
         if strategy == "prompting":
             from .prompting import refused_category
 
@@ -103,6 +139,7 @@ class BfclBenchmark:
 
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
                strategy: str | None = None) -> list[BenchmarkMount]:
+        self._vector_model()  # before the catalog starts the holders' zygote
         return [BenchmarkMount(catalog=BfclCatalog(self.kinds, self.name))]
 
     def data_files(self) -> list[Path]:

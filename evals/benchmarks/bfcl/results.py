@@ -61,7 +61,15 @@ from typing import TYPE_CHECKING, Any
 
 from .agentic import read_memory
 from .data import load_entries
-from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MULTI_TURN, REFUSED, SINGLE_TURN
+from .files import (
+    FORMAT_SENSITIVITY,
+    MEMORY_SERVED,
+    MEMORY_VECTOR,
+    MULTI_TURN,
+    REFUSED,
+    SINGLE_TURN,
+    WEB_SEARCH,
+)
 from .format_sensitivity import format_sensitivity_ids
 from .handlers import (
     Decoding,
@@ -85,7 +93,8 @@ __all__ = ["FORMAT", "decode_result", "decode_step", "last_message", "read_resul
 FORMAT = "bfcl-official"
 FILE_NAME = re.compile(r"BFCL_v4_(\w+?)_result\.json")
 _GROUPS = frozenset({"non_live", "live", "multi_turn", "agentic", "format_sensitivity"})
-READ = SINGLE_TURN + MULTI_TURN + MEMORY_SERVED  # the categories whose result files are read
+AGENTIC = (*MEMORY_SERVED, MEMORY_VECTOR, *WEB_SEARCH)  # each read as one turn's steps, its last message checked
+READ = SINGLE_TURN + MULTI_TURN + AGENTIC  # the categories whose result files are read
 _NOT_ITERABLE = "BFCL's eval runner cannot iterate it"
 FC_TEXT = Decoding("fc-json-text", True, "an FC model with JSON-text arguments", "fc-json-text")
 
@@ -190,8 +199,13 @@ def _known(categories: Sequence[str]) -> dict[str, str]:
     """Every entry id of ``categories`` -> its category."""
     known = {e.id: e.category for e in load_entries(tuple(c for c in SINGLE_TURN if c in categories))}
     known.update((e.id, e.category) for e in load_multi_turn(tuple(c for c in MULTI_TURN if c in categories)))
-    for category in (c for c in MEMORY_SERVED if c in categories):
+    for category in (c for c in (*MEMORY_SERVED, MEMORY_VECTOR) if c in categories):
         known.update((e.id, e.category) for e in read_memory(category)[0])
+    if any(c in WEB_SEARCH for c in categories):
+        from .web_search import read_web_search
+
+        for category in (c for c in WEB_SEARCH if c in categories):
+            known.update((e.id, e.category) for e in read_web_search(category))
     if FORMAT_SENSITIVITY in categories:
         known.update((i, FORMAT_SENSITIVITY) for i in format_sensitivity_ids())
     return known
@@ -242,7 +256,7 @@ def _skip_reason(category: str, decoding: Decoding) -> str | None:
         return "no BFCL v4 category of that name"
     if category == FORMAT_SENSITIVITY and not decoding.prompting:
         return "BFCL scores it only for prompting models (it skips it for FC ones)"
-    if category in MULTI_TURN + MEMORY_SERVED and decoding.kind != "fc-json-text":
+    if category in MULTI_TURN + AGENTIC and decoding.kind != "fc-json-text":
         return f"its steps are read only as an FC handler with JSON-text arguments writes them, not as {decoding.kind}"
     return None
 
@@ -306,7 +320,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     skipped: list[tuple[str, str]] = []
     for file in found:
         category = FILE_NAME.fullmatch(file.name).group(1)  # type: ignore[union-attr]
-        if category.endswith("_prereq") and category.removesuffix("_prereq") in MEMORY_SERVED:
+        if category.endswith("_prereq") and category.removesuffix("_prereq") in (*MEMORY_SERVED, MEMORY_VECTOR):
             continue  # the prerequisite conversations (BFCL_v4_memory_<backend>_prereq_result.json): not scored
         reason = _skip_reason(category, decoding)
         if reason is not None:

@@ -78,6 +78,7 @@ from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import is_empty_exe
 from bfcl_eval.model_handler.utils import convert_to_tool  # noqa: E402
 from bfcl_eval.utils import (  # noqa: E402
     _func_doc_language_specific_pre_processing,
+    is_agentic,
     is_empty_output,
     is_function_calling_format_output,
     is_java,
@@ -170,7 +171,7 @@ def agentic_verdict(case: dict[str, Any]) -> dict[str, Any]:
 
 def verdict(case: dict[str, Any]) -> dict[str, Any]:
     category = case["category"]
-    if category.startswith("memory_"):
+    if is_agentic(category):  # memory and web search: BFCL's eval runner sends both to its agentic_runner
         return agentic_verdict(case)
     try:
         decoded = _decode(case["result"] if "result" in case else _text_safe(case["response"]))

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import pytest
 from official_checker import run_official
 
 from evals.benchmarks.bfcl.agentic import check_answer, read_memory
-from evals.benchmarks.bfcl.files import MEMORY_SERVED, REFUSED
+from evals.benchmarks.bfcl.files import MEMORY_SERVED
 from evals.benchmarks.bfcl.kinds import BfclCatalog
 from evals.benchmarks.bfcl.memory import LOAD_TOOL, SNAPSHOT_TOOL
 from evals.benchmarks.bfcl.memory_run import MemoryKind, oracle_answer
@@ -105,12 +103,3 @@ async def test_the_oracle_scores_100_in_the_memory_categories(bfcl_data, categor
     assert len(ran) == 1  # the scenario's 7 conversations ran once, in one episode's trace
     assert len([e for e in ran[0]["events"] if e["kind"] == "bfcl_memory_prereq"]) == 7
     assert check_answer(oracle_answer(entries[0]), entries[0].answers).valid
-
-
-@pytest.mark.parametrize("category", sorted(REFUSED))
-def test_the_refused_categories_say_why_with_exit_2(bfcl_data, category):
-    done = subprocess.run([sys.executable, "-m", "evals.cli", "run", "bfcl", "--category", category, "--model", "oracle"],
-                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                          cwd=ROOT, check=False)
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"BFCL category {category!r} is not served: {REFUSED[category]}" in done.stderr

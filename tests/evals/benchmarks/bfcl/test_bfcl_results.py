@@ -142,11 +142,12 @@ def test_a_bad_result_file_is_refused_with_file_and_line(bfcl_data, tmp_path, li
 
 
 def test_a_refused_category_and_a_folder_without_results_are_refused(bfcl_data, tmp_path):
-    path = tmp_path / "BFCL_v4_web_search_base_result.json"  # multi-turn and memory files are read now
-    path.write_text('{"id": "web_search_base_0", "result": [[]]}\n')
+    path = tmp_path / "BFCL_v4_format_sensitivity_result.json"  # web search and memory_vector files are read now
+    path.write_text('{"id": "format_sensitivity_0:python:plaintext:decorator:simple_python_0", "result": "[]"}\n')
     done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", "--bfcl-model",
                   "gpt-4o-2024-11-20-FC", timeout=120)
-    assert done.returncode == 2 and "'web_search_base' is not served here: its backend searches" in done.stderr
+    assert done.returncode == 2 and "'format_sensitivity' is not served here: BFCL scores it only for prompting" \
+        in done.stderr
     done = _evals("score", str(tmp_path / "nothing"), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
     assert done.returncode == 2 and "does not exist" in done.stderr
     (tmp_path / "empty").mkdir()
@@ -234,16 +235,17 @@ def test_unserved_categories_are_listed_and_skipped_and_two_models_are_refused(b
     # most results do not decode as an FC model's JSON-text arguments (they are objects): said loudly
     (folder / "non_live" / "BFCL_v4_simple_python_result.json").write_text(
         "".join(_line(e.id, [{c["name"]: c["arguments"]} for c in gold_calls(e)]) for e in entries))
-    (folder / "agentic" / "BFCL_v4_web_search_base_result.json").write_text(_line("web_search_base_0", [[]]))
-    (folder / "agentic" / "BFCL_v4_memory_vector_result.json").write_text(_line("memory_vector_0", [[]]))
+    (folder / "format_sensitivity").mkdir()  # an FC model's: BFCL skips it; BFCL v3's sql: no v4 category
+    (folder / "format_sensitivity" / "BFCL_v4_format_sensitivity_result.json").write_text(_line("x", "[]"))
+    (folder / "agentic" / "BFCL_v4_sql_result.json").write_text(_line("sql_0", [[]]))
     done = _evals("score", str(folder), "--format", "bfcl-official", "--benchmark", "bfcl", "--out",
                   str(tmp_path / "run"), "--json", timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     assert summary["tasks"] == 4 and summary["metrics"]["simple_python"] == 0.0
     warnings = " ".join(summary["warnings"])
-    assert "2 result files skipped" in warnings and "'web_search_base' is not served here" in warnings
-    assert "'memory_vector' is not served here" in warnings
+    assert "2 result files skipped" in warnings and "'format_sensitivity' is not served here" in warnings
+    assert "'sql' is not served here: no BFCL v4 category of that name" in warnings
     assert "BFCL_v4_simple_python_result.json: 4 of 4 results do not decode" in warnings
     assert "{function name: arguments as JSON text}" in warnings
 

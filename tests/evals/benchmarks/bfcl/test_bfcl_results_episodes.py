@@ -20,9 +20,10 @@ import pytest
 from official_checker import run_official
 
 from evals.benchmarks.bfcl.agentic import read_memory
-from evals.benchmarks.bfcl.files import MEMORY_SERVED, MULTI_TURN
+from evals.benchmarks.bfcl.files import MEMORY_SERVED, MEMORY_VECTOR, MULTI_TURN, WEB_SEARCH
 from evals.benchmarks.bfcl.multi_turn import MultiTurnEntry, gold_steps, read_multi_turn
 from evals.benchmarks.bfcl.results import read_results
+from evals.benchmarks.bfcl.web_search import read_web_search
 
 ROOT = Path(__file__).resolve().parents[4]
 PER_CATEGORY = 6  # multi-turn entries per category: every shape below lands on a few entries of each
@@ -106,7 +107,7 @@ def imported(bfcl_code_data: Path, tmp_path: Path) -> tuple[Path, list[dict[str,
         path = model / "multi_turn" / f"BFCL_v4_{category}_result.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n")
-    for category in MEMORY_SERVED:
+    for category in (*MEMORY_SERVED, MEMORY_VECTOR):
         backend = category.removeprefix("memory_")
         lines = []
         for entry in read_memory(category)[0]:
@@ -120,6 +121,15 @@ def imported(bfcl_code_data: Path, tmp_path: Path) -> tuple[Path, list[dict[str,
         path.write_text("\n".join(lines) + "\n")
         (path.parent / f"BFCL_v4_{category}_prereq_result.json").write_text(
             json.dumps({"id": f"{category}_prereq_0-customer-0", "result": [["Noted."]]}) + "\n")
+    for category in WEB_SEARCH:  # the same shapes, read as memory's: BFCL's agentic runner checks both alike
+        lines = []
+        for web in read_web_search(category)[:20]:
+            result = _memory_result(web.answers[0], n)
+            n += 1
+            lines.append(json.dumps({"id": web.id, "result": result}))
+            cases.append({"id": web.id, "category": category, "raw": True, "result": result,
+                          "possible_answer": list(web.answers)})
+        (model / "agentic" / f"BFCL_v4_{category}_result.json").write_text("\n".join(lines) + "\n")
     return model, cases
 
 
@@ -157,6 +167,8 @@ def test_imported_multi_turn_and_memory_results_get_bfcls_verdicts(imported, bfc
     done = _evals("export", str(run), "--format", "bfcl-official", "--out", str(out))
     assert done.returncode == 0, done.stderr[-2000:]
     assert (out / "gpt-4o-2024-11-20-FC" / "agentic" / "memory" / "kv" / "BFCL_v4_memory_kv_result.json").is_file()
+    assert (out / "gpt-4o-2024-11-20-FC" / "agentic" / "memory" / "vector" / "BFCL_v4_memory_vector_result.json").is_file()
+    assert (out / "gpt-4o-2024-11-20-FC" / "agentic" / "BFCL_v4_web_search_no_snippet_result.json").is_file()
     again = read_results(out)
     assert {k: t["outcome"]["bfcl_result"] for k, t in again.traces.items()} == {c["id"]: c["result"] for c in cases}
     rerun = tmp_path / "run2"
