@@ -176,9 +176,12 @@ async def test_one_catalog_serves_every_kind_each_endpoint_answered_by_the_kind_
     from tool_specs import TaskNotFound
 
     bench = load_benchmark("bfcl", {"category": ["memory_kv", "simple_python", "multi_turn_base"]})
+    rows = []  # each kind's row of KINDS: the one its entries' categories are in
     for kind in bench.kinds:
-        served = next(categories for categories, make in KINDS if isinstance(kind, make))
-        assert kind.entries and all(e.category in served for e in kind.entries.values())
+        row = {i for e in kind.entries.values() for i, (served, _) in enumerate(KINDS) if e.category in served}
+        assert kind.entries and len(row) == 1
+        rows += row
+    assert len(bench.kinds) == 3 and sorted(rows) == rows and len(set(rows)) == 3
     catalog = bench.mounts(contextlib.ExitStack())[0].catalog
     prereqs = [p.id for convs in read_memory("memory_kv")[1].values() for p in convs]
     assert catalog.task_ids() == [*bench.task_ids(), *prereqs]  # BFCL's order: single, multi, memory
