@@ -47,8 +47,8 @@ class ToolLists:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._specs: dict[str, Any] = {}
-        self._lists: dict[str, list[str]] = {}
+        self._specs: dict[str, Any] = {}  # tool id -> its definition (a _Raw line until asked for)
+        self._lists: dict[str, Any] = {}  # tools_hash -> tool ids (a _Raw line until asked for)
         self._built: dict[str, list[Any]] = {}
         self._read_to = 0
         self._ino: int | None = None
@@ -63,10 +63,13 @@ class ToolLists:
         if built is None:
             if tools_hash not in self._lists:
                 self._read_more()
-            ids = self._lists.get(tools_hash)
+            ids = self._list(tools_hash)
             if ids is None or any(i not in self._specs for i in ids):
                 return None
-            built = self._built[tools_hash] = [self._specs[i] for i in ids]
+            specs = [self._spec(i) for i in ids]
+            if any(s is None for s in specs):  # a damaged tool line
+                return None
+            built = self._built[tools_hash] = specs
         return built
 
     def _read_more(self) -> None:
@@ -88,6 +91,12 @@ class ToolLists:
                 self._take(raw)
 
     def _take(self, raw: bytes) -> None:
+        if raw.startswith(_TOOL_PREFIX) and raw[_ID_END:_SPEC_AT] == _SPEC_KEY:  # as the writer spells it:
+            self._specs[raw[len(_TOOL_PREFIX):_ID_END].decode("ascii", "replace")] = _Raw(raw)  # parsed when used
+            return
+        if raw.startswith(_LIST_PREFIX) and raw[_HASH_END:_LIST_AT] == _LIST_KEY:
+            self._lists[raw[len(_LIST_PREFIX):_HASH_END].decode("ascii", "replace")] = _Raw(raw)
+            return
         try:
             line = json.loads(raw)
         except ValueError:
@@ -99,6 +108,49 @@ class ToolLists:
         elif isinstance(line.get("tools_hash"), str) and isinstance(line.get("tools"), list):
             if all(isinstance(i, str) for i in line["tools"]):
                 self._lists[line["tools_hash"]] = line["tools"]
+
+    def _list(self, tools_hash: str) -> list[str] | None:
+        ids = self._lists.get(tools_hash)
+        if isinstance(ids, _Raw):
+            try:
+                line = json.loads(ids.raw)
+            except ValueError:
+                line = None
+            ids = line.get("tools") if isinstance(line, dict) and line.get("tools_hash") == tools_hash else None
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                ids = None
+            self._lists[tools_hash] = ids
+        return ids
+
+    def _spec(self, tid: str) -> Any:
+        spec = self._specs[tid]
+        if isinstance(spec, _Raw):
+            try:
+                line = json.loads(spec.raw)
+            except ValueError:
+                line = None
+            spec = line.get("spec") if isinstance(line, dict) and line.get("tool") == tid else None
+            self._specs[tid] = spec
+        return spec
+
+
+class _Raw:
+    """A tool line not parsed yet (most of a run's tools are never asked for by one reader)."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+
+_TOOL_PREFIX = b'{"tool": "'
+_ID_END = len(_TOOL_PREFIX) + 16
+_SPEC_KEY = b'", "spec": '
+_SPEC_AT = _ID_END + len(_SPEC_KEY)
+_LIST_PREFIX = b'{"tools_hash": "'
+_HASH_END = len(_LIST_PREFIX) + 16
+_LIST_KEY = b'", "tools": ['
+_LIST_AT = _HASH_END + len(_LIST_KEY)
 
 
 class ToolStore:

@@ -150,3 +150,18 @@ def test_a_scan_keeps_headers_and_only_the_last_read_events(tmp_path: Path) -> N
     run.traces_path.write_bytes((tmp_path / "moved.jsonl").read_bytes())
     with pytest.raises(ValueError, match="replaced"):
         scan.records[1]["events"]
+
+
+def test_tool_lines_spelled_otherwise_are_read_and_damaged_ones_are_missing(tmp_path: Path) -> None:
+    path = tmp_path / "tools.jsonl"
+    ids = ["a" * 16, "b" * 16]
+    path.write_text(
+        json.dumps({"tool": ids[0], "spec": SEARCH}, separators=(",", ":")) + "\n"  # compact: parsed at once
+        + json.dumps({"tool": ids[1], "spec": LOOKUP}) + "\n"  # as the writer spells it: parsed when asked for
+        + json.dumps({"tools_hash": "h" * 16, "tools": ids}) + "\n"
+        + json.dumps({"tools_hash": "d" * 16, "tools": [ids[0], "c" * 16]}) + "\n"  # names a tool the file lacks
+        + '{"tools_hash": "' + "e" * 16 + '", "tools": [not json]}\n'
+        + "garbage\n")
+    lists = ToolLists(path)
+    assert lists.get("h" * 16) == [SEARCH, LOOKUP]
+    assert lists.get("d" * 16) is None and lists.get("e" * 16) is None and lists.get("x" * 16) is None
