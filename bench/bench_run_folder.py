@@ -36,10 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import ROOT, checkout_env, ref_worktree  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 VIEW = """
 import json, sys, time, tracemalloc
@@ -62,27 +61,6 @@ t2 = time.perf_counter()
 page = episode(view, ids[len(ids) // 2])
 print(json.dumps({"first": first, "peak": peak, "tasks": tasks, "episode": time.perf_counter() - t2}))
 """
-
-
-def _env(root: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    shared = ROOT.parent / "shared" / "data"
-    if "EVALS_DATA_DIR" not in env and shared.is_dir():
-        env["EVALS_DATA_DIR"] = str(shared)
-    return env
-
-
-@contextlib.contextmanager
-def ref_worktree(ref: str) -> Iterator[Path]:
-    """``ref`` checked out (detached) into a temporary git worktree, removed afterwards."""
-    tmp = Path(tempfile.mkdtemp(prefix="bench_folder_ref_"))
-    dest = tmp / "checkout"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(dest), ref], check=True)
-    try:
-        yield dest
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(dest)], check=False)
-        subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
 def _files(run: Path) -> dict[str, int]:
@@ -110,7 +88,7 @@ def _scale(run: Path, k: int) -> None:
 def _timed(argv: list[str], root: Path) -> tuple[float, int, str]:
     """Wall seconds, peak RSS (KB) and stdout of a command."""
     t0 = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], capture_output=True, text=True, env=_env(root), cwd=root)
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *argv], capture_output=True, text=True, env=checkout_env(root), cwd=root)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} (in {root}) exited with {proc.returncode}: {proc.stderr[-2000:]}")

@@ -93,45 +93,43 @@ class ToolLists:
     def _take(self, raw: bytes) -> None:
         if raw.startswith(_TOOL_PREFIX) and raw[_ID_END:_SPEC_AT] == _SPEC_KEY:  # as the writer spells it:
             self._specs[raw[len(_TOOL_PREFIX):_ID_END].decode("ascii", "replace")] = _Raw(raw)  # parsed when used
-            return
-        if raw.startswith(_LIST_PREFIX) and raw[_HASH_END:_LIST_AT] == _LIST_KEY:
+        elif raw.startswith(_LIST_PREFIX) and raw[_HASH_END:_LIST_AT] == _LIST_KEY:
             self._lists[raw[len(_LIST_PREFIX):_HASH_END].decode("ascii", "replace")] = _Raw(raw)
-            return
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            return
-        if not isinstance(line, dict):
-            return
-        if isinstance(line.get("tool"), str) and "spec" in line:
-            self._specs[line["tool"]] = line["spec"]
-        elif isinstance(line.get("tools_hash"), str) and isinstance(line.get("tools"), list):
-            if all(isinstance(i, str) for i in line["tools"]):
-                self._lists[line["tools_hash"]] = line["tools"]
+        elif (parsed := _parse(raw)) is not None:
+            kind, key, value = parsed
+            (self._specs if kind == "tool" else self._lists)[key] = value
 
     def _list(self, tools_hash: str) -> list[str] | None:
-        ids = self._lists.get(tools_hash)
-        if isinstance(ids, _Raw):
-            try:
-                line = json.loads(ids.raw)
-            except ValueError:
-                line = None
-            ids = line.get("tools") if isinstance(line, dict) and line.get("tools_hash") == tools_hash else None
-            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-                ids = None
-            self._lists[tools_hash] = ids
-        return ids
+        return self._resolved(self._lists, "list", tools_hash)  # type: ignore[no-any-return]
 
     def _spec(self, tid: str) -> Any:
-        spec = self._specs[tid]
-        if isinstance(spec, _Raw):
-            try:
-                line = json.loads(spec.raw)
-            except ValueError:
-                line = None
-            spec = line.get("spec") if isinstance(line, dict) and line.get("tool") == tid else None
-            self._specs[tid] = spec
-        return spec
+        return self._resolved(self._specs, "tool", tid)
+
+    @staticmethod
+    def _resolved(table: dict[str, Any], kind: str, key: str) -> Any:
+        """``table[key]``, parsed now if it is a :class:`_Raw` line (``None`` when that line is damaged)."""
+        value = table.get(key)
+        if isinstance(value, _Raw):
+            parsed = _parse(value.raw)
+            value = table[key] = parsed[2] if parsed is not None and parsed[:2] == (kind, key) else None
+        return value
+
+
+def _parse(raw: bytes) -> tuple[str, str, Any] | None:
+    """``("tool", id, spec)`` or ``("list", tools_hash, ids)`` of a line of ``tools.jsonl``; ``None``
+    for a line that is neither (not JSON, torn, another shape: skipped)."""
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(line, dict):
+        return None
+    if isinstance(line.get("tool"), str) and "spec" in line:
+        return "tool", line["tool"], line["spec"]
+    ids = line.get("tools")
+    if isinstance(line.get("tools_hash"), str) and isinstance(ids, list) and all(isinstance(i, str) for i in ids):
+        return "list", line["tools_hash"], ids
+    return None
 
 
 class _Raw:
