@@ -117,6 +117,7 @@ def main() -> None:
                     str(args.limit_per_category), "--run-dir", str(run), "--no-progress"]
             wrote[name] = _timed(argv, root)[0]
             files[name] = _files(run)
+            entries = (run / "traces.jsonl").read_bytes().count(b"\n")
             _scale(run, args.scale)
         samples: dict[tuple[str, str], list[float]] = {}
         for _ in range(args.repeat):
@@ -134,7 +135,7 @@ def main() -> None:
     names = list(impls)
     refs = names[1:]
     print(f"# run folder: BFCL oracle run, --limit-per-category {args.limit_per_category} "
-          f"({sum(1 for _ in (runs[names[0]] / 'traces.jsonl').open('rb')) // max(1, args.scale)} entries), "
+          f"({entries} entries), "
           f"reads x{args.scale}; medians of {args.repeat}, interleaved; {platform.python_implementation()} "
           f"{platform.python_version()}, {os.cpu_count()} CPUs, load average "
           f"{', '.join(f'{x:.2f}' for x in load_before)} before, {', '.join(f'{x:.2f}' for x in load_after)} after")
