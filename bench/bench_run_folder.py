@@ -10,7 +10,8 @@ checkouts (a loaded machine slows them alike), each reads its own folder back:
 * the viewer's first page: a fresh process that opens the run (:class:`evals.view.site.Site`) and
   builds the runs page's data (``Site.runs()``: the index and the summary, imports included), then
   the tasks table (a fresh index and its rows) and the transcript of the run's middle task (which
-  reads its tool lists back); seconds inside it, and the ``tracemalloc`` peak of the first page.
+  reads its tool lists back); seconds inside it (the first page's include its imports), and the
+  process's peak RSS.
 
 Printed: each file of the folder (bytes), the folder's total and its ratio to each reference's, and
 the medians of the timings with the ratio this checkout / REF. A REF of the commit before
@@ -41,14 +42,11 @@ from pathlib import Path
 from _common import ROOT, checkout_env, ref_worktree  # noqa: E402  (bench/ is on sys.path when run as a script)
 
 VIEW = """
-import json, sys, time, tracemalloc
-tracemalloc.start()
+import json, sys, time
 t0 = time.perf_counter()
 from evals.view.site import Site
 Site([sys.argv[1]]).runs()
 first = time.perf_counter() - t0
-_, peak = tracemalloc.get_traced_memory()
-tracemalloc.stop()
 from evals.view.index import RunIndex
 from evals.view.runs import RunView
 from evals.view.transcript import episode
@@ -58,8 +56,8 @@ view.task_rows()
 tasks = time.perf_counter() - t1
 ids = list(view.index.traces)
 t2 = time.perf_counter()
-page = episode(view, ids[len(ids) // 2])
-print(json.dumps({"first": first, "peak": peak, "tasks": tasks, "episode": time.perf_counter() - t2}))
+episode(view, ids[len(ids) // 2])
+print(json.dumps({"first": first, "tasks": tasks, "episode": time.perf_counter() - t2}))
 """
 
 
@@ -125,10 +123,10 @@ def main() -> None:
                 wall, rss, _ = _timed([py, "-m", "evals.cli", "score", str(runs[name])], root)
                 samples.setdefault(("evals score, wall s", name), []).append(wall)
                 samples.setdefault(("evals score, peak RSS MB", name), []).append(rss / 1024)
-                _, _, out = _timed([py, "-c", VIEW, str(runs[name])], root)
+                _, rss, out = _timed([py, "-c", VIEW, str(runs[name])], root)
                 got = json.loads(out.strip().splitlines()[-1])
                 samples.setdefault(("viewer first page (runs list), s", name), []).append(got["first"])
-                samples.setdefault(("viewer first page, tracemalloc peak MB", name), []).append(got["peak"] / 1e6)
+                samples.setdefault(("viewer process, peak RSS MB", name), []).append(rss / 1024)
                 samples.setdefault(("viewer tasks table, s", name), []).append(got["tasks"])
                 samples.setdefault(("viewer transcript of one task, s", name), []).append(got["episode"])
     load_after = os.getloadavg()
