@@ -53,10 +53,6 @@ class ToolLists:
         self._read_to = 0
         self._ino: int | None = None
 
-    def add(self, tools_hash: str, specs: Sequence[Any]) -> None:
-        """Know a list without reading the file (the writer's own, as it writes them)."""
-        self._built[tools_hash] = list(specs)
-
     def get(self, tools_hash: str) -> list[Any] | None:
         """The tool list of ``tools_hash`` (shared between callers: do not change it), or ``None``."""
         built = self._built.get(tools_hash)
@@ -184,7 +180,6 @@ class ToolStore:
                 out.append(dumps_line({"tool": tid, "spec": spec}))
         out.append(dumps_line({"tools_hash": tools_hash, "tools": ids}))
         self._hashes.add(tools_hash)
-        self.lists.add(tools_hash, specs)
         self.dirty = True
         return "\n".join(out) + "\n"
 
@@ -192,7 +187,6 @@ class ToolStore:
         """Undo :meth:`lines_for` after its lines could not be written."""
         self._hashes.discard(tools_hash)
         self._tools.difference_update(tool_id(s) for s in specs)
-        self.lists._built.pop(tools_hash, None)
 
 
 def resolve_tools(events: Iterable[Any], lists: ToolLists | Mapping[str, list[Any]] | None) -> None:
