@@ -2,7 +2,7 @@
 
 A ``model_request`` event carries the ``tools_hash`` of the tool list it was sent. In a trace of
 schema 1 the first request of an episode (and each request whose list changed) also held the list
-itself; a benchmark whose tasks share their tools (most do: BFCL's entries reuse a few hundred
+itself; a benchmark whose tasks share their tools (most do: one benchmark's entries reuse a few hundred
 functions) repeated the same definitions in every trace. A run directory now keeps them in
 ``tools.jsonl``, two kinds of line:
 
