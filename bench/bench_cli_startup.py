@@ -37,22 +37,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import ROOT, checkout_env, ref_worktree  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 FAMILY = "docs/examples/family"
 DEFAULT_RUNS = ["familytool-b", "toolhop", "nestools", "bfcl",
                 f"taskfile --tasks {FAMILY}/family_tasks.yaml --kg {FAMILY}/family.triples --tools-dir {FAMILY}/tools"]
-
-
-def _env(root: Path) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    shared = ROOT.parent / "shared" / "data"  # where the checkout's own data is (a temporary worktree has none)
-    if "EVALS_DATA_DIR" not in env and shared.is_dir():
-        env["EVALS_DATA_DIR"] = str(shared)
-    return env
 
 
 def _run_argv(py: str, spec: str, run_dir: Path) -> list[str]:
@@ -83,26 +75,13 @@ def _children_cpu() -> float:
 def time_command(argv: list[str], root: Path, run_dir: Path | None) -> tuple[float, float | None, float]:
     """Wall seconds of the command, to its first episode (a run) or None, and its CPU seconds."""
     cpu0, start_wall, t0 = _children_cpu(), time.time(), time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env(root), cwd=root)
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=checkout_env(root), cwd=root)
     whole = time.perf_counter() - t0
     cpu = _children_cpu() - cpu0
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} (in {root}) exited with {proc.returncode}: "
                          f"{proc.stderr.decode(errors='replace')[-2000:]}")
     return whole, None if run_dir is None else _first_episode_ts(run_dir) - start_wall, cpu
-
-
-@contextlib.contextmanager
-def ref_worktree(ref: str) -> Iterator[Path]:
-    """``ref`` checked out (detached) into a temporary git worktree, removed afterwards."""
-    tmp = Path(tempfile.mkdtemp(prefix="bench_startup_ref_"))
-    dest = tmp / "checkout"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(dest), ref], check=True)
-    try:
-        yield dest
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(dest)], check=False)
-        subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
 def main() -> None:

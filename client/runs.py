@@ -2,12 +2,13 @@
 
 A *run* is a directory (:class:`RunDir`) holding the run's ``config.json`` (written once, compared
 on every re-open: :class:`RunConfigMismatch`), ``traces.jsonl`` (one record per finished episode,
-fsync-ed: the source of truth for resume and scoring), ``events.jsonl`` (every event as it happens)
+fsync-ed: the source of truth for resume and scoring), ``tools.jsonl`` (each tool list the episodes were
+offered, once; the traces refer to it), ``events.jsonl`` (with ``--event-log``: every event as it happens)
 and a lock that keeps a second writer out. An :class:`EpisodeRecorder` logs one episode's events and
 builds its trace record; :func:`request_history` rebuilds the model requests from one.
 
 The code lives in ``client._runs`` (one module per concern: ``jsonutil``, ``records``, ``recorder``,
-``sharing``, ``jsonl``, ``nofollow``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
+``sharing``, ``toolstore``, ``jsonl``, ``nofollow``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
 here, and this is where other code imports them from.
 """
 
@@ -29,6 +30,7 @@ from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
 from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost
 from client._runs.secrets import REDACTED, redact_secrets, redact_urls, secret_paths
 from client._runs.sharing import CUT_NOTE, call_arguments, outcome_raw_arguments
+from client._runs.toolstore import TOOLS_FILE, ToolLists, resolve_tools
 
 __all__ = [
     "DEFAULT_HASH_KEYS",
@@ -46,6 +48,8 @@ __all__ = [
     "RunLocked",
     "RunSummary",
     "RunTracesLost",
+    "TOOLS_FILE",
+    "ToolLists",
     "TraceScan",
     "Totals",
     "append_line",
@@ -69,6 +73,7 @@ __all__ = [
     "outcome_raw_arguments",
     "package_version",
     "request_history",
+    "resolve_tools",
     "summarize_traces",
     "to_jsonable",
 ]

@@ -8,7 +8,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -141,7 +141,7 @@ TIMING_KEYS = frozenset({"episode_id", "started_at", "finished_at", "duration_s"
 
 
 def _without_timing(value: object) -> object:
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # a trace read from a run is a Mapping whose events are read on access
         return {k: _without_timing(v) for k, v in value.items() if k not in TIMING_KEYS}
     if isinstance(value, list):
         return [_without_timing(v) for v in value]

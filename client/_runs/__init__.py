@@ -7,8 +7,10 @@ Low to high:
 * ``records``: the trace record format (``SCHEMA_VERSION``, ``Totals``, ``EpisodeOutcome``,
   ``request_history``).
 * ``sharing``: what a trace keeps of a long value (each tool-call argument once; the cap).
+* ``toolstore``: ``tools.jsonl``, each tool list of a run once (``ToolLists``, ``resolve_tools``).
 * ``recorder``: ``EpisodeRecorder``, one episode's events as they happen and its record.
-* ``jsonl``: append-only JSONL files, torn-line repair and scanning (``TraceScan``).
+* ``jsonl``: append-only JSONL files, torn-line repair and scanning (``TraceScan``: headers in
+  memory, events read back on access).
 * ``secrets``: keys, tokens and passwords replaced before a config or report is written.
 * ``config``: ``config.json``, written once and compared on re-open (``RunConfigMismatch``,
   ``config_hash``).

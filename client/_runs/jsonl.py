@@ -16,13 +16,16 @@ import errno
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .jsonutil import dumps_line, now_iso
 from .nofollow import open_run_file
+from .records import RecordView
+from .toolstore import ToolLists, resolve_tools
 
 __all__ = ["RunDiskFull", "TraceScan", "iter_jsonl", "utf8_lines"]
 
@@ -161,23 +164,110 @@ def repair_torn_tail(path: Path, torn_path: Path) -> bytes | None:
     return tail
 
 
+EVENTS_MARK = b',"events":['
+"""How :meth:`~client.runs.EpisodeRecorder.build_record` splices a record's events after its header."""
+EVENTS_KEPT = 16
+"""Records of one scan whose parsed events are kept (the ones read last): reading a run holds its
+headers and at most this many records' events in memory, however many episodes it has."""
+
+
+class _EventsCache:
+    """The parsed events of the records read last (a bounded LRU shared by one scan's records)."""
+
+    def __init__(self, size: int = EVENTS_KEPT) -> None:
+        self.size = size
+        self._kept: OrderedDict[int, list[Any]] = OrderedDict()
+
+    def get(self, key: int) -> list[Any] | None:
+        events = self._kept.get(key)
+        if events is not None:
+            self._kept.move_to_end(key)
+        return events
+
+    def put(self, key: int, events: list[Any]) -> None:
+        self._kept[key] = events
+        if len(self._kept) > self.size:
+            self._kept.popitem(last=False)
+
+
+class StoredRecord(RecordView):
+    """A record of ``traces.jsonl``: its header in memory, its events read from the file when asked for
+    (and kept while they are among the scan's :data:`EVENTS_KEPT` last read), their tool lists put back."""
+
+    def __init__(self, head: dict[str, Any], where: tuple[Path, int, int, int, int], tools: Any,
+                 cache: _EventsCache) -> None:
+        super().__init__(head, (), tools)
+        self._where = where  # (path, inode, line number, offset of the events' "[", their length)
+        self._cache = cache
+
+    def events_bytes(self) -> bytes:
+        """The JSON text of the events, as the file holds it."""
+        path, ino, lineno, offset, length = self._where
+        try:
+            with open(path, "rb") as f:
+                if os.fstat(f.fileno()).st_ino != ino:
+                    raise ValueError("the file was replaced since it was read")
+                f.seek(offset)
+                data = f.read(length)
+        except OSError as exc:
+            raise ValueError(f"{path}:{lineno}: the trace's events cannot be read again ({exc})") from exc
+        if len(data) != length or not data.startswith(b"[") or not data.endswith(b"]"):
+            raise ValueError(f"{path}:{lineno}: the trace line changed since it was read")
+        return data
+
+    def __getitem__(self, key: str) -> Any:
+        if key != "events":
+            return self._head[key]
+        events = self._cache.get(self._where[3])
+        if events is None:
+            path, _, lineno, _, _ = self._where
+            try:
+                events = json.loads(self.events_bytes())
+            except ValueError as exc:
+                raise ValueError(f"{path}:{lineno}: the trace's events are not JSON ({exc})") from None
+            if not isinstance(events, list):
+                raise ValueError(f"{path}:{lineno}: the trace's events are not a list")
+            resolve_tools(events, self._tools)
+            self._cache.put(self._where[3], events)
+        return events
+
+
+def _split_record(raw: bytes) -> tuple[dict[str, Any], int, int] | None:
+    """A recorder-written line's header (parsed) and where its events are (offset in the line, length);
+    ``None`` for a line of another shape (read whole)."""
+    cut = raw.find(EVENTS_MARK)
+    end = len(raw.rstrip())
+    if cut <= 0 or not raw.endswith(b"}", 0, end) or raw[end - 2:end - 1] != b"]":
+        return None
+    try:
+        head = json.loads(raw[:cut] + b"}")
+    except ValueError:
+        return None
+    if not isinstance(head, dict) or "events" in head:
+        return None
+    start = cut + len(EVENTS_MARK) - 1
+    return head, start, end - 1 - start
+
+
 @dataclass
 class TraceScan:
     """Everything read from ``traces.jsonl``, in file order.
 
     Attributes:
-        records: every well-formed record (several per task are possible; see :meth:`latest`).
+        records: every well-formed record (several per task are possible; see :meth:`latest`). A
+            record written by the recorder holds its header; its ``events`` are read from the file
+            when asked for (:class:`StoredRecord`), so a scan of a large run stays small.
         torn_tail: bytes after the last newline (an interrupted write), or ``None``.
         bad_lines: ``(line_number, first_200_chars)`` of complete lines that are not JSON objects.
     """
 
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[Mapping[str, Any]] = field(default_factory=list)
     torn_tail: bytes | None = None
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
 
-    def latest(self) -> dict[str, dict[str, Any]]:
+    def latest(self) -> dict[str, Mapping[str, Any]]:
         """``{task_id: newest record}``, in order of each task's first appearance."""
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, Mapping[str, Any]] = {}
         for record in self.records:
             out[record["task_id"]] = record
         return out
@@ -204,28 +294,45 @@ def _not_a_record(record: Any, raw: bytes) -> str:
     return f"status {shown} is neither completed nor errored"
 
 
-def scan_jsonl(path: Path) -> TraceScan:
+def scan_jsonl(path: Path, tools: ToolLists | None = None) -> TraceScan:
     """Read a traces file: its records, a torn last line, and complete lines that are not trace
     records (not JSON, not an object, no ``task_id``, no ``completed``/``errored`` status: such a
     line is skipped, never taken as a task's newest record, and reported once per process with its
-    line number; its task runs again on resume unless another line records it)."""
+    line number; its task runs again on resume unless another line records it).
+
+    The file is read line by line and only each record's header is parsed and kept; its events are
+    read again from the file when a reader asks for them (:class:`StoredRecord`), with the tool
+    lists they refer to from ``tools`` (the run's ``tools.jsonl``; see :mod:`client._runs.toolstore`)."""
     scan = TraceScan()
     reasons: dict[int, str] = {}
+    cache = _EventsCache()
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return scan
     with f:
+        ino = os.fstat(f.fileno()).st_ino
+        offset = 0
         for lineno, raw in enumerate(f, 1):
+            at, offset = offset, offset + len(raw)
             if not raw.endswith(b"\n"):
                 scan.torn_tail = raw
                 break
             if not raw.strip():
                 continue
+            split = _split_record(raw)
+            record: Any
+            if split is not None and isinstance(split[0].get("task_id"), str) \
+                    and split[0].get("status") in _TRACE_STATUSES:
+                header, start, length = split
+                scan.records.append(StoredRecord(header, (path, ino, lineno, at + start, length), tools, cache))
+                continue
             try:
                 record = json.loads(raw)
             except ValueError:
                 record = None
+            if isinstance(record, dict) and isinstance(record.get("events"), list):
+                resolve_tools(record["events"], tools)
             if (
                 not isinstance(record, dict)
                 or not isinstance(record.get("task_id"), str)

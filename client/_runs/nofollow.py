@@ -33,7 +33,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 _RUN_FILE = re.compile(
-    r"^(?:config\.json|config\.history\.jsonl|traces(?:\.torn|\.kept-.*)?\.jsonl|events(?:\.torn)?\.jsonl"
+    r"^(?:config\.json|config\.history\.jsonl|traces(?:\.torn|\.kept-.*)?\.jsonl|events(?:\.torn)?\.jsonl|tools(?:\.torn)?\.jsonl"
     r"|scores\.jsonl|report|judge_cache\.sqlite(?:-journal|-wal|-shm)?|\.lock|report\.(?:md|html|json)|hops-.*\.svg"
     r"|\.config\.json\..*\.tmp)$"
 )

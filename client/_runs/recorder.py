@@ -118,6 +118,11 @@ class EpisodeRecorder:
             progress).
         max_value_bytes: cap on what the record keeps of one string value (``None``/0: no cap); a
             longer one is cut and marked (:mod:`client._runs.sharing`).
+        tool_store: the run's store of tool lists (``RunDir.store_tools``): called with the
+            ``tools_hash`` and the JSON text of each list the episode offers, which its events then
+            refer to instead of holding it (:mod:`client._runs.toolstore`); ``None``: the events hold
+            each list (once per change).
+        tool_lists: where :meth:`record_view` finds those lists again (``RunDir.tool_lists``).
     """
 
     def __init__(
@@ -130,8 +135,12 @@ class EpisodeRecorder:
         sink: Callable[[str], None] | None = None,
         on_usage: Callable[[int, float], None] | None = None,
         max_value_bytes: int | None = None,
+        tool_store: Callable[[str, str], None] | None = None,
+        tool_lists: Any = None,
     ) -> None:
         self.task_id = task_id
+        self._tool_store = tool_store
+        self._tool_lists = tool_lists
         self.max_value_bytes = max_value_bytes or None
         self.episode_id = episode_id or uuid.uuid4().hex[:16]
         self.run_attempt = run_attempt
@@ -219,12 +228,27 @@ class EpisodeRecorder:
     def adopt_events(self, lines: Sequence[str], *, log: bool = True) -> None:
         """Add the event lines of a finished recorder of this same episode in another process (its
         :attr:`event_lines`); ``log=False`` when that process wrote them to the event log itself."""
+        if self._tool_store is not None:
+            lines = [self._stored_tools(line) for line in lines]
         if log:
             for line in lines:
                 self._append(line, None, None)
         else:
             self._event_lines.extend(lines)
             self._event_kinds.extend([None] * len(lines))
+
+    def _stored_tools(self, line: str) -> str:
+        """An adopted ``model_request`` line with its tool list moved to the tool store."""
+        if '"tools": [' not in line or '"kind": "model_request"' not in line[:120]:
+            return line
+        event = json.loads(line)
+        tools = event.get("tools")
+        if not isinstance(tools, list) or not isinstance(event.get("tools_hash"), str):
+            return line
+        assert self._tool_store is not None
+        self._tool_store(event["tools_hash"], dumps_line(tools))
+        del event["tools"]
+        return dumps_line(event)
 
     @property
     def event_lines(self) -> list[str]:
@@ -269,7 +293,8 @@ class EpisodeRecorder:
 
         Only messages that differ from the previous request's are stored (``messages`` starting at
         index ``messages_from``; ``message_count`` is the full length); ``tools`` is stored when it
-        changed (``tools_hash`` always). :func:`request_history` rebuilds the full requests.
+        changed (``tools_hash`` always; with a ``tool_store`` not even then: the store keeps it).
+        :func:`request_history` rebuilds the full requests.
 
         A :class:`~client.messages.ToolDef` is taken as unchanged while it is the same object: when
         ``tools`` holds the very same ``ToolDef`` objects as the previous request (as an agent loop
@@ -302,6 +327,9 @@ class EpisodeRecorder:
                 tools_text = dumps_line(listed)
                 digest = _tools_digest(tools_text, listed)
                 if digest == self._logged_tools_hash:
+                    tools_text = None
+                elif self._tool_store is not None:  # kept once per run, in its tools.jsonl
+                    self._tool_store(digest, tools_text)
                     tools_text = None
                 self._logged_tools_hash = digest
                 self._logged_tools = tuple(listed)
@@ -491,4 +519,4 @@ class EpisodeRecorder:
         as a progress score, does not parse the whole episode)."""
         if self._record_head is None:
             raise RuntimeError("build_record has not been called")
-        return RecordView(json.loads(self._record_head), self._event_lines)
+        return RecordView(json.loads(self._record_head), self._event_lines, self._tool_lists)

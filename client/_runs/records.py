@@ -1,8 +1,8 @@
 """The trace record: one JSON line per finished episode in ``traces.jsonl``.
 
-A record (``schema_version`` 1) looks like::
+A record (``schema_version`` 2) looks like::
 
-    {"schema_version": 1, "task_id": "t1", "episode_id": "…", "run_attempt": 1,
+    {"schema_version": 2, "task_id": "t1", "episode_id": "…", "run_attempt": 1,
      "status": "completed" | "errored", "started_at": ISO-8601, "finished_at": ISO-8601,
      "duration_s": 1.23, "config_hash": "…", "final_answer": "…" | null,
      "error": null | {"type", "qualified_type", "message", "retryable", "attempts", "details", "traceback"},
@@ -15,7 +15,8 @@ A record (``schema_version`` 1) looks like::
 Event kinds written by :class:`~client.runs.EpisodeRecorder`: ``model_request``,
 ``model_response``, ``model_error``, ``attempt_failed``, ``tool_call``, ``note``, ``final_answer``,
 plus any custom kind. ``model_request`` events store only the messages that are new since the
-previous request (``messages_from`` says where they start) and the tool list only when it changed;
+previous request (``messages_from`` says where they start) and the tool list only when it changed
+(in a run directory not even then: the run's ``tools.jsonl`` holds each list once, by its ``tools_hash``);
 a tool message whose (long) content is the ``result_text`` of the episode's ``tool_call`` event
 is stored once, there: the message has ``"content": null, "content_from": <that event's seq>``.
 :func:`request_history` rebuilds each request in full.
@@ -34,7 +35,9 @@ from .sharing import resolve_message_arguments
 
 __all__ = ["SCHEMA_VERSION", "EpisodeOutcome", "EpisodeStatus", "Totals", "request_history"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: a ``model_request`` event may refer to the run's ``tools.jsonl`` for its tool list (by its
+``tools_hash``) instead of holding it (:mod:`client._runs.toolstore`). 1: the list in the trace."""
 
 EpisodeStatus = Literal["completed", "errored"]
 
@@ -103,18 +106,27 @@ class EpisodeOutcome:
 
 
 class RecordView(Mapping[str, Any]):
-    """A trace record's fields, with ``events`` parsed from its JSON lines on first access."""
+    """A trace record's fields, with ``events`` parsed from its JSON lines on first access (and the
+    tool lists they refer to put back from ``tools``, see :mod:`client._runs.toolstore`)."""
 
-    def __init__(self, head: dict[str, Any], event_lines: Sequence[str]):
+    def __init__(self, head: dict[str, Any], event_lines: Sequence[str] = (), tools: Any = None):
         self._head = head
         self._event_lines = list(event_lines)
+        self._tools = tools
         self._events: list[Any] | None = None
+
+    def _load_events(self) -> list[Any]:
+        from .toolstore import resolve_tools
+
+        events = [json.loads(line) for line in self._event_lines]
+        resolve_tools(events, self._tools)
+        return events
 
     def __getitem__(self, key: str) -> Any:
         if key != "events":
             return self._head[key]
         if self._events is None:
-            self._events = [json.loads(line) for line in self._event_lines]
+            self._events = self._load_events()
         return self._events
 
     def __iter__(self) -> Iterator[str]:
@@ -123,6 +135,16 @@ class RecordView(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._head) + 1
+
+    def __contains__(self, key: object) -> bool:
+        return key == "events" or key in self._head
+
+    def __repr__(self) -> str:
+        return f"<trace record {self._head.get('task_id')!r} (events read on access)>"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a plain dict (what ``json.dumps`` of a trace writes)."""
+        return {**self._head, "events": self["events"]}
 
 
 def error_payload(error: Any) -> Any:
@@ -135,18 +157,26 @@ def error_payload(error: Any) -> Any:
     return to_jsonable(error)
 
 
-def request_history(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
+def request_history(trace: Mapping[str, Any], tool_lists: Any = None) -> list[dict[str, Any]]:
     """Rebuild every model request of a trace in full: ``[{"messages": [...], "tools": [...], ...}]``.
 
     Undoes the delta encoding of ``model_request`` events (see
     :meth:`~client.runs.EpisodeRecorder.model_request`) and the references to long tool results and
     tool-call arguments kept once (:mod:`client._runs.sharing`); other fields of each event (model,
-    options, …) are kept as they are.
+    options, …) are kept as they are. A trace read through :class:`~client.runs.RunDir` has its tool
+    lists already; one parsed from ``traces.jsonl`` by hand takes them from ``tool_lists`` (the run's
+    ``RunDir.tool_lists``, or ``{tools_hash: [tool, ...]}``), else a request whose list is in the
+    run's ``tools.jsonl`` has ``"tools": None``.
     """
     messages: list[Any] = []
     tools: list[Any] | None = None
     out: list[dict[str, Any]] = []
     events = trace.get("events", [])
+    if tool_lists is not None:
+        from .toolstore import resolve_tools
+
+        events = [dict(e) if isinstance(e, Mapping) else e for e in events]
+        resolve_tools(events, tool_lists)
     by_seq = {e.get("seq"): e for e in events if e.get("kind") == "tool_call"}
     holders: dict[Any, Any] = {e.get("seq"): e for e in events if e.get("kind") == "model_response"}
     holders.update({("call", e.get("call_id")): e for e in events if e.get("kind") == "tool_call"})
@@ -154,7 +184,7 @@ def request_history(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
         if event.get("kind") != "model_request":
             continue
         request = {
-            k: v for k, v in event.items() if k not in ("seq", "t", "kind", "messages_from", "tools_hash")
+            k: v for k, v in event.items() if k not in ("seq", "t", "kind", "messages_from", "tools_hash", "tools_missing")
         }
         if "messages" in event:
             new = [resolve_message_arguments(_resolve_content(m, by_seq), holders) for m in event["messages"]]

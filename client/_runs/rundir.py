@@ -5,8 +5,10 @@ A *run* is a directory::
     <run>/
       config.json          the run's config, written once (see :mod:`client._runs.config`)
       traces.jsonl         one JSON line per finished episode: the source of truth for resume/scoring
+      tools.jsonl          each tool list (and tool) the episodes were offered, once (see :mod:`client._runs.toolstore`)
       events.jsonl         in-flight event log, one line per event as it happens (debugging aid)
       traces.torn.jsonl    torn tails cut from traces.jsonl after a crash (nothing is silently lost)
+      tools.torn.jsonl     the same for tools.jsonl
       events.torn.jsonl    the same for events.jsonl
       config.history.jsonl configs that re-opened the run with ``force=True`` despite a mismatch
       .lock                held (``flock``) by the one process writing to the run
@@ -17,6 +19,8 @@ then ``fsync``-ed, so a ``SIGKILL`` (or power loss after the fsync) leaves at mo
 line. Readers skip a torn last line and report it; the next writer repairs the file before appending
 (see :meth:`RunDir.open_for_writing` and :mod:`client._runs.jsonl`). Event lines are written the
 same way but not fsync-ed one by one (they survive a process crash, which is what they are for).
+A new tool list goes to ``tools.jsonl`` as the episode first offers it (before its trace line can be
+written), and every fsync of the traces fsyncs ``tools.jsonl`` first.
 
 The runner writes traces as :meth:`RunDir.append_trace_async` does: the line is written at once (from
 then on a ``SIGKILL`` cannot lose it: it is in the kernel's page cache), then the episode waits for
@@ -38,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -60,6 +65,7 @@ from .jsonutil import dumps_line, now_iso
 from .nofollow import check_run_dir, open_run_file
 from .recorder import EpisodeRecorder
 from .resume import RunSummary, finished_task_ids, summarize_traces
+from .toolstore import TOOLS_FILE, TOOLS_TORN_FILE, ToolLists, ToolStore
 
 try:  # POSIX only; without it a run dir is not protected against two writers
     import fcntl
@@ -179,6 +185,9 @@ class RunDir:
         self._lock_fd: int | None = None
         self._traces_fd: int | None = None
         self._events_fd: int | None = None
+        self._tools_fd: int | None = None
+        self.tool_lists = ToolLists(self.path / TOOLS_FILE)  # the run's tool lists, read as needed
+        self._tool_store: ToolStore | None = None  # the writer's bookkeeping of tools.jsonl
         # group commit of trace fsyncs (append_trace_async): lines written / known durable, the
         # fsync in flight, and a lock that keeps close() from closing the descriptor under it
         self._traces_written = 0
@@ -255,6 +264,10 @@ class RunDir:
         self._lock_fd = lock_fd
         try:
             repair_torn_tail(self.traces_path, self.path / TRACES_TORN_FILE)
+            repair_torn_tail(self.path / TOOLS_FILE, self.path / TOOLS_TORN_FILE)
+            self.tool_lists = ToolLists(self.path / TOOLS_FILE)
+            self._tool_store = ToolStore(self.tool_lists)
+            self._tool_store.load()
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
             # read-write: if the file is deleted or replaced under us, what it holds is read back from here
             self._traces_fd = open_run_file(self.traces_path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
@@ -288,6 +301,7 @@ class RunDir:
         self._traces_written += 1
         if fsync:
             try:
+                self._fsync_tools()
                 os.fsync(self._traces_fd)
             except OSError as exc:
                 raise disk_full(exc, self.traces_path) from exc
@@ -327,10 +341,43 @@ class RunDir:
             if self._traces_fd is None:
                 return False
             try:
+                self._fsync_tools()
                 os.fsync(self._traces_fd)
             except OSError as exc:
                 raise disk_full(exc, self.traces_path) from exc
             return True
+
+    def store_tools(self, tools_hash: str, tools_text: str) -> None:
+        """Keep a tool list (``tools_text``: its JSON) in ``tools.jsonl`` unless the run has it already;
+        written at once (fsync-ed with the next trace line), so a trace line never precedes its tools."""
+        self.open_for_writing()
+        store = self._tool_store
+        assert store is not None
+        if store.has(tools_hash):
+            return
+        specs = json.loads(tools_text)
+        lines = store.lines_for(tools_hash, specs)
+        if lines is None:
+            return
+        path = self.path / TOOLS_FILE
+        try:
+            if self._tools_fd is None:
+                self._tools_fd = open_run_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            append_line(self._tools_fd, utf8_lines(lines), path)
+        except OSError as exc:
+            store.forget(tools_hash, specs)
+            raise disk_full(exc, path) from exc
+
+    def _fsync_tools(self) -> None:
+        """fsync ``tools.jsonl`` when lines were written to it since the last time."""
+        store = self._tool_store
+        if store is not None and store.dirty and self._tools_fd is not None:
+            store.dirty = False
+            try:
+                os.fsync(self._tools_fd)
+            except OSError:
+                store.dirty = True
+                raise
 
     def _traces_changed(self) -> str | None:
         """``"deleted"`` / ``"replaced"`` when the file at :attr:`traces_path` is no longer the one we
@@ -433,12 +480,14 @@ class RunDir:
             sink=self.append_event if self.event_log else None,
             on_usage=on_usage,
             max_value_bytes=self.max_value_bytes,
+            tool_store=self.store_tools,
+            tool_lists=self.tool_lists,
         )
 
     def close(self) -> None:
         """fsync and close the descriptors and release the write lock (idempotent)."""
         with self._fd_lock:
-            for name in ("_events_fd", "_traces_fd", "_lock_fd"):
+            for name in ("_events_fd", "_tools_fd", "_traces_fd", "_lock_fd"):
                 fd = getattr(self, name)
                 if fd is None:
                     continue
@@ -481,16 +530,16 @@ class RunDir:
         cached = self._scan_cache
         if key is not None and cached is not None and cached[0] == key:
             return cached[1]
-        scan = scan_jsonl(self.traces_path)
+        scan = scan_jsonl(self.traces_path, tools=self.tool_lists)
         self._scan_cache = None if key is None else (key, scan)
         return scan
 
-    def iter_traces(self, *, dedupe: bool = True) -> Iterator[dict[str, Any]]:
+    def iter_traces(self, *, dedupe: bool = True) -> Iterator[Mapping[str, Any]]:
         """The trace records; with ``dedupe`` only the newest per task (in order of first appearance)."""
         scan = self.scan_traces()
         yield from (scan.latest().values() if dedupe else scan.records)
 
-    def latest_traces(self) -> dict[str, dict[str, Any]]:
+    def latest_traces(self) -> dict[str, Mapping[str, Any]]:
         """``{task_id: newest record}``."""
         return self.scan_traces().latest()
 

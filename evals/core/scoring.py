@@ -41,6 +41,7 @@ SCORES_FILE = "scores.jsonl"
 SUMMARY_SCHEMA_VERSION = 2
 SUMMARY_SCHEMA = Path(__file__).with_name("summary.schema.json")
 _TOTAL_KEYS = ("input_tokens", "output_tokens", "cost_usd")
+_JUDGE_EVENT = b'"kind": "judge"'
 
 
 def read_scores(run_dir: RunDir) -> list[dict[str, Any]]:
@@ -55,6 +56,9 @@ def _stored_decisions(run_dir: RunDir, traces: Mapping[str, Mapping[str, Any]]) 
     """Judge decisions by prompt: from ``scores.jsonl``, and from older runs' ``judge`` trace events."""
     out: dict[str, dict[str, Any]] = {}
     for trace in traces.values():
+        events_bytes = getattr(trace, "events_bytes", None)  # a stored record: parse its events only if they may hold one
+        if callable(events_bytes) and _JUDGE_EVENT not in events_bytes():
+            continue
         for event in trace.get("events") or []:
             if event.get("kind") == "judge" and isinstance(event.get("prompt"), str):
                 out[event["prompt"]] = {k: v for k, v in event.items() if k not in ("seq", "t", "kind")}

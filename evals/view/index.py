@@ -30,6 +30,7 @@ __all__ = ["TraceEntry", "RunIndex", "is_run_dir", "find_run_dirs"]
 CONFIG_FILE = "config.json"
 TRACES_FILE = "traces.jsonl"
 SCORES_FILE = "scores.jsonl"
+TOOLS_FILE = "tools.jsonl"
 LOCK_FILE = ".lock"
 _EVENTS_MARK = b',"events":['  # how the recorder splices the events after the header
 
@@ -123,6 +124,7 @@ class RunIndex:
     _read_to: int = 0
     _lines: int = 0
     _traces_key: tuple[int, int] | None = None
+    _tools: Any = None  # the run's tools.jsonl (client.runs.ToolLists), read on the first transcript
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RunIndex:
@@ -238,7 +240,15 @@ class RunIndex:
             f.seek(entry.offset)
             data = f.read(entry.length)
         record = json.loads(data)
-        return record if isinstance(record, dict) else None
+        if not isinstance(record, dict):
+            return None
+        if isinstance(record.get("events"), list):
+            from client.runs import ToolLists, resolve_tools
+
+            if self._tools is None:
+                self._tools = ToolLists(self.path / TOOLS_FILE)
+            resolve_tools(record["events"], self._tools)  # the tool lists the trace refers to
+        return record
 
     def in_progress(self) -> bool:
         """Whether a process holds the run's write lock now (``evals run`` is writing to it)."""

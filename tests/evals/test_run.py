@@ -83,6 +83,11 @@ def test_a_run_killed_with_sigkill_resumes_with_every_task_exactly_once(data_dir
     # issue 50: each fact once: no events.jsonl beside the traces unless --event-log asks for one
     assert not (run / "events.jsonl").exists()
     assert json.loads((run / "config.json").read_text())["run"]["event_log"] is False
+    # the tool lists are kept once, in tools.jsonl, and every trace of both calls finds its lists there
+    assert '"tools": [' not in (run / "traces.jsonl").read_text()
+    for trace in RunDir.open(run).iter_traces(dedupe=False):
+        requests = [e for e in trace["events"] if e["kind"] == "model_request"]
+        assert requests[0]["tools"] and not any(e.get("tools_missing") for e in requests)
 
 
 def _gold_by_query(dataset: str) -> dict[str, dict]:
