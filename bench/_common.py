@@ -1,14 +1,22 @@
-"""Helpers shared by the bench scripts: a free port, waiting for a server, a process's CPU time."""
+"""Helpers shared by the bench scripts: a free port, waiting for a server, a process's CPU time, another
+commit's code checked out beside this one (``--compare-ref``)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx2
 
-__all__ = ["cpu_s", "free_port", "wait_for_health"]
+__all__ = ["ROOT", "cpu_s", "free_port", "ref_worktree", "wait_for_health"]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -37,3 +45,16 @@ def cpu_s(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def ref_worktree(ref: str) -> Iterator[Path]:
+    """``ref`` checked out (detached) into a temporary git worktree, removed afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix="bench_ref_"))
+    dest = tmp / "checkout"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(dest), ref], check=True)
+    try:
+        yield dest
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(dest)], check=False)
+        subprocess.run(["rm", "-rf", str(tmp)], check=False)

@@ -37,11 +37,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _common import ROOT, ref_worktree  # bench/ is on sys.path when run as a script
+
 FAMILY = "docs/examples/family"
 DEFAULT_RUNS = ["familytool-b", "toolhop", "nestools", "bfcl",
                 f"taskfile --tasks {FAMILY}/family_tasks.yaml --kg {FAMILY}/family.triples --tools-dir {FAMILY}/tools"]
@@ -90,19 +90,6 @@ def time_command(argv: list[str], root: Path, run_dir: Path | None) -> tuple[flo
         raise SystemExit(f"{' '.join(argv)} (in {root}) exited with {proc.returncode}: "
                          f"{proc.stderr.decode(errors='replace')[-2000:]}")
     return whole, None if run_dir is None else _first_episode_ts(run_dir) - start_wall, cpu
-
-
-@contextlib.contextmanager
-def ref_worktree(ref: str) -> Iterator[Path]:
-    """``ref`` checked out (detached) into a temporary git worktree, removed afterwards."""
-    tmp = Path(tempfile.mkdtemp(prefix="bench_startup_ref_"))
-    dest = tmp / "checkout"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(dest), ref], check=True)
-    try:
-        yield dest
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(dest)], check=False)
-        subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
 def main() -> None:

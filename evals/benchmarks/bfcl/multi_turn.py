@@ -181,16 +181,22 @@ def parse_call(text: str) -> tuple[str, list[Any], dict[str, Any]]:
             {str(k.arg): ast.literal_eval(k.value) for k in call.keywords})
 
 
+@functools.cache  # one pinned wheel per process (wheel_code)
+def _signatures(class_name: str) -> dict[str, inspect.Signature]:
+    """The public methods' signatures of BFCL's backend class ``class_name``."""
+    module = import_module(import_module("bfcl_eval.constants.executable_backend_config")
+                           .CLASS_FILE_PATH_MAPPING[class_name])
+    return {name: inspect.signature(member)
+            for name, member in inspect.getmembers(getattr(module, class_name), predicate=inspect.isfunction)
+            if not name.startswith("_")}
+
+
 def gold_steps(entry: MultiTurnEntry) -> list[list[dict[str, Any]]]:
     """The ground truth as MCP calls, one list per turn: positional values bound to the backend
     method's parameter names (its signature), keyword values as they are."""
-    methods: dict[str, Any] = {}
+    methods: dict[str, inspect.Signature] = {}
     for class_name in entry.involved_classes:
-        module = import_module(import_module("bfcl_eval.constants.executable_backend_config")
-                               .CLASS_FILE_PATH_MAPPING[class_name])
-        for name, member in inspect.getmembers(getattr(module, class_name), predicate=inspect.isfunction):
-            if not name.startswith("_"):
-                methods[name] = member
+        methods.update(_signatures(class_name))
     out = []
     for turn in entry.ground_truth:
         calls = []
@@ -198,7 +204,7 @@ def gold_steps(entry: MultiTurnEntry) -> list[list[dict[str, Any]]]:
             name, args, kwargs = parse_call(text)
             if name not in methods:
                 raise BackendError(f"BFCL entry {entry.id}: the ground truth calls {name!r}, which no backend has")
-            bound = inspect.signature(methods[name]).bind(None, *args, **kwargs)
+            bound = methods[name].bind(None, *args, **kwargs)
             calls.append({"name": name, "arguments": {k: v for k, v in list(bound.arguments.items())[1:]}})
         out.append(calls)
     return out

@@ -31,11 +31,11 @@ from typing import Any
 
 from . import backend_calls, backend_host
 from .backend_calls import MAX_DETAIL_CHARS, bounded_differences, jsonable
-from .backend_calls import _bounded as _bounded
-from .backend_host import Holder, HostError
-from .backends import ERROR_PREFIX, call_text, precheck_text, stopped_text
+from .backend_host import Holder, HostError, UnitStopped
+from .backends import call_text, precheck_text, stopped_text
 from .checker import Verdict
 from .multi_turn import MultiTurnEntry
+from .multi_turn_replay import CALL, DIFF, MAKE, units
 
 __all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "bounded_differences", "check_multi_turn", "decode_steps",
            "jsonable"]
@@ -62,27 +62,6 @@ def _holder() -> Holder:
     if holder is None:
         holder = _holders.holder = Holder()
     return holder
-
-
-class _Side:
-    """One side's instances (the model's or the gold's) in the scoring holder."""
-
-    def __init__(self, holder: Holder, key: str, entry: MultiTurnEntry) -> None:
-        self.holder, self.key = holder, key
-        answer = holder.request(dict(entry.make_op(), key=key), deadline=backend_host.MAKE_DEADLINE_S, log=True)
-        if answer.get("error"):
-            raise RuntimeError(f"BFCL entry {entry.id}: its backends could not be loaded: {answer['error']}")
-
-    def run(self, text: str) -> str:
-        """A call's result; one past a bound or the deadline is an error call that changed nothing."""
-        refused = precheck_text(text)
-        if refused is not None:
-            return refused
-        try:
-            answer = self.holder.request({"op": "call", "key": self.key, "text": text}, log=True)
-        except HostError as exc:
-            return stopped_text(exc, self.holder.take_lost())
-        return str(answer["text"]) if "text" in answer else f"{ERROR_PREFIX}{answer.get('error')}"
 
 
 def decode_steps(turn: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[str]]:
@@ -124,50 +103,30 @@ _verdicts: OrderedDict[tuple[str, str], MultiTurnVerdict] = OrderedDict()
 
 
 def _replayed(entry: MultiTurnEntry, decoded: list[list[list[str]]]) -> MultiTurnVerdict:
-    holder = _holder()
-    try:
-        model, gold = _Side(holder, "model", entry), _Side(holder, "gold", entry)
-        return _check_turns(entry, decoded, model, gold)
-    finally:  # the next entry reuses the process (as BFCL's checker runs every entry in one)
+    """The entry replayed in the scoring holder's process, in one operation (:mod:`.multi_turn_replay`):
+    a call past a bound is refused here (an error call that runs nowhere); one past its deadline is
+    stopped, an error call that changed nothing, and the replay starts over without it."""
+    truth = [list(t) for t in entry.ground_truth]
+    plan = units(decoded, truth)
+    fixed = {str(n): refused for n, (kind, text) in enumerate(plan)
+             if kind == CALL and (refused := precheck_text(text)) is not None}
+    limits = [backend_host.MAKE_DEADLINE_S if kind == MAKE else backend_host.CALL_DEADLINE_S for kind, _ in plan]
+    op = {**entry.make_op(), "op": "replay", "turns": decoded, "truth": truth, "fixed": fixed}
+    holder = _holder()  # the next entry reuses the process (as BFCL's checker runs every entry in one)
+    for _ in plan:  # each pass stops at most one more unit
         try:
-            holder.request({"op": "drop", "keys": ["model", "gold"]})
-            holder.log = []
-        except HostError:
-            holder.close()
-
-
-def _check_turns(entry: MultiTurnEntry, decoded: list[list[list[str]]], model: _Side, gold: _Side) -> MultiTurnVerdict:
-    so_far: list[str] = []
-    for index, gold_calls in enumerate(entry.ground_truth):
-        for step in decoded[index]:
-            so_far.extend(model.run(c) for c in step)
-        gold_results = [gold.run(c) for c in gold_calls]
-        if not gold_calls:
-            continue
-        if not decoded[index]:
-            return MultiTurnVerdict(False, "multi_turn:empty_turn_model_response",
-                                    f"Model response list is empty for turn {index}", index)
-        try:
-            found = model.holder.request({"op": "diff", "model": model.key, "gold": gold.key})
+            answer = holder.request_units(op, limits)
+        except UnitStopped as exc:
+            kind = plan[exc.unit][0] if exc.unit < len(plan) else DIFF
+            if kind == CALL and str(exc.unit) not in fixed:
+                fixed[str(exc.unit)] = stopped_text(exc)
+                continue
+            what = "its backends could not be loaded" if kind == MAKE else "the backends' states could not be compared"
+            raise RuntimeError(f"BFCL entry {entry.id}: {what}: {exc}") from None
         except HostError as exc:
-            raise RuntimeError(f"BFCL entry {entry.id}: the backends' states could not be compared: {exc}") from None
-        difference = found.get("difference")
-        if difference is not None:
-            return MultiTurnVerdict(
-                False, "multi_turn:instance_state_mismatch",
-                f"Model instance for {difference['class']} does not match the state with ground truth instance.",
-                index, difference)
-        left = list(so_far)
-        missing = []
-        for result in gold_results:
-            if result in left:
-                left.remove(result)
-            else:
-                missing.append(result)
-        if missing:
-            return MultiTurnVerdict(
-                False, "multi_turn:execution_response_mismatch",
-                f"Model response execution results so far does not contain all the ground truth response "
-                f"execution results for turn {index}.", index,
-                {"missing_items": [_bounded(m) for m in missing]})
-    return MultiTurnVerdict(True)
+            raise RuntimeError(f"BFCL entry {entry.id}: its backends could not be loaded: {exc}") from None
+        if "load_error" in answer or "error" in answer:
+            raise RuntimeError(f"BFCL entry {entry.id}: its backends could not be loaded: "
+                               f"{answer.get('load_error') or answer.get('error')}")
+        return MultiTurnVerdict(**answer["verdict"])
+    raise RuntimeError(f"BFCL entry {entry.id}: its replay was stopped more often than it has calls")
