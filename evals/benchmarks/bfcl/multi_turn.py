@@ -181,12 +181,29 @@ def parse_call(text: str) -> tuple[str, list[Any], dict[str, Any]]:
             {str(k.arg): ast.literal_eval(k.value) for k in call.keywords})
 
 
+_P = inspect.Parameter
+_KINDS = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD, _P.VAR_POSITIONAL, _P.KEYWORD_ONLY, _P.VAR_KEYWORD)  # by value
+
+
 @functools.cache  # one pinned wheel per process (wheel_code)
 def _signatures(class_name: str) -> dict[str, inspect.Signature]:
-    """The public methods' signatures of BFCL's backend class ``class_name``."""
+    """The public methods' signatures of BFCL's backend class ``class_name`` (what binds a ground
+    truth's positional values to names), kept in the user cache with the wheel's other derived data:
+    this process need not import BFCL's backend modules for them."""
+    from ...core.derived_cache import cached_derivation
+
+    table = cached_derivation(f"bfcl-signatures-{class_name}", [verified_wheel()],
+                              lambda: _read_signatures(class_name), code=[__file__])
+    return {name: inspect.Signature([inspect.Parameter(p, _KINDS[kind], default=None if optional else inspect.Parameter.empty)
+                                     for p, kind, optional in params])
+            for name, params in table.items()}
+
+
+def _read_signatures(class_name: str) -> dict[str, list[tuple[str, int, bool]]]:
     module = import_module(import_module("bfcl_eval.constants.executable_backend_config")
                            .CLASS_FILE_PATH_MAPPING[class_name])
-    return {name: inspect.signature(member)
+    return {name: [(p.name, int(p.kind), p.default is not inspect.Parameter.empty)
+                   for p in inspect.signature(member).parameters.values()]
             for name, member in inspect.getmembers(getattr(module, class_name), predicate=inspect.isfunction)
             if not name.startswith("_")}
 

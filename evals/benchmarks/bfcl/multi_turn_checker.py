@@ -18,6 +18,12 @@ runs BFCL's own checker beside this one):
   the turn's gold calls must be among the results of all the model's calls so far, as a multiset
   (``multi_turn:execution_response_mismatch``, with the missing results);
 * the first failing turn gives the verdict; an entry no turn fails is right.
+
+Where it runs: the whole replay of an entry is one operation of the scoring's holder process
+(:mod:`.multi_turn_replay`, :meth:`.backend_host.Holder.request_units`): a call past a bound is
+refused here before it is sent, each call and comparison is held to its own deadline there, and a
+call stopped at its deadline is an error call that changed nothing (the replay is sent again with
+that call's result fixed).
 """
 
 from __future__ import annotations
