@@ -28,8 +28,11 @@ that call's result fixed).
 
 from __future__ import annotations
 
+import asyncio
+import bisect
 import json
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,8 +46,8 @@ from .checker import Verdict
 from .multi_turn import MultiTurnEntry
 from .multi_turn_replay import CALL, DIFF, MAKE, units
 
-__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "bounded_differences", "check_multi_turn", "decode_steps",
-           "jsonable"]
+__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "acheck_multi_turn", "bounded_differences", "check_multi_turn",
+           "decode_steps", "jsonable"]
 
 
 
@@ -81,9 +84,10 @@ def decode_steps(turn: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[str]]
     return out
 
 
-def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None) -> MultiTurnVerdict:
-    """The verdict on one entry: ``turns`` holds, per user turn, the model's steps (``None``: the
-    episode failed and left no turns)."""
+def _ready(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None
+           ) -> MultiTurnVerdict | tuple[tuple[str, str], list[list[list[str]]]]:
+    """The verdict when no replay is needed (no turns, too few turns, already known), else the
+    verdict's cache key and the decoded turns to replay."""
     truth = entry.ground_truth
     if turns is None:
         return MultiTurnVerdict(False, "multi_turn:inference_error",
@@ -97,42 +101,130 @@ def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Ma
     if key in _verdicts:  # a run asks for a verdict twice (its progress, then its score)
         _verdicts.move_to_end(key)
         return _verdicts[key]
-    verdict = _replayed(entry, decoded)
+    return key, decoded
+
+
+def _kept(key: tuple[str, str], verdict: MultiTurnVerdict | Exception) -> MultiTurnVerdict:
+    if isinstance(verdict, Exception):
+        raise verdict
     _verdicts[key] = verdict
     if len(_verdicts) > _KEPT_VERDICTS:
         _verdicts.popitem(last=False)
     return verdict
 
 
+def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None) -> MultiTurnVerdict:
+    """The verdict on one entry: ``turns`` holds, per user turn, the model's steps (``None``: the
+    episode failed and left no turns)."""
+    ready = _ready(entry, turns)
+    if isinstance(ready, MultiTurnVerdict):
+        return ready
+    key, decoded = ready
+    return _kept(key, _replay_batch(_holder(), [(entry, decoded)])[0])
+
+
+async def acheck_multi_turn(entry: MultiTurnEntry,
+                            turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None) -> MultiTurnVerdict:
+    """:func:`check_multi_turn` for a scoring that scores several entries at once: the replays asked
+    for together go to the holder as one operation (:class:`_Batcher`), off the event loop."""
+    ready = _ready(entry, turns)
+    if isinstance(ready, MultiTurnVerdict):
+        return ready
+    key, decoded = ready
+    loop = asyncio.get_running_loop()
+    batcher = _batchers.get(loop)
+    if batcher is None:
+        batcher = _batchers[loop] = _Batcher()
+    return _kept(key, await batcher.replay(entry, decoded))
+
+
 _KEPT_VERDICTS = 256
 _verdicts: OrderedDict[tuple[str, str], MultiTurnVerdict] = OrderedDict()
+_BATCH = 16  # entries per holder operation
 
 
-def _replayed(entry: MultiTurnEntry, decoded: list[list[list[str]]]) -> MultiTurnVerdict:
-    """The entry replayed in the scoring holder's process, in one operation (:mod:`.multi_turn_replay`):
-    a call past a bound is refused here (an error call that runs nowhere); one past its deadline is
-    stopped, an error call that changed nothing, and the replay starts over without it."""
-    truth = [list(t) for t in entry.ground_truth]
-    plan = units(decoded, truth)
-    fixed = {str(n): refused for n, (kind, text) in enumerate(plan)
-             if kind == CALL and (refused := precheck_text(text)) is not None}
-    limits = [backend_host.MAKE_DEADLINE_S if kind == MAKE else backend_host.CALL_DEADLINE_S for kind, _ in plan]
-    op = {**entry.make_op(), "op": "replay", "turns": decoded, "truth": truth, "fixed": fixed}
-    holder = _holder()  # the next entry reuses the process (as BFCL's checker runs every entry in one)
-    for _ in plan:  # each pass stops at most one more unit
+class _Batcher:
+    """The replays of one event loop's scorings: those asked for while a batch runs go together in the
+    next (at most :data:`_BATCH`), run in a thread on a holder of its own."""
+
+    def __init__(self) -> None:
+        self.holder = Holder()
+        self.queue: list[tuple[MultiTurnEntry, list[list[list[str]]], asyncio.Future[MultiTurnVerdict | Exception]]] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def replay(self, entry: MultiTurnEntry, decoded: list[list[list[str]]]) -> MultiTurnVerdict | Exception:
+        future: asyncio.Future[MultiTurnVerdict | Exception] = asyncio.get_running_loop().create_future()
+        self.queue.append((entry, decoded, future))
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        while self.queue:
+            for _ in range(8):  # the scorings started with these (or freed by the last batch) queue theirs
+                size = len(self.queue)
+                await asyncio.sleep(0)
+                if len(self.queue) in (size, _BATCH):
+                    break
+            batch, self.queue = self.queue[:_BATCH], self.queue[_BATCH:]
+            try:
+                results: list[MultiTurnVerdict | Exception] = await asyncio.to_thread(
+                    _replay_batch, self.holder, [(entry, decoded) for entry, decoded, _ in batch])
+            except Exception as exc:  # noqa: BLE001 - each waiting scoring gets it
+                results = [exc] * len(batch)
+            for (_, _, future), result in zip(batch, results, strict=True):
+                if not future.done():
+                    future.set_result(result)
+
+
+_batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = weakref.WeakKeyDictionary()
+
+
+def _replay_batch(holder: Holder, items: Sequence[tuple[MultiTurnEntry, list[list[list[str]]]]]
+                  ) -> list[MultiTurnVerdict | Exception]:
+    """Entries replayed in ``holder``'s process, in one operation (:mod:`.multi_turn_replay`; the next
+    batch reuses the process, as BFCL's checker runs every entry in one): a call past a bound is
+    refused here (an error call that runs nowhere); one past its deadline is stopped, an error call
+    that changed nothing, and the operation is sent again without it. Per entry, its verdict or the
+    error that kept it from one."""
+    truths = [[list(t) for t in entry.ground_truth] for entry, _ in items]
+    plans = [units(decoded, truth) for (_, decoded), truth in zip(items, truths, strict=True)]
+    fixed = [{str(n): refused for n, (kind, text) in enumerate(plan)
+              if kind == CALL and (refused := precheck_text(text)) is not None} for plan in plans]
+    results: list[MultiTurnVerdict | Exception | None] = [None] * len(items)
+    pending = list(range(len(items)))
+    for _ in range(sum(map(len, plans)) + len(items)):  # each pass settles a unit or an entry
+        if not pending:
+            break
+        ops = [{**items[i][0].make_op(), "op": "replay", "turns": items[i][1], "truth": truths[i], "fixed": fixed[i]}
+               for i in pending]
+        starts = [0]
+        for i in pending:
+            starts.append(starts[-1] + len(plans[i]))
+        limits = [backend_host.MAKE_DEADLINE_S if kind == MAKE else backend_host.CALL_DEADLINE_S
+                  for i in pending for kind, _ in plans[i]]
         try:
-            answer = holder.request_units(op, limits)
+            answer = holder.request_units({"op": "replay", "entries": ops}, limits)
         except UnitStopped as exc:
-            kind = plan[exc.unit][0] if exc.unit < len(plan) else DIFF
-            if kind == CALL and str(exc.unit) not in fixed:
-                fixed[str(exc.unit)] = stopped_text(exc)
+            at = max(0, min(bisect.bisect_right(starts, exc.unit) - 1, len(pending) - 1))
+            i, unit = pending[at], exc.unit - starts[at]
+            kind = plans[i][unit][0] if unit < len(plans[i]) else DIFF
+            if kind == CALL and str(unit) not in fixed[i]:
+                fixed[i][str(unit)] = stopped_text(exc)
                 continue
             what = "its backends could not be loaded" if kind == MAKE else "the backends' states could not be compared"
-            raise RuntimeError(f"BFCL entry {entry.id}: {what}: {exc}") from None
+            results[i] = RuntimeError(f"BFCL entry {items[i][0].id}: {what}: {exc}")
+            pending.remove(i)
+            continue
         except HostError as exc:
-            raise RuntimeError(f"BFCL entry {entry.id}: its backends could not be loaded: {exc}") from None
-        if "load_error" in answer or "error" in answer:
-            raise RuntimeError(f"BFCL entry {entry.id}: its backends could not be loaded: "
-                               f"{answer.get('load_error') or answer.get('error')}")
-        return MultiTurnVerdict(**answer["verdict"])
-    raise RuntimeError(f"BFCL entry {entry.id}: its replay was stopped more often than it has calls")
+            for i in pending:
+                results[i] = RuntimeError(f"BFCL entry {items[i][0].id}: its backends could not be loaded: {exc}")
+            break
+        answers = answer.get("answers") or [answer] * len(pending)  # an error of the whole operation: each entry's
+        for i, one in zip(pending, answers, strict=True):
+            results[i] = MultiTurnVerdict(**one["verdict"]) if "verdict" in one else RuntimeError(
+                f"BFCL entry {items[i][0].id}: its backends could not be loaded: "
+                f"{one.get('load_error') or one.get('error')}")
+        pending = []
+    return [r if r is not None else RuntimeError(f"BFCL entry {items[n][0].id}: its replay was stopped more often "
+                                                 "than it has calls") for n, r in enumerate(results)]

@@ -1,7 +1,7 @@
-"""The multi-turn checker's replay of one entry, done in a holder process as one operation.
+"""The multi-turn checker's replay of entries, done in a holder process as one operation.
 
-:mod:`.multi_turn_checker` hands a holder process (:mod:`.backend_host`) an entry's decoded turns
-and ground truth in one ``replay`` operation; this module runs it there, turn by turn, as BFCL's
+:mod:`.multi_turn_checker` hands a holder process (:mod:`.backend_host`) entries' decoded turns
+and ground truths in one ``replay`` operation (the entries that concurrent scorings asked for); this module runs it there, turn by turn, as BFCL's
 ``multi_turn_checker`` does (the rules are in :mod:`.multi_turn_checker`'s docstring), and answers the
 verdict. One operation instead of one round trip per call: a scoring no longer waits on the
 other process for every call.
@@ -24,7 +24,7 @@ from typing import Any
 
 from .backend_calls import _bounded, bounded_differences, execute_text, fresh_instances, method_table
 
-__all__ = ["CALL", "DIFF", "MAKE", "replay", "units"]
+__all__ = ["CALL", "DIFF", "MAKE", "replay", "replay_one", "units"]
 
 MAKE, CALL, DIFF = "make", "call", "diff"
 
@@ -46,7 +46,17 @@ def _failed(error_type: str, error: str, turn: int, details: Mapping[str, Any] |
 
 
 def replay(op: Mapping[str, Any], mark: Callable[[int], None]) -> dict[str, Any]:
-    """The ``replay`` operation: ``{"verdict": ...}`` (the fields of a ``MultiTurnVerdict``), or
+    """The ``replay`` operation: its ``entries`` replayed one after the other (:func:`replay_one`), their
+    units numbered on from one entry to the next; ``{"answers": [...]}``, one per entry."""
+    answers, base = [], 0
+    for one in op["entries"]:
+        answers.append(replay_one(one, lambda unit, base=base: mark(base + unit)))  # type: ignore[misc]
+        base += len(units(one["turns"], one["truth"]))
+    return {"answers": answers}
+
+
+def replay_one(op: Mapping[str, Any], mark: Callable[[int], None]) -> dict[str, Any]:
+    """One entry's replay: ``{"verdict": ...}`` (the fields of a ``MultiTurnVerdict``), or
     ``{"load_error": ...}`` when the entry's backends cannot be made. ``op`` holds the entry's
     ``classes``, ``config`` and ``long_context`` (as :func:`.backend_calls.make_op`), its decoded
     ``turns``, its ground ``truth`` and the ``fixed`` results by unit number; ``mark(n)`` is called as

@@ -39,7 +39,7 @@ from .memory import MemoryCatalog
 from .memory_run import MemoryRunner
 from .metrics import task_score
 from .multi_turn import MultiTurnCatalog, MultiTurnEntry, load_multi_turn, step_limit
-from .multi_turn_checker import check_multi_turn
+from .multi_turn_checker import acheck_multi_turn, check_multi_turn
 from .multi_turn_episode import multi_turn_view, run_multi_turn, turns_from_trace
 from .tools import BfclCatalog, to_tool
 from .type_conversion import java_text, js_text
@@ -318,6 +318,8 @@ class BfclBenchmark:
         if entry is None:
             raise ValueError(f"the run has a task id that is not among its BFCL entries: {task_id!r}")
         errored = trace is None or trace.get("status") != "completed"
+        if task_id in self.multi:  # concurrent scorings' replays go to the holder together
+            return task_score(entry.category, await acheck_multi_turn(entry, turns_from_trace(trace)), errored=errored)
         return task_score(entry.category, self.verdict(task_id, trace), errored=errored)
 
     def formats(self) -> list[PredictionFormat]:

@@ -99,14 +99,15 @@ def test_a_replay_names_the_unit_past_its_deadline_and_runs_no_fixed_unit(bfcl_d
     decoded = [[[call_text("square_root", HUGE)]], *rest]  # past any deadline: no bound in the holder
     plan = units(decoded, truth)
     assert plan[1] == ("call", "square_root(number=2,precision=3000000)")
-    op = {**entry.make_op(), "op": "replay", "turns": decoded, "truth": truth, "fixed": {}}
+    one = {**entry.make_op(), "op": "replay", "turns": decoded, "truth": truth, "fixed": {}}
+    op = {"op": "replay", "entries": [one]}
     holder = backend_host.Holder()
     try:
         with pytest.raises(backend_host.UnitStopped) as stopped:
             holder.request_units(op, [60.0] + [1.0] * (len(plan) - 1))
         assert stopped.value.unit == 1 and "stopped after 1 s" in str(stopped.value)
-        op["fixed"] = {"1": "Error during execution: stopped"}
-        verdict = holder.request_units(op, [60.0] + [1.0] * (len(plan) - 1))["verdict"]
+        one["fixed"] = {"1": "Error during execution: stopped"}
+        verdict = holder.request_units(op, [60.0] + [1.0] * (len(plan) - 1))["answers"][0]["verdict"]
         assert not verdict["valid"] and verdict["turn"] == 0  # turn 0's gold calls never made
     finally:
         holder.close()
