@@ -54,9 +54,21 @@ def step_limit() -> int:
                              code=[__file__], decode=int)
 
 
+@functools.cache
 def added_functions_prompt() -> str:
-    """What BFCL says in a held-out function's turn (``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``)."""
-    return str(_prompts().DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC)
+    """What BFCL says in a held-out function's turn (``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``;
+    kept in the user cache as :func:`step_limit` is)."""
+    from ...core.derived_cache import cached_derivation
+
+    return cached_derivation("bfcl-added-functions-prompt", [verified_wheel()],
+                             lambda: str(_prompts().DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC), code=[__file__],
+                             decode=_text)
+
+
+def _text(raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise TypeError("not a text")
+    return raw
 
 
 @dataclass(frozen=True)
