@@ -23,10 +23,11 @@ checked out for the bench): the first ``--episodes`` oracle episodes of each of 
 (default ``multi_turn_base``) with their scoring, run as ``evals run`` runs them in one process, by
 that code and by this tree: wall, this process's CPU, the holder processes' CPU (the zygote and its
 ended children, the scoring's holder included) and the harness CPU per episode (both summed),
-medians of ``--repeats`` interleaved runs. ``--episodes-only`` prints only that table.
+medians of ``--repeats`` interleaved runs; given two sizes (``--episodes 5 25``), also the CPU of one
+more episode (the start-up costs left out). ``--episodes-only`` prints only that table.
 
     EVALS_DATA_DIR=... python bench/bench_bfcl_isolation.py [--precision 1000000] [--deadline 2] [--calls 300] \\
-        [--before /tmp/main-checkout | --compare-ref main] [--episodes 40 --repeats 3] \\
+        [--before /tmp/main-checkout | --compare-ref main] [--episodes 5 25 --repeats 3] \\
         [--categories multi_turn_base multi_turn_miss_func ...] [--episodes-only]
 """
 
@@ -223,30 +224,39 @@ async def _episodes_once(categories: list[str], per_category: int, run_dir: Path
 
 def _episodes(args: argparse.Namespace, other: tuple[str, str]) -> None:
     """The episode CPU table: ``other`` (a name and a checkout) and this tree, ``--repeats`` runs each,
-    interleaved, each in a fresh interpreter."""
+    interleaved, each in a fresh interpreter; per size of ``--episodes`` (with two sizes, the harness CPU
+    of one more episode: the difference of the two sizes' medians, the fixed start-up costs left out)."""
     import json
     import os
     import subprocess
     import tempfile
 
-    rows: dict[str, list[dict[str, float]]] = {other[0]: [], "this tree": []}
-    for _ in range(args.repeats):
-        for name, code in (other, ("this tree", _CODE)):
-            with tempfile.TemporaryDirectory() as tmp:
-                out = subprocess.run([sys.executable, __file__, "--code", code, "--episodes-once", str(args.episodes),
-                                      "--categories", *args.categories, "--run-dir", str(Path(tmp) / "run")],
-                                     capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": code})
-            rows[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"\n| {', '.join(args.categories)}: the first {args.episodes} of each, oracle episodes + scoring | wall s "
-          "| this process's CPU s | holders' CPU s | harness CPU per episode ms |")
-    print("|---|---|---|---|---|")
-    per = {}
-    for name, runs in rows.items():
-        med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "host")}
-        per[name] = statistics.median((r["cpu"] + r["host"]) / r["episodes"] for r in runs) * 1000
-        print(f"| {name} | {med['wall']:.2f} | {med['cpu']:.2f} | {med['host']:.2f} | {per[name]:.1f} |")
-    print(f"(medians of {args.repeats} interleaved runs; harness CPU per episode, this tree over {other[0]}: "
-          f"{per['this tree'] / per[other[0]]:.2f})")
+    totals: dict[str, list[tuple[float, float]]] = {other[0]: [], "this tree": []}  # (episodes, CPU s) per size
+    for size in args.episodes:
+        rows: dict[str, list[dict[str, float]]] = {other[0]: [], "this tree": []}
+        for _ in range(args.repeats):
+            for name, code in (other, ("this tree", _CODE)):
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = subprocess.run([sys.executable, __file__, "--code", code, "--episodes-once", str(size),
+                                          "--categories", *args.categories, "--run-dir", str(Path(tmp) / "run")],
+                                         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": code})
+                rows[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"\n| {', '.join(args.categories)}: the first {size} of each, oracle episodes + scoring | wall s "
+              "| this process's CPU s | holders' CPU s | harness CPU per episode ms |")
+        print("|---|---|---|---|---|")
+        per = {}
+        for name, runs in rows.items():
+            med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "host")}
+            per[name] = statistics.median((r["cpu"] + r["host"]) / r["episodes"] for r in runs) * 1000
+            totals[name].append((runs[0]["episodes"], statistics.median(r["cpu"] + r["host"] for r in runs)))
+            print(f"| {name} | {med['wall']:.2f} | {med['cpu']:.2f} | {med['host']:.2f} | {per[name]:.1f} |")
+        print(f"(medians of {args.repeats} interleaved runs; harness CPU per episode, this tree over {other[0]}: "
+              f"{per['this tree'] / per[other[0]]:.2f})")
+    if len(args.episodes) == 2:
+        marginal = {name: (t[1][1] - t[0][1]) / (t[1][0] - t[0][0]) * 1000 for name, t in totals.items()}
+        print(f"\nharness CPU of one more episode (from {args.episodes[0]} to {args.episodes[1]} of each): "
+              + ", ".join(f"{name} {ms:.1f} ms" for name, ms in marginal.items())
+              + f"; this tree over {other[0]}: {marginal['this tree'] / marginal[other[0]]:.2f}")
 
 
 def main() -> None:
@@ -256,7 +266,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=300, help="calls per row of the overhead table")
     ap.add_argument("--before", help="a checkout of other code (before issue 46): adds the episode CPU table")
     ap.add_argument("--compare-ref", metavar="REF", help="a git commit, checked out for the bench: adds the episode CPU table")
-    ap.add_argument("--episodes", type=int, default=40, help="episodes per category per run of the episode CPU table")
+    ap.add_argument("--episodes", type=int, nargs="+", default=[40],
+                    help="episodes per category per run of the episode CPU table (two sizes: also one more episode's CPU)")
     ap.add_argument("--categories", nargs="+", default=["multi_turn_base"], help="multi-turn categories of that table")
     ap.add_argument("--episodes-only", action="store_true", help="only the episode CPU table")
     ap.add_argument("--repeats", type=int, default=3, help="runs per row of the episode CPU table (medians)")

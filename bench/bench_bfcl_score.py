@@ -77,12 +77,12 @@ def _write(root: Path, model: str, prompting: bool) -> list[str]:
     return sorted(categories)
 
 
-def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+def _timed(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
     """(wall seconds, CPU seconds: user + system of the process and of every process it started, those
     it left running too: they are reparented to this one, a subreaper, and waited for)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, check=False)
     elapsed = time.perf_counter() - start
     with contextlib.suppress(ChildProcessError):
         while True:
@@ -118,7 +118,7 @@ def main() -> None:
                     ours[name].append(_timed([sys.executable, "-m", "evals.cli", "score",
                                               str(root / model.replace("/", "_")), "--format", "bfcl-official",
                                               "--benchmark", "bfcl", "--out", str(out)],
-                                             {**os.environ, "PYTHONPATH": str(code)}))
+                                             {**os.environ, "PYTHONPATH": str(code)}, cwd=code))  # -m: cwd first
                     shutil.rmtree(out, ignore_errors=True)
                 score = Path(tmp) / f"score-{run}-{len(rows)}"
                 theirs.append(_timed([str(VENV), str(DRIVER), str(root), str(score), model, *categories],
