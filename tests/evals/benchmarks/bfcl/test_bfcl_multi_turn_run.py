@@ -38,6 +38,27 @@ async def test_the_oracle_scores_100_in_every_multi_turn_category(bfcl_code_data
     assert '"bfcl_step_limit": 20' in json.dumps(config)  # BFCL's per-turn limit, recorded with the run
 
 
+async def test_an_episode_lists_its_tools_once_and_shows_held_out_ones_at_their_turn(bfcl_code_data, tmp_path,
+                                                                                    monkeypatch):
+    """``run_agent`` lists the session's tools for each user turn; an entry's endpoint offers the same
+    tools all along (the held-out ones too), so an episode asks the server once."""
+    from server.core import ToolServer
+
+    listed: list[Any] = []
+    original = ToolServer._list_tools
+
+    def counted(self: Any, ref: Any, params: Any) -> Any:
+        listed.append(ref)
+        return original(self, ref, params)
+
+    monkeypatch.setattr(ToolServer, "_list_tools", counted)
+    opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=tmp_path / "run", limit=3, transport="memory",
+                      concurrency=2, progress=False, benchmark_options={"category": ["multi_turn_miss_func"]})
+    _, summary = await run_benchmark(opts)
+    assert summary["completed"] == 3 and summary["metrics"]["multi_turn_miss_func"] == 100.0
+    assert len(listed) == 3  # one listing per episode, of 2-6 user turns each
+
+
 def _conversation(entry_turns: list[list[dict[str, Any]]], texts: list[str], replies: list[list[list[dict]]]) -> dict:
     """A replay record: per user turn, the model's responses with calls, then a text reply."""
     messages: list[dict[str, Any]] = []
