@@ -160,21 +160,27 @@ class _Batcher:
         return await future
 
     async def _drain(self) -> None:
-        while self.queue:
-            for _ in range(8):  # the scorings started with these (or freed by the last batch) queue theirs
-                size = len(self.queue)
-                await asyncio.sleep(0)
-                if len(self.queue) in (size, _BATCH):
-                    break
-            batch, self.queue = self.queue[:_BATCH], self.queue[_BATCH:]
-            try:
-                results: list[MultiTurnVerdict | Exception] = await asyncio.to_thread(
-                    _replay_batch, self.holder, [(entry, decoded) for entry, decoded, _ in batch])
-            except Exception as exc:  # noqa: BLE001 - each waiting scoring gets it
-                results = [exc] * len(batch)
-            for (_, _, future), result in zip(batch, results, strict=True):
+        batch: list[tuple[MultiTurnEntry, list[list[list[str]]], asyncio.Future[MultiTurnVerdict | Exception]]] = []
+        try:
+            while self.queue:
+                for _ in range(8):  # the scorings started with these (or freed by the last batch) queue theirs
+                    size = len(self.queue)
+                    await asyncio.sleep(0)
+                    if len(self.queue) in (size, _BATCH):
+                        break
+                batch, self.queue = self.queue[:_BATCH], self.queue[_BATCH:]
+                try:
+                    results: list[MultiTurnVerdict | Exception] = await asyncio.to_thread(
+                        _replay_batch, self.holder, [(entry, decoded) for entry, decoded, _ in batch])
+                except Exception as exc:  # noqa: BLE001 - each waiting scoring gets it
+                    results = [exc] * len(batch)
+                for (_, _, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+        finally:  # cancelled (the loop ends): no scoring waits for ever
+            for _, _, future in [*batch, *self.queue]:
                 if not future.done():
-                    future.set_result(result)
+                    future.cancel()
 
 
 _batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = weakref.WeakKeyDictionary()
