@@ -399,7 +399,7 @@ class Holder:
         if self._progress is None or self._progress_pid != self.pid:  # a new process: hand it the page
             if self._progress is not None:
                 self._progress.close()
-            fd = os.memfd_create("bfcl-progress", os.MFD_CLOEXEC)
+            fd = _page_fd()
             os.ftruncate(fd, mmap.PAGESIZE)
             self._progress, self._progress_pid, fds = mmap.mmap(fd, mmap.PAGESIZE), self.pid, [fd]
         progress = self._progress
@@ -433,6 +433,16 @@ class Holder:
     def take_lost(self) -> str:
         lost, self.lost = self.lost, ""
         return lost
+
+
+def _page_fd() -> int:
+    """A file of no name for the progress page (``memfd``; an unlinked temporary file where there is none)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("bfcl-progress", os.MFD_CLOEXEC)
+    import tempfile
+
+    with tempfile.TemporaryFile() as f:
+        return os.dup(f.fileno())
 
 
 def _progress_now(progress: mmap.mmap) -> tuple[int, float]:
