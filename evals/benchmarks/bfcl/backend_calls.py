@@ -12,7 +12,7 @@ modules, once): :mod:`.backends` serves these calls as MCP tools, each in a sess
 * :func:`public_state` / :func:`state_differences` / :func:`bounded_differences` — what the
   multi-turn checker compares;
 * :func:`host_operation` — one operation of a holder process (make, call, diff, drop, memory; a
-  scoring's whole replay of an entry: :mod:`.multi_turn_replay`);
+  scoring's replay of entries is :mod:`.multi_turn_replay`'s);
 * :func:`backend_class` / :func:`memory_operation` — BFCL's memory backends.
 
 BFCL's own executor builds ``name(k=repr(v), ...)`` strings and ``eval``s them; this one never
@@ -257,7 +257,6 @@ def make_op(involved_classes: Sequence[str], initial_config: Mapping[str, Any], 
 
 def preload() -> None:
     """Import every backend module a holder process may need (the zygote does, before forking)."""
-    from . import multi_turn_replay  # noqa: F401 - the scoring holder's replay operation
     from .wheel_code import WheelCodeError
 
     config = _config_module()
@@ -275,15 +274,10 @@ def preload() -> None:
 _UNSERVED = frozenset({"MemoryAPI_vector", "WebSearchAPI"})  # heavy or networked at import; not served
 
 
-def host_operation(op: Mapping[str, Any], sets: dict[str, Instances], tables: dict[str, Any],
-                   mark: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """One operation in a holder process (:mod:`.backend_host`) on its named instance sets; ``mark(n)``
-    says that unit ``n`` of an operation made of units starts (a ``replay``: :mod:`.multi_turn_replay`)."""
+def host_operation(op: Mapping[str, Any], sets: dict[str, Instances], tables: dict[str, Any]) -> dict[str, Any]:
+    """One operation in a holder process (:mod:`.backend_host`) on its named instance sets (a scoring's
+    ``replay`` of entries is :mod:`.multi_turn_replay`'s)."""
     kind, key = op.get("op"), str(op.get("key", ""))
-    if kind == "replay":
-        from .multi_turn_replay import replay  # imported by preload, before the fork
-
-        return replay(op, mark or (lambda unit: None))
     if kind == "make":  # the config was just decoded from the message: this process's own
         sets[key] = fresh_instances(op["classes"], op["config"], long_context=bool(op.get("long_context")),
                                     copy_config=False)

@@ -493,6 +493,7 @@ def _serve_holder(sock: socket.socket) -> None:
     """A holder process: named instance sets, one operation per message; the units of an operation
     made of units marked in the page the client hands over with it."""
     from . import backend_calls as b  # imported before the fork: nothing is imported here
+    from .multi_turn_replay import replay
 
     sets: dict[str, dict[str, Any]] = {}
     tables: dict[str, Any] = {}
@@ -512,7 +513,7 @@ def _serve_holder(sock: socket.socket) -> None:
                 progress = mmap.mmap(fd, mmap.PAGESIZE)
             os.close(fd)
         try:
-            answer = b.host_operation(op, sets, tables, mark)
+            answer = replay(op, mark) if op.get("op") == "replay" else b.host_operation(op, sets, tables)
         except MemoryError:
             answer = {"error": "out of memory"}
         except Exception as exc:  # noqa: BLE001 - any failure is the operation's answer
@@ -534,7 +535,7 @@ def _zygote_main(fd: int) -> None:
     try:
         import resource  # noqa: F401 - for the children, imported once here
 
-        from . import backend_calls
+        from . import backend_calls, multi_turn_replay  # noqa: F401 - the scoring's replay, for the children
 
         backend_calls.preload()
     except Exception as exc:  # noqa: BLE001 - told to the client, which raises it
