@@ -59,6 +59,30 @@ async def test_an_episode_lists_its_tools_once_and_shows_held_out_ones_at_their_
     assert len(listed) == 3  # one listing per episode, of 2-6 user turns each
 
 
+async def test_concurrent_scorings_replay_together_and_get_the_verdicts_of_one_at_a_time(bfcl_data, monkeypatch):
+    """``evals score`` scores several entries at once: their replays go to the holder as one operation,
+    with the verdicts each would get alone."""
+    from evals.benchmarks.bfcl import multi_turn_checker as mc
+
+    entries = read_multi_turn("multi_turn_base")[:6]
+    turns = [[[s] if s else [] for s in gold_steps(e)] for e in entries]
+    turns[1] = [turns[1][0], *([] for _ in turns[1][1:])]  # the later turns left empty
+    turns[2] = [[], *turns[2][1:]]
+    alone = [mc.check_multi_turn(e, t) for e, t in zip(entries, turns, strict=True)]
+    assert [v.valid for v in alone] == [True, False, False, True, True, True]
+    mc._verdicts.clear()
+    batches: list[int] = []
+    original = mc._replay_batch
+
+    def counted(holder: Any, items: Any) -> Any:
+        batches.append(len(items))
+        return original(holder, items)
+
+    monkeypatch.setattr(mc, "_replay_batch", counted)
+    together = await asyncio.gather(*(mc.acheck_multi_turn(e, t) for e, t in zip(entries, turns, strict=True)))
+    assert list(together) == alone and batches == [6]
+
+
 def _conversation(entry_turns: list[list[dict[str, Any]]], texts: list[str], replies: list[list[list[dict]]]) -> dict:
     """A replay record: per user turn, the model's responses with calls, then a text reply."""
     messages: list[dict[str, Any]] = []
