@@ -486,6 +486,8 @@ def _read_frame_and_fds(sock: socket.socket) -> tuple[Any, list[int]]:
             raise EOFError("the peer closed the socket")
         header, fds = header + chunk, fds + got
     (size,) = _HEADER.unpack(header)
+    if size > MAX_ANSWER_BYTES:
+        raise ValueError(f"a message of {size} bytes is over the bound of {MAX_ANSWER_BYTES}")
     return json.loads(_recv_exact(sock, size).decode("utf-8", "surrogatepass")), fds
 
 
