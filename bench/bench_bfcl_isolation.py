@@ -18,13 +18,17 @@ runs; the share answered within 1 s. A second table is the per-call cost of the 
 the same call (``pwd``) run in this process vs through a holder process (a socket round trip),
 median of ``--calls`` calls, wall and this process's CPU.
 
-A third table (with ``--before DIR``, a checkout of the code before issue 46): ``--episodes``
-oracle episodes of ``multi_turn_base`` with their scoring, run as ``evals run`` runs them in one
-process, before and after: wall, this process's CPU, the holder processes' CPU (the zygote and its
-ended children) and the CPU per episode (both summed), medians of ``--repeats`` interleaved runs.
+A third table (with ``--before DIR``, a checkout of other code, or ``--compare-ref REF``, a commit
+checked out for the bench): the first ``--episodes`` oracle episodes of each of ``--categories``
+(default ``multi_turn_base``) with their scoring, run as ``evals run`` runs them in one process, by
+that code and by this tree: wall, this process's CPU, the holder processes' CPU (the zygote and its
+ended children, the scoring's holder included) and the harness CPU per episode (both summed),
+medians of ``--repeats`` interleaved runs; given two sizes (``--episodes 5 25``), also the CPU of one
+more episode (the start-up costs left out). ``--episodes-only`` prints only that table.
 
     EVALS_DATA_DIR=... python bench/bench_bfcl_isolation.py [--precision 1000000] [--deadline 2] [--calls 300] \\
-        [--before /tmp/main-checkout --episodes 40 --repeats 3]
+        [--before /tmp/main-checkout | --compare-ref main] [--episodes 5 25 --repeats 3] \\
+        [--categories multi_turn_base multi_turn_miss_func ...] [--episodes-only]
 """
 
 from __future__ import annotations
@@ -186,14 +190,15 @@ def _overhead(args: argparse.Namespace) -> None:
         print(f"| {name} | {wall * 1e6:.0f} | {cpu * 1e6:.0f} |")
 
 
-async def _episodes_once(limit: int, run_dir: Path) -> dict[str, float]:
-    """``evals run bfcl --category multi_turn_base --limit N --model oracle`` in this process (memory
+async def _episodes_once(categories: list[str], per_category: int, run_dir: Path) -> dict[str, float]:
+    """``evals run bfcl --category C... --limit-per-category N --model oracle`` in this process (memory
     transport, one worker, concurrency 4, scoring included): wall and CPU, this process's and the
     backend holders' (zygote and ended holder processes) when the code has them."""
     from evals.core.run import RunOptions, run_benchmark
 
-    opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=run_dir, limit=limit, transport="memory",
-                      concurrency=4, workers=1, progress=False, benchmark_options={"category": ["multi_turn_base"]})
+    opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=run_dir, transport="memory", concurrency=4,
+                      workers=1, progress=False,
+                      benchmark_options={"category": categories, "limit_per_category": per_category})
     t, c = time.perf_counter(), time.process_time()
     _, summary = await run_benchmark(opts)
     wall, cpu = time.perf_counter() - t, time.process_time() - c
@@ -204,35 +209,54 @@ async def _episodes_once(limit: int, run_dir: Path) -> dict[str, float]:
     else:
         import gc
 
+        from evals.benchmarks.bfcl import multi_turn_checker
+
+        scoring = getattr(getattr(multi_turn_checker, "_holders", None), "holder", None)
+        if scoring is not None:
+            scoring.close()  # the scoring's holder ended too: its CPU counts
         gc.collect()  # sessions' holders ended (their processes reaped by the zygote)
         await asyncio.sleep(0.5)
         host = host_cpu_seconds()
-    assert summary["completed"] == limit and summary["metrics"]["multi_turn_base"] == 100.0, summary
-    return {"wall": wall, "cpu": cpu, "host": host}
+    assert summary["completed"] == per_category * len(categories), summary
+    assert all(summary["metrics"][c] == 100.0 for c in categories), summary
+    return {"wall": wall, "cpu": cpu, "host": host, "episodes": summary["completed"]}
 
 
-def _episodes(args: argparse.Namespace) -> None:
-    """The episode CPU table: before (``--before DIR``: a checkout of the code before issue 46) and
-    after (this tree), ``--repeats`` runs each, interleaved, each in a fresh interpreter."""
+def _episodes(args: argparse.Namespace, other: tuple[str, str]) -> None:
+    """The episode CPU table: ``other`` (a name and a checkout) and this tree, ``--repeats`` runs each,
+    interleaved, each in a fresh interpreter; per size of ``--episodes`` (with two sizes, the harness CPU
+    of one more episode: the difference of the two sizes' medians, the fixed start-up costs left out)."""
     import json
+    import os
     import subprocess
     import tempfile
 
-    rows: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
-    for _ in range(args.repeats):
-        for name, code in (("before", args.before), ("after", _CODE)):
-            with tempfile.TemporaryDirectory() as tmp:
-                out = subprocess.run([sys.executable, __file__, "--code", code, "--episodes-once", str(args.episodes),
-                                      "--run-dir", str(Path(tmp) / "run")], capture_output=True, text=True, check=True,
-                                     env={**__import__("os").environ, "PYTHONPATH": code})
-            rows[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"\n| multi_turn_base, {args.episodes} oracle episodes + scoring | wall s | this process's CPU s "
-          "| holders' CPU s | CPU per episode ms |")
-    print("|---|---|---|---|---|")
-    for name, runs in rows.items():
-        med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "host")}
-        per = statistics.median((r["cpu"] + r["host"]) for r in runs) / args.episodes * 1000
-        print(f"| {name} | {med['wall']:.2f} | {med['cpu']:.2f} | {med['host']:.2f} | {per:.1f} |")
+    totals: dict[str, list[tuple[float, float]]] = {other[0]: [], "this tree": []}  # (episodes, CPU s) per size
+    for size in args.episodes:
+        rows: dict[str, list[dict[str, float]]] = {other[0]: [], "this tree": []}
+        for _ in range(args.repeats):
+            for name, code in (other, ("this tree", _CODE)):
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = subprocess.run([sys.executable, __file__, "--code", code, "--episodes-once", str(size),
+                                          "--categories", *args.categories, "--run-dir", str(Path(tmp) / "run")],
+                                         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": code})
+                rows[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+        print(f"\n| {', '.join(args.categories)}: the first {size} of each, oracle episodes + scoring | wall s "
+              "| this process's CPU s | holders' CPU s | harness CPU per episode ms |")
+        print("|---|---|---|---|---|")
+        per = {}
+        for name, runs in rows.items():
+            med = {k: statistics.median(r[k] for r in runs) for k in ("wall", "cpu", "host")}
+            per[name] = statistics.median((r["cpu"] + r["host"]) / r["episodes"] for r in runs) * 1000
+            totals[name].append((runs[0]["episodes"], statistics.median(r["cpu"] + r["host"] for r in runs)))
+            print(f"| {name} | {med['wall']:.2f} | {med['cpu']:.2f} | {med['host']:.2f} | {per[name]:.1f} |")
+        print(f"(medians of {args.repeats} interleaved runs; harness CPU per episode, this tree over {other[0]}: "
+              f"{per['this tree'] / per[other[0]]:.2f})")
+    if len(args.episodes) == 2:
+        marginal = {name: (t[1][1] - t[0][1]) / (t[1][0] - t[0][0]) * 1000 for name, t in totals.items()}
+        print(f"\nharness CPU of one more episode (from {args.episodes[0]} to {args.episodes[1]} of each): "
+              + ", ".join(f"{name} {ms:.1f} ms" for name, ms in marginal.items())
+              + f"; this tree over {other[0]}: {marginal['this tree'] / marginal[other[0]]:.2f}")
 
 
 def main() -> None:
@@ -240,8 +264,12 @@ def main() -> None:
     ap.add_argument("--precision", type=int, default=1_000_000, help="square_root's precision (default 1000000: seconds)")
     ap.add_argument("--deadline", type=float, default=2.0, help="the holder's call deadline for the bench, s (default 2)")
     ap.add_argument("--calls", type=int, default=300, help="calls per row of the overhead table")
-    ap.add_argument("--before", help="a checkout of the code before issue 46: adds the episode CPU table")
-    ap.add_argument("--episodes", type=int, default=40, help="episodes per run of the episode CPU table")
+    ap.add_argument("--before", help="a checkout of other code (before issue 46): adds the episode CPU table")
+    ap.add_argument("--compare-ref", metavar="REF", help="a git commit, checked out for the bench: adds the episode CPU table")
+    ap.add_argument("--episodes", type=int, nargs="+", default=[40],
+                    help="episodes per category per run of the episode CPU table (two sizes: also one more episode's CPU)")
+    ap.add_argument("--categories", nargs="+", default=["multi_turn_base"], help="multi-turn categories of that table")
+    ap.add_argument("--episodes-only", action="store_true", help="only the episode CPU table")
     ap.add_argument("--repeats", type=int, default=3, help="runs per row of the episode CPU table (medians)")
     ap.add_argument("--serve", choices=["in-loop", "bound", "deadline"], help=argparse.SUPPRESS)  # a row's server
     ap.add_argument("--code", help=argparse.SUPPRESS)  # the tree a child runs
@@ -254,10 +282,17 @@ def main() -> None:
     if args.episodes_once:
         import json
 
-        print(json.dumps(asyncio.run(_episodes_once(args.episodes_once, args.run_dir))))
+        print(json.dumps(asyncio.run(_episodes_once(args.categories, args.episodes_once, args.run_dir))))
         return
     if args.before:
-        _episodes(args)
+        _episodes(args, ("before", args.before))
+    elif args.compare_ref:
+        from _common import ref_worktree  # bench/ is on sys.path when run as a script
+
+        with ref_worktree(args.compare_ref) as checkout:
+            _episodes(args, (args.compare_ref, str(checkout)))
+    if args.episodes_only:
+        return
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(_isolation(args))
         _overhead(args)

@@ -5,14 +5,19 @@ a text reply), in BFCL's layout: an FC model's (``gpt-4o-2024-11-20-FC``: argume
 four multi-turn categories, each turn's gold calls, one entry in three a turn short) and a prompting model's (``Qwen/Qwen3-8B``: Python call syntax as text, and format_sensitivity's
 5,200 entries). Each is scored by ``evals score`` (a fresh process, as a user runs it) and by BFCL's own
 ``bfcl evaluate`` (``eval_runner.main`` in .ci/bfcl-venv, through tests/evals/benchmarks/bfcl/bfcl_evaluate_driver.py),
-``--runs`` times each, alternating; the table gives the median wall seconds and their ratio.
+``--runs`` times each, alternating; the table gives the median wall seconds and their ratio. With
+``--compare-ref REF`` the code of commit REF (a temporary git worktree) scores the same folders in the same
+rounds. CPU is user + system time of the command and of every process it left behind (BFCL's backend
+holders: this script is their subreaper and waits for them).
 
-    EVALS_DATA_DIR=... PYTHONPATH=. python bench/bench_bfcl_score.py [--runs 3]
+    EVALS_DATA_DIR=... PYTHONPATH=. python bench/bench_bfcl_score.py [--runs 3] [--compare-ref main]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -24,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import ROOT, ref_worktree  # bench/ is on sys.path when run as a script
+
 from evals.benchmarks.bfcl.data import load_entries
 from evals.benchmarks.bfcl.files import MULTI_TURN, SINGLE_TURN
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
@@ -31,7 +38,6 @@ from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn
 from evals.benchmarks.bfcl.prompting import entry_format, oracle_text
 from evals.benchmarks.bfcl.single_turn import gold_calls
 
-ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".ci" / "bfcl-venv" / "bin" / "python"
 DRIVER = ROOT / "tests" / "evals" / "benchmarks" / "bfcl" / "bfcl_evaluate_driver.py"
 MODELS = {"gpt-4o-2024-11-20-FC": False, "Qwen/Qwen3-8B": True}  # model -> prompting
@@ -71,12 +77,16 @@ def _write(root: Path, model: str, prompting: bool) -> list[str]:
     return sorted(categories)
 
 
-def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds: user + system of the process and its children)."""
+def _timed(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
+    """(wall seconds, CPU seconds: user + system of the process and of every process it started, those
+    it left running too: they are reparented to this one, a subreaper, and waited for)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, check=False)
     elapsed = time.perf_counter() - start
+    with contextlib.suppress(ChildProcessError):
+        while True:
+            os.wait()  # the command's orphans (a backend zygote and its holders) as they end
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{command[:4]} failed:\n{done.stderr[-2000:]}")
@@ -86,33 +96,43 @@ def _timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--compare-ref", metavar="REF", help="also score with the code of this git commit, interleaved")
     args = parser.parse_args()
     if not VENV.is_file():
         raise SystemExit(f"{VENV} is missing: run scripts/bfcl_env.sh")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: the commands' orphans come here
     rows = []
-    with tempfile.TemporaryDirectory(prefix="bench-bfcl-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-bfcl-") as tmp, contextlib.ExitStack() as stack:
+        codes = {"this tree": ROOT}
+        if args.compare_ref:
+            codes[args.compare_ref] = stack.enter_context(ref_worktree(args.compare_ref))
         for model, prompting in MODELS.items():
             root = Path(tmp) / model.replace("/", "_") / "result"
             categories = _write(root, model, prompting)
             lines = sum(len(p.read_text().splitlines()) for p in root.rglob("*.json"))
-            ours, theirs = [], []
+            ours: dict[str, list[tuple[float, float]]] = {name: [] for name in codes}
+            theirs = []
             for run in range(args.runs):
-                out = Path(tmp) / f"run-{run}-{len(rows)}"
-                ours.append(_timed([sys.executable, "-m", "evals.cli", "score", str(root / model.replace("/", "_")),
-                                    "--format", "bfcl-official", "--benchmark", "bfcl", "--out", str(out)], env))
+                for name, code in codes.items():
+                    out = Path(tmp) / f"run-{run}-{len(rows)}"
+                    ours[name].append(_timed([sys.executable, "-m", "evals.cli", "score",
+                                              str(root / model.replace("/", "_")), "--format", "bfcl-official",
+                                              "--benchmark", "bfcl", "--out", str(out)],
+                                             {**os.environ, "PYTHONPATH": str(code)}, cwd=code))  # -m: cwd first
+                    shutil.rmtree(out, ignore_errors=True)
                 score = Path(tmp) / f"score-{run}-{len(rows)}"
-                theirs.append(_timed([str(VENV), str(DRIVER), str(root), str(score), model, *categories], env))
-                shutil.rmtree(out, ignore_errors=True)
+                theirs.append(_timed([str(VENV), str(DRIVER), str(root), str(score), model, *categories],
+                                     {**os.environ, "PYTHONPATH": str(ROOT)}))
                 shutil.rmtree(score, ignore_errors=True)
-            rows.append((model, lines, *(statistics.median(t[i] for t in ours) for i in (0, 1)),
-                         *(statistics.median(t[i] for t in theirs) for i in (0, 1))))
-    print(f"{'result folder':<24} {'lines':>6} {'evals score wall / CPU (s)':>27} {'bfcl evaluate wall / CPU (s)':>29} "
-          f"{'ratio wall / CPU':>17}")
-    for model, lines, wall, cpu, their_wall, their_cpu in rows:
-        print(f"{model:<24} {lines:>6} {wall:>18.2f} / {cpu:>6.2f} {their_wall:>20.2f} / {their_cpu:>6.2f} "
-              f"{their_wall / wall:>9.2f}x / {their_cpu / cpu:.2f}x")
-    print(f"(medians of {args.runs} runs each, alternating; ratio: bfcl evaluate's time over evals score's)")
+            their = tuple(statistics.median(t[i] for t in theirs) for i in (0, 1))
+            for name in codes:
+                rows.append((model, lines, name, *(statistics.median(t[i] for t in ours[name]) for i in (0, 1)), *their))
+    print("| result folder | lines | code | evals score wall / CPU (s) | bfcl evaluate wall / CPU (s) | ratio wall / CPU |")
+    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    for model, lines, name, wall, cpu, their_wall, their_cpu in rows:
+        print(f"| {model} | {lines:,} | {name} | {wall:.2f} / {cpu:.2f} | {their_wall:.2f} / {their_cpu:.2f} "
+              f"| {their_wall / wall:.2f}x / {their_cpu / cpu:.2f}x |")
+    print(f"(medians of {args.runs} runs each, interleaved; ratio: bfcl evaluate's time over evals score's)")
 
 
 if __name__ == "__main__":

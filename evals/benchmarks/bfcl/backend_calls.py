@@ -11,7 +11,8 @@ modules, once): :mod:`.backends` serves these calls as MCP tools, each in a sess
   ``"Error during execution: ..."``), after :func:`argument_bound_error`;
 * :func:`public_state` / :func:`state_differences` / :func:`bounded_differences` — what the
   multi-turn checker compares;
-* :func:`host_operation` — one operation of a holder process (make, call, diff, drop, memory);
+* :func:`host_operation` — one operation of a holder process (make, call, diff, drop, memory; a
+  scoring's replay of entries is :mod:`.multi_turn_replay`'s);
 * :func:`backend_class` / :func:`memory_operation` — BFCL's memory backends.
 
 BFCL's own executor builds ``name(k=repr(v), ...)`` strings and ``eval``s them; this one never
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import inspect
 import json
 import math
@@ -69,29 +71,50 @@ def stateless_classes() -> tuple[str, ...]:
     return tuple(_config_module().STATELESS_CLASSES)
 
 
-def fresh_instances(involved_classes: Sequence[str], initial_config: Mapping[str, Any], *,
-                    long_context: bool = False) -> Instances:
-    """New instances of ``involved_classes``, each loaded from a deep copy of its initial config."""
+@functools.cache  # one pinned wheel per process (wheel_code): a class is looked up once
+def _backend(class_name: str) -> tuple[type, bool]:
+    """BFCL's backend class of that name and whether BFCL constructs it without a config."""
     config = _config_module()
+    module_name = config.CLASS_FILE_PATH_MAPPING.get(class_name)
+    if module_name is None:
+        raise BackendError(f"BFCL has no backend class {class_name!r}")
+    return getattr(import_module(module_name), class_name), class_name in config.STATELESS_CLASSES
+
+
+def fresh_instances(involved_classes: Sequence[str], initial_config: Mapping[str, Any], *,
+                    long_context: bool = False, copy_config: bool = True) -> Instances:
+    """New instances of ``involved_classes``, each loaded from a deep copy of its initial config
+    (``copy_config=False``: from the config's own parts, for a config no one else holds, such as
+    one just decoded from a message)."""
     out: Instances = {}
     for class_name in involved_classes:
-        module_name = config.CLASS_FILE_PATH_MAPPING.get(class_name)
-        if module_name is None:
-            raise BackendError(f"BFCL has no backend class {class_name!r}")
-        instance = getattr(import_module(module_name), class_name)()
-        if class_name not in config.STATELESS_CLASSES:
-            instance._load_scenario(copy.deepcopy(dict(initial_config.get(class_name, {}))), long_context=long_context)
+        cls, stateless = _backend(class_name)
+        instance = cls()
+        if not stateless:
+            part = dict(initial_config.get(class_name, {}))
+            instance._load_scenario(copy.deepcopy(part) if copy_config else part, long_context=long_context)
         out[class_name] = instance
     return out
+
+
+_method_names: dict[type, tuple[str, ...]] = {}  # a class's public methods, as found on its first instance
 
 
 def method_table(instances: Instances) -> dict[str, Callable[..., Any]]:
     """Every public method of the instances by name; a name two classes share goes to the later class."""
     table: dict[str, Callable[..., Any]] = {}
     for instance in instances.values():
-        for name, method in inspect.getmembers(instance, predicate=inspect.ismethod):
-            if not name.startswith("_"):
-                table[name] = method
+        names = _method_names.get(type(instance))
+        own = vars(instance)
+        if names is None or any(n in own for n in names) or any(inspect.ismethod(v) for v in own.values()):
+            # first instance of its class, or one whose own attributes could change what it has
+            found = [(n, m) for n, m in inspect.getmembers(instance, predicate=inspect.ismethod)
+                     if not n.startswith("_")]
+            if names is None and not any(inspect.ismethod(v) for v in own.values()):
+                _method_names[type(instance)] = tuple(n for n, _ in found)
+            table.update(found)
+        else:
+            table.update((n, getattr(instance, n)) for n in names)
     return table
 
 
@@ -257,10 +280,12 @@ _UNSERVED = frozenset({"MemoryAPI_vector", "WebSearchAPI"})  # heavy or networke
 
 
 def host_operation(op: Mapping[str, Any], sets: dict[str, Instances], tables: dict[str, Any]) -> dict[str, Any]:
-    """One operation in a holder process (:mod:`.backend_host`) on its named instance sets."""
+    """One operation in a holder process (:mod:`.backend_host`) on its named instance sets (a scoring's
+    ``replay`` of entries is :mod:`.multi_turn_replay`'s)."""
     kind, key = op.get("op"), str(op.get("key", ""))
-    if kind == "make":
-        sets[key] = fresh_instances(op["classes"], op["config"], long_context=bool(op.get("long_context")))
+    if kind == "make":  # the config was just decoded from the message: this process's own
+        sets[key] = fresh_instances(op["classes"], op["config"], long_context=bool(op.get("long_context")),
+                                    copy_config=False)
         tables[key] = method_table(sets[key])
         return {}
     if kind == "drop":

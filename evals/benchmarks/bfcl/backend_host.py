@@ -15,6 +15,11 @@ before BFCL's code sees them (:mod:`.backend_bounds`); everything else runs here
   next call says so.
 * **a memory cap** per process (:data:`MEMORY_LIMIT_BYTES`, ``RLIMIT_AS``): a call that would
   allocate more fails with ``MemoryError``, as an error result.
+* **an operation made of units** (a scoring's replay of one entry: loading, each call, each
+  comparison; :meth:`Holder.request_units`) holds each unit to its own deadline: the process marks
+  the unit it starts in a page of memory it shares with the client (a ``memfd`` handed over with the
+  first such operation), which the client reads only when the deadline of the unit in progress has
+  passed; past it, :class:`UnitStopped` names the unit. One round trip per entry, not per call.
 * **at most** :data:`MAX_LIVE_PROCESSES` processes at once: the least recently used idle holder's
   process is ended to make room (its log stays: it comes back by replay when used again).
 
@@ -36,8 +41,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
+import mmap
 import os
+import select
 import signal
 import socket
 import struct
@@ -51,8 +59,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CALL_DEADLINE_S", "MAKE_DEADLINE_S", "MAX_LIVE_PROCESSES", "HostError", "Holder", "Op", "host_cpu_seconds",
-           "prestart"]
+__all__ = ["CALL_DEADLINE_S", "MAKE_DEADLINE_S", "MAX_LIVE_PROCESSES", "HostError", "Holder", "Op", "UnitStopped",
+           "host_cpu_seconds", "prestart"]
 
 CALL_DEADLINE_S = 10.0  # a BFCL call takes milliseconds; 10 s is far past any legitimate one on a loaded machine
 MAKE_DEADLINE_S = 60.0  # loading an entry's initial config (the long-context file systems are large)
@@ -60,6 +68,7 @@ MEMORY_LIMIT_BYTES = 4 << 30  # address space of one holder's process
 MAX_LIVE_PROCESSES = 128
 MAX_ANSWER_BYTES = 64 << 20
 _HEADER = struct.Struct("!I")
+_PROGRESS = struct.Struct("=qd")  # the unit in progress (-1: none yet) and when it started (time.monotonic)
 
 Op = dict[str, Any]
 
@@ -67,6 +76,15 @@ Op = dict[str, Any]
 class HostError(RuntimeError):
     """An operation could not be done in the holder's process (past its deadline, the process died,
     or the zygote could not start); the message says which."""
+
+
+class UnitStopped(HostError):
+    """A unit of an operation made of units was stopped (past its deadline, or the process died):
+    :attr:`unit` is its number; the process is gone, and with it the operation's state."""
+
+    def __init__(self, unit: int, message: str) -> None:
+        super().__init__(message)
+        self.unit = unit
 
 
 # ---- framing ---------------------------------------------------------------------------------
@@ -246,6 +264,8 @@ class Holder:
         self._alock: asyncio.Lock | None = None
         self.busy = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._progress: mmap.mmap | None = None  # shared with the process of pid _progress_pid
+        self._progress_pid = -1
 
     # -- process life
     def _ensure(self, loop: asyncio.AbstractEventLoop | None) -> None:
@@ -360,9 +380,79 @@ class Holder:
                 self.log.append((op, limit))
             return answer
 
+    def request_units(self, op: Op, limits: Sequence[float]) -> Any:
+        """One operation made of units, blocking: unit ``n`` (marked by the process as it starts) is
+        stopped once it has run ``limits[n]`` seconds (:class:`UnitStopped`; the process is ended,
+        its state lost). Nothing is logged: the caller sends the operation again, with the stopped
+        unit's result, to start over."""
+        with self._lock:
+            self.busy = True
+            try:
+                self._ensure(None)
+                return self._units_roundtrip(op, limits)
+            finally:
+                self.busy = False
+
+    def _units_roundtrip(self, op: Op, limits: Sequence[float]) -> Any:
+        assert self.sock is not None
+        sock, fds = self.sock, []
+        if self._progress is None or self._progress_pid != self.pid:  # a new process: hand it the page
+            if self._progress is not None:
+                self._progress.close()
+            fd = _page_fd()
+            os.ftruncate(fd, mmap.PAGESIZE)
+            self._progress, self._progress_pid, fds = mmap.mmap(fd, mmap.PAGESIZE), self.pid, [fd]
+        progress = self._progress
+        _PROGRESS.pack_into(progress, 0, -1, time.monotonic())
+        frame = _frame(op)
+        try:
+            sock.setblocking(True)
+            sock.settimeout(CALL_DEADLINE_S)
+            sent = socket.send_fds(sock, [frame[:_HEADER.size]], fds) if fds else 0
+            sock.sendall(frame[sent:])
+            shortest = min(limits, default=CALL_DEADLINE_S)  # no later unit can end sooner than this from now
+            while True:
+                unit, started = _progress_now(progress)
+                limit = limits[unit] if 0 <= unit < len(limits) else CALL_DEADLINE_S if unit >= 0 or not limits \
+                    else limits[0]  # -1: the operation is read, counted in its first unit
+                left = started + limit - time.monotonic()
+                if left <= 0:
+                    self._drop()
+                    raise UnitStopped(max(unit, 0), f"stopped after {limit:g} s (the deadline of one BFCL call)")
+                if select.select([sock], [], [], min(left, shortest))[0]:
+                    break
+            return _read_frame(sock)  # the operation is done: its answer is on the way
+        except (OSError, EOFError, ValueError) as exc:
+            unit = _progress_now(progress)[0]
+            self._drop()
+            raise UnitStopped(max(unit, 0), f"BFCL's backend process died ({type(exc).__name__})") from None
+        finally:
+            for fd in fds:
+                os.close(fd)
+
     def take_lost(self) -> str:
         lost, self.lost = self.lost, ""
         return lost
+
+
+def _page_fd() -> int:
+    """A file of no name for the progress page (``memfd``; an unlinked temporary file where there is none)."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("bfcl-progress", os.MFD_CLOEXEC)
+    import tempfile
+
+    with tempfile.TemporaryFile() as f:
+        return os.dup(f.fileno())
+
+
+def _progress_now(progress: mmap.mmap) -> tuple[int, float]:
+    """The unit in progress and its start, read until two reads agree (the process may be writing it)."""
+    seen = _PROGRESS.unpack_from(progress, 0)
+    while True:
+        again = _PROGRESS.unpack_from(progress, 0)
+        if again == seen:
+            return int(seen[0]), float(seen[1])
+        seen = again
 
 
 def _make_room() -> None:
@@ -384,19 +474,48 @@ def _make_room() -> None:
 
 # ---- the zygote and the holder processes (server side) ------------------------------------------
 
+def _read_frame_and_fds(sock: socket.socket) -> tuple[Any, list[int]]:
+    """A message and the file descriptors sent with its first bytes (``SCM_RIGHTS``)."""
+    header = b""
+    fds: list[int] = []
+    while len(header) < _HEADER.size:
+        chunk, got, _, _ = socket.recv_fds(sock, _HEADER.size - len(header), 1)
+        if not chunk:
+            for fd in got:
+                os.close(fd)
+            raise EOFError("the peer closed the socket")
+        header, fds = header + chunk, fds + got
+    (size,) = _HEADER.unpack(header)
+    if size > MAX_ANSWER_BYTES:
+        raise ValueError(f"a message of {size} bytes is over the bound of {MAX_ANSWER_BYTES}")
+    return json.loads(_recv_exact(sock, size).decode("utf-8", "surrogatepass")), fds
+
+
 def _serve_holder(sock: socket.socket) -> None:
-    """A holder process: named instance sets, one operation per message."""
+    """A holder process: named instance sets, one operation per message; the units of an operation
+    made of units marked in the page the client hands over with it."""
     from . import backend_calls as b  # imported before the fork: nothing is imported here
+    from .multi_turn_replay import replay
 
     sets: dict[str, dict[str, Any]] = {}
     tables: dict[str, Any] = {}
+    progress: mmap.mmap | None = None
+
+    def mark(unit: int) -> None:
+        if progress is not None:
+            _PROGRESS.pack_into(progress, 0, unit, time.monotonic())
+
     while True:
         try:
-            op = _read_frame(sock)
-        except (EOFError, OSError):
+            op, fds = _read_frame_and_fds(sock)
+        except (EOFError, OSError, ValueError):
             return
+        for fd in fds:
+            with contextlib.suppress(OSError, ValueError):
+                progress = mmap.mmap(fd, mmap.PAGESIZE)
+            os.close(fd)
         try:
-            answer = b.host_operation(op, sets, tables)
+            answer = replay(op, mark) if op.get("op") == "replay" else b.host_operation(op, sets, tables)
         except MemoryError:
             answer = {"error": "out of memory"}
         except Exception as exc:  # noqa: BLE001 - any failure is the operation's answer
@@ -416,12 +535,16 @@ def _reap(*_: Any) -> None:
 def _zygote_main(fd: int) -> None:
     ctl = socket.socket(fileno=fd)
     try:
-        from . import backend_calls
+        import resource  # noqa: F401 - for the children, imported once here
+
+        from . import backend_calls, multi_turn_replay  # noqa: F401 - the scoring's replay, for the children
 
         backend_calls.preload()
     except Exception as exc:  # noqa: BLE001 - told to the client, which raises it
         ctl.sendall(_frame({"ok": False, "error": f"{type(exc).__name__}: {exc}"}))
         return
+    gc.collect()
+    gc.freeze()  # what is imported stays out of the children's collections: fewer pages copied on write
     signal.signal(signal.SIGCHLD, _reap)  # reaped here, so that their CPU time counts in the zygote's children's
     ctl.sendall(_frame({"ok": True}))
     devnull = os.open(os.devnull, os.O_WRONLY)

@@ -23,6 +23,7 @@ concurrent or not, and two tasks served by one ``evals serve`` never share an in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -115,6 +116,20 @@ def backend_tool(doc: Mapping[str, Any], task_id: str, make: Mapping[str, Any], 
         text = await host_call(session_holder(ctx, task_id), make, name, arguments)
         return ToolResult(text=text, is_error=text.startswith(ERROR_PREFIX))
 
-    return ToolSpec(name=name, description=str(doc.get("description", "")),
-                    input_schema=to_schema(doc.get("parameters") or {}), executor=run, validation="warn",
-                    annotations={"benchmark": NAME, "task_id": task_id, "bfcl_name": name, **(annotations or {})})
+    try:
+        key: str | None = json.dumps(doc, sort_keys=True)
+    except (TypeError, ValueError):
+        key = None
+    template = _templates.get(key) if key is not None else None
+    if template is None:  # the schema normalised once per doc: every entry of a class offers the same docs
+        template = ToolSpec(name=name, description=str(doc.get("description", "")),
+                            input_schema=to_schema(doc.get("parameters") or {}), executor=run, validation="warn")
+        if key is not None and len(_templates) < _MAX_TEMPLATES:
+            _templates[key] = template
+    return template.model_copy(update={
+        "executor": run,
+        "annotations": {"benchmark": NAME, "task_id": task_id, "bfcl_name": name, **(annotations or {})}})
+
+
+_MAX_TEMPLATES = 4096  # BFCL's backends have a few hundred function docs
+_templates: dict[str, ToolSpec] = {}  # a doc's tool (its executor and annotations to be replaced), by the doc's JSON

@@ -214,6 +214,9 @@ class MemoryKind:
                                                               "ran_prerequisites": ran})
         return outcome
 
+    async def averdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
+        return self.verdict(task_id, trace)
+
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
         errored = trace is None or trace.get("status") != "completed"
         return check_answer(final_message(trace), self.entries[task_id].answers, errored=errored)

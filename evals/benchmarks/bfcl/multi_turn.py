@@ -53,9 +53,21 @@ def step_limit() -> int:
                              code=[__file__], decode=int)
 
 
+@functools.cache
 def added_functions_prompt() -> str:
-    """What BFCL says in a held-out function's turn (``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``)."""
-    return str(_prompts().DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC)
+    """What BFCL says in a held-out function's turn (``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC``;
+    kept in the user cache as :func:`step_limit` is)."""
+    from ...core.derived_cache import cached_derivation
+
+    return cached_derivation("bfcl-added-functions-prompt", [verified_wheel()],
+                             lambda: str(_prompts().DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC), code=[__file__],
+                             decode=_text)
+
+
+def _text(raw: Any) -> str:
+    if not isinstance(raw, str):
+        raise TypeError("not a text")
+    return raw
 
 
 @dataclass(frozen=True)
@@ -180,16 +192,39 @@ def parse_call(text: str) -> tuple[str, list[Any], dict[str, Any]]:
             {str(k.arg): ast.literal_eval(k.value) for k in call.keywords})
 
 
+_P = inspect.Parameter
+_KINDS = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD, _P.VAR_POSITIONAL, _P.KEYWORD_ONLY, _P.VAR_KEYWORD)  # by value
+
+
+@functools.cache  # one pinned wheel per process (wheel_code)
+def _signatures(class_name: str) -> dict[str, inspect.Signature]:
+    """The public methods' signatures of BFCL's backend class ``class_name`` (what binds a ground
+    truth's positional values to names), kept in the user cache with the wheel's other derived data:
+    this process need not import BFCL's backend modules for them."""
+    from ...core.derived_cache import cached_derivation
+
+    table = cached_derivation(f"bfcl-signatures-{class_name}", [verified_wheel()],
+                              lambda: _read_signatures(class_name), code=[__file__])
+    return {name: inspect.Signature([inspect.Parameter(p, _KINDS[kind], default=None if optional else inspect.Parameter.empty)
+                                     for p, kind, optional in params])
+            for name, params in table.items()}
+
+
+def _read_signatures(class_name: str) -> dict[str, list[tuple[str, int, bool]]]:
+    module = import_module(import_module("bfcl_eval.constants.executable_backend_config")
+                           .CLASS_FILE_PATH_MAPPING[class_name])
+    return {name: [(p.name, int(p.kind), p.default is not inspect.Parameter.empty)
+                   for p in inspect.signature(member).parameters.values()]
+            for name, member in inspect.getmembers(getattr(module, class_name), predicate=inspect.isfunction)
+            if not name.startswith("_")}
+
+
 def gold_steps(entry: MultiTurnEntry) -> list[list[dict[str, Any]]]:
     """The ground truth as MCP calls, one list per turn: positional values bound to the backend
     method's parameter names (its signature), keyword values as they are."""
-    methods: dict[str, Any] = {}
+    methods: dict[str, inspect.Signature] = {}
     for class_name in entry.involved_classes:
-        module = import_module(import_module("bfcl_eval.constants.executable_backend_config")
-                               .CLASS_FILE_PATH_MAPPING[class_name])
-        for name, member in inspect.getmembers(getattr(module, class_name), predicate=inspect.isfunction):
-            if not name.startswith("_"):
-                methods[name] = member
+        methods.update(_signatures(class_name))
     out = []
     for turn in entry.ground_truth:
         calls = []
@@ -197,7 +232,7 @@ def gold_steps(entry: MultiTurnEntry) -> list[list[dict[str, Any]]]:
             name, args, kwargs = parse_call(text)
             if name not in methods:
                 raise BackendError(f"BFCL entry {entry.id}: the ground truth calls {name!r}, which no backend has")
-            bound = inspect.signature(methods[name]).bind(None, *args, **kwargs)
+            bound = methods[name].bind(None, *args, **kwargs)
             calls.append({"name": name, "arguments": {k: v for k, v in list(bound.arguments.items())[1:]}})
         out.append(calls)
     return out

@@ -18,12 +18,21 @@ runs BFCL's own checker beside this one):
   the turn's gold calls must be among the results of all the model's calls so far, as a multiset
   (``multi_turn:execution_response_mismatch``, with the missing results);
 * the first failing turn gives the verdict; an entry no turn fails is right.
+
+Where it runs: the whole replay of an entry is one operation of the scoring's holder process
+(:mod:`.multi_turn_replay`, :meth:`.backend_host.Holder.request_units`): a call past a bound is
+refused here before it is sent, each call and comparison is held to its own deadline there, and a
+call stopped at its deadline is an error call that changed nothing (the replay is sent again with
+that call's result fixed).
 """
 
 from __future__ import annotations
 
+import asyncio
+import bisect
 import json
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,14 +40,14 @@ from typing import Any
 
 from . import backend_calls, backend_host
 from .backend_calls import MAX_DETAIL_CHARS, bounded_differences, jsonable
-from .backend_calls import _bounded as _bounded
-from .backend_host import Holder, HostError
-from .backends import ERROR_PREFIX, call_text, precheck_text, stopped_text
+from .backend_host import Holder, HostError, UnitStopped
+from .backends import call_text, precheck_text, stopped_text
 from .checker import Verdict
 from .multi_turn import MultiTurnEntry
+from .multi_turn_replay import CALL, DIFF, MAKE, units
 
-__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "bounded_differences", "check_multi_turn", "decode_steps",
-           "jsonable"]
+__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "acheck_multi_turn", "bounded_differences", "check_multi_turn",
+           "decode_steps", "jsonable"]
 
 
 
@@ -64,27 +73,6 @@ def _holder() -> Holder:
     return holder
 
 
-class _Side:
-    """One side's instances (the model's or the gold's) in the scoring holder."""
-
-    def __init__(self, holder: Holder, key: str, entry: MultiTurnEntry) -> None:
-        self.holder, self.key = holder, key
-        answer = holder.request(dict(entry.make_op(), key=key), deadline=backend_host.MAKE_DEADLINE_S, log=True)
-        if answer.get("error"):
-            raise RuntimeError(f"BFCL entry {entry.id}: its backends could not be loaded: {answer['error']}")
-
-    def run(self, text: str) -> str:
-        """A call's result; one past a bound or the deadline is an error call that changed nothing."""
-        refused = precheck_text(text)
-        if refused is not None:
-            return refused
-        try:
-            answer = self.holder.request({"op": "call", "key": self.key, "text": text}, log=True)
-        except HostError as exc:
-            return stopped_text(exc, self.holder.take_lost())
-        return str(answer["text"]) if "text" in answer else f"{ERROR_PREFIX}{answer.get('error')}"
-
-
 def decode_steps(turn: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[str]]:
     """One turn's steps (each a list of ``{"name", "arguments"}``, arguments ``None`` when they
     were not JSON) as BFCL's decoded steps: call strings; undecodable and empty steps dropped."""
@@ -96,9 +84,10 @@ def decode_steps(turn: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[str]]
     return out
 
 
-def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None) -> MultiTurnVerdict:
-    """The verdict on one entry: ``turns`` holds, per user turn, the model's steps (``None``: the
-    episode failed and left no turns)."""
+def _ready(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None
+           ) -> MultiTurnVerdict | tuple[tuple[str, str], list[list[list[str]]]]:
+    """The verdict when no replay is needed (no turns, too few turns, already known), else the
+    verdict's cache key and the decoded turns to replay."""
     truth = entry.ground_truth
     if turns is None:
         return MultiTurnVerdict(False, "multi_turn:inference_error",
@@ -112,62 +101,136 @@ def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Ma
     if key in _verdicts:  # a run asks for a verdict twice (its progress, then its score)
         _verdicts.move_to_end(key)
         return _verdicts[key]
-    verdict = _replayed(entry, decoded)
+    return key, decoded
+
+
+def _kept(key: tuple[str, str], verdict: MultiTurnVerdict | Exception) -> MultiTurnVerdict:
+    if isinstance(verdict, Exception):
+        raise verdict
     _verdicts[key] = verdict
     if len(_verdicts) > _KEPT_VERDICTS:
         _verdicts.popitem(last=False)
     return verdict
 
 
+def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None) -> MultiTurnVerdict:
+    """The verdict on one entry: ``turns`` holds, per user turn, the model's steps (``None``: the
+    episode failed and left no turns)."""
+    ready = _ready(entry, turns)
+    if isinstance(ready, MultiTurnVerdict):
+        return ready
+    key, decoded = ready
+    return _kept(key, _replay_batch(_holder(), [(entry, decoded)])[0])
+
+
+async def acheck_multi_turn(entry: MultiTurnEntry,
+                            turns: Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None) -> MultiTurnVerdict:
+    """:func:`check_multi_turn` for a scoring that scores several entries at once: the replays asked
+    for together go to the holder as one operation (:class:`_Batcher`), off the event loop."""
+    ready = _ready(entry, turns)
+    if isinstance(ready, MultiTurnVerdict):
+        return ready
+    key, decoded = ready
+    loop = asyncio.get_running_loop()
+    batcher = _batchers.get(loop)
+    if batcher is None:
+        batcher = _batchers[loop] = _Batcher()
+    return _kept(key, await batcher.replay(entry, decoded))
+
+
 _KEPT_VERDICTS = 256
 _verdicts: OrderedDict[tuple[str, str], MultiTurnVerdict] = OrderedDict()
+_BATCH = 16  # entries per holder operation
 
 
-def _replayed(entry: MultiTurnEntry, decoded: list[list[list[str]]]) -> MultiTurnVerdict:
-    holder = _holder()
-    try:
-        model, gold = _Side(holder, "model", entry), _Side(holder, "gold", entry)
-        return _check_turns(entry, decoded, model, gold)
-    finally:  # the next entry reuses the process (as BFCL's checker runs every entry in one)
+class _Batcher:
+    """The replays of one event loop's scorings: those asked for while a batch runs go together in the
+    next (at most :data:`_BATCH`), run in a thread on a holder of its own."""
+
+    def __init__(self) -> None:
+        self.holder = Holder()
+        self.queue: list[tuple[MultiTurnEntry, list[list[list[str]]], asyncio.Future[MultiTurnVerdict | Exception]]] = []
+        self.task: asyncio.Task[None] | None = None
+
+    async def replay(self, entry: MultiTurnEntry, decoded: list[list[list[str]]]) -> MultiTurnVerdict | Exception:
+        future: asyncio.Future[MultiTurnVerdict | Exception] = asyncio.get_running_loop().create_future()
+        self.queue.append((entry, decoded, future))
+        if self.task is None or self.task.done():
+            self.task = asyncio.ensure_future(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        batch: list[tuple[MultiTurnEntry, list[list[list[str]]], asyncio.Future[MultiTurnVerdict | Exception]]] = []
         try:
-            holder.request({"op": "drop", "keys": ["model", "gold"]})
-            holder.log = []
-        except HostError:
-            holder.close()
+            while self.queue:
+                for _ in range(8):  # the scorings started with these (or freed by the last batch) queue theirs
+                    size = len(self.queue)
+                    await asyncio.sleep(0)
+                    if len(self.queue) in (size, _BATCH):
+                        break
+                batch, self.queue = self.queue[:_BATCH], self.queue[_BATCH:]
+                try:
+                    results: list[MultiTurnVerdict | Exception] = await asyncio.to_thread(
+                        _replay_batch, self.holder, [(entry, decoded) for entry, decoded, _ in batch])
+                except Exception as exc:  # noqa: BLE001 - each waiting scoring gets it
+                    results = [exc] * len(batch)
+                for (_, _, future), result in zip(batch, results, strict=True):
+                    if not future.done():
+                        future.set_result(result)
+        finally:  # cancelled (the loop ends): no scoring waits for ever
+            for _, _, future in [*batch, *self.queue]:
+                if not future.done():
+                    future.cancel()
 
 
-def _check_turns(entry: MultiTurnEntry, decoded: list[list[list[str]]], model: _Side, gold: _Side) -> MultiTurnVerdict:
-    so_far: list[str] = []
-    for index, gold_calls in enumerate(entry.ground_truth):
-        for step in decoded[index]:
-            so_far.extend(model.run(c) for c in step)
-        gold_results = [gold.run(c) for c in gold_calls]
-        if not gold_calls:
+_batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = weakref.WeakKeyDictionary()
+
+
+def _replay_batch(holder: Holder, items: Sequence[tuple[MultiTurnEntry, list[list[list[str]]]]]
+                  ) -> list[MultiTurnVerdict | Exception]:
+    """Entries replayed in ``holder``'s process, in one operation (:mod:`.multi_turn_replay`; the next
+    batch reuses the process, as BFCL's checker runs every entry in one): a call past a bound is
+    refused here (an error call that runs nowhere); one past its deadline is stopped, an error call
+    that changed nothing, and the operation is sent again without it. Per entry, its verdict or the
+    error that kept it from one."""
+    truths = [[list(t) for t in entry.ground_truth] for entry, _ in items]
+    plans = [units(decoded, truth) for (_, decoded), truth in zip(items, truths, strict=True)]
+    fixed = [{str(n): refused for n, (kind, text) in enumerate(plan)
+              if kind == CALL and (refused := precheck_text(text)) is not None} for plan in plans]
+    results: list[MultiTurnVerdict | Exception | None] = [None] * len(items)
+    pending = list(range(len(items)))
+    for _ in range(sum(map(len, plans)) + len(items)):  # each pass settles a unit or an entry
+        if not pending:
+            break
+        ops = [{**items[i][0].make_op(), "op": "replay", "turns": items[i][1], "truth": truths[i], "fixed": fixed[i]}
+               for i in pending]
+        starts = [0]
+        for i in pending:
+            starts.append(starts[-1] + len(plans[i]))
+        limits = [backend_host.MAKE_DEADLINE_S if kind == MAKE else backend_host.CALL_DEADLINE_S
+                  for i in pending for kind, _ in plans[i]]
+        try:
+            answer = holder.request_units({"op": "replay", "entries": ops}, limits)
+        except UnitStopped as exc:
+            at = max(0, min(bisect.bisect_right(starts, exc.unit) - 1, len(pending) - 1))
+            i, unit = pending[at], exc.unit - starts[at]
+            kind = plans[i][unit][0] if unit < len(plans[i]) else DIFF
+            if kind == CALL and str(unit) not in fixed[i]:
+                fixed[i][str(unit)] = stopped_text(exc)
+                continue
+            what = "its backends could not be loaded" if kind == MAKE else "the backends' states could not be compared"
+            results[i] = RuntimeError(f"BFCL entry {items[i][0].id}: {what}: {exc}")
+            pending.remove(i)
             continue
-        if not decoded[index]:
-            return MultiTurnVerdict(False, "multi_turn:empty_turn_model_response",
-                                    f"Model response list is empty for turn {index}", index)
-        try:
-            found = model.holder.request({"op": "diff", "model": model.key, "gold": gold.key})
         except HostError as exc:
-            raise RuntimeError(f"BFCL entry {entry.id}: the backends' states could not be compared: {exc}") from None
-        difference = found.get("difference")
-        if difference is not None:
-            return MultiTurnVerdict(
-                False, "multi_turn:instance_state_mismatch",
-                f"Model instance for {difference['class']} does not match the state with ground truth instance.",
-                index, difference)
-        left = list(so_far)
-        missing = []
-        for result in gold_results:
-            if result in left:
-                left.remove(result)
-            else:
-                missing.append(result)
-        if missing:
-            return MultiTurnVerdict(
-                False, "multi_turn:execution_response_mismatch",
-                f"Model response execution results so far does not contain all the ground truth response "
-                f"execution results for turn {index}.", index,
-                {"missing_items": [_bounded(m) for m in missing]})
-    return MultiTurnVerdict(True)
+            for i in pending:
+                results[i] = RuntimeError(f"BFCL entry {items[i][0].id}: its backends could not be loaded: {exc}")
+            break
+        answers = answer.get("answers") or [answer] * len(pending)  # an error of the whole operation: each entry's
+        for i, one in zip(pending, answers, strict=True):
+            results[i] = MultiTurnVerdict(**one["verdict"]) if "verdict" in one else RuntimeError(
+                f"BFCL entry {items[i][0].id}: its backends could not be loaded: "
+                f"{one.get('load_error') or one.get('error')}")
+        pending = []
+    return [r if r is not None else RuntimeError(f"BFCL entry {items[n][0].id}: its replay was stopped more often "
+                                                 "than it has calls") for n, r in enumerate(results)]

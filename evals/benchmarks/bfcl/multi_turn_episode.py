@@ -48,7 +48,7 @@ from .backends import backend_tool
 from .checker import Verdict
 from .files import NAME
 from .multi_turn import MultiTurnEntry, added_functions_prompt, gold_steps, load_multi_turn, step_limit
-from .multi_turn_checker import check_multi_turn
+from .multi_turn_checker import acheck_multi_turn, check_multi_turn
 from .tools import first_by_name
 
 if TYPE_CHECKING:
@@ -91,6 +91,24 @@ class MultiTurnOracle:
         return None
 
 
+class _ListedOnce:
+    """An episode's MCP session that lists its tools once: ``run_agent`` lists them for each user turn,
+    and an entry's endpoint offers the same tools all along (held-out functions are listed from the
+    start and only shown from their turn on). Everything else goes to the session."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+        self._pages: dict[str | None, Any] = {}
+
+    async def list_tools(self, cursor: str | None = None) -> Any:
+        if cursor not in self._pages:
+            self._pages[cursor] = await self._session.list_tools(cursor=cursor)
+        return self._pages[cursor]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+
 def response_steps(calls: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
     """A run_agent call's recorded calls grouped by model response, in order."""
     out: dict[int, list[dict[str, Any]]] = {}
@@ -117,7 +135,8 @@ async def run_multi_turn(entry: MultiTurnEntry, env: EpisodeEnv, recorder: Episo
     async def end_if_undecodable(turn: int, calls: list[ToolCall]) -> bool:
         return any(c.arguments is None for c in calls)
 
-    async with env.session(benchmark, entry.id) as session:
+    async with env.session(benchmark, entry.id) as opened:
+        session: Any = _ListedOnce(opened)
         for index, messages in enumerate(entry.turns):
             texts = [str(m.get("content", "")) for m in messages]
             if index in entry.missed:
@@ -224,6 +243,10 @@ class MultiTurnKind:
 
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
         return check_multi_turn(self.entries[task_id], turns_from_trace(trace))
+
+    async def averdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
+        """The verdict; concurrent scorings' replays go to the holder together (:func:`.acheck_multi_turn`)."""
+        return await acheck_multi_turn(self.entries[task_id], turns_from_trace(trace))
 
     def view(self, task_id: str, trace: Mapping[str, Any] | None,
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]:

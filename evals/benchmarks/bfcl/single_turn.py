@@ -209,6 +209,9 @@ class SingleTurnKind:
                             underscore_to_dot=PROMPTING.underscore_to_dot, bfcl_sent_tools=wrapper.sent_tools)
         return outcome
 
+    async def averdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
+        return self.verdict(task_id, trace)
+
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
         """The entry's verdict; an imported or prompting trace carries how its result decoded and the
         model's ``underscore_to_dot``; a format_sensitivity entry is checked as its original entry."""

@@ -209,6 +209,9 @@ class WebSearchKind:
         outcome.data["category"] = entry.category
         return outcome
 
+    async def averdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
+        return self.verdict(task_id, trace)
+
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
         from .memory_run import final_message
 

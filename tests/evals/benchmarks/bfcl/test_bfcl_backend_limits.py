@@ -87,6 +87,33 @@ def test_scoring_runs_recorded_calls_under_the_same_bound_and_deadline(bfcl_data
     assert not verdict.valid and verdict.turn == 0
 
 
+def test_a_replay_names_the_unit_past_its_deadline_and_runs_no_fixed_unit(bfcl_data: Any) -> None:
+    """Scoring replays an entry in one operation; the holder marks each unit (a call, a comparison) as it
+    starts, so a call past its deadline is stopped as a call of its own was, and named; sent again
+    with that unit's result fixed, the replay runs in a fresh process without it."""
+    from evals.benchmarks.bfcl.backends import call_text
+    from evals.benchmarks.bfcl.multi_turn_replay import units
+
+    entry = _entry()
+    truth = [list(t) for t in entry.ground_truth]
+    rest = [[[call_text(c["name"], c["arguments"]) for c in step]] if step else [] for step in gold_steps(entry)[1:]]
+    decoded = [[[call_text("square_root", HUGE)]], *rest]  # past any deadline: no bound in the holder
+    plan = units(decoded, truth)
+    assert plan[1] == ("call", "square_root(number=2,precision=3000000)")
+    one = {**entry.make_op(), "op": "replay", "turns": decoded, "truth": truth, "fixed": {}}
+    op = {"op": "replay", "entries": [one]}
+    holder = backend_host.Holder()
+    try:
+        with pytest.raises(backend_host.UnitStopped) as stopped:
+            holder.request_units(op, [60.0] + [1.0] * (len(plan) - 1))
+        assert stopped.value.unit == 1 and "stopped after 1 s" in str(stopped.value)
+        one["fixed"] = {"1": "Error during execution: stopped"}
+        verdict = holder.request_units(op, [60.0] + [1.0] * (len(plan) - 1))["answers"][0]["verdict"]
+        assert not verdict["valid"] and verdict["turn"] == 0  # turn 0's gold calls never made
+    finally:
+        holder.close()
+
+
 async def test_clients_that_name_no_session_never_share_bfcl_state(bfcl_data: Any) -> None:
     """Issue 46 item 9: requests that name no session shared one BFCL state per endpoint between
     clients; each client connection now has its own."""

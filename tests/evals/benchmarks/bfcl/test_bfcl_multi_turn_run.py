@@ -38,6 +38,51 @@ async def test_the_oracle_scores_100_in_every_multi_turn_category(bfcl_code_data
     assert '"bfcl_step_limit": 20' in json.dumps(config)  # BFCL's per-turn limit, recorded with the run
 
 
+async def test_an_episode_lists_its_tools_once_and_shows_held_out_ones_at_their_turn(bfcl_code_data, tmp_path,
+                                                                                    monkeypatch):
+    """``run_agent`` lists the session's tools for each user turn; an entry's endpoint offers the same
+    tools all along (the held-out ones too), so an episode asks the server once."""
+    from server.core import ToolServer
+
+    listed: list[Any] = []
+    original = ToolServer._list_tools
+
+    def counted(self: Any, ref: Any, params: Any) -> Any:
+        listed.append(ref)
+        return original(self, ref, params)
+
+    monkeypatch.setattr(ToolServer, "_list_tools", counted)
+    opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=tmp_path / "run", limit=3, transport="memory",
+                      concurrency=2, progress=False, benchmark_options={"category": ["multi_turn_miss_func"]})
+    _, summary = await run_benchmark(opts)
+    assert summary["completed"] == 3 and summary["metrics"]["multi_turn_miss_func"] == 100.0
+    assert len(listed) == 3  # one listing per episode, of 2-6 user turns each
+
+
+async def test_concurrent_scorings_replay_together_and_get_the_verdicts_of_one_at_a_time(bfcl_data, monkeypatch):
+    """``evals score`` scores several entries at once: their replays go to the holder as one operation,
+    with the verdicts each would get alone."""
+    from evals.benchmarks.bfcl import multi_turn_checker as mc
+
+    entries = read_multi_turn("multi_turn_base")[:6]
+    turns = [[[s] if s else [] for s in gold_steps(e)] for e in entries]
+    turns[1] = [turns[1][0], *([] for _ in turns[1][1:])]  # the later turns left empty
+    turns[2] = [[], *turns[2][1:]]
+    alone = [mc.check_multi_turn(e, t) for e, t in zip(entries, turns, strict=True)]
+    assert [v.valid for v in alone] == [True, False, False, True, True, True]
+    mc._verdicts.clear()
+    batches: list[int] = []
+    original = mc._replay_batch
+
+    def counted(holder: Any, items: Any) -> Any:
+        batches.append(len(items))
+        return original(holder, items)
+
+    monkeypatch.setattr(mc, "_replay_batch", counted)
+    together = await asyncio.gather(*(mc.acheck_multi_turn(e, t) for e, t in zip(entries, turns, strict=True)))
+    assert list(together) == alone and batches == [6]
+
+
 def _conversation(entry_turns: list[list[dict[str, Any]]], texts: list[str], replies: list[list[list[dict]]]) -> dict:
     """A replay record: per user turn, the model's responses with calls, then a text reply."""
     messages: list[dict[str, Any]] = []
