@@ -205,7 +205,7 @@ class FamilyToolBenchmark:
         self.info = info
         self.options = options
         self.name = info.name
-        self.catalog = ft.shared_catalog(self.name)
+        self.catalog = ft.load_catalog(self.name)
         self._specs = {s.name: s for s in self.catalog.playground_tools()}
         self._schemas = {name: spec.input_schema for name, spec in self._specs.items()}
         self._store: KGStore | None = None  # the KG of the last mounts() (its relations fill a prompt)
