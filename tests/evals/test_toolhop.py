@@ -192,6 +192,21 @@ def test_returned_errors_and_feedback_levels():
         ToolHopCatalog("toolhop", [], feedback="terse")  # type: ignore[arg-type]
 
 
+def test_evals_serve_mounts_toolhop_for_its_default_strategy_and_a_run_for_its_own(data_dir) -> None:
+    """The strategy comes from the caller (``evals serve``: the default, ``free``; a run: its plan),
+    never derived again by the benchmark."""
+    import contextlib
+
+    from evals.core.registry import load_benchmark
+    from evals.core.serving import build_tool_server
+
+    with contextlib.ExitStack() as stack:
+        served = build_tool_server(["toolhop"], stack=stack)
+        assert [m.catalog.feedback for m in served.mounts.values()] == ["detailed"]  # type: ignore[attr-defined]
+        bench = load_benchmark("toolhop", {"dataset": "subset"})
+        assert bench.mounts(stack, strategy="free-minimal")[0].catalog.feedback == "minimal"  # type: ignore[attr-defined]
+
+
 async def test_feedback_detailed_and_minimal_through_the_server(tasks):
     task = next(t for t in tasks if t.id == "202")
     with SandboxPool(1) as pool:

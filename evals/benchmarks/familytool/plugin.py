@@ -275,7 +275,7 @@ class FamilyToolBenchmark:
     # ---- episodes --------------------------------------------------------------------------------
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         task = self.catalog.task(task_id)
-        strategy = env.opts.strategy
+        strategy = env.opts.chosen_strategy
         candidates = {s.name for s in self.catalog.task_tools(task_id)}
         forced = env.agent_cfg.tool_choice == "required"
         cfg = dataclasses.replace(
