@@ -1,7 +1,9 @@
-"""The runner's progress bar: done/total, ETA, tokens, cost, errors and a running score (on stderr)."""
+"""The runner's progress bar: done/total, ETA, tokens, cost, errors and a running score (on stderr),
+and the run's tally the bar shows (:class:`RunTally`: the runner counts, the bar reads)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console
@@ -16,7 +18,20 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-__all__ = ["RunProgress", "format_tokens"]
+__all__ = ["RunProgress", "RunTally", "format_tokens"]
+
+
+@dataclass
+class RunTally:
+    """What a run has counted so far (the runner updates it; the bar and the run's result read it)."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+    completed: int = 0
+    errored: int = 0
+    cancelled: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
 
 
 def format_tokens(n: int) -> str:
@@ -49,10 +64,7 @@ class RunProgress:
         description: str = "episodes",
     ) -> None:
         self.enabled = enabled
-        self.tokens = 0
-        self.cost_usd = 0.0
-        self.errored = 0
-        self.in_flight = 0
+        self.tally = RunTally()  # the runner counts into it
         self._score_sum = 0.0
         self._score_n = 0
         self._status = ""
@@ -85,41 +97,27 @@ class RunProgress:
         if score is not None:
             self._score_sum += float(score)
             self._score_n += 1
-            self._refresh()
+            self.refresh()
 
     def start(self) -> None:
         """Start drawing."""
         if self._progress is not None:
             self._progress.start()
-            self._refresh()
+            self.refresh()
 
-    def add_usage(self, tokens: int, cost_usd: float) -> None:
-        """Add live token and cost increments."""
-        self.tokens += tokens
-        self.cost_usd += cost_usd
-        self._refresh()
-
-    def episode_started(self) -> None:
-        """One more episode in flight."""
-        self.in_flight += 1
-        self._refresh()
-
-    def episode_finished(self, *, errored: bool, score: float | None = None, counted: bool = True) -> None:
-        """An episode ended; ``counted`` false for a cancelled one (not done, no trace)."""
-        self.in_flight = max(0, self.in_flight - 1)
-        if errored:
-            self.errored += 1
+    def episode_finished(self, *, score: float | None = None, counted: bool = True) -> None:
+        """An episode ended (the tally counted it); ``counted`` false for a cancelled one (not done, no trace)."""
         if counted and self._progress is not None and self._task is not None:
             self._progress.advance(self._task)
         if score is not None:
             self.add_score(score)
         else:
-            self._refresh()
+            self.refresh()
 
     def set_status(self, text: str) -> None:
         """Show a status word after the stats (e.g. "budget reached, finishing in-flight")."""
         self._status = text
-        self._refresh()
+        self.refresh()
 
     def log(self, message: str, **kwargs: Any) -> None:
         """Print a line above the bar (nothing when the bar is off)."""
@@ -129,19 +127,21 @@ class RunProgress:
     def stop(self) -> None:
         """Draw the final state and stop."""
         if self._progress is not None:
-            self._refresh()
+            self.refresh()
             self._progress.stop()
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
+        """Draw the tally's counts now (after the runner changed them)."""
         if self._progress is None or self._task is None:
             return
-        parts = [f"{format_tokens(self.tokens)} tok", f"${self.cost_usd:.4f}"]
+        tally = self.tally
+        parts = [f"{format_tokens(tally.tokens)} tok", f"${tally.cost_usd:.4f}"]
         if self.score is not None:
             parts.append(f"score {self.score:.3f}")
-        if self.errored:
-            parts.append(f"[red]{self.errored} err[/red]")
-        if self.in_flight:
-            parts.append(f"{self.in_flight} running")
+        if tally.errored:
+            parts.append(f"[red]{tally.errored} err[/red]")
+        if tally.in_flight:
+            parts.append(f"{tally.in_flight} running")
         if self._status:
             parts.append(f"[yellow]{self._status}[/yellow]")
         self._progress.update(self._task, stats=" · ".join(parts))

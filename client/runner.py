@@ -93,27 +93,21 @@ class _Runner:
         self.tripped = asyncio.Event()
         self.stop_reason: StopReason | None = None
         self.message: str | None = None
-        self.tokens = 0
-        self.cost_usd = 0.0
-        self.completed = 0
-        self.errored = 0
-        self.cancelled = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
+        self.tally = progress.tally  # what the run counts, as the bar shows it
         self.scores: dict[str, float | None] = {}
         self._score_failed = False
 
     # ---- accounting --------------------------------------------------------------------------
 
     def on_usage(self, tokens: int, cost_usd: float) -> None:
-        self.tokens += tokens
-        self.cost_usd += cost_usd
-        self.progress.add_usage(tokens, cost_usd)
+        self.tally.tokens += tokens
+        self.tally.cost_usd += cost_usd
+        self.progress.refresh()
         if self.budget is not None and self.stop_reason is None:
-            message = self.budget.exceeded(self.tokens, self.cost_usd)
+            message = self.budget.exceeded(self.tally.tokens, self.tally.cost_usd)
             if message is not None:
                 self.stop_reason, self.message = "budget", message
-                log.info("%s; starting no new episodes, %d in flight will finish", message, self.in_flight)
+                log.info("%s; starting no new episodes, %d in flight will finish", message, self.tally.in_flight)
                 self.progress.set_status("budget reached, finishing in-flight")
 
     def score(self, trace: Mapping[str, Any]) -> float | None:
@@ -143,9 +137,9 @@ class _Runner:
             task_id, run_attempt=self.attempts[task_id], on_usage=self.on_usage
         )
         self.run_dir.mark(recorder, "episode_started", run_attempt=recorder.run_attempt)
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        self.progress.episode_started()
+        self.tally.in_flight += 1
+        self.tally.max_in_flight = max(self.tally.max_in_flight, self.tally.in_flight)
+        self.progress.refresh()
         status: EpisodeStatus = "completed"
         error: BaseException | Mapping[str, Any] | None = None
         outcome: EpisodeOutcome | None = None
@@ -174,12 +168,12 @@ class _Runner:
                         f"the episode function returned {type(result).__name__}; expected EpisodeOutcome or None"
                     )
         except asyncio.CancelledError:
-            self.cancelled += 1
+            self.tally.cancelled += 1
             self.run_dir.mark(recorder, "episode_cancelled", events=recorder.event_count)
-            self.progress.episode_finished(errored=False, counted=False)
+            self.progress.episode_finished(counted=False)
             raise
         finally:
-            self.in_flight -= 1
+            self.tally.in_flight -= 1
         line = recorder.build_record(status, error=error, outcome=outcome)
         # Written at once (from here a SIGKILL cannot lose it); the fsync runs off the event loop and
         # is shared with the other episodes finishing meanwhile (group commit). If we are cancelled
@@ -191,14 +185,14 @@ class _Runner:
         finally:
             self.run_dir.mark(recorder, "episode_finished", status=status)
             if status == "completed":
-                self.completed += 1
+                self.tally.completed += 1
             else:
-                self.errored += 1
+                self.tally.errored += 1
             score = None
             if self.score_fn is not None:
                 score = self.score(recorder.record_view())  # the line's fields; events parsed if read
                 self.scores[task_id] = score
-            self.progress.episode_finished(errored=status == "errored", score=score)
+            self.progress.episode_finished(score=score)
             if self.breaker is not None:
                 self.check_breaker(status, error, recorder)
 
@@ -225,7 +219,7 @@ class _Runner:
                     if remaining:
                         self.progress.log(
                             f"[red]circuit breaker: {escape(self.message or '')}[/red]\n"
-                            f"[yellow]cancelling {self.in_flight} episode(s) in flight; they run again on resume[/yellow]"
+                            f"[yellow]cancelling {self.tally.in_flight} episode(s) in flight; they run again on resume[/yellow]"
                         )
                     await cancel_all(remaining, grace_s)
                     return
@@ -233,7 +227,7 @@ class _Runner:
                     self.stop_reason, self.message = "interrupted", self.control.reason
                     if remaining:
                         self.progress.log(
-                            f"[yellow]{self.control.reason}: cancelling {self.in_flight} episode(s) in flight; "
+                            f"[yellow]{self.control.reason}: cancelling {self.tally.in_flight} episode(s) in flight; "
                             f"run again with the same run directory to resume[/yellow]"
                         )
                     await cancel_all(remaining, grace_s)
@@ -371,22 +365,23 @@ async def run_episodes(
         run_dir.verify_traces()
         if runner.stop_reason is None and control.interrupted:  # interrupted before anything started
             runner.stop_reason, runner.message = "interrupted", control.reason
-        started = runner.completed + runner.errored + runner.cancelled
+        tally = runner.tally
+        started = tally.completed + tally.errored + tally.cancelled
         scores = [s for s in runner.scores.values() if s is not None]
         return RunResult(
             tasks=len(task_ids),
-            completed=runner.completed,
-            errored=runner.errored,
+            completed=tally.completed,
+            errored=tally.errored,
             skipped=len(finished),
-            cancelled=runner.cancelled,
+            cancelled=tally.cancelled,
             not_started=len(pending) - started,
             stopped_reason=runner.stop_reason or "done",
-            tokens=runner.tokens,
-            cost_usd=round(runner.cost_usd, 10),
+            tokens=tally.tokens,
+            cost_usd=round(tally.cost_usd, 10),
             wall_s=round(time.monotonic() - t0, 3),
             score=sum(scores) / len(scores) if scores else None,
             message=runner.message,
-            max_in_flight=runner.max_in_flight,
+            max_in_flight=tally.max_in_flight,
         )
     finally:
         collector.__exit__(None, None, None)

@@ -14,6 +14,7 @@ then with a ``provider/`` prefix removed (OpenRouter style ``openai/gpt-4o``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -59,8 +60,6 @@ PRICES: dict[str, Price] = {
 # Aliases that name the same model.
 PRICES["claude-sonnet-4-0"] = PRICES["claude-sonnet-4"]
 
-_ENV_CACHE: dict[tuple[str, int], dict[str, Price]] = {}
-
 _SUFFIX = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
 
 
@@ -95,17 +94,23 @@ def load_price_overrides(path: str | os.PathLike[str] | None = None) -> dict[str
 
 
 def _env_prices() -> dict[str, Price]:
-    """``$EVALS_PRICES`` parsed once per file version (re-read when the file changes)."""
+    """``$EVALS_PRICES`` parsed once per process and version of the file's bytes (its
+    :func:`~kg_store.digest.file_sha256`: one ``stat`` per model call after the first)."""
     path = os.environ.get(PRICES_ENV)
     if not path:
         return {}
+    from kg_store.digest import file_sha256  # only with a price file: kg_store's package is not light
+
     try:
-        key = (path, Path(path).stat().st_mtime_ns)
+        sha256 = file_sha256(path)
     except OSError:
         return load_price_overrides(path)  # raises a clear error
-    if key not in _ENV_CACHE:
-        _ENV_CACHE[key] = load_price_overrides(path)
-    return _ENV_CACHE[key]
+    return _parsed_prices(path, sha256)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_prices(path: str, sha256: str) -> dict[str, Price]:
+    return load_price_overrides(path)
 
 
 def price_for(

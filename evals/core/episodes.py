@@ -105,10 +105,10 @@ async def open_sessions(opts: RunOptions, bench: Benchmark, stack: contextlib.As
     if opts.transport == "stdio":
         return StdioSessions(opts)
     if opts.transport == "memory":
-        return MemorySessions(ToolServer(bench.mounts(stack, strategy=opts.strategy)))
+        return MemorySessions(ToolServer(bench.mounts(stack, strategy=opts.chosen_strategy)))
     if opts.server_url:
         base = opts.server_url.rstrip("/")
     else:
-        ts = ToolServer(bench.mounts(stack, strategy=opts.strategy), session_limits=run_session_limits(opts.concurrency))
+        ts = ToolServer(bench.mounts(stack, strategy=opts.chosen_strategy), session_limits=run_session_limits(opts.concurrency))
         base = await stack.enter_async_context(serve_in_background(create_app(ts, json_response=True)))
     return HTTPSessions(base, await stack.enter_async_context(HTTPClientPool(token=opts.server_token)))

@@ -190,9 +190,10 @@ class Benchmark(Protocol):
         ...
 
     def mounts(
-        self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None
+        self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str
     ) -> list[BenchmarkMount]:
-        """The endpoints this benchmark serves (``evals serve``: ``strategy`` None; ``evals run``: the run's)."""
+        """The endpoints this benchmark serves for ``strategy`` (``evals serve``: the benchmark's
+        default strategy; ``evals run``: the plan's)."""
         ...
 
     def data_files(self) -> list[Path]:

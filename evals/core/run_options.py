@@ -88,6 +88,15 @@ class RunOptions:
     # to more epochs by running it again with a larger value
     epochs: int = 1
 
+    @property
+    def chosen_strategy(self) -> str:
+        """The plan's strategy (:func:`~evals.core.run.prepare_benchmark` sets it): what an episode
+        and the run's tool server read. ``ValueError`` for options not resolved into a plan."""
+        if self.strategy is None:
+            raise ValueError("these run options are not a run's plan (no strategy): resolve them with "
+                             "evals.core.run.prepare_options")
+        return self.strategy
+
     def for_worker(self) -> RunOptions:
         """The plan as one worker process (or Ray actor) runs it: its episodes in its own loop, no progress bar."""
         return replace(self, workers=1, progress=False, executor="local", ray_address=None)

@@ -84,7 +84,7 @@ async def _serve(opts: RunOptions, out: Any) -> None:
     loop = asyncio.get_running_loop()
     async with contextlib.AsyncExitStack() as stack:
         try:
-            mounts = load_benchmark(opts.benchmark, opts.benchmark_options).mounts(stack, strategy=opts.strategy)
+            mounts = load_benchmark(opts.benchmark, opts.benchmark_options).mounts(stack, strategy=opts.chosen_strategy)
             ts = ToolServer(mounts, session_limits=run_session_limits(opts.concurrency))
             sock, url = bind_socket("127.0.0.1", 0)
             stack.callback(sock.close)
@@ -126,7 +126,7 @@ def stdio_main(benchmark: str, task_id: str | None) -> int:
 
     async def serve() -> None:
         async with contextlib.AsyncExitStack() as stack:
-            mounts = load_benchmark(opts.benchmark, opts.benchmark_options).mounts(stack, strategy=opts.strategy)
+            mounts = load_benchmark(opts.benchmark, opts.benchmark_options).mounts(stack, strategy=opts.chosen_strategy)
             await serve_stdio(ToolServer(mounts, default=EndpointRef(benchmark, task_id)))
 
     eventloop.run(serve())

@@ -46,7 +46,7 @@ def build_tool_server(
     mounts: list[BenchmarkMount] = []
     for name in benchmarks:
         benchmark = load_benchmark(name, own_options(name, given))
-        mounts.extend(attach_surface(benchmark, benchmark.mounts(stack)))
+        mounts.extend(attach_surface(benchmark, benchmark.mounts(stack, strategy=benchmark.info.default_strategy)))
     if tools_dirs or mcp_sources or kg_file is not None:
         custom = [spec for d in tools_dirs for spec in load_tool_dir(d)]
         custom += [spec for _, specs in open_sources(mcp_sources, stack) for spec in specs]

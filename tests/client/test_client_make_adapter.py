@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,22 @@ def test_price_lookup_and_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         load_price_overrides()
     with pytest.raises(ValueError, match="cannot read price table"):
         load_price_overrides(tmp_path / "missing.json")
+
+
+def test_a_price_file_changed_in_place_with_its_mtime_put_back_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$EVALS_PRICES`` is parsed once per version of its bytes (issue 45 item 5), not per mtime:
+    the same size and modification time with other bytes is another price."""
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"my-local-llama": {"input": 0.1, "output": 0.2}}))
+    st = table.stat()
+    monkeypatch.setenv("EVALS_PRICES", str(table))
+    assert price_for("my-local-llama") == Price(0.1, 0.2)
+    table.write_text(json.dumps({"my-local-llama": {"input": 0.3, "output": 0.4}}))  # same length
+    os.utime(table, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert table.stat().st_size == st.st_size and table.stat().st_mtime_ns == st.st_mtime_ns
+    assert price_for("my-local-llama") == Price(0.3, 0.4)
 
 
 @pytest.mark.parametrize(

@@ -499,3 +499,27 @@ def test_sole_exception_unwraps_single_member_groups_only():
     several = ExceptionGroup("two", [ValueError("a"), KeyError("b")])
     assert sole_exception(several) is several
     assert sole_exception(inner) is inner
+
+
+def test_the_progress_bar_shows_the_runs_tally(tmp_path: Path) -> None:
+    """One tally (issue 45): the runner counts into ``RunProgress.tally`` and the bar draws those counts."""
+    import io
+
+    from rich.console import Console
+
+    from client.progress import RunProgress
+
+    out = io.StringIO()
+    bar = RunProgress(3, console=Console(file=out, width=200, force_terminal=False))
+    bar.start()
+    bar.tally.tokens, bar.tally.cost_usd, bar.tally.errored, bar.tally.in_flight = 1500, 0.25, 1, 2
+    bar.episode_finished(score=1.0)
+    bar.stop()
+    assert "1/3" in out.getvalue() and "1.5k tok · $0.2500 · score 1.000 · 1 err · 2 running" in out.getvalue()
+
+
+async def test_a_run_with_the_bar_drawn_counts_into_its_tally(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run", CONFIG)
+    result = await run_episodes(run, task_ids(6), fake_episode(), concurrency=3, progress=True)
+    assert (result.completed, result.errored, result.cancelled) == (6, 0, 0)
+    assert 1 <= result.max_in_flight <= 3 and result.tokens == 6 * 15

@@ -162,8 +162,8 @@ def test_familytool_tasks_from_the_cache_are_the_files_tasks(data_dir: Path, cac
 
 SPECS = """
 import json, sys
-from evals.benchmarks.familytool.data import shared_catalog
-print(json.dumps([s.model_dump(exclude={"executor"}) for s in shared_catalog("b").playground_tools()]))
+from evals.benchmarks.familytool.data import load_catalog
+print(json.dumps([s.model_dump(exclude={"executor"}) for s in load_catalog("b").playground_tools()]))
 """
 
 

@@ -17,7 +17,7 @@ import sys
 import pytest
 from fake_providers import FakeProviderServer, openai_chat
 
-from evals.benchmarks.familytool.data import agent_prompt, kg_file, load_tasks, shared_catalog
+from evals.benchmarks.familytool.data import agent_prompt, kg_file, load_catalog, load_tasks
 from evals.benchmarks.familytool.official import api_tools
 
 ALICE_FIRST = "['Alice', 'prefer_dinnertime', 'dinnertime_0002']"  # familykg-b.txt line 57, Alice's first
@@ -116,7 +116,7 @@ def test_tool_step_project_keeps_the_servers_extraction(provider, tmp_path):
                for u in users), users
     assert not any("<bad_extract>" in u for u in users)
     # the served schemas as they are, not the official rewrite (defaults, formats... kept)
-    catalog = shared_catalog("familytool-b")
+    catalog = load_catalog("familytool-b")
     for task in load_tasks("familytool-b")[: len(STEP1)]:
         (body,) = [b for b in bodies if b["messages"][1]["content"].startswith(agent_prompt(task))]
         sent = {t["function"]["name"]: t["function"]["parameters"] for t in body["tools"]}

@@ -192,6 +192,38 @@ def test_returned_errors_and_feedback_levels():
         ToolHopCatalog("toolhop", [], feedback="terse")  # type: ignore[arg-type]
 
 
+def test_tasks_are_kept_per_version_of_the_files_bytes_not_per_mtime(data_dir, tmp_path, monkeypatch) -> None:
+    """Bytes changed in place with the size and mtime put back are parsed again (issue 45 item 5)."""
+    import os
+    import shutil
+
+    (tmp_path / "toolhop").mkdir()
+    copy = tmp_path / "toolhop" / "toolhop_subset100_localbench.jsonl"
+    shutil.copyfile(data_dir / "toolhop" / copy.name, copy)
+    monkeypatch.setenv("EVALS_DATA_DIR", str(tmp_path))
+    st = copy.stat()
+    assert load_tasks("subset100")[0].answer == "15"
+    copy.write_bytes(copy.read_bytes().replace(b'{"answer":"15"', b'{"answer":"16"', 1))
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (copy.stat().st_size, copy.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert load_tasks("subset100")[0].answer == "16"
+
+
+def test_evals_serve_mounts_toolhop_for_its_default_strategy_and_a_run_for_its_own(data_dir) -> None:
+    """The strategy comes from the caller (``evals serve``: the default, ``free``; a run: its plan),
+    never derived again by the benchmark."""
+    import contextlib
+
+    from evals.core.registry import load_benchmark
+    from evals.core.serving import build_tool_server
+
+    with contextlib.ExitStack() as stack:
+        served = build_tool_server(["toolhop"], stack=stack)
+        assert [m.catalog.feedback for m in served.mounts.values()] == ["detailed"]  # type: ignore[attr-defined]
+        bench = load_benchmark("toolhop", {"dataset": "subset"})
+        assert bench.mounts(stack, strategy="free-minimal")[0].catalog.feedback == "minimal"  # type: ignore[attr-defined]
+
+
 async def test_feedback_detailed_and_minimal_through_the_server(tasks):
     task = next(t for t in tasks if t.id == "202")
     with SandboxPool(1) as pool:

@@ -260,18 +260,13 @@ class FamilyToolCatalog:
         }
 
 
-_CATALOGS: dict[tuple[str, str, int], FamilyToolCatalog] = {}
-
-
-def shared_catalog(dataset: str) -> FamilyToolCatalog:
-    """The dataset's catalog, read once per process for as long as its file does not change
-    (loading a benchmark again, e.g. to re-score or import, costs nothing)."""
+def load_catalog(dataset: str) -> FamilyToolCatalog:
+    """The dataset's catalog. Its tasks and its tools' schema normalisations come from the derived
+    cache (:mod:`evals.core.derived_cache`): building it again costs about 10 ms, so it is not kept
+    per process."""
     short = dataset.removeprefix("familytool-")
     path = data_file("familytool", f"familytool-{short}.jsonl")
-    key = (short, str(path.resolve()), path.stat().st_mtime_ns)
-    if key not in _CATALOGS:
-        _CATALOGS[key] = FamilyToolCatalog(short, load_tasks(short, path), path)
-    return _CATALOGS[key]
+    return FamilyToolCatalog(short, load_tasks(short, path), path)
 
 
 # ---- the agent strategy: prompts, oracle, scoring ---------------------------------------------------

@@ -205,7 +205,7 @@ class FamilyToolBenchmark:
         self.info = info
         self.options = options
         self.name = info.name
-        self.catalog = ft.shared_catalog(self.name)
+        self.catalog = ft.load_catalog(self.name)
         self._specs = {s.name: s for s in self.catalog.playground_tools()}
         self._schemas = {name: spec.input_schema for name, spec in self._specs.items()}
         self._store: KGStore | None = None  # the KG of the last mounts() (its relations fill a prompt)
@@ -275,7 +275,7 @@ class FamilyToolBenchmark:
     # ---- episodes --------------------------------------------------------------------------------
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         task = self.catalog.task(task_id)
-        strategy = env.opts.strategy
+        strategy = env.opts.chosen_strategy
         candidates = {s.name for s in self.catalog.task_tools(task_id)}
         forced = env.agent_cfg.tool_choice == "required"
         cfg = dataclasses.replace(

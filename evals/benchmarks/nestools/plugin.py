@@ -162,7 +162,7 @@ class NesToolsBenchmark:
 
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         task = self.tasks[task_id]
-        strategy = env.opts.strategy or self.info.default_strategy
+        strategy = env.opts.chosen_strategy
         api_ids = self._shown(task)
         info: dict[str, Any] = {"strategy": strategy, "api_ids": api_ids}
         if strategy == "oneshot":

@@ -154,9 +154,9 @@ class ToolHopBenchmark:
                            allow_unsafe=bool(self.options.get("unsafe_sandbox_without_namespaces", False)))
 
     def mounts(
-        self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None
+        self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str
     ) -> list[BenchmarkMount]:
-        _, feedback = split_strategy(strategy or self.info.default_strategy)
+        _, feedback = split_strategy(strategy)
         pool = self._new_pool(int(self.options.get("sandbox_workers", 4)))
         stack.callback(pool.close)
         self._pool = pool
@@ -191,7 +191,7 @@ class ToolHopBenchmark:
 
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         task = self.tasks[task_id]
-        mode, _ = split_strategy(env.opts.strategy or self.info.default_strategy)
+        mode, _ = split_strategy(env.opts.chosen_strategy)
         info = {"hops": task.hop_count, "domain": task.domain}
         adapter = env.shared
         if env.is_oracle:

@@ -29,6 +29,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
+from kg_store.digest import file_sha256
+
 from ...core.data import DATA_ENV, DataNotFound, data_dir, data_file
 from .files import FULL, SUBSET
 
@@ -370,11 +372,13 @@ def data_path(dataset: str | None = None) -> Path:
 
 
 @lru_cache(maxsize=4)
-def _load_cached(path: str, mtime: float) -> tuple[ToolHopTask, ...]:
+def _loaded(path: str, sha256: str) -> tuple[ToolHopTask, ...]:
     return tuple(load_file(Path(path)))
 
 
 def load_tasks(dataset: str | None = None) -> list[ToolHopTask]:
-    """The tasks of the dataset in use (or ``"full"``/``"subset100"``)."""
+    """The tasks of the dataset in use (or ``"full"``/``"subset100"``), parsed once per process and
+    version of the file's bytes (its :func:`~kg_store.digest.file_sha256`, which the run's config
+    records anyway: one ``stat`` on a second load)."""
     path = data_path(dataset)
-    return list(_load_cached(str(path), path.stat().st_mtime))
+    return list(_loaded(str(path), file_sha256(path)))

@@ -191,7 +191,7 @@ class UltraToolBenchmark:
 
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         record = self.records[task_id]
-        strategy = env.opts.strategy or self.info.default_strategy
+        strategy = env.opts.chosen_strategy
         if strategy == "agent":
             return await self._agent(env, record, recorder)
         model = env.model(task_id, [], final_answer=self.gold_answer(record))

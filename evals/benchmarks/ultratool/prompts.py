@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from kg_store.digest import file_sha256
+
 from ...core.data import DATA_ENV, DataNotFound, data_dir
 from .files import COMMIT, EVALUATION_CONFIG, INFERENCE_API, INFERENCE_UTILS, NAME, PROTOCOL_ROOT
 
@@ -56,14 +58,14 @@ _T = TypeVar("_T")
 
 
 def _read(dest: str, build: Callable[[Path, ast.Module], _T]) -> _T:
-    """``build`` applied to the parsed official file ``dest`` (cached; a changed file is read again)."""
+    """``build`` applied to the parsed official file ``dest``, once per process and version of the
+    file's bytes (its :func:`~kg_store.digest.file_sha256`)."""
     path = official_file(dest)
-    st = path.stat()
-    return _built(build, path, (st.st_mtime_ns, st.st_size))  # type: ignore[no-any-return]
+    return _built(build, path, file_sha256(path))  # type: ignore[no-any-return]
 
 
-@functools.cache
-def _built(build: Callable[[Path, ast.Module], Any], path: Path, stamp: tuple[int, int]) -> Any:
+@functools.lru_cache(maxsize=16)
+def _built(build: Callable[[Path, ast.Module], Any], path: Path, sha256: str) -> Any:
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (OSError, SyntaxError, ValueError) as exc:

@@ -34,7 +34,10 @@ import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from kg_store.digest import file_sha256
 
 from ...core.data import data_file, read_jsonl
 from .files import APPROXIMATED, TASKS, language_root, test_set_path
@@ -61,9 +64,16 @@ class Record:
         return str(self.data.get("question") or self.data.get("input") or "")
 
 
-@functools.cache
-def _file_records(path: str) -> tuple[dict[str, Any], ...]:
-    return tuple(read_jsonl(data_file(*path.split("/"))))
+@functools.lru_cache(maxsize=8)
+def _parsed_records(path: Path, sha256: str) -> tuple[dict[str, Any], ...]:
+    return tuple(read_jsonl(path))
+
+
+def _file_records(dest: str) -> tuple[dict[str, Any], ...]:
+    """The rows of a test-set file, kept per process and version of its bytes (its
+    :func:`~kg_store.digest.file_sha256`; a load again with the derived cache warm takes ~30 ms)."""
+    path = data_file(*dest.split("/"))
+    return _parsed_records(path, file_sha256(path))
 
 
 def call_name(call: str) -> str:
