@@ -47,7 +47,7 @@ def test_options_travel_to_the_child_unchanged(tmp_path):
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc")
 async def test_oracle_scores_100_against_the_server_in_a_child_process(data_dir, tmp_path):
-    async with serve_in_subprocess(RunOptions(benchmark="familytool-b", model="oracle")) as base:
+    async with serve_in_subprocess(RunOptions(benchmark="familytool-b", model="oracle", strategy="agent")) as base:
         opts = RunOptions(benchmark="familytool-b", model="oracle", limit=40, concurrency=8,
                           run_dir=tmp_path / "run", progress=False, server_url=base)
         _, summary = await run_benchmark(opts)
@@ -65,7 +65,7 @@ async def test_a_server_that_cannot_start_says_why(data_dir, tmp_path, monkeypat
     blocker.write_text("")
     monkeypatch.setenv("EVALS_CACHE_DIR", str(blocker))
     with pytest.raises(ServerProcessError, match="failed to start: (NotADirectoryError|FileExistsError)"):
-        async with serve_in_subprocess(RunOptions(benchmark="familytool-b", model="oracle")):
+        async with serve_in_subprocess(RunOptions(benchmark="familytool-b", model="oracle", strategy="agent")):
             pass
     assert _server_children(os.getpid()) == []
 
