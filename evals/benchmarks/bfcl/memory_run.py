@@ -108,7 +108,21 @@ async def _load(session: Client, snapshot: dict[str, Any] | None) -> str:
     return str(res.structured_content["context"])
 
 
-class MemoryKind:
+class AnsweredKind:
+    """The verdicts of a kind whose entries are answered in words (memory, web search): BFCL's agentic
+    checker on the episode's final message against the entry's accepted ``answers``."""
+
+    entries: Mapping[str, Any]
+
+    async def averdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
+        return self.verdict(task_id, trace)
+
+    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
+        errored = trace is None or trace.get("status") != "completed"
+        return check_answer(final_message(trace), self.entries[task_id].answers, errored=errored)
+
+
+class MemoryKind(AnsweredKind):
     """The memory categories' entries, endpoints (every question and every prerequisite conversation,
     each with its backend's tools), prerequisite phases and episodes for one run."""
 
@@ -213,13 +227,6 @@ class MemoryKind:
         outcome.data.update(category=entry.category, memory={"scenario": entry.scenario, "snapshot": snapshot,
                                                               "ran_prerequisites": ran})
         return outcome
-
-    async def averdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
-        return self.verdict(task_id, trace)
-
-    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
-        errored = trace is None or trace.get("status") != "completed"
-        return check_answer(final_message(trace), self.entries[task_id].answers, errored=errored)
 
     def view(self, task_id: str, trace: Mapping[str, Any] | None,
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]:

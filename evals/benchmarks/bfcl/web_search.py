@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 
-from .agentic import AgenticVerdict, check_answer
 from .backend_calls import ERROR_PREFIX, _rendered
 from .backend_host import HostError
 from .backends import session_holder, stopped_text
 from .data import MAX_MEMBER_BYTES, WheelError, read_jsonl, verified_wheel
 from .files import NAME, WEB_SEARCH, served_name
+from .memory_run import AnsweredKind, _prompts
 from .tools import to_tool
 from .web_fetch import KEY_ENV
 
@@ -160,7 +160,7 @@ def oracle_answer(entry: WebEntry) -> str:
     return str({"answer": entry.answers[0], "context": "from the search results"})
 
 
-class WebSearchKind:
+class WebSearchKind(AnsweredKind):
     """The web-search entries of one run as a :class:`.kinds.Kind` (``endpoint``: ``--bfcl-search-endpoint``)."""
 
     def __init__(self, categories: Sequence[str], name: str = NAME, endpoint: str | None = None) -> None:
@@ -197,8 +197,6 @@ class WebSearchKind:
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
         from client.agent import run_agent
 
-        from .memory_run import _prompts
-
         entry = self.entries[task_id]
         system = str(_prompts().ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT)
         model = env.model(task_id, [[{"name": "search_engine_query", "arguments": {"keywords": entry.question}}]],
@@ -208,15 +206,6 @@ class WebSearchKind:
                                       dataclasses.replace(env.agent_cfg, system_prompt=system))
         outcome.data["category"] = entry.category
         return outcome
-
-    async def averdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
-        return self.verdict(task_id, trace)
-
-    def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> AgenticVerdict:
-        from .memory_run import final_message
-
-        errored = trace is None or trace.get("status") != "completed"
-        return check_answer(final_message(trace), self.entries[task_id].answers, errored=errored)
 
     def view(self, task_id: str, trace: Mapping[str, Any] | None,
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]:
