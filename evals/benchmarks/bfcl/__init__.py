@@ -97,7 +97,8 @@ OPTIONS: tuple[Option, ...] = (
 
 
 def _stats() -> dict[str, Any]:
-    """``evals data stats bfcl``: entries, functions and answers per served category."""
+    """``evals data stats bfcl``: entries, functions and answers per served category; ``tasks`` counts what a
+    run without ``--category`` runs (memory_vector and web search run only when named: not counted)."""
     from .agentic import read_memory
     from .data import read_category
     from .multi_turn import read_multi_turn
@@ -119,12 +120,14 @@ def _stats() -> dict[str, Any]:
         questions, prereqs = read_memory(category)
         out[category] = {"entries": len(questions), "scenarios": len(prereqs),
                          "prerequisite_conversations": sum(len(p) for p in prereqs.values())}
-        out["tasks"] += len(questions)
+        if category == MEMORY_VECTOR:
+            out[category]["named_only"] = True
+        else:
+            out["tasks"] += len(questions)
     from .web_search import read_web_search
 
     for category in WEB_SEARCH:
-        out[category] = {"entries": len(read_web_search(category))}
-        out["tasks"] += out[category]["entries"]
+        out[category] = {"entries": len(read_web_search(category)), "named_only": True}
     return out
 
 
