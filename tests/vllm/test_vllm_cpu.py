@@ -46,6 +46,7 @@ from vllm_cpu_support import REPO, REPORT, VLLMCPU, MemorySampler, marked_pids
 from client.adapters.base import GenerateParams
 from client.adapters.vllm_adapter import VLLMAdapter
 from client.messages import STOP_MAX_TOKENS, ToolDef, UserMessage
+from client.runs import TOOLS_FILE, ToolLists, resolve_tools
 
 pytestmark = pytest.mark.vllm_cpu
 
@@ -220,6 +221,9 @@ def test_evals_run_familytool_through_mcp_with_real_vllm(vllm_cpu: VLLMCPU, mark
 
     # 1. every episode ended: completed, or errored with its cause; the exit status says which
     traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines() if line.strip()]
+    lists = ToolLists(run_dir / TOOLS_FILE)  # each tool list is stored once per run: put back into its requests
+    for trace in traces:
+        resolve_tools(trace["events"], lists)
     assert len(traces) == LIMIT and len({t["task_id"] for t in traces}) == LIMIT, summary
     assert all(t["status"] in ("completed", "errored") for t in traces)
     errored = [t for t in traces if t["status"] == "errored"]
