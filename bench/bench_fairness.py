@@ -30,6 +30,7 @@ import os
 import statistics
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from rich.console import Console
@@ -76,9 +77,14 @@ async def timed_call(client: object, name: str, arguments: dict[str, object]) ->
     return took
 
 
+# the victim names itself as `evals run` does (one unguessable name per run: transport.py): without a
+# token the server counts a client name only when it cannot be guessed (server/core.py _client_of)
+VICTIM = f"evals-run-{uuid.uuid4().hex}"
+
+
 async def victim_calls(url: str, http: object, name: str, arguments: dict[str, object], n: int, pause: float) -> list[float]:
     out = []
-    async with connect(url, http_client=http) as client:  # type: ignore[arg-type]
+    async with connect(url, http_client=http, client_name=VICTIM) as client:  # type: ignore[arg-type]
         await client.list_tools()
         for _ in range(n):
             out.append(await timed_call(client, name, arguments))
@@ -91,7 +97,7 @@ async def fresh_victim_calls(url: str, http: object, name: str, arguments: dict[
     """Each call from a session of its own (its first call: the gate knows nothing of it)."""
     out = []
     for i in range(n):
-        async with connect(f"{url}-fresh-{i}", http_client=http) as client:  # type: ignore[arg-type]
+        async with connect(f"{url}-fresh-{i}", http_client=http, client_name=VICTIM) as client:  # type: ignore[arg-type]
             await client.list_tools()
             out.append(await timed_call(client, name, arguments))
         await asyncio.sleep(pause)
