@@ -19,7 +19,7 @@ from ...core.data import data_file
 from ...core.derived_cache import cached_derivation
 from .files import NO_ANSWER, SERVED, SINGLE_TURN, SOURCES, WHEEL
 
-__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "pinned_sha256", "read_category",
+__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "pinned_sha256", "read_category", "read_func_docs",
            "read_jsonl", "verified_wheel", "wheel_path"]
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # no test file of the pinned wheel is near this; a bound all the same
@@ -93,6 +93,18 @@ def read_jsonl(archive: zipfile.ZipFile, member: str, where: str, *, keyed: bool
                 raise WheelError(f"{where}:{member}:{number}: not an entry with an id")
             out.append(value)
     return out
+
+
+def read_func_docs(file_name: str, wheel: Path | None = None) -> list[dict[str, Any]]:
+    """BFCL's function docs in the wheel's ``multi_turn_func_doc/<file_name>`` (each an object with a
+    string ``name``), read as every member is (:func:`read_jsonl`: bounded, a bad line named)."""
+    path = verified_wheel(wheel)
+    member = f"{_DATA}multi_turn_func_doc/{file_name}"
+    with zipfile.ZipFile(path) as archive:
+        docs = read_jsonl(archive, member, str(path), keyed=False)
+    if not all(isinstance(d.get("name"), str) for d in docs):
+        raise WheelError(f"{path}:{member}: not a list of function docs")
+    return docs
 
 
 def read_category(category: str, wheel: Path | None = None) -> list[BfclEntry]:

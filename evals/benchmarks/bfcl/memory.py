@@ -25,9 +25,7 @@ memory needs, written here because the multi-turn module (branch b-mt) was not t
 
 from __future__ import annotations
 
-import json
 import os
-import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 from .backend_calls import ERROR_PREFIX, SNAPSHOT_KEYS, backend_class, memory_operation
 from .backend_host import MAKE_DEADLINE_S, Holder, HostError
 from .backends import session_holder, stopped_text
-from .data import MAX_MEMBER_BYTES, WheelError, verified_wheel
+from .data import read_func_docs
 from .files import served_name
 from .memory_vector import MODEL_ENV
 from .tools import to_tool
@@ -115,11 +113,4 @@ def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str =
 
 def read_docs(backend: str, wheel: Path | None = None) -> list[dict[str, Any]]:
     """BFCL's function docs of a memory backend (``multi_turn_func_doc/memory_<backend>.json``)."""
-    path = verified_wheel(wheel)
-    member = f"bfcl_eval/data/multi_turn_func_doc/memory_{backend}.json"
-    with zipfile.ZipFile(path) as archive, archive.open(member) as f:
-        docs = [json.loads(x) for x in f.read(MAX_MEMBER_BYTES).decode("utf-8").splitlines() if x.strip()]
-    if not all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in docs):
-        raise WheelError(f"{path}:{member}: not a list of function docs")
-    return docs
-
+    return read_func_docs(f"memory_{backend}.json", wheel)

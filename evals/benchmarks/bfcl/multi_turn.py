@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends import BackendError, Instances, fresh_instances, make_op
-from .data import WheelError, read_jsonl, verified_wheel
+from .data import WheelError, read_func_docs, read_jsonl, verified_wheel
 from .files import MULTI_TURN
 from .wheel_code import import_module
 
@@ -112,9 +112,7 @@ def _docs(path: Path, class_name: str) -> tuple[dict[str, Any], ...]:
     files = import_module("bfcl_eval.constants.executable_backend_config").MULTI_TURN_FUNC_DOC_FILE_MAPPING
     if class_name not in files:
         raise WheelError(f"{path}: BFCL has no function docs for backend class {class_name!r}")
-    with zipfile.ZipFile(path) as archive:
-        rows = read_jsonl(archive, f"{_DATA}multi_turn_func_doc/{files[class_name]}", str(path), keyed=False)
-    return tuple(rows)
+    return tuple(read_func_docs(files[class_name], path))
 
 
 def _with_hint(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import json
 import os
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -41,7 +40,7 @@ from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 from .backend_calls import ERROR_PREFIX, _rendered
 from .backend_host import HostError
 from .backends import session_holder, stopped_text
-from .data import MAX_MEMBER_BYTES, WheelError, read_jsonl, verified_wheel
+from .data import WheelError, read_func_docs, read_jsonl, verified_wheel
 from .files import NAME, WEB_SEARCH, served_name
 from .memory_run import AnsweredKind, _prompts
 from .tools import to_tool
@@ -115,13 +114,7 @@ def read_web_search(category: str, wheel: Path | None = None) -> list[WebEntry]:
 
 def read_docs(wheel: Path | None = None) -> list[dict[str, Any]]:
     """BFCL's function docs of the web-search backend."""
-    path = verified_wheel(wheel)
-    member = f"{_DATA}multi_turn_func_doc/web_search.json"
-    with zipfile.ZipFile(path) as archive, archive.open(member) as f:
-        docs = [json.loads(x) for x in f.read(MAX_MEMBER_BYTES).decode("utf-8").splitlines() if x.strip()]
-    if not all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in docs):
-        raise WheelError(f"{path}:{member}: not a list of function docs")
-    return docs
+    return read_func_docs("web_search.json", wheel)
 
 
 def web_result(answer: Mapping[str, Any]) -> ToolResult:
