@@ -90,14 +90,21 @@ class BfclBenchmark:
     def config_extras(self) -> dict[str, Any]:
         """BFCL's per-turn step limit (read from the wheel), when multi-turn entries run; web search's
         endpoint and that a key was set (never the key); memory_vector's model folder and its digest."""
-        from .memory_vector import model_record
-
-        model = self._vector_model()
+        out = {"bfcl_step_limit": step_limit()} if any(c in MULTI_TURN for c in self.categories) else {}
         web = self._web()
-        return {**({"bfcl_step_limit": step_limit()} if any(c in MULTI_TURN for c in self.categories) else {}),
-                **(web.config_record() if web is not None else {}), **(model_record(model) if model else {})}
+        if web is not None:
+            out.update(web.config_record())
+        model = self._vector_model()
+        if model:
+            from .memory_vector import model_record
+
+            out.update(model_record(model))
+        return out
 
     def _web(self) -> WebSearchKind | None:
+        """The web-search kind, when the run names web search (its module is imported only then)."""
+        if not any(c in WEB_SEARCH for c in self.categories):
+            return None
         from .web_search import WebSearchKind
 
         return next((k for k in self.kinds if isinstance(k, WebSearchKind)), None)
