@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .data import WheelError, read_jsonl, verified_wheel
+from .data import WheelError, read_answers, read_jsonl, verified_wheel
 from .files import MEMORY_SERVED, MEMORY_VECTOR
 
 __all__ = ["SCENARIOS", "AgenticVerdict", "MemoryEntry", "Prereq", "check_answer", "read_memory", "standardize"]
@@ -110,8 +110,7 @@ def read_memory(category: str, wheel: Path | None = None) -> tuple[list[MemoryEn
     where = str(path)
     with zipfile.ZipFile(path) as archive:
         rows = read_jsonl(archive, f"{_DATA}BFCL_v4_memory.json", where)
-        answers = {a["id"]: a.get("ground_truth")
-                   for a in read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_memory.json", where)}
+        answers = read_answers(archive, "memory", where)
         prereqs: dict[str, list[Prereq]] = {}
         for scenario in SCENARIOS:
             member = f"{_DATA}memory_prereq_conversation/memory_{scenario}.json"

@@ -19,7 +19,7 @@ from ...core.data import data_file
 from ...core.derived_cache import cached_derivation
 from .files import NO_ANSWER, SERVED, SINGLE_TURN, SOURCES, WHEEL
 
-__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "pinned_sha256", "read_category", "read_func_docs",
+__all__ = ["MAX_MEMBER_BYTES", "BfclEntry", "WheelError", "load_entries", "pinned_sha256", "read_answers", "read_category", "read_func_docs",
            "read_jsonl", "verified_wheel", "wheel_path"]
 
 MAX_MEMBER_BYTES = 64 * 1024 * 1024  # no test file of the pinned wheel is near this; a bound all the same
@@ -95,6 +95,12 @@ def read_jsonl(archive: zipfile.ZipFile, member: str, where: str, *, keyed: bool
     return out
 
 
+def read_answers(archive: zipfile.ZipFile, name: str, where: str) -> dict[str, Any]:
+    """The possible answers of ``BFCL_v4_<name>.json`` (``possible_answer/``): entry id -> its ``ground_truth``."""
+    return {a["id"]: a.get("ground_truth")
+            for a in read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_{name}.json", where)}
+
+
 def read_func_docs(file_name: str, wheel: Path | None = None) -> list[dict[str, Any]]:
     """BFCL's function docs in the wheel's ``multi_turn_func_doc/<file_name>`` (each an object with a
     string ``name``), read as every member is (:func:`read_jsonl`: bounded, a bad line named)."""
@@ -135,8 +141,7 @@ def _read_category(category: str, path: Path) -> list[BfclEntry]:
         rows = read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
         answers: dict[str, Any] = {}
         if category not in NO_ANSWER:
-            answers = {a["id"]: a.get("ground_truth")
-                       for a in read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_{category}.json", str(path))}
+            answers = read_answers(archive, category, str(path))
     out = []
     for row in rows:
         question, functions = row.get("question"), row.get("function")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .backends import BackendError, Instances, fresh_instances, make_op
-from .data import WheelError, read_func_docs, read_jsonl, verified_wheel
+from .data import WheelError, read_answers, read_func_docs, read_jsonl, verified_wheel
 from .files import MULTI_TURN
 from .wheel_code import import_module
 
@@ -150,8 +150,7 @@ def read_multi_turn(category: str, wheel: Path | None = None) -> list[MultiTurnE
 def _read_multi_turn(category: str, path: Path) -> list[MultiTurnEntry]:
     with zipfile.ZipFile(path) as archive:
         rows = read_jsonl(archive, f"{_DATA}BFCL_v4_{category}.json", str(path))
-        answers = {a["id"]: a.get("ground_truth")
-                   for a in read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_{category}.json", str(path))}
+        answers = read_answers(archive, category, str(path))
     out = []
     for row in rows:
         where = f"{path}: entry {row['id']}"

@@ -40,7 +40,7 @@ from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
 from .backend_calls import ERROR_PREFIX, _rendered
 from .backend_host import HostError
 from .backends import session_holder, stopped_text
-from .data import WheelError, read_func_docs, read_jsonl, verified_wheel
+from .data import WheelError, read_answers, read_func_docs, read_jsonl, verified_wheel
 from .files import NAME, WEB_SEARCH, served_name
 from .memory_run import AnsweredKind, _prompts
 from .tools import to_tool
@@ -98,8 +98,7 @@ def read_web_search(category: str, wheel: Path | None = None) -> list[WebEntry]:
     path = verified_wheel(wheel)
     with zipfile.ZipFile(path) as archive:
         rows = read_jsonl(archive, f"{_DATA}BFCL_v4_web_search.json", str(path))
-        answers = {a["id"]: a.get("ground_truth")
-                   for a in read_jsonl(archive, f"{_DATA}possible_answer/BFCL_v4_web_search.json", str(path))}
+        answers = read_answers(archive, "web_search", str(path))
     out = []
     for row in rows:
         truth, question = answers.get(row["id"]), row.get("question")
