@@ -108,7 +108,8 @@ def test_a_replay_names_the_unit_past_its_deadline_and_runs_no_fixed_unit(bfcl_d
             holder.request_units(op, [60.0] + [1.0] * (len(plan) - 1))
         assert stopped.value.unit == 1 and "stopped after 1 s" in str(stopped.value)
         one["fixed"] = {"1": "Error during execution: stopped"}
-        verdict = holder.request_units(op, [60.0] + [1.0] * (len(plan) - 1))["answers"][0]["verdict"]
+        # every unit now finishes: deadlines a loaded machine meets (the 1 s above only had to stop unit 1)
+        verdict = holder.request_units(op, [60.0] * len(plan))["answers"][0]["verdict"]
         assert not verdict["valid"] and verdict["turn"] == 0  # turn 0's gold calls never made
     finally:
         holder.close()
