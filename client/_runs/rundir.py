@@ -72,7 +72,7 @@ try:  # POSIX only; without it a run dir is not protected against two writers
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]  # no flock on this platform: the run is not locked
 
-__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked", "RunTracesLost"]
+__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked", "RunTracesLost", "pending_tasks"]
 
 TRACES_FILE = "traces.jsonl"
 EVENTS_FILE = "events.jsonl"
@@ -145,6 +145,21 @@ class RunTracesLost(RuntimeError):
 
 class RunDirClosed(RuntimeError):
     """Trace lines could not be fsync-ed: the run directory was closed and its own fsync failed."""
+
+
+def pending_tasks(path: str | os.PathLike[str], task_ids: Sequence[str], *, retry_errored: bool = False) -> list[str]:
+    """The tasks of ``task_ids`` (in their order) that a run in ``path`` has not finished yet (see
+    :func:`~client.runs.finished_task_ids`): all of them where there is no run. Read-only: no lock
+    is taken, nothing is created or repaired (a torn last line is skipped, as every reader does), so
+    it may be called before the run is opened (``--workers auto`` counts these)."""
+    try:
+        latest = scan_jsonl(Path(path) / TRACES_FILE).latest()
+    except OSError:  # not a directory, not readable: opening the run says what is wrong
+        return list(task_ids)
+    if not latest:
+        return list(task_ids)
+    finished = finished_task_ids(latest, retry_errored=retry_errored)
+    return [t for t in task_ids if t not in finished]
 
 
 class RunDir:
