@@ -18,6 +18,7 @@ fsync-ed before any trace line that refers to them is (so a trace never outlives
 torn last line is cut off (and kept in ``tools.torn.jsonl``) before a run appends again. A line that
 is torn or not one of the two kinds is skipped by readers; a trace whose list is missing keeps
 ``"tools": null`` with ``"tools_missing": true`` (scoring reads no tool list; the viewer shows the rest).
+A file deleted or replaced while a run writes it is written again by the run (``RunDir._check_tools``).
 """
 
 from __future__ import annotations
