@@ -24,7 +24,7 @@ from typing import Any
 
 from . import lines
 from .jsonutil import dumps_line, now_iso
-from .lines import LineTooLong, line_at, read_lines
+from .lines import LineTooLong, line_at, read_lines, read_text_lines
 from .nofollow import open_run_file
 from .records import RecordView
 from .toolstore import ToolLists, resolve_tools
@@ -55,21 +55,12 @@ def iter_jsonl(path: Path, *, label: str = "") -> Iterator[tuple[int, Any]]:
         load_json,
     )
 
-    with open(path, "rb") as f:
+    for n, line in read_text_lines(path, label=label):
         try:
-            for n, raw in read_lines(f, path):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise ValueError(f"{label}{path}: line {n} is not UTF-8 text ({exc.reason})") from None
-                if line.strip():
-                    try:
-                        value = load_json(line, allow_nan=True, allow_duplicates=True)
-                    except DocumentError as exc:
-                        raise ValueError(f"{label}{path}: line {n} is not JSON: {exc.problem}") from None
-                    yield n, value
-        except LineTooLong as exc:
-            raise LineTooLong(f"{label}{path}", exc.lineno, exc.limit) from None
+            value = load_json(line, allow_nan=True, allow_duplicates=True)
+        except DocumentError as exc:
+            raise ValueError(f"{label}{path}: line {n} is not JSON: {exc.problem}") from None
+        yield n, value
 
 
 def disk_full(exc: OSError, path: Path | str) -> OSError:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["MAX_LINE_BYTES", "LineTooLong", "line_at", "read_lines"]
+__all__ = ["MAX_LINE_BYTES", "LineTooLong", "line_at", "read_lines", "read_text_lines"]
 
 MAX_LINE_BYTES = 64 << 20
 """The longest line (newline included) a reader of a run's files (``traces.jsonl``, ``tools.jsonl``,
@@ -48,6 +48,21 @@ def read_lines(f: BinaryIO, path: Path | str, *, first: int = 1) -> Iterator[tup
             raise LineTooLong(path, lineno, limit)
         yield lineno, raw
         lineno += 1
+
+
+def read_text_lines(path: Path | str, *, label: str = "") -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of each non-blank line of the UTF-8 file ``path``, read as
+    :func:`read_lines` reads (a line past :data:`MAX_LINE_BYTES`: :class:`LineTooLong`); a line that
+    is not UTF-8 is a :class:`ValueError` ``LABELPATH:LINE: not UTF-8 text (...)``; ``label`` goes
+    before the path in both (e.g. ``"replay file "``)."""
+    with open(path, "rb") as f:
+        for n, raw in read_lines(f, f"{label}{path}"):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{label}{path}:{n}: not UTF-8 text ({exc.reason})") from None
+            if line.strip():
+                yield n, line
 
 
 def line_at(f: BinaryIO, offset: int) -> int:

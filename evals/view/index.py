@@ -202,18 +202,12 @@ class RunIndex:
             return changed
         if mtime == self.scores_mtime:
             return False
-        from client.runs import read_lines
+        from client.runs import read_text_lines  # bounded, as every reader of a run's files
 
         scores: dict[str, dict[str, Any]] = {}
-        with open(path, "rb") as f:
-            for n, raw in read_lines(f, path):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise ValueError(f"{path}:{n}: not UTF-8 text ({exc})") from exc
-                if line.strip():
-                    record = _scores_record(line, f"{path}:{n}")
-                    scores[str(record["task_id"])] = record
+        for n, line in read_text_lines(path):
+            record = _scores_record(line, f"{path}:{n}")
+            scores[str(record["task_id"])] = record
         self.scores, self.scores_mtime = scores, mtime
         return True
 
