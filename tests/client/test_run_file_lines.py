@@ -1,5 +1,5 @@
 """A run folder is untrusted input: no reader of its JSON Lines files (``traces.jsonl``, ``tools.jsonl``,
-``scores.jsonl`` in the viewer, a replay file) reads a line past ``MAX_LINE_BYTES``; a longer line is a
+``scores.jsonl``, a replay file) reads a line past ``MAX_LINE_BYTES``; a longer line is a
 one-line error naming FILE:LINE (exit 2 at the CLI), never a MemoryError or the whole line read."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 from client._runs import lines
 from client._runs.jsonl import repair_torn_tail, scan_jsonl
 from client.runs import LineTooLong, RunDir, iter_jsonl
+from evals.core.scoring import read_scores
 from evals.view.index import RunIndex
 
 BOUND = 1 << 16
@@ -115,6 +116,8 @@ def test_a_replay_file_and_the_viewers_scores_are_bounded_too(small_bound, tmp_p
     (run / "scores.jsonl").write_bytes(b'{"task_id": "a", "pad": "' + b"s" * small_bound + b'"}\n')
     with pytest.raises(LineTooLong, match=r"scores\.jsonl:1: "):
         RunIndex.open(run)
+    with pytest.raises(LineTooLong, match=r"scores\.jsonl:1: "):
+        read_scores(RunDir.open(run))  # evals score's stored judge decisions, evals report
 
 
 def test_evals_score_on_a_line_past_the_real_bound_exits_2_naming_it(data_dir, tmp_path):
