@@ -47,6 +47,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -153,10 +154,17 @@ def pending_tasks(path: str | os.PathLike[str], task_ids: Sequence[str], *, retr
     """The tasks of ``task_ids`` (in their order) that a run in ``path`` has not finished yet (see
     :func:`~client.runs.finished_task_ids`): all of them where there is no run. Read-only: no lock
     is taken, nothing is created or repaired (a torn last line is skipped, as every reader does), so
-    it may be called before the run is opened (``--workers auto`` counts these)."""
+    it may be called before the run is opened (``--workers auto`` counts these). A link in the run
+    directory is refused here as the run refuses it (:class:`~client.runs.RunFileIsLink`); a
+    ``traces.jsonl`` that is no regular file (a FIFO would block the read) is not read."""
+    run = Path(path)
+    traces = run / TRACES_FILE
     try:
-        latest = scan_jsonl(Path(path) / TRACES_FILE).latest()
-    except OSError:  # not a directory, not readable: opening the run says what is wrong
+        check_run_dir(run)  # RunFileIsLink is a ValueError: it goes through
+        if not stat.S_ISREG(os.stat(traces).st_mode):
+            return list(task_ids)
+        latest = scan_jsonl(traces).latest()
+    except OSError:  # none, not a directory, not readable: opening the run says what is wrong
         return list(task_ids)
     if not latest:
         return list(task_ids)

@@ -296,7 +296,9 @@ async def test_workers_auto_on_a_resume_counts_only_the_episodes_left_to_run(mon
 def test_pending_tasks_reads_a_run_folder_without_opening_it(tmp_path):
     """What ``--workers auto`` counts: the unfinished tasks, in the order given; a missing folder is
     not created, a torn last line is neither counted nor repaired."""
-    from client.runs import pending_tasks
+    import threading
+
+    from client.runs import RunFileIsLink, pending_tasks
 
     assert pending_tasks(tmp_path / "none", ["a", "b"]) == ["a", "b"] and not (tmp_path / "none").exists()
     lines = [
@@ -313,6 +315,23 @@ def test_pending_tasks_reads_a_run_folder_without_opening_it(tmp_path):
     assert pending_tasks(traces.parent, tasks) == ["e", "c", "f"]
     assert pending_tasks(traces.parent, tasks, retry_errored=True) == ["e", "c", "b", "f"]
     assert traces.read_bytes().endswith(torn) and not (traces.parent / ".lock").exists()
+    # a link is refused before it is read, as the run refuses it; a FIFO is not read (it would block)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "traces.jsonl").symlink_to(traces)
+    with pytest.raises(RunFileIsLink):
+        pending_tasks(linked, tasks)
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "traces.jsonl")
+    got: list[list[str]] = []
+    reader = threading.Thread(target=lambda: got.append(pending_tasks(fifo, tasks)), daemon=True)
+    reader.start()
+    reader.join(30)
+    blocked = reader.is_alive()
+    if blocked:  # in open(): let it go before failing
+        os.close(os.open(fifo / "traces.jsonl", os.O_WRONLY | os.O_NONBLOCK))
+    assert not blocked and got == [tasks]
 
 
 async def test_a_process_running_other_threads_spawns_its_zygote_instead_of_forking(data_dir):
