@@ -18,9 +18,9 @@ MAX_LINE_BYTES = 64 << 20
 """The longest line (newline included) a reader of a run's files (``traces.jsonl``, ``tools.jsonl``,
 a replay file, a JSON Lines data file) takes: 64 MiB. A run folder is untrusted input (it is copied
 around; a recording can be crafted), so no line is read past this: a longer one is
-:class:`LineTooLong`, never a ``MemoryError`` or gigabytes read. The longest line a full BFCL oracle
-run writes is 79 KB (a trace of traces.jsonl; docs/runs.md), and ``--trace-max-value-bytes`` (1 MiB by default) keeps
-a trace line of ordinary episodes far below the bound. Read when a file is read: a caller that
+:class:`LineTooLong`, never a ``MemoryError`` or gigabytes read. It is 850 times the longest line
+of the largest run measured (docs/runs.md, "A line too long"), and ``--trace-max-value-bytes`` (1 MiB
+by default) keeps a trace line of ordinary episodes far below it. Read when a file is read: a caller that
 needs longer lines (a run recorded with ``--trace-max-value-bytes 0`` and huge tool results) sets
 ``client._runs.lines.MAX_LINE_BYTES``."""
 
