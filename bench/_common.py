@@ -45,7 +45,8 @@ def ref_worktree(ref: str) -> Iterator[Path]:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 async def wait_for_health(base: str, tries: int, path: str = "/health") -> None:

@@ -39,8 +39,9 @@ import contextlib
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 _CODE = sys.argv[sys.argv.index("--code") + 1] if "--code" in sys.argv else str(Path(__file__).resolve().parents[1])
 sys.path.insert(0, _CODE)
@@ -135,7 +136,7 @@ async def _scenario(mode: str, precision: int, deadline: float, probes_for: floa
     finally:
         proc.kill()
         proc.wait()
-    text = "" if not precision else str(result.content[0].text)[:100]
+    text = "" if not precision else str(cast(Any, result).content[0].text)[:100]  # the square root's text
     return {"took": took, "health": health, "tool": tool, "result": text}
 
 
@@ -174,8 +175,10 @@ def _overhead(args: argparse.Namespace) -> None:
     holder = Holder()
     holder.request(dict(make_op(entry.involved_classes, entry.initial_config), key="i"), log=True)
     rows = []
-    for name, run in [("in this process", lambda: execute_text(instances, "pwd()", table)),
-                      ("through a holder process", lambda: holder.request({"op": "call", "key": "i", "text": "pwd()"}))]:
+    ways: list[tuple[str, Callable[[], object]]] = [
+        ("in this process", lambda: execute_text(instances, "pwd()", table)),
+        ("through a holder process", lambda: holder.request({"op": "call", "key": "i", "text": "pwd()"}))]
+    for name, run in ways:
         walls, cpus = [], []
         for _ in range(args.calls):
             w, c = time.perf_counter(), time.process_time()

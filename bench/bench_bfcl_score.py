@@ -62,7 +62,7 @@ def _write(root: Path, model: str, prompting: bool) -> list[str]:
             "live" if entry.category.startswith("live_") else "non_live"
         path = folder / group / f"BFCL_v4_{entry.category}_result.json"
         files.setdefault(path, []).append(json.dumps({"id": entry.id, "result": result}))
-    categories = {e.category for e in entries}
+    written = {e.category for e in entries}
     if not prompting:  # BFCL's multi-turn categories: each turn's gold calls, one entry in three a turn short
         for category in MULTI_TURN:
             for n, multi in enumerate(read_multi_turn(category)):
@@ -70,11 +70,11 @@ def _write(root: Path, model: str, prompting: bool) -> list[str]:
                 path = folder / "multi_turn" / f"BFCL_v4_{category}_result.json"
                 files.setdefault(path, []).append(json.dumps({"id": multi.id, "result": turns[:-1] if n % 3 == 2
                                                               else turns}))
-            categories.add(category)
+            written.add(category)
     for path, lines in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("\n".join(lines) + "\n")
-    return sorted(categories)
+    return sorted(written)
 
 
 def _timed(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
@@ -101,7 +101,7 @@ def main() -> None:
     if not VENV.is_file():
         raise SystemExit(f"{VENV} is missing: run scripts/bfcl_env.sh")
     ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: the commands' orphans come here
-    rows = []
+    rows: list[tuple[str, int, str, float, float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="bench-bfcl-") as tmp, contextlib.ExitStack() as stack:
         codes = {"this tree": ROOT}
         if args.compare_ref:
@@ -124,9 +124,10 @@ def main() -> None:
                 theirs.append(_timed([str(VENV), str(DRIVER), str(root), str(score), model, *categories],
                                      {**os.environ, "PYTHONPATH": str(ROOT)}))
                 shutil.rmtree(score, ignore_errors=True)
-            their = tuple(statistics.median(t[i] for t in theirs) for i in (0, 1))
+            their_wall, their_cpu = (statistics.median(t[i] for t in theirs) for i in (0, 1))
             for name in codes:
-                rows.append((model, lines, name, *(statistics.median(t[i] for t in ours[name]) for i in (0, 1)), *their))
+                wall, cpu = (statistics.median(t[i] for t in ours[name]) for i in (0, 1))
+                rows.append((model, lines, name, wall, cpu, their_wall, their_cpu))
     print("| result folder | lines | code | evals score wall / CPU (s) | bfcl evaluate wall / CPU (s) | ratio wall / CPU |")
     print("| --- | ---: | --- | ---: | ---: | ---: |")
     for model, lines, name, wall, cpu, their_wall, their_cpu in rows:

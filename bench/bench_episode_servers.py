@@ -62,8 +62,8 @@ def main() -> None:
         tasks, config = write_case(Path(tmp), args.tasks)
         one(tasks, config, Path(tmp) / "warm", False)
         for r in range(args.repeat):
-            for fresh in (False, True):
-                times[fresh].append(one(tasks, config, Path(tmp) / f"run-{r}-{fresh}", fresh))
+            for new in (False, True):
+                times[new].append(one(tasks, config, Path(tmp) / f"run-{r}-{new}", new))
     shared, fresh = statistics.median(times[False]), statistics.median(times[True])
     print(f"{args.tasks} tasks, {args.repeat} runs of each; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     print(f"{'server':<28}{'median s':>10}{'min s':>10}")

@@ -105,7 +105,7 @@ async def fresh_victim_calls(url: str, http: object, name: str, arguments: dict[
 
 
 async def scenario(fair: bool, attack: str, args: argparse.Namespace, task: object,
-                   call: object) -> dict[str, list[float] | int]:
+                   call: object) -> dict[str, list[float] | int | float]:
     with SandboxPool(args.workers, limits=SandboxLimits(), fair=fair) as pool:
         pool.warm()
         spin = ToolSpec(name="spin", description="Spins until stopped.", input_schema={"type": "object"},
@@ -116,7 +116,7 @@ async def scenario(fair: bool, attack: str, args: argparse.Namespace, task: obje
         async with make_http_client(timeout=300) as http, make_http_client(timeout=300, token="hostile") as evil, \
                 serve_in_background(create_app(server, json_response=True), log_level="critical") as base:
             idle = await victim_calls(base + victim_url, http, call.name, call.arguments, args.calls, args.pause)  # type: ignore[attr-defined]
-            stop, done = asyncio.Event(), []
+            stop, done = asyncio.Event(), list[int]()
             loop = hostile_new_sessions if attack == "new-sessions" else hostile_session
             attackers = [asyncio.create_task(loop(f"{base}/mcp/hostile/t?session=hostile-{i}", evil, stop, done))
                          for i in range(args.hostile)]
@@ -150,7 +150,7 @@ async def main() -> None:
                     help="fair mode: also a victim that opens a new session for every call (the worst case)")
     args = ap.parse_args()
     task = next(t for t in load_tasks() if t.gold_calls)
-    call = task.explicit_chain()[0]
+    call = (task.explicit_chain() or [])[0]  # a task with gold calls: its chain
     table = Table(title=f"victim's ToolHop call ({call.name}) with {args.hostile} hostile loops calling a 5 s tool, "
                         f"{args.workers} workers; seconds")
     for col in ("queue", "attack", "phase", "calls", "median", "p90", "max", "hostile calls done", "load (1 min)"):

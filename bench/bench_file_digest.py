@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_cli_startup import ref_worktree  # noqa: E402
+from _common import ref_worktree  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -59,6 +59,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -67,6 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import evals.core.run as pipeline  # noqa: E402
 from client import eventloop  # noqa: E402
 from client.mcp_session import connect  # noqa: E402
+from client.runner import RunResult  # noqa: E402
 from client.runs import RunDir  # noqa: E402
 from evals.core.run import RunOptions, run_benchmark  # noqa: E402
 
@@ -96,7 +98,7 @@ def descendants_cpu(root: int) -> float:
     return total
 
 
-async def _timed_run_episodes(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+async def _timed_run_episodes(*args: Any, **kwargs: Any) -> RunResult:
     """``run_episodes`` with its CPU time noted (the episodes only: no server start, no summary)."""
     me = os.getpid()
     cpu0, child0 = time.process_time(), descendants_cpu(me)
@@ -106,8 +108,8 @@ async def _timed_run_episodes(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         _episodes_cpu.append((time.process_time() - cpu0, descendants_cpu(me) - child0))
 
 
-_run_episodes = pipeline.run_episodes
-pipeline.run_episodes = _timed_run_episodes
+_run_episodes = pipeline.run_episodes  # type: ignore[attr-defined]  # the run's own import of it
+pipeline.run_episodes = _timed_run_episodes  # type: ignore[attr-defined]
 
 
 def model_alone_wall(turns: list[int], concurrency: int, latency: float) -> float:
@@ -119,7 +121,7 @@ def model_alone_wall(turns: list[int], concurrency: int, latency: float) -> floa
     return max(free) if free else 0.0
 
 
-LAYOUTS: dict[str, dict] = {  # layout -> RunOptions settings
+LAYOUTS: dict[str, dict[str, Any]] = {  # layout -> RunOptions settings
     "default": {},  # what `evals run` does without layout flags: memory, --workers auto
     "memory": {"transport": "memory", "workers": 1},
     "http": {"transport": "http", "workers": 1},
@@ -130,9 +132,9 @@ LAYOUTS: dict[str, dict] = {  # layout -> RunOptions settings
 DEFAULT_LAYOUT = "default"
 
 
-async def one(concurrency: int, limit: int | None, latency: float, root: Path, layout: str, workers: int) -> dict:
+async def one(concurrency: int, limit: int | None, latency: float, root: Path, layout: str, workers: int) -> dict[str, Any]:
     run_path = root / f"{layout}-c{concurrency}-{time.monotonic_ns()}"
-    settings = {k: (workers if v is None else v) for k, v in LAYOUTS[layout].items()}
+    settings: dict[str, Any] = {k: (workers if v is None else v) for k, v in LAYOUTS[layout].items()}
     opts = RunOptions(
         benchmark="familytool-b", model=f"oracle:{latency}", limit=limit, concurrency=concurrency,
         run_dir=run_path, progress=False, **settings,
@@ -172,10 +174,10 @@ async def sdk_floor(concurrency: int, sessions: int) -> tuple[float, float]:
     from evals.core.server_process import serve_in_subprocess
 
     plugin = load_benchmark("familytool-b")
-    tasks = [plugin.catalog.task(t) for t in plugin.task_ids()][:sessions]
+    tasks = [cast(Any, plugin).catalog.task(t) for t in plugin.task_ids()][:sessions]  # familytool's catalog
     opts = RunOptions(benchmark="familytool-b", model="oracle", strategy="agent")
     async with serve_in_subprocess(opts) as base, HTTPClientPool() as pool:
-        async def session(task) -> None:  # noqa: ANN001
+        async def session(task: Any) -> None:
             path = gold_paths(task.gold_kg)[0]
             gold = task.gold_calls[0]
             async with pool.borrow() as http, connect(f"{base}/mcp/familytool-b/{task.id}", http_client=http,
@@ -218,9 +220,9 @@ async def main() -> None:
 
         args.layouts = ["default", "http", "memory", "workers-memory", "workers-http"] + (["ray"] if ray_installed() else [])
     layouts = list(dict.fromkeys(args.layouts))
-    rows: list[dict] = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        measured: dict[tuple[str, int], list[dict]] = {(layout, c): [] for layout in layouts for c in args.concurrency}
+        measured: dict[tuple[str, int], list[dict[str, Any]]] = {(layout, c): [] for layout in layouts for c in args.concurrency}
         for c in args.concurrency:  # repetitions interleaved across layouts: a load change slows them alike
             limit = (args.c1_limit or args.limit) if c == 1 else args.limit
             for _ in range(args.repeats):

@@ -101,7 +101,8 @@ class Report:
     """Collects rows and prints them with rich if available, else as plain text."""
 
     def __init__(self, title: str, columns: list[str]) -> None:
-        self.title, self.columns, self.rows = title, columns, []
+        self.title, self.columns = title, columns
+        self.rows: list[list[str]] = []
 
     def add(self, *cells: object) -> None:
         self.rows.append(

@@ -193,9 +193,9 @@ async def measure(workers: int, args: argparse.Namespace) -> Row:
         async with HTTPClientPool() as pool:  # warm-up: the KG opened, first calls served, in every process
             for i in range(8 * workers):
                 url = f"{base}/mcp/familytool-b/{TASKS[i % len(TASKS)]}?session=warm{i}"
-                async with pool.borrow() as http, connect(url, http_client=http, discovery_key=base) as c:
+                async with pool.borrow() as http, connect(url, http_client=http, discovery_key=base) as warm:
                     for _ in range(5):
-                        await c.call_tool(*CALL)
+                        await warm.call_tool(*CALL)
         await asyncio.sleep(1.0)  # the warm-up's connections are closed (the workers' links to each other stay)
         fds_before = int(tree(open_fds, pids))
         rss_start = rss_peak = tree(rss_mib, pids)

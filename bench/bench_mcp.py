@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mcp import StdioServerParameters
 from rich.console import Console
@@ -32,7 +33,7 @@ TASK = "KGMTUbench_0"
 CALL = ("kg_search_path", {"start": "Bob", "path": ["mother", "prefer_dinnertime"]})
 
 
-async def session_calls(target, n: int, lat: list[float], ready: list[int], start: asyncio.Event) -> None:
+async def session_calls(target: str | StdioServerParameters, n: int, lat: list[float], ready: list[int], start: asyncio.Event) -> None:
     async with connect(target) as client:
         await client.call_tool(*CALL)  # warm-up: connection set up, first call served
         ready.append(1)
@@ -44,7 +45,7 @@ async def session_calls(target, n: int, lat: list[float], ready: list[int], star
             assert not res.is_error, res
 
 
-async def run_case(targets: list, calls_per_session: int) -> dict:
+async def run_case(targets: list[str | StdioServerParameters], calls_per_session: int) -> dict[str, Any]:
     """Connect every session, then release them at once; time only the calls."""
     lat: list[float] = []
     ready: list[int] = []

@@ -28,7 +28,7 @@ import time
 import uuid
 from pathlib import Path
 
-from bench_cli_startup import ref_worktree
+from _common import ref_worktree
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "KGMTUbench_0"
@@ -66,7 +66,8 @@ def _exchange(sock: socket.socket, request: bytes) -> bytes:
             return data
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    length = int(re.search(rb"content-length: (\d+)", head, re.I).group(1)) if b"content-length" in head.lower() else 0
+    found = re.search(rb"content-length: (\d+)", head, re.I)
+    length = int(found.group(1)) if found else 0
     while len(body) < length:
         chunk = sock.recv(65536)
         if not chunk:

@@ -47,7 +47,7 @@ async def main() -> None:
     args = ap.parse_args()
     tasks = load_tasks()
     task = next(t for t in tasks if t.gold_calls)
-    call = task.explicit_chain()[0]
+    call = (task.explicit_chain() or [])[0]  # a task with gold calls: its chain
     hop = task.hops[0]
 
     # the sandbox alone

@@ -8,13 +8,14 @@ and a lock that keeps a second writer out. An :class:`EpisodeRecorder` logs one 
 builds its trace record; :func:`request_history` rebuilds the model requests from one.
 
 The code lives in ``client._runs`` (one module per concern: ``jsonutil``, ``records``, ``recorder``,
-``sharing``, ``toolstore``, ``jsonl``, ``nofollow``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
+``sharing``, ``lines``, ``toolstore``, ``jsonl``, ``nofollow``, ``secrets``, ``config``, ``resume``, ``rundir``); every public name of those modules is re-exported
 here, and this is where other code imports them from.
 """
 
 from client._runs.config import DEFAULT_HASH_KEYS, RunConfigMismatch, config_hash, package_version
 from client._runs.jsonl import RunDiskFull, TraceScan, append_line, iter_jsonl, utf8_lines
 from client._runs.jsonutil import canonical_json, error_info, is_transient, to_jsonable
+from client._runs.lines import LineTooLong, read_lines, read_text_lines
 from client._runs.nofollow import (
     RunFileIsLink,
     check_run_dir,
@@ -27,7 +28,7 @@ from client._runs.nofollow import (
 from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
 from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
-from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost
+from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost, pending_tasks
 from client._runs.secrets import REDACTED, redact_secrets, redact_urls, secret_paths
 from client._runs.sharing import CUT_NOTE, call_arguments, outcome_raw_arguments
 from client._runs.toolstore import TOOLS_FILE, ToolLists, resolve_tools
@@ -40,6 +41,7 @@ __all__ = [
     "EpisodeOutcome",
     "EpisodeRecorder",
     "EpisodeStatus",
+    "LineTooLong",
     "RunConfigMismatch",
     "RunDir",
     "RunDirClosed",
@@ -72,6 +74,9 @@ __all__ = [
     "call_arguments",
     "outcome_raw_arguments",
     "package_version",
+    "pending_tasks",
+    "read_lines",
+    "read_text_lines",
     "request_history",
     "resolve_tools",
     "summarize_traces",

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from bench.fuzz.ours import score_outcome
-from bench.fuzz.outcome import Outcome, compare
+from .ours import score_outcome
+from .outcome import Outcome, compare
 
 
 def run_ours(target: ModuleType, case: Path) -> Outcome:

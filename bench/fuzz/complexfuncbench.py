@@ -17,10 +17,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz.checkout import prepare_official
-from bench.fuzz.official_run import driver_outcome
-from bench.fuzz.ours import evals_score
-from bench.fuzz.outcome import Outcome
+from .checkout import prepare_official
+from .official_run import driver_outcome
+from .ours import evals_score
+from .outcome import Outcome
 
 NAME = "complexfuncbench"
 REPO = "THUDM/ComplexFuncBench"
@@ -138,7 +138,7 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
     odd = rng.choice([0.0, 0.0, 0.02, 0.1, 0.4])
     if kind < 0.35:  # a size on a rounding tie: correct / total * 100 lands on .xx5
         c, t = rng.choice(TIES)
-        recs = []
+        recs: list[dict[str, Any]] = []
         per = rng.choice([1, 2, 4, 8])
         for i in range(per):
             recs.append({"id": f"{rng.choice(DOMAINS)}-{i}", "message": rng.choice(["Success.", "x"]),

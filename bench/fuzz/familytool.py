@@ -21,9 +21,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz.checkout import prepare_official
-from bench.fuzz.ours import evals_score
-from bench.fuzz.outcome import Outcome
+from .checkout import prepare_official
+from .ours import evals_score
+from .outcome import Outcome
 
 NAME = "familytool"
 REPO = "yxzwang/FamilyTool"

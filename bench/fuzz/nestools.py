@@ -10,10 +10,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz import weird
-from bench.fuzz.checkout import prepare_official
-from bench.fuzz.official_run import served_outcome
-from bench.fuzz.outcome import Outcome
+from . import weird
+from .checkout import prepare_official
+from .official_run import served_outcome
+from .outcome import Outcome
 
 NAME = "nestools"
 REPO = "hhan1018/NesTools"

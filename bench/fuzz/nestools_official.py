@@ -15,7 +15,7 @@ import sys
 root = sys.argv[1]
 os.chdir(root)
 sys.path.insert(0, os.path.join(root, "evaluation"))
-from eval import eval as official_eval  # noqa: E402  (the official code)
+from eval import eval as official_eval  # type: ignore[import-not-found]  # noqa: E402  (the official code)
 
 for request in sys.stdin:
     path, result = json.loads(request)
@@ -25,7 +25,7 @@ for request in sys.stdin:
             official_eval("data/test_data.jsonl", [path], "inference/build_test_prompt/test_api_ids.jsonl", result,
                           [1, 2, 3, 4, 5], None, False)
         lines = out.getvalue().splitlines()
-        answer = {"printed": lines[lines.index("*************start**************") + 1].split()}
+        answer: dict[str, object] = {"printed": lines[lines.index("*************start**************") + 1].split()}
     except Exception as exc:  # noqa: BLE001 - eval.py stops here
         answer = {"error": f"{type(exc).__name__}: {exc}"[:300]}
     try:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz.ours import LineServer
-from bench.fuzz.outcome import Outcome
+from .ours import LineServer
+from .outcome import Outcome
 
 
 def driver_outcome(args: list[str], *, cwd: Path | None = None, timeout: float = 60) -> Outcome:

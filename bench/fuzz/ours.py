@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz.outcome import Outcome
+from .outcome import Outcome
 
 __all__ = ["LineServer", "Result", "evals_score", "score_outcome"]
 

@@ -22,10 +22,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz.checkout import prepare_official
-from bench.fuzz.official_run import driver_outcome
-from bench.fuzz.ours import evals_score
-from bench.fuzz.outcome import Outcome
+from .checkout import prepare_official
+from .official_run import driver_outcome
+from .ours import evals_score
+from .outcome import Outcome
 
 NAME = "toolhop"
 REPO = "MananDesai54/llm-benchmarking"

@@ -14,10 +14,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from bench.fuzz import weird
-from bench.fuzz.checkout import prepare_official
-from bench.fuzz.official_run import served_outcome
-from bench.fuzz.outcome import Outcome
+from . import weird
+from .checkout import prepare_official
+from .official_run import served_outcome
+from .outcome import Outcome
 
 NAME = "ultratool"
 REPO = "JoeYing1019/UltraTool"
@@ -145,7 +145,8 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
 
 def _case(case: Path) -> dict[str, str]:
     root = case.parent.parent if case.parent.name == "eval" else case.parent
-    return json.loads((root.parent / "case.json").read_text())
+    case_info: dict[str, str] = json.loads((root.parent / "case.json").read_text())
+    return case_info
 
 
 def _percent(text: str) -> str:

@@ -15,8 +15,8 @@ import traceback
 
 official = sys.argv[1]
 sys.path.insert(0, official)
-from planning import cal_plan_res_ch, cal_plan_res_en  # noqa: E402  (the official code)
-from utils import (  # noqa: E402
+from planning import cal_plan_res_ch, cal_plan_res_en  # type: ignore[import-not-found]  # noqa: E402  (the official code)
+from utils import (  # type: ignore[import-not-found]  # noqa: E402
     cal_acc_for_aware,
     cal_param_res,
     collect_pred_golden_for_aware,
@@ -25,7 +25,7 @@ from utils import (  # noqa: E402
 )
 
 
-def numbers(task, language, layout, path):
+def numbers(task: str, language: str, layout: str, path: str) -> dict[str, str]:
     if task == "tool_usage":
         preds, goldens = collect_pred_golden_for_param(path, model_type=layout)
         out = {"local_levenshtein": str(cal_param_res(preds, goldens))}
@@ -45,7 +45,7 @@ for request in sys.stdin:
     task, language, layout, path = json.loads(request)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            answer = {"numbers": numbers(task, language, layout, path)}
+            answer: dict[str, object] = {"numbers": numbers(task, language, layout, path)}
     except Exception as exc:  # noqa: BLE001 - the official script stops here
         answer = {"error": f"{type(exc).__name__}: {exc}"[:300], "where": traceback.format_exc(limit=-1)[-300:]}
     try:

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import lines
 from .jsonutil import dumps_line, now_iso
+from .lines import LineTooLong, line_at, read_lines, read_text_lines
 from .nofollow import open_run_file
 from .records import RecordView
 from .toolstore import ToolLists, resolve_tools
@@ -44,21 +46,21 @@ _FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 def iter_jsonl(path: Path, *, label: str = "") -> Iterator[tuple[int, Any]]:
-    """``(line number, JSON value)`` of each non-blank line of ``path``; a line that is not JSON is a
-    :class:`ValueError` naming the file (after ``label``, e.g. ``"replay file "``) and the line, and
-    so is one nested past :data:`~tool_specs.MAX_FILE_DEPTH` levels."""
+    """``(line number, JSON value)`` of each non-blank line of ``path``; a line that is not JSON (or
+    not UTF-8) is a :class:`ValueError` naming the file (after ``label``, e.g. ``"replay file "``) and
+    the line, and so is one nested past :data:`~tool_specs.MAX_FILE_DEPTH` levels or longer than
+    :data:`MAX_LINE_BYTES`."""
     from tool_specs import (  # here: importing client.runs loads no SDK (tool_specs does)
         DocumentError,
         load_json,
     )
 
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                value = load_json(line, allow_nan=True, allow_duplicates=True)
-            except DocumentError as exc:
-                raise ValueError(f"{label}{path}: line {n} is not JSON: {exc.problem}") from None
-            yield n, value
+    for n, line in read_text_lines(path, label=label):
+        try:
+            value = load_json(line, allow_nan=True, allow_duplicates=True)
+        except DocumentError as exc:
+            raise ValueError(f"{label}{path}: line {n} is not JSON: {exc.problem}") from None
+        yield n, value
 
 
 def disk_full(exc: OSError, path: Path | str) -> OSError:
@@ -133,6 +135,10 @@ def repair_torn_tail(path: Path, torn_path: Path) -> bytes | None:
                 cut = start + i + 1
                 break
             pos = start
+            if size - pos > lines.MAX_LINE_BYTES:  # a tail longer than a line may be: refused, not read
+                raise LineTooLong(path, line_at(f, pos), lines.MAX_LINE_BYTES)
+        if size - cut > lines.MAX_LINE_BYTES:
+            raise LineTooLong(path, line_at(f, cut), lines.MAX_LINE_BYTES)
         f.seek(cut)
         tail = f.read()
         with contextlib.suppress(ValueError, UnicodeDecodeError):
@@ -313,7 +319,7 @@ def scan_jsonl(path: Path, tools: ToolLists | None = None) -> TraceScan:
     with f:
         ino = os.fstat(f.fileno()).st_ino
         offset = 0
-        for lineno, raw in enumerate(f, 1):
+        for lineno, raw in read_lines(f, path):
             at, offset = offset, offset + len(raw)
             if not raw.endswith(b"\n"):
                 scan.torn_tail = raw

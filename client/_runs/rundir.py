@@ -35,7 +35,9 @@ was deleted or replaced meanwhile, every line the open descriptor holds (the epi
 far, of this call and earlier ones) is written to a fresh file: a new ``traces.jsonl`` where the
 path is free, else ``traces.kept-<time>.jsonl`` beside the file that took its place (which is left
 as it is); then :class:`RunTracesLost` says what happened and where the episodes are. Nothing
-finished is lost, and the run stops instead of writing on into a file nobody can read.
+finished is lost, and the run stops instead of writing on into a file nobody can read. A
+``tools.jsonl`` deleted or replaced meanwhile (checked before each trace line and each new list) is
+written again from its open descriptor and the run goes on (:meth:`RunDir._check_tools`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -72,7 +75,7 @@ try:  # POSIX only; without it a run dir is not protected against two writers
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]  # no flock on this platform: the run is not locked
 
-__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked", "RunTracesLost"]
+__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked", "RunTracesLost", "pending_tasks"]
 
 TRACES_FILE = "traces.jsonl"
 EVENTS_FILE = "events.jsonl"
@@ -147,6 +150,28 @@ class RunDirClosed(RuntimeError):
     """Trace lines could not be fsync-ed: the run directory was closed and its own fsync failed."""
 
 
+def pending_tasks(path: str | os.PathLike[str], task_ids: Sequence[str], *, retry_errored: bool = False) -> list[str]:
+    """The tasks of ``task_ids`` (in their order) that a run in ``path`` has not finished yet (see
+    :func:`~client.runs.finished_task_ids`): all of them where there is no run. Read-only: no lock
+    is taken, nothing is created or repaired (a torn last line is skipped, as every reader does), so
+    it may be called before the run is opened (``--workers auto`` counts these). A link in the run
+    directory is refused here as the run refuses it (:class:`~client.runs.RunFileIsLink`); a
+    ``traces.jsonl`` that is no regular file (a FIFO would block the read) is not read."""
+    run = Path(path)
+    traces = run / TRACES_FILE
+    try:
+        check_run_dir(run)  # RunFileIsLink is a ValueError: it goes through
+        if not stat.S_ISREG(os.stat(traces).st_mode):
+            return list(task_ids)
+        latest = scan_jsonl(traces).latest()
+    except OSError:  # none, not a directory, not readable: opening the run says what is wrong
+        return list(task_ids)
+    if not latest:
+        return list(task_ids)
+    finished = finished_task_ids(latest, retry_errored=retry_errored)
+    return [t for t in task_ids if t not in finished]
+
+
 class RunDir:
     """A run directory: config, traces, in-flight events.
 
@@ -186,6 +211,7 @@ class RunDir:
         self._traces_fd: int | None = None
         self._events_fd: int | None = None
         self._tools_fd: int | None = None
+        self._tools_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the tools.jsonl we opened
         self.tool_lists = ToolLists(self.path / TOOLS_FILE)  # the run's tool lists, read as needed
         self._tool_store: ToolStore | None = None  # the writer's bookkeeping of tools.jsonl
         # group commit of trace fsyncs (append_trace_async): lines written / known durable, the
@@ -267,6 +293,8 @@ class RunDir:
             repair_torn_tail(self.path / TOOLS_FILE, self.path / TOOLS_TORN_FILE)
             self.tool_lists = ToolLists(self.path / TOOLS_FILE)
             self._tool_store = ToolStore(self.tool_lists)
+            with contextlib.suppress(FileNotFoundError):  # opened first: what load() reads, it holds
+                self._open_tools(0)
             self._tool_store.load()
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
             # read-write: if the file is deleted or replaced under us, what it holds is read back from here
@@ -294,6 +322,7 @@ class RunDir:
         line = record if isinstance(record, str) else dumps_line(record)
         if "\n" in line:
             raise ValueError("a trace record must be a single line of JSON")
+        self._check_tools()  # the lists this trace refers to are in the file at tools.jsonl
         lost = self._traces_changed()
         if lost is not None:
             self._recover_traces(lost, utf8_lines(line + "\n"))
@@ -362,11 +391,65 @@ class RunDir:
         path = self.path / TOOLS_FILE
         try:
             if self._tools_fd is None:
-                self._tools_fd = open_run_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+                self._open_tools(os.O_CREAT)
+            else:
+                self._check_tools()
+            assert self._tools_fd is not None
             append_line(self._tools_fd, utf8_lines(lines), path)
         except OSError as exc:
             store.forget(tools_hash, specs)
             raise disk_full(exc, path) from exc
+
+    def _open_tools(self, flags: int) -> None:
+        """Open ``tools.jsonl`` for appending (read-write: if it is deleted or replaced, what it held
+        is read back from here) and note which file it is."""
+        fd = open_run_file(self.path / TOOLS_FILE, os.O_RDWR | os.O_APPEND | flags)
+        st = os.fstat(fd)
+        self._tools_fd, self._tools_id = fd, (st.st_dev, st.st_ino)
+
+    def _check_tools(self) -> None:
+        """Re-create ``tools.jsonl`` when it was deleted or replaced since this object opened it.
+
+        Every line the open descriptor holds (each list and tool the run stored, so each list a trace
+        of the run refers to) is copied, in chunks, to the file now at the path: a fresh one where it
+        was deleted, else appended to the one that took its place (its own lines are kept; a list's
+        ``tools_hash`` and a tool's id are digests of their content, so a reader finds the same list
+        whichever line it takes), and fsync-ed. One ``stat`` per call; called before each new list's
+        lines and each trace line are written."""
+        if self._tools_fd is None or self._tools_id is None:
+            return
+        path = self.path / TOOLS_FILE
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            what = "deleted"
+        except OSError:
+            return  # cannot tell: go on writing
+        else:
+            if (st.st_dev, st.st_ino) == self._tools_id:
+                return
+            what = "replaced"
+        old = self._tools_fd
+        fd = open_run_file(path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":  # the other file's last line stays its own
+                write_all(fd, b"\n")
+            offset = 0
+            while chunk := os.pread(old, 1 << 20, offset):
+                write_all(fd, chunk)
+                offset += len(chunk)
+            os.fsync(fd)
+            st = os.fstat(fd)
+        except OSError as exc:
+            os.close(fd)
+            raise disk_full(exc, path) from exc
+        with self._fd_lock:  # an fsync in flight (a worker thread) finishes on the old descriptor
+            self._tools_fd, self._tools_id = fd, (st.st_dev, st.st_ino)
+            os.close(old)
+        log.warning("%s was %s while the run was writing it: its %d bytes (every tool list the run's traces "
+                    "refer to) were written %s", path, what, offset,
+                    "to a fresh file" if what == "deleted" else "after the lines of the file that took its place")
 
     def _fsync_tools(self) -> None:
         """fsync ``tools.jsonl`` when lines were written to it since the last time."""
@@ -499,6 +582,7 @@ class RunDir:
                             self._traces_synced = self._traces_written
                             self._traces_id = None
                 os.close(fd)  # closing the lock descriptor releases the flock
+            self._tools_id = None
 
     def __enter__(self) -> RunDir:
         self.open_for_writing()

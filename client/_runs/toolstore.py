@@ -18,6 +18,7 @@ fsync-ed before any trace line that refers to them is (so a trace never outlives
 torn last line is cut off (and kept in ``tools.torn.jsonl``) before a run appends again. A line that
 is torn or not one of the two kinds is skipped by readers; a trace whose list is missing keeps
 ``"tools": null`` with ``"tools_missing": true`` (scoring reads no tool list; the viewer shows the rest).
+A file deleted or replaced while a run writes it is written again by the run (``RunDir._check_tools``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .jsonutil import canonical_json, dumps_line
+from .lines import read_lines
 
 __all__ = ["TOOLS_FILE", "TOOLS_TORN_FILE", "ToolLists", "ToolStore", "resolve_tools", "tool_id"]
 
@@ -51,6 +53,7 @@ class ToolLists:
         self._lists: dict[str, Any] = {}  # tools_hash -> tool ids (a _Raw line until asked for)
         self._built: dict[str, list[Any]] = {}
         self._read_to = 0
+        self._lines = 0  # lines read so far (so that an error names its line)
         self._ino: int | None = None
 
     def get(self, tools_hash: str) -> list[Any] | None:
@@ -76,14 +79,15 @@ class ToolLists:
         with f:
             st = os.fstat(f.fileno())
             if st.st_ino != self._ino or st.st_size < self._read_to:  # a new file: read it all
-                self._ino, self._read_to = st.st_ino, 0
+                self._ino, self._read_to, self._lines = st.st_ino, 0, 0
                 self._specs.clear()
                 self._lists.clear()
             f.seek(self._read_to)
-            for raw in f:
+            for _, raw in read_lines(f, self.path, first=self._lines + 1):  # a line past the bound: LineTooLong
                 if not raw.endswith(b"\n"):  # torn (or being written): read it next time
                     break
                 self._read_to += len(raw)
+                self._lines += 1
                 self._take(raw)
 
     def _take(self, raw: bytes) -> None:

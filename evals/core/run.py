@@ -26,7 +26,7 @@ from client.cache import ResponseCache
 from client.ratelimit import RateLimiter
 from client.retry import RetryPolicy
 from client.runner import Budget, RunControl, RunResult, run_episodes
-from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir, redact_urls
+from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir, pending_tasks, redact_urls
 
 from .anomalies import refresh_anomalies
 from .dataset import dataset_identity
@@ -238,8 +238,10 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         task_ids = select_tasks(bench.task_ids(), limit=opts.limit, task_ids=opts.task_ids, sample=opts.sample,
                                 seed=opts.sample_seed)
         keys = trial_keys(task_ids, opts.epochs)  # one per trial (--epochs); the task ids themselves for one
-        if auto:  # now that the episodes are counted
-            opts = replace(opts, workers=min(opts.workers or 1, worth_workers(len(keys))))
+        run_path = opts.run_dir or default_run_dir(opts, bench)
+        if auto:  # now that the episodes left to run (a resumed run's unfinished ones) are counted
+            pending = len(pending_tasks(run_path, keys, retry_errored=opts.retry_errored))
+            opts = replace(opts, workers=min(opts.workers or 1, worth_workers(pending)))
         if opts.executor != "ray" and (opts.workers or 1) > 1:
             from .workers import WorkerPool
 
@@ -248,15 +250,14 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             pool = WorkerPool(opts, limiter=limiter, control=control)
             stack.push_async_callback(pool.aclose)
             await pool.fork(bench)
-        run_path = opts.run_dir or default_run_dir(opts, bench)
         if opts.executor == "ray":  # connected first: the config records the number of actors
             from .ray_executor import open_cluster
 
             opts, start_worker = open_cluster(opts, stack)
         config = build_run_config(opts, bench)
         if auto:  # what --workers auto chose from (the number is run.workers)
-            config["run"]["workers_auto"] = {"episodes": len(keys), "concurrency": opts.concurrency,
-                                             "cpus": usable_cpus()}
+            config["run"]["workers_auto"] = {"episodes": len(keys), "pending": pending,
+                                             "concurrency": opts.concurrency, "cpus": usable_cpus()}
         run_dir = RunDir(run_path, config, hash_keys=HASH_KEYS,
                          max_value_bytes=opts.trace_max_value_bytes, event_log=opts.event_log)
 

@@ -45,11 +45,14 @@ _JUDGE_EVENT = b'"kind": "judge"'
 
 
 def read_scores(run_dir: RunDir) -> list[dict[str, Any]]:
-    """The records of the run's ``scores.jsonl`` (none before it was scored)."""
+    """The records of the run's ``scores.jsonl`` (none before it was scored); its lines are read as
+    every run file's are (no line past ``MAX_LINE_BYTES``: ``client.runs.LineTooLong``)."""
+    from client.runs import read_text_lines
+
     path = run_dir.path / SCORES_FILE
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [json.loads(line) for _, line in read_text_lines(path)]
 
 
 def _stored_decisions(run_dir: RunDir, traces: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

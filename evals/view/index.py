@@ -168,10 +168,12 @@ class RunIndex:
         self._traces_key = (st.st_ino, st.st_size)
         if st.st_size == self._read_to:
             return False
+        from client.runs import read_lines  # bounded: a line past MAX_LINE_BYTES is LineTooLong, FILE:LINE
+
         with open(self.traces_path, "rb") as f:
             f.seek(self._read_to)
             offset = self._read_to
-            for line in f:
+            for _, line in read_lines(f, self.traces_path, first=self._lines + 1):
                 if not line.endswith(b"\n"):  # a line being written (or a torn tail): read it next time
                     break
                 self._lines += 1
@@ -200,15 +202,12 @@ class RunIndex:
             return changed
         if mtime == self.scores_mtime:
             return False
+        from client.runs import read_text_lines  # bounded, as every reader of a run's files
+
         scores: dict[str, dict[str, Any]] = {}
-        with open(path, encoding="utf-8") as f:
-            try:
-                for n, line in enumerate(f, 1):
-                    if line.strip():
-                        record = _scores_record(line, f"{path}:{n}")
-                        scores[str(record["task_id"])] = record
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}: not UTF-8 text ({exc})") from exc
+        for n, line in read_text_lines(path):
+            record = _scores_record(line, f"{path}:{n}")
+            scores[str(record["task_id"])] = record
         self.scores, self.scores_mtime = scores, mtime
         return True
 

@@ -117,6 +117,37 @@ def test_a_torn_tools_line_is_cut_and_kept_and_a_lost_list_reads_as_missing(tmp_
     assert [r["tools"] for r in request_history(RunDir.open(run.path).latest_traces()["d"])] == [[OTHER]]
 
 
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_tools_file_deleted_or_replaced_during_a_run_is_written_again_with_every_list(
+    tmp_path: Path, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The lists later traces refer to (stored before the file went) are back at ``tools.jsonl``
+    before the next trace line, whether or not a new list comes; a file that took its place keeps
+    its own lines."""
+    path = tmp_path / "run"
+    with RunDir(path, {"benchmark": "b", "model": "m"}) as run:  # a resumed run: its lists were stored earlier
+        run.append_trace(_episode(run.new_recorder("a"), EPISODES["a"]))
+    tools = path / "tools.jsonl"
+    with RunDir(path, {"benchmark": "b", "model": "m"}) as run:
+        run.append_trace(_episode(run.new_recorder("b"), EPISODES["b"]))
+        stored = tools.read_bytes()
+        other = b'{"tool": "0000000000000000", "spec": {"name": "theirs"}}\n{"torn'  # no newline at its end
+        tools.unlink()
+        if how == "replaced":
+            tools.write_bytes(other)
+        with caplog.at_level("WARNING"):
+            run.append_trace(_episode(run.new_recorder("c"), [EPISODES["a"][0]]))  # no new list: refers to "a"'s
+        assert f"tools.jsonl was {how} while the run was writing it" in caplog.text
+        after = tools.read_bytes()
+        assert after == (stored if how == "deleted" else other + b"\n" + stored)
+        run.append_trace(_episode(run.new_recorder("d"), [[OTHER]]))  # a new list goes to the new file
+        assert tools.read_bytes().startswith(after) and len(tools.read_bytes()) > len(after)
+    latest = RunDir.open(path).latest_traces()
+    for task_id, lists in {**EPISODES, "c": [EPISODES["a"][0]], "d": [[OTHER]]}.items():
+        assert [r["tools"] for r in request_history(latest[task_id])] == lists, task_id
+        assert not any(e.get("tools_missing") for e in latest[task_id]["events"])
+
+
 def test_adopted_lines_of_a_worker_move_their_tools_to_the_store(tmp_path: Path) -> None:
     worker = EpisodeRecorder("a")  # a worker process's recorder: no store, the lists in its lines
     _episode(worker, EPISODES["b"])

@@ -251,11 +251,87 @@ async def test_workers_auto_starts_none_that_its_episodes_would_not_pay_for(monk
         assert result.completed == limit and summary["metrics"]["tool_em"] == 100.0
         config = json.loads((run / "config.json").read_text())["run"]
         assert config["workers"] == workers
-        assert config["workers_auto"] == {"episodes": limit, "concurrency": 64, "cpus": 4}
+        assert config["workers_auto"] == {"episodes": limit, "pending": limit, "concurrency": 64, "cpus": 4}
     given = RunOptions(benchmark="familytool-b", model="oracle", limit=2, run_dir=tmp_path / "given", progress=False,
                        workers=1)
     await run_benchmark(given)
     assert "workers_auto" not in json.loads((tmp_path / "given" / "config.json").read_text())["run"]
+
+
+async def test_workers_auto_on_a_resume_counts_only_the_episodes_left_to_run(monkeypatch, data_dir, tmp_path):
+    """A resumed run's finished episodes cost no worker: ``--workers auto`` counts the pending ones
+    (read from the run folder before the workers are forked), and a fresh folder records that count."""
+    from evals.core import run as run_module
+
+    monkeypatch.setattr(run_module, "usable_cpus", lambda: 4)
+    monkeypatch.setattr(run_module, "WORKER_MIN_EPISODES", 10)
+    counted: list[int] = []
+    worth = run_module.worth_workers
+    monkeypatch.setattr(run_module, "worth_workers", lambda n: counted.append(n) or worth(n))
+    run = tmp_path / "run"
+
+    def auto(limit: int) -> RunOptions:
+        return RunOptions(benchmark="familytool-b", model="oracle", limit=limit, concurrency=64, run_dir=run,
+                          progress=False)
+
+    first, _ = await run_benchmark(auto(12))
+    assert first.completed == 12 and counted == [12]
+    # 22 selected, 12 of them finished: 10 to run pay for one process (22 would have asked for two)
+    resumed, summary = await run_benchmark(auto(22))
+    assert resumed.skipped == 12 and resumed.completed == 10 and counted == [12, 10]
+    assert summary["metrics"]["tool_em"] == 100.0
+    # a folder whose traces came from elsewhere (no config yet): the config records what was counted
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "traces.jsonl").write_bytes((run / "traces.jsonl").read_bytes())
+    (fresh / "tools.jsonl").write_bytes((run / "tools.jsonl").read_bytes())
+    run = fresh
+    again, _ = await run_benchmark(auto(30))
+    assert again.skipped == 22 and again.completed == 8 and counted[-1] == 8
+    config = json.loads((fresh / "config.json").read_text())["run"]
+    assert config["workers"] == 1
+    assert config["workers_auto"] == {"episodes": 30, "pending": 8, "concurrency": 64, "cpus": 4}
+
+
+def test_pending_tasks_reads_a_run_folder_without_opening_it(tmp_path):
+    """What ``--workers auto`` counts: the unfinished tasks, in the order given; a missing folder is
+    not created, a torn last line is neither counted nor repaired."""
+    import threading
+
+    from client.runs import RunFileIsLink, pending_tasks
+
+    assert pending_tasks(tmp_path / "none", ["a", "b"]) == ["a", "b"] and not (tmp_path / "none").exists()
+    lines = [
+        {"task_id": "a", "status": "completed"},
+        {"task_id": "b", "status": "errored", "error": {"retryable": False}},
+        {"task_id": "c", "status": "errored", "error": {"retryable": True}},
+        {"task_id": "d", "status": "completed"},
+    ]
+    traces = tmp_path / "run" / "traces.jsonl"
+    traces.parent.mkdir()
+    torn = b'{"task_id": "e", "status": "comp'
+    traces.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in lines) + torn)
+    tasks = ["e", "d", "c", "b", "a", "f"]
+    assert pending_tasks(traces.parent, tasks) == ["e", "c", "f"]
+    assert pending_tasks(traces.parent, tasks, retry_errored=True) == ["e", "c", "b", "f"]
+    assert traces.read_bytes().endswith(torn) and not (traces.parent / ".lock").exists()
+    # a link is refused before it is read, as the run refuses it; a FIFO is not read (it would block)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "traces.jsonl").symlink_to(traces)
+    with pytest.raises(RunFileIsLink):
+        pending_tasks(linked, tasks)
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "traces.jsonl")
+    got: list[list[str]] = []
+    reader = threading.Thread(target=lambda: got.append(pending_tasks(fifo, tasks)), daemon=True)
+    reader.start()
+    reader.join(30)
+    blocked = reader.is_alive()
+    if blocked:  # in open(): let it go before failing
+        os.close(os.open(fifo / "traces.jsonl", os.O_WRONLY | os.O_NONBLOCK))
+    assert not blocked and got == [tasks]
 
 
 async def test_a_process_running_other_threads_spawns_its_zygote_instead_of_forking(data_dir):
