@@ -1,0 +1,250 @@
+"""BFCL's prompting mode for the entries of several steps (``--strategy prompting``): multi-turn, as BFCL's
+``inference_multi_turn_prompting`` runs a prompting model, over MCP.
+
+* **The prompt.** The entry's functions (its classes' docs with BFCL's Python hint, the held-out ones of
+  ``multi_turn_miss_func`` left out) are written into a system prompt before the first turn's messages by
+  BFCL's own ``system_prompt_pre_processing_chat_model`` (imported from the wheel, as :mod:`.prompting`
+  does for single-turn entries); the model is sent no tools. A held-out turn's user message is BFCL's
+  ``DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING`` holding the held-out docs as BFCL's loader
+  leaves them (without the hint: BFCL moves them out before adding it).
+* **A step.** The model's text is decoded by BFCL's own ``default_decode_execute_prompting`` (the generic
+  prompting handlers' ``decode_execute``). When that raises, or gives no call, the user turn ends (the text
+  stays in the turn's result, as BFCL records it). Otherwise each decoded call runs over MCP on the
+  session's backends (its arguments as BFCL's ``default_decode_ast_prompting`` reads them), and the results
+  go back as one user message written by BFCL's ``format_execution_results_prompting``. After more than
+  BFCL's step limit of such steps in one turn the episode ends (BFCL's force quit).
+* **What is kept.** Per user turn, every reply's text (``bfcl_result``: what BFCL's handler writes into its
+  result file, so ``evals export`` writes it as it is); per turn the steps that decoded to calls, each call
+  with BFCL's execution text (``turns``, what :mod:`.multi_turn_checker` replays: the text BFCL executes,
+  ``decoded_output_to_execution_list``'s).
+
+Two differences from BFCL's loop, neither touching the score (scoring replays the execution texts on fresh
+instances): a call runs over MCP with its decoded arguments, where BFCL evaluates its execution text (the
+same call, but for an argument that is a dict of dicts, which BFCL's text writes as a nested call); a call
+to a name that is no function of the entry is answered here with the error BFCL's backends give
+(``name '...' is not defined``) without reaching the server.
+
+The oracle writes each turn's ground-truth calls as Python calls in one reply (values as Python literals),
+then "Done." (which BFCL's decoder cannot read: the turn ends); a turn without ground truth gets "Done.".
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from client.adapters.base import DEFAULT_PARAMS, GenerateParams
+from client.agent import result_text
+from client.mcp_session import list_all_tools
+from client.messages import (
+    AssistantMessage,
+    Message,
+    ModelResponse,
+    SystemMessage,
+    ToolChoice,
+    ToolDef,
+    Usage,
+    UserMessage,
+)
+from client.model import Model, is_cached
+from client.runs import EpisodeOutcome
+
+from .backends import ERROR_PREFIX
+from .files import served_name
+from .handlers import bfcl_code
+from .multi_turn import MultiTurnEntry, gold_steps, step_limit
+from .prompting import oracle_text
+
+if TYPE_CHECKING:
+    from client.runs import EpisodeRecorder
+
+    from ...core.plugin import EpisodeEnv
+
+__all__ = ["DONE", "PromptingScript", "decode_execute", "held_out_prompt", "run_multi_turn_prompting",
+           "run_prompting_turn"]
+
+DONE = "Done."  # the oracle's reply that ends a turn: BFCL's decoder raises on it
+
+
+@functools.cache
+def _utils() -> Any:
+    from .wheel_code import import_with_project_root
+
+    return import_with_project_root("bfcl_eval.model_handler.utils")
+
+
+@functools.cache
+def _empty() -> Callable[[Any], bool]:
+    from .wheel_code import import_with_project_root
+
+    return import_with_project_root("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils").is_empty_execute_response  # type: ignore[no-any-return]
+
+
+def decode_execute(text: Any) -> list[dict[str, Any]] | None:
+    """One reply decoded as BFCL's generic prompting handlers' ``decode_execute`` decodes it: its calls
+    ``{"name", "arguments", "text"}`` (``text``: the call as BFCL executes it; ``[]``: no call, BFCL's
+    ``is_empty_execute_response``), or None when the decoding raises."""
+    utils = _utils()
+    try:
+        texts = utils.default_decode_execute_prompting(text)
+        if _empty()(texts):
+            return []
+        decoded = utils.default_decode_ast_prompting(text, bfcl_code()["ReturnFormat"]("python"), False)
+    except Exception:  # noqa: BLE001 - BFCL's loop and runner take any exception as an undecodable reply
+        return None
+    calls = [(name, arguments) for item in decoded for name, arguments in item.items()]
+    if len(calls) != len(texts):  # not reached: both come from one parse
+        return None
+    return [{"name": str(name), "arguments": dict(arguments) if isinstance(arguments, dict) else {}, "text": str(t)}
+            for (name, arguments), t in zip(calls, texts, strict=True)]
+
+
+def held_out_prompt(docs: Sequence[Mapping[str, Any]]) -> str:
+    """BFCL's user message of a held-out turn in prompting mode (the docs as its loader leaves them)."""
+    from .wheel_code import import_module
+
+    prompts = import_module("bfcl_eval.constants.default_prompts")
+    return str(prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING.format(functions=list(docs)))
+
+
+_ROLES: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
+                                               "assistant": lambda text: AssistantMessage(text=text)}
+
+
+def as_messages(raw: Sequence[Mapping[str, Any]]) -> list[Message]:
+    return [_ROLES[str(m.get("role"))](str(m.get("content") or "")) for m in raw]
+
+
+class PromptingScript:
+    """A scripted prompting model (the oracle): in user turn ``turn`` (set by the episode), its first reply
+    is that turn's text (none: :data:`DONE`), every later one :data:`DONE`."""
+
+    provider = "oracle"
+
+    def __init__(self, texts: Sequence[str | None], *, task_id: str = "") -> None:
+        self.texts = list(texts)
+        self.turn = 0
+        self.step = 0
+        self.model = self.name = "oracle"
+        self.task_id = task_id
+
+    def start_turn(self, turn: int) -> None:
+        self.turn, self.step = turn, 0
+
+    async def complete(self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
+                       params: GenerateParams = DEFAULT_PARAMS) -> ModelResponse:
+        text = self.texts[self.turn] if self.step == 0 and self.turn < len(self.texts) else None
+        self.step += 1
+        text = text or DONE
+        return ModelResponse(text=text, tool_calls=[], reasoning=None, usage=Usage(), stop_reason="end_turn",
+                             latency_s=0.0, model="oracle", raw={"text": text})
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass
+class TurnResult:
+    """One user turn in prompting mode: every reply's text, the steps that decoded to calls, whether the
+    step limit ended it, the calls as run (for the trace's outcome)."""
+
+    texts: list[str] = field(default_factory=list)
+    steps: list[list[dict[str, Any]]] = field(default_factory=list)
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    force_quit: bool = False
+    last_text: str | None = None  # the reply that ended the turn (did not decode to a call)
+
+
+async def run_prompting_turn(model: Model, session: Any, tools: set[str], messages: list[Message],
+                             recorder: EpisodeRecorder, params: GenerateParams, limit: int) -> TurnResult:
+    """One user turn (its messages already in ``messages``, to which the replies and results are appended)
+    run as BFCL's ``inference_multi_turn_prompting`` runs it (module docstring). ``tools``: the names the
+    session serves."""
+    out = TurnResult()
+    step = 0
+    while True:
+        recorder.model_request(messages=messages, tools=[], tool_choice="auto", turn=step)
+        try:
+            response = await model.generate(messages, [], "auto", params, on_attempt=recorder.attempt_failed)
+        except Exception as exc:
+            recorder.model_error(exc)
+            raise
+        if is_cached(response):
+            recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True)
+        else:
+            recorder.model_response(response, cost_usd=model.cost_usd(response))
+        text = response.text or ""
+        out.texts.append(text)
+        messages.append(AssistantMessage(text=text))
+        decoded = decode_execute(text)
+        if not decoded:
+            out.last_text = text
+            recorder.final_answer(text)
+            return out
+        results = []
+        for i, call in enumerate(decoded):
+            name = served_name(call["name"])
+            t0 = time.perf_counter()
+            if name in tools:
+                res = await session.call_tool(name, call["arguments"])
+                result, is_error, structured = result_text(res), bool(res.is_error), res.structured_content
+            else:  # what BFCL's backends answer a name no class has (it evaluates the text)
+                result, is_error, structured = f"{ERROR_PREFIX}name '{call['name']}' is not defined", True, None
+            recorder.tool_call(name, call["arguments"], result, structured=structured, is_error=is_error,
+                               latency_s=time.perf_counter() - t0, call_id=f"prompting_{step}_{i}", turn=step)
+            out.calls.append({"name": name, "arguments": call["arguments"], "text": call["text"],
+                              "is_error": is_error, "turn": step})
+            results.append(result)
+        out.steps.append(decoded)
+        texts = [c["text"] for c in decoded]
+        messages.append(UserMessage(str(_utils().format_execution_results_prompting(
+            {}, results, {"model_responses_decoded": texts}))))
+        step += 1
+        if step > limit:  # BFCL's force quit
+            out.force_quit = True
+            return out
+
+
+async def run_multi_turn_prompting(entry: MultiTurnEntry, env: EpisodeEnv, recorder: EpisodeRecorder,
+                                   benchmark: str) -> EpisodeOutcome:
+    """One multi-turn episode in BFCL's prompting mode (module docstring)."""
+    limit = step_limit()
+    oracle = None
+    model = env.shared
+    if model is None:
+        oracle = PromptingScript([oracle_text(s, "python", False) if s else None for s in gold_steps(entry)],
+                                 task_id=entry.id)
+        model = env.wrap(oracle)
+    messages: list[Message] = []
+    result: list[list[str]] = []
+    turns: list[list[list[dict[str, Any]]]] = []
+    flat: list[dict[str, Any]] = []
+    force_quit = False
+    async with env.session(benchmark, entry.id) as session:
+        tools = {t.name for t in await list_all_tools(session)}
+        for index, raw in enumerate(entry.turns):
+            current: list[Mapping[str, Any]] = list(raw)
+            if index in entry.missed:
+                current = [{"role": "user", "content": held_out_prompt(entry.missed[index])}]
+            if index == 0:
+                current = bfcl_code()["system_prompt"](copy.deepcopy(current), list(entry.functions), entry.id)
+            if not current:
+                raise ValueError(f"BFCL entry {entry.id}: turn {index} has no user message")
+            if oracle is not None:
+                oracle.start_turn(index)
+            recorder.note(f"BFCL user turn {index}", user_turn=index)
+            messages.extend(as_messages(current))
+            turn = await run_prompting_turn(model, session, tools, messages, recorder, env.agent_cfg.params, limit)
+            result.append(turn.texts)
+            turns.append(turn.steps)
+            flat.extend({**c, "user_turn": index} for c in turn.calls)
+            if turn.force_quit:
+                force_quit = True
+                break
+    return EpisodeOutcome(final_answer=recorder.answer,
+                          data={"category": entry.category, "turns": turns, "calls": flat, "force_quit": force_quit,
+                                "bfcl_result": result, "underscore_to_dot": False})
