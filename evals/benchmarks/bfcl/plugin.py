@@ -129,8 +129,6 @@ class BfclBenchmark:
             from .memory_vector import unavailable_reason
 
             reason = unavailable_reason(self.options.get("bfcl_embedding_model"))
-            if reason is None and strategy != "fc":
-                reason = "memory entries run with the fc strategy only, so far"
             if reason is not None:
                 raise ValueError(f"BFCL category {MEMORY_VECTOR} is not served here: {reason}")
         if strategy == "prompting":

@@ -55,12 +55,8 @@ _REFUSED_LANGUAGES = ("simple_java", "simple_javascript")
 
 def refused_category(category: str) -> str | None:
     """Why ``category`` is not served with the prompting strategy (None: it is)."""
-    from .files import MEMORY_SERVED
-
     if category in _REFUSED_LANGUAGES:
         return "BFCL reads Java and JavaScript prompting replies with its tree-sitter parsers; not served yet"
-    if category in MEMORY_SERVED:
-        return "memory entries run with the fc strategy only, so far"
     return None
 
 

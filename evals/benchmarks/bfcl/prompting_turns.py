@@ -64,8 +64,8 @@ if TYPE_CHECKING:
 
     from ...core.plugin import EpisodeEnv
 
-__all__ = ["DONE", "PromptingScript", "decode_execute", "held_out_prompt", "run_multi_turn_prompting",
-           "run_prompting_turn"]
+__all__ = ["DONE", "PromptingScript", "TurnResult", "decode_execute", "held_out_prompt", "hinted_docs",
+           "run_multi_turn_prompting", "run_prompting_turn", "run_prompting_turns", "scripted"]
 
 DONE = "Done."  # the oracle's reply that ends a turn: BFCL's decoder raises on it
 
@@ -120,13 +120,13 @@ def as_messages(raw: Sequence[Mapping[str, Any]]) -> list[Message]:
 
 
 class PromptingScript:
-    """A scripted prompting model (the oracle): in user turn ``turn`` (set by the episode), its first reply
-    is that turn's text (none: :data:`DONE`), every later one :data:`DONE`."""
+    """A scripted prompting model (the oracle): in user turn ``turn`` (set by the episode), its replies are
+    that turn's texts, in order, then :data:`DONE`."""
 
     provider = "oracle"
 
-    def __init__(self, texts: Sequence[str | None], *, task_id: str = "") -> None:
-        self.texts = list(texts)
+    def __init__(self, texts: Sequence[Sequence[str]], *, task_id: str = "") -> None:
+        self.texts = [list(t) for t in texts]
         self.turn = 0
         self.step = 0
         self.model = self.name = "oracle"
@@ -137,9 +137,9 @@ class PromptingScript:
 
     async def complete(self, messages: list[Message], tools: list[ToolDef], tool_choice: ToolChoice = "auto",
                        params: GenerateParams = DEFAULT_PARAMS) -> ModelResponse:
-        text = self.texts[self.turn] if self.step == 0 and self.turn < len(self.texts) else None
+        said = self.texts[self.turn] if self.turn < len(self.texts) else []
+        text = said[self.step] if self.step < len(said) else DONE
         self.step += 1
-        text = text or DONE
         return ModelResponse(text=text, tool_calls=[], reasoning=None, usage=Usage(), stop_reason="end_turn",
                              latency_s=0.0, model="oracle", raw={"text": text})
 
@@ -209,16 +209,53 @@ async def run_prompting_turn(model: Model, session: Any, tools: set[str], messag
             return out
 
 
+def hinted_docs(docs: Sequence[Mapping[str, Any]], category: str) -> list[dict[str, Any]]:
+    """Function docs as BFCL's loader gives them to a handler of ``category`` (its language hint added)."""
+    from .tools import language_doc
+
+    return [language_doc(d, category) for d in docs]
+
+
+async def run_prompting_turns(model: Model, session: Any, first: Sequence[Mapping[str, Any]], later: Sequence[str],
+                              docs: Sequence[Mapping[str, Any]], entry_id: str, recorder: EpisodeRecorder,
+                              params: GenerateParams, *, hidden: frozenset[str] = frozenset(),
+                              script: PromptingScript | None = None) -> list[TurnResult]:
+    """A conversation of user turns in prompting mode (a memory or web-search entry's, a memory scenario's
+    prerequisite conversation): ``first`` the first turn's messages (its system prompt, written before BFCL's
+    function prompt is added), ``later`` the next turns' user texts; each turn run by
+    :func:`run_prompting_turn` until BFCL's step limit ends the conversation. ``hidden``: the session's tools
+    that are no function of the entry (a call to one is answered as to any unknown name)."""
+    limit = step_limit()
+    tools = {t.name for t in await list_all_tools(session)} - hidden
+    messages = as_messages(bfcl_code()["system_prompt"](copy.deepcopy(list(first)), list(docs), entry_id))
+    out: list[TurnResult] = []
+    for index, text in enumerate([None, *later]):
+        if text is not None:
+            messages.append(UserMessage(text))
+        if script is not None:
+            script.start_turn(index)
+        recorder.note(f"BFCL user turn {index}", user_turn=index)
+        turn = await run_prompting_turn(model, session, tools, messages, recorder, params, limit)
+        out.append(turn)
+        if turn.force_quit:
+            break
+    return out
+
+
+def scripted(env: EpisodeEnv, texts: Sequence[Sequence[str]], task_id: str) -> tuple[Model, PromptingScript | None]:
+    """The episode's model: the run's, or (an oracle run) a :class:`PromptingScript` of ``texts``."""
+    if env.shared is not None:
+        return env.shared, None
+    script = PromptingScript(texts, task_id=task_id)
+    return env.wrap(script), script
+
+
 async def run_multi_turn_prompting(entry: MultiTurnEntry, env: EpisodeEnv, recorder: EpisodeRecorder,
                                    benchmark: str) -> EpisodeOutcome:
     """One multi-turn episode in BFCL's prompting mode (module docstring)."""
     limit = step_limit()
-    oracle = None
-    model = env.shared
-    if model is None:
-        oracle = PromptingScript([oracle_text(s, "python", False) if s else None for s in gold_steps(entry)],
-                                 task_id=entry.id)
-        model = env.wrap(oracle)
+    model, oracle = scripted(env, [[oracle_text(s, "python", False)] if s else [] for s in gold_steps(entry)]
+                             if env.shared is None else [], entry.id)
     messages: list[Message] = []
     result: list[list[str]] = []
     turns: list[list[list[dict[str, Any]]]] = []

@@ -40,7 +40,7 @@ else does not decode), and it is scored as a live episode is:
   then run again on fresh backends (:mod:`.multi_turn_checker`). A generic prompting model's multi-turn
   file (each step the reply's text) is read the same way, each step decoded by BFCL's own
   ``default_decode_execute_prompting`` (:func:`.prompting_turns.decode_execute`) and replayed as the
-  texts it gives;
+  texts it gives (so are a generic prompting model's memory and web-search files);
 * memory: a ``result`` that is not a list of one turn is ``agentic:inference_error``; otherwise the
   last step that does not decode to a call is the checked message (a list: its first item; anything
   not a text: as Python's ``str`` writes it), none when that step is empty (``no_last_message``). The
@@ -176,14 +176,15 @@ def _turns(result: Any, where: str, decoding: Decoding = FC_TEXT) -> list[list[l
     return turns
 
 
-def last_message(result: Any, where: str) -> tuple[bool, str | None]:
+def last_message(result: Any, where: str, decoding: Decoding = FC_TEXT) -> tuple[bool, str | None]:
     """A memory ``result`` as ``(inference error, the checked message)`` (module docstring); the
     message is None when there is none."""
     if not isinstance(result, list) or len(result) != 1:
         return True, None
+    decode_one = _step_decoder(decoding)
     last: Any = None
     for step in _iterated(result[0], where, "the question's turn"):
-        if not decode_step(step):
+        if not decode_one(step):
             last = step
     if not last:
         return False, None
@@ -247,7 +248,7 @@ def _trace(entry_id: str, category: str, result: Any, where: str, source: str,
         trace = imported_trace(entry_id, {**outcome, "turns": turns}, source=source)
         failed, shape = turns is None, "a list of turns"
     else:
-        failed, message = last_message(result, where)
+        failed, message = last_message(result, where, decoding)
         trace = imported_trace(entry_id, {**outcome, "stop": "max_turns" if message is None else "final_answer",
                                           "bfcl_last_message": message}, final_answer=message, source=source)
         shape = "a list of one turn"
@@ -270,7 +271,7 @@ def _skip_reason(category: str, decoding: Decoding) -> str | None:
         return "no BFCL v4 category of that name"
     if category == FORMAT_SENSITIVITY and not decoding.prompting:
         return "BFCL scores it only for prompting models (it skips it for FC ones)"
-    if category in MULTI_TURN and decoding.kind == "prompting":
+    if category in MULTI_TURN + AGENTIC and decoding.kind == "prompting":
         return None  # the generic prompting handlers' decode_execute (:mod:`.prompting_turns`)
     if category in MULTI_TURN + AGENTIC and decoding.kind != "fc-json-text":
         return f"its steps are read only as an FC handler with JSON-text arguments writes them, not as {decoding.kind}"

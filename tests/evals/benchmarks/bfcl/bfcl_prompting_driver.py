@@ -4,7 +4,8 @@ with scripted replies, in .ci/bfcl-venv, and prints every request it sends and t
 Run by that venv's python (never imported by the project's tests):
     python bfcl_prompting_driver.py SCRIPT_JSON
 ``SCRIPT_JSON``: ``{"replies": {entry id: [reply text, ...]}}``, the replies given in order to the entry's
-requests. The handler is BFCL's ``OpenAICompletionsHandler`` in prompting mode (``is_fc_model=False``: its own
+requests; the entries run in that order (a memory scenario's prerequisite conversations first, each leaving
+BFCL's memory snapshot for the next, as BFCL's generation orders them). The handler is BFCL's ``OpenAICompletionsHandler`` in prompting mode (``is_fc_model=False``: its own
 ``_pre_query_processing_prompting``, message handling and ``decode_execute``), with one method of ours: the
 API call (``generate_with_backoff``) answers the next scripted reply as a chat completion would. The entries
 are BFCL's own (``load_dataset_entry``: its loader, language hints and held-out functions), and the calls run
@@ -46,11 +47,18 @@ def main() -> None:
     out: dict[str, Any] = {}
     with contextlib.redirect_stdout(sys.stderr):  # BFCL prints its progress
         from bfcl_eval.model_handler.api_inference.openai_completion import OpenAICompletionsHandler
-        from bfcl_eval.utils import extract_test_category_from_id, load_dataset_entry
+        from bfcl_eval.utils import (
+            extract_test_category_from_id,
+            load_dataset_entry,
+            populate_initial_settings_for_memory_test_cases,
+        )
 
         wanted = script["replies"]
-        categories = dict.fromkeys(extract_test_category_from_id(i) for i in wanted)
+        categories = dict.fromkeys(extract_test_category_from_id(i).removesuffix("_prereq") for i in wanted)
         entries = {e["id"]: e for c in categories for e in load_dataset_entry(c) if e["id"] in wanted}
+        # memory: the backend's snapshots in a result folder of BFCL's layout, as its generation sets it
+        folder = Path(os.environ["BFCL_PROJECT_ROOT"]) / "result" / "scripted"
+        populate_initial_settings_for_memory_test_cases(list(entries.values()), folder)
         for entry_id, replies in wanted.items():
             requests: list[Any] = []
             left = list(replies)

@@ -116,9 +116,10 @@ def bfcl_loop(bfcl_python: Path, replies: dict[str, list[str]], tmp: Path) -> di
     return answer
 
 
-def bfcl_evaluate(bfcl_python: Path, result: Path, tmp: Path) -> dict[str, Any]:
+def bfcl_evaluate(bfcl_python: Path, result: Path, tmp: Path, categories: Any = CATEGORIES) -> dict[str, Any]:
+    """``bfcl evaluate`` on an exported folder, as the prompting model ``MODEL`` (``bfcl_evaluate_driver.py``)."""
     done = subprocess.run([str(bfcl_python), str(EVALUATE_DRIVER), str(result), str(tmp / "score"), MODEL,
-                           *CATEGORIES], capture_output=True, text=True, timeout=600, check=False,
+                           *categories], capture_output=True, text=True, timeout=600, check=False,
                           env={**os.environ, "BFCL_PROJECT_ROOT": str(tmp / "bfcl-evaluate")})
     assert done.returncode == 0, done.stderr[-3000:]
     answer: dict[str, Any] = json.loads(done.stdout)
