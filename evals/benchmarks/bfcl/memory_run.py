@@ -23,6 +23,10 @@ builds (memory instruction, then BFCL's agentic answer-format prompt after a bla
 any ``--system-prompt``) and its one user turn; its trace keeps the snapshot it started from. The
 final reply is scored by :func:`.agentic.check_answer`.
 
+With ``--strategy prompting`` the conversations and the question run as BFCL's
+``inference_multi_turn_prompting`` runs them (:mod:`.prompting_turns`: BFCL's function prompt before the
+memory prompt; the replies' texts decoded into calls, the results sent back as a user message).
+
 The oracle replies "Noted." in the prerequisite turns; in a question it reads the memory once
 (``archival_memory_list_keys`` for kv, ``memory_retrieve`` for rec_sum) and answers BFCL's first
 accepted answer in BFCL's answer format.

@@ -1,5 +1,6 @@
-"""BFCL's prompting mode for the entries of several steps (``--strategy prompting``): multi-turn, as BFCL's
-``inference_multi_turn_prompting`` runs a prompting model, over MCP.
+"""BFCL's prompting mode for the entries of several steps (``--strategy prompting``): multi-turn, memory (its
+prerequisite conversations and its questions) and web search, as BFCL's ``inference_multi_turn_prompting``
+runs a prompting model (BFCL runs all three through it), over MCP.
 
 * **The prompt.** The entry's functions (its classes' docs with BFCL's Python hint, the held-out ones of
   ``multi_turn_miss_func`` left out) are written into a system prompt before the first turn's messages by
@@ -24,8 +25,16 @@ same call, but for an argument that is a dict of dicts, which BFCL's text writes
 to a name that is no function of the entry is answered here with the error BFCL's backends give
 (``name '...' is not defined``) without reaching the server.
 
+For memory and web search (:func:`run_prompting_turns`) the first turn's system message (BFCL's memory
+prompt with the memory's dump, its answer-format prompt) comes after BFCL's function prompt, as BFCL's
+``system_prompt_pre_processing_chat_model`` puts it; the checked message is the reply that ended the
+question's turn (none when the step limit ended it, or the reply was empty), as BFCL's eval runner picks
+the last reply that does not decode to a call.
+
 The oracle writes each turn's ground-truth calls as Python calls in one reply (values as Python literals),
 then "Done." (which BFCL's decoder cannot read: the turn ends); a turn without ground truth gets "Done.".
+In a memory question it reads the memory with one call, then answers (a memory prerequisite turn: "Done.");
+in a web-search question it searches for the question, then answers.
 """
 
 from __future__ import annotations
