@@ -31,6 +31,7 @@ from test_bfcl_prompting_multi_turn import (
     bfcl_evaluate,
     bfcl_loop,
     digest,
+    write_loop_fixture,
 )
 
 HERE = Path(__file__).parent
@@ -165,18 +166,7 @@ def test_bfcls_own_loop_and_evaluator_agree_with_the_scripted_memory_run(bfcl_co
 
 
 def main() -> None:
-    import tempfile
-
-    venv = HERE.parents[3] / ".ci" / "bfcl-venv" / "bin" / "python"
-    with tempfile.TemporaryDirectory() as folder:
-        tmp = Path(folder)
-        _scripted(tmp)
-        loop = bfcl_loop(venv, scripted_replies(), tmp)
-        scored = bfcl_evaluate(venv, _export(tmp / "run", tmp / "result"), tmp, ["memory_kv"])
-    FIXTURE.write_text(json.dumps({
-        "made_by": "EVALS_DATA_DIR=... PYTHONPATH=. python tests/evals/benchmarks/bfcl/test_bfcl_prompting_agentic.py",
-        "loop": {i: {"requests_sha256": digest(v["requests"]), "result": v["result"]} for i, v in loop.items()},
-        "verdicts": scored["verdicts"]}, indent=1, sort_keys=True) + "\n")
+    write_loop_fixture(FIXTURE, Path(__file__).name, _scripted, scripted_replies(), ["memory_kv"])
 
 
 if __name__ == "__main__":

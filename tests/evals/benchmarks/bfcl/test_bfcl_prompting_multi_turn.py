@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +203,10 @@ def test_bfcls_own_loop_and_evaluator_agree_with_the_scripted_run(bfcl_code_data
         assert summary["metrics"][category] == round(100 * header["accuracy"], 2), category
 
 
-def main() -> None:
-    """Writes the fixture: BFCL's own loop and evaluator on the scripted run (the module docstring)."""
+def write_loop_fixture(fixture: Path, test_file: str, scripted: Callable[[Path], Any], replies: dict[str, list[str]],
+                       categories: Any) -> None:
+    """Writes a fixture of BFCL's own loop and evaluator on a scripted run: per entry a digest of its requests and
+    its result; the verdicts of ``bfcl evaluate`` on the exported run."""
     import tempfile
 
     from evals.benchmarks.bfcl.files import WHEEL
@@ -213,13 +216,18 @@ def main() -> None:
     venv = HERE.parents[3] / ".ci" / "bfcl-venv" / "bin" / "python"
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        _scripted(tmp)
-        loop = bfcl_loop(venv, scripted_replies(), tmp)
-        scored = bfcl_evaluate(venv, _export(tmp / "run", tmp / "result"), tmp)
-    FIXTURE.write_text(json.dumps({
-        "made_by": "EVALS_DATA_DIR=... PYTHONPATH=. python tests/evals/benchmarks/bfcl/test_bfcl_prompting_multi_turn.py",
+        scripted(tmp)
+        loop = bfcl_loop(venv, replies, tmp)
+        scored = bfcl_evaluate(venv, _export(tmp / "run", tmp / "result"), tmp, categories)
+    fixture.write_text(json.dumps({
+        "made_by": f"EVALS_DATA_DIR=... PYTHONPATH=. python tests/evals/benchmarks/bfcl/{test_file}",
         "loop": {i: {"requests_sha256": digest(v["requests"]), "result": v["result"]} for i, v in loop.items()},
         "verdicts": scored["verdicts"]}, indent=1, sort_keys=True) + "\n")
+
+
+def main() -> None:
+    """Writes the fixture: BFCL's own loop and evaluator on the scripted run (the module docstring)."""
+    write_loop_fixture(FIXTURE, Path(__file__).name, _scripted, scripted_replies(), CATEGORIES)
 
 
 if __name__ == "__main__":
