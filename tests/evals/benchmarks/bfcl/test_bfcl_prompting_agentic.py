@@ -6,9 +6,9 @@
   question that reads it and answers, one that answers wrong, one with an empty reply, one stopped by BFCL's
   step limit) gets the hand-computed numbers. BFCL's own prompting loop (``bfcl_prompting_driver.py``: the
   prerequisite conversations, then the questions, on BFCL's memory backend and its snapshot files), given
-  the same replies, sends the same requests for every question (the function prompt before the memory
-  prompt, its memory dump after the prerequisite phase, each results message) and records the same
-  results; ``bfcl evaluate`` on the exported run gives every question the verdict ``evals`` gave it, as
+  the same replies, sends the same requests in every prerequisite conversation and question (the function
+  prompt before the memory prompt, its memory dump after the prerequisite phase, each results message) and
+  records the same results; ``bfcl evaluate`` on the exported run gives every question the verdict ``evals`` gave it, as
   does ``evals score`` reading the exported folder. BFCL's answers are committed
   (``fixtures/bfcl_prompting_memory.json``), made by
 
@@ -152,14 +152,28 @@ def test_a_scripted_prompting_memory_model_gets_the_hand_computed_numbers(bfcl_c
     assert _verdicts(imported) == ours
 
 
-def test_bfcls_own_loop_and_evaluator_agree_with_the_scripted_memory_run(bfcl_code_data, bfcl_python, tmp_path):
+def test_bfcls_own_loop_and_evaluator_agree_with_the_scripted_memory_run(bfcl_code_data, bfcl_python, tmp_path,
+                                                                       monkeypatch):
+    from evals.benchmarks.bfcl import memory_run
+
+    # the prerequisite conversations' requests, as their recorder is given them (the trace keeps their results)
+    seen: dict[str, list[Any]] = {}
+    record = memory_run._Conversation.model_request
+
+    def noted(self: Any, *, messages: Any, **kw: Any) -> None:
+        seen.setdefault(self.task_id, []).append([[m.to_dict()["role"], m.to_dict()["text"]] for m in messages])
+        record(self, messages=messages, **kw)
+
+    monkeypatch.setattr(memory_run._Conversation, "model_request", noted)
     summary, traces, ours = _scripted(tmp_path)
     theirs = bfcl_loop(bfcl_python, scripted_replies(), tmp_path)
     for task_id, trace in traces.items():
         assert _requests(trace) == theirs[task_id]["requests"], task_id
         assert trace["outcome"]["bfcl_result"] == theirs[task_id]["result"], task_id
+    assert len(seen) == 5
     for conv_id, texts in _prereq_texts(traces).items():
         assert texts == [t for turn in theirs[conv_id]["result"] for t in turn], conv_id
+        assert seen[conv_id] == theirs[conv_id]["requests"], conv_id
     scored = bfcl_evaluate(bfcl_python, _export(tmp_path / "run", tmp_path / "result"), tmp_path, ["memory_kv"])
     assert scored["verdicts"] == ours
     assert round(100 * scored["scores"]["memory_kv"]["accuracy"], 2) == summary["metrics"]["memory_kv"]
