@@ -79,11 +79,10 @@ __all__ = ["DONE", "PromptingScript", "TurnResult", "decode_execute", "held_out_
 DONE = "Done."  # the oracle's reply that ends a turn: BFCL's decoder raises on it
 
 
-@functools.cache
 def _utils() -> Any:
-    from .wheel_code import import_with_project_root
+    from .decoder_guard import decoder_module
 
-    return import_with_project_root("bfcl_eval.model_handler.utils")
+    return decoder_module()  # BFCL's decoders, their eval bounded (the replies are untrusted)
 
 
 @functools.cache

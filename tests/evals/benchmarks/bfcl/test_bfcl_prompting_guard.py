@@ -1,0 +1,70 @@
+"""BFCL's Python prompting decoder hands an argument that is a binary operation to ``eval``: here that ``eval``
+is bounded (``evals/benchmarks/bfcl/decoder_guard.py``). Literal arithmetic decodes to the value Python's
+``eval`` gives; code in a reply or a result file is never run (the reply does not decode), and an expression
+whose value would be huge is refused before it is computed; through the single-turn decoding (live episodes
+and ``evals score --format bfcl``), the multi-turn steps' ``decode_execute``, and a live prompting run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ARITHMETIC = ["2*3.14", "-1+2", "[1]+[2]", "'a'*3", "2**10", "7//2", "7%3", "1<<4", "(1, 2)+(3,)", "10/4",
+              "b'ab'+b'c'", "2**-1"]
+BOMBS = ["9**9**9", "'a'*10**9", "1<<10**9", "'%0999999999d' % 1", "[0]*10**8", "(2**99999)*(2**99999)"]
+
+
+def _code(marker: Path) -> str:
+    return f"1+len(open({str(marker)!r}, 'w').write('ran'))"
+
+
+def test_literal_arithmetic_decodes_as_pythons_eval_gives_it(bfcl_data):
+    from evals.benchmarks.bfcl.prompting import PROMPTING
+    from evals.benchmarks.bfcl.prompting_turns import decode_execute
+    from evals.benchmarks.bfcl.results import decode_result
+
+    for expression in ARITHMETIC:
+        expected = eval(expression)  # noqa: S307 - the test's own literal expressions
+        calls, status, _ = decode_result(f"[f(x={expression})]", PROMPTING, "simple_python")
+        assert status == "ok" and calls[0]["arguments"]["x"] == expected, expression
+        step = decode_execute(f"[f(x={expression})]")
+        assert step is not None and step[0]["arguments"]["x"] == expected, expression
+
+
+@pytest.mark.parametrize("expression", ["code", *BOMBS])
+def test_code_is_never_run_and_huge_values_are_never_computed(bfcl_data, tmp_path, expression):
+    from evals.benchmarks.bfcl.checker import check_calls
+    from evals.benchmarks.bfcl.data import load_entries
+    from evals.benchmarks.bfcl.prompting import PROMPTING
+    from evals.benchmarks.bfcl.prompting_turns import decode_execute
+    from evals.benchmarks.bfcl.results import decode_result
+
+    marker = tmp_path / "ran"
+    text = f"[calculate_triangle_area(base={_code(marker) if expression == 'code' else expression}, height=5)]"
+    calls, status, _ = decode_result(text, PROMPTING, "simple_python")
+    assert (calls, status) == ([], "failed")
+    entry = load_entries(("simple_python",))[0]
+    verdict = check_calls("simple_python", entry.functions, [], entry.ground_truth, decoded=status)
+    assert verdict.error_type == "ast_decoder:decoder_failed"
+    assert decode_execute(text) is None  # a multi-turn step that does not decode: no call, the turn ends
+    assert not marker.exists()
+
+
+async def test_a_live_prompting_reply_holding_code_runs_nothing(bfcl_data, tmp_path):
+    from evals.benchmarks.bfcl.data import load_entries
+    from evals.core.run import RunOptions, run_benchmark
+
+    marker = tmp_path / "ran"
+    entry = load_entries(("simple_python",))[0]
+    replay = tmp_path / "script.jsonl"
+    replay.write_text(json.dumps({"messages": [{"role": "user", "content": entry.query}, {
+        "role": "assistant", "content": f"[calculate_triangle_area(base={_code(marker)}, height=5)]"}]}) + "\n")
+    opts = RunOptions(benchmark="bfcl", model=f"replay:{replay}", strategy="prompting", run_dir=tmp_path / "run",
+                      task_ids=[entry.id], progress=False, benchmark_options={"category": ["simple_python"]})
+    _, summary = await run_benchmark(opts)
+    assert summary["completed"] == 1 and summary["metrics"]["simple_python"] == 0.0
+    score = json.loads((tmp_path / "run" / "scores.jsonl").read_text())
+    assert score["score"]["details"]["verdict"]["error_type"] == "ast_decoder:decoder_failed"
+    assert not marker.exists()
