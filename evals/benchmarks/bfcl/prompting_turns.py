@@ -47,9 +47,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from client.adapters.base import DEFAULT_PARAMS, GenerateParams
-from client.agent import result_text
+from client.agent import provider_finish_reason, result_text
 from client.mcp_session import list_all_tools
 from client.messages import (
+    STOP_MAX_TOKENS,
     AssistantMessage,
     Message,
     ModelResponse,
@@ -181,10 +182,13 @@ async def run_prompting_turn(model: Model, session: Any, tools: set[str], messag
         except Exception as exc:
             recorder.model_error(exc)
             raise
+        cut: dict[str, Any] = {}  # a reply cut off by the token limit says so, with the provider's own reason
+        if response.stop_reason == STOP_MAX_TOKENS:
+            cut = {"truncated": True, "finish_reason": provider_finish_reason(response.raw)}
         if is_cached(response):
-            recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True)
+            recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True, **cut)
         else:
-            recorder.model_response(response, cost_usd=model.cost_usd(response))
+            recorder.model_response(response, cost_usd=model.cost_usd(response), **cut)
         text = response.text or ""
         out.texts.append(text)
         messages.append(AssistantMessage(text=text))
