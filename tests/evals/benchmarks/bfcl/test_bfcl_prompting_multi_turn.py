@@ -232,3 +232,37 @@ def main() -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def test_a_model_behind_the_openai_sdk_is_sent_no_tools_and_reads_results_as_a_user_message(bfcl_code_data,
+                                                                                          tmp_path):
+    from fake_providers import FakeProviderServer, openai_chat
+
+    from evals.benchmarks.bfcl.multi_turn import load_multi_turn
+
+    entry = next(e for e in load_multi_turn(("multi_turn_base",)) if e.id == "multi_turn_base_0")
+    replies = [text for turn in _gold_texts(entry) for text in turn]
+
+    def model(body: dict[str, Any]) -> dict[str, Any]:
+        assert "tools" not in body and "tool_choice" not in body  # the functions are in the system prompt
+        assert {m["role"] for m in body["messages"]} <= {"system", "user", "assistant"}
+        done = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return openai_chat(replies[done], usage=(1000 + done, 20 + done))
+
+    with FakeProviderServer() as fake:
+        fake.openai.respond_with(model)
+        from client import eventloop
+        from evals.core.run import RunOptions, run_benchmark
+
+        opts = RunOptions(benchmark="bfcl", model="openai:m", base_url=fake.openai_base_url, api_key_env="PATH",
+                          strategy="prompting", run_dir=tmp_path / "run", task_ids=[entry.id], progress=False,
+                          benchmark_options={"category": ["multi_turn_base"]})
+        _, summary = eventloop.run(run_benchmark(opts))
+        bodies = fake.openai.bodies
+    assert summary["completed"] == 1 and summary["metrics"]["multi_turn_base"] == 100.0
+    assert len(bodies) == len(replies)
+    results = bodies[1]["messages"][-1]  # after the first reply's calls: their results, as BFCL writes them
+    assert results["role"] == "user" and results["content"].startswith("[{'role': 'tool', 'name': \"cd(folder=")
+    line = json.loads(next((_export(tmp_path / "run", tmp_path / "result") / MODEL).rglob("*.json")).read_text())
+    assert line["input_token_count"] == [[1000, 1001], [1002, 1003], [1004, 1005], [1006, 1007]]
+    assert line["result"][0] == replies[:2]
