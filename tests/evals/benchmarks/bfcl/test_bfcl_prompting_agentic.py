@@ -1,7 +1,8 @@
 """BFCL's memory and web-search categories with ``--strategy prompting``, checked against BFCL's own code.
 
 * The prompting oracle scores 100 on memory_kv and memory_rec_sum questions (their prerequisite conversations
-  run first, in prompting mode too) and on web search through the loopback SerpAPI stand-in.
+  run first, in prompting mode too) and on web search through the loopback SerpAPI stand-in; a scripted
+  web-search model (right, a wrong answer, BFCL's step limit) gets ``bfcl evaluate``'s verdicts.
 * A scripted memory model with known mistakes (``replay:``: a prerequisite conversation that stores a fact, a
   question that reads it and answers, one that answers wrong, one with an empty reply, one stopped by BFCL's
   step limit) gets the hand-computed numbers. BFCL's own prompting loop (``bfcl_prompting_driver.py``: the
@@ -123,6 +124,33 @@ def test_the_prompting_oracle_scores_100_on_web_search(bfcl_data, monkeypatch, t
     trace = _traces(tmp_path / "run")[ids[0]]
     system = _requests(trace)[0][0][1]
     assert system.startswith("You are an expert in composing functions.") and "For your final answer" in system
+
+
+def test_a_scripted_web_search_model_gets_bfcls_verdicts(bfcl_data, bfcl_python, monkeypatch, tmp_path):
+    import pytest
+
+    pytest.importorskip("serpapi", reason="the bfcl-web extra (google-search-results) is not installed")
+    from loopback_http import serve_http
+    from test_bfcl_web_search import KEY, _StandIn
+
+    from evals.benchmarks.bfcl.web_search import oracle_answer, read_web_search
+
+    monkeypatch.setenv("SERPAPI_API_KEY", KEY)
+    right, wrong, silent = read_web_search("web_search_base")[:3]
+    search = "[search_engine_query(keywords='{}')]"
+    script = {right: [search.format("tea"), oracle_answer(right)],  # searches, then answers right
+              wrong: [search.format("tea"), "{'answer': 'I do not know', 'context': 'I do not know'}"],
+              silent: [search.format("tea")] * 21}  # searches until BFCL's step limit: no last message
+    (tmp_path / "script.jsonl").write_text("".join(json.dumps({"messages": [{"role": "user", "content": e.question}] + [
+        {"role": "assistant", "content": t} for t in texts]}) + "\n" for e, texts in script.items()))
+    with serve_http(_StandIn) as url:
+        summary = _run(tmp_path / "run", [e.id for e in script], f"replay:{tmp_path / 'script.jsonl'}",
+                       ["web_search_base"], bfcl_search_endpoint=url)
+    ours = _verdicts(tmp_path / "run")
+    assert summary["metrics"]["web_search_base"] == round(100 / 3, 2)
+    assert ours == {right.id: "", wrong.id: "agentic:answer_not_found", silent.id: "agentic:no_last_message"}
+    scored = bfcl_evaluate(bfcl_python, _export(tmp_path / "run", tmp_path / "result"), tmp_path, ["web_search_base"])
+    assert scored["verdicts"] == ours
 
 
 def test_a_scripted_prompting_memory_model_gets_the_hand_computed_numbers(bfcl_code_data, tmp_path):
