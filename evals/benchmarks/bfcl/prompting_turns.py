@@ -19,11 +19,12 @@ runs a prompting model (BFCL runs all three through it), over MCP.
   with BFCL's execution text (``turns``, what :mod:`.multi_turn_checker` replays: the text BFCL executes,
   ``decoded_output_to_execution_list``'s).
 
-Two differences from BFCL's loop, neither touching the score (scoring replays the execution texts on fresh
+Three differences from BFCL's loop, none touching the score (scoring replays the execution texts on fresh
 instances): a call runs over MCP with its decoded arguments, where BFCL evaluates its execution text (the
 same call, but for an argument that is a dict of dicts, which BFCL's text writes as a nested call); a call
 to a name that is no function of the entry is answered here with the error BFCL's backends give
-(``name '...' is not defined``) without reaching the server.
+(``name '...' is not defined``) without reaching the server; a call with an argument that is no JSON value
+(bytes, a complex number) is answered with an error, not run (BFCL runs its text).
 
 For memory and web search (:func:`run_prompting_turns`) the first turn's system message (BFCL's memory
 prompt with the memory's dump, its answer-format prompt) comes after BFCL's function prompt, as BFCL's
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,8 +110,22 @@ def decode_execute(text: Any) -> list[dict[str, Any]] | None:
     calls = [(name, arguments) for item in decoded for name, arguments in item.items()]
     if len(calls) != len(texts):  # not reached: both come from one parse
         return None
-    return [{"name": str(name), "arguments": dict(arguments) if isinstance(arguments, dict) else {}, "text": str(t)}
+    return [{"name": str(name), **_json_arguments(arguments), "text": str(t)}
             for (name, arguments), t in zip(calls, texts, strict=True)]
+
+
+def _json_arguments(arguments: Any) -> dict[str, Any]:
+    """``{"arguments": ...}`` as JSON values (what a trace holds and an MCP call takes); with ``"not_json":
+    True`` where the decoded values were not all JSON as they are (bytes, a complex number, ...: shown as
+    their ``repr``; such a call is not run over MCP, :func:`run_prompting_turn`)."""
+    from .backend_calls import jsonable
+
+    value = dict(arguments) if isinstance(arguments, dict) else {}
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return {"arguments": jsonable(value), "not_json": True}
+    return {"arguments": value}
 
 
 def held_out_prompt(docs: Sequence[Mapping[str, Any]]) -> str:
@@ -201,11 +217,14 @@ async def run_prompting_turn(model: Model, session: Any, tools: set[str], messag
         for i, call in enumerate(decoded):
             name = served_name(call["name"])
             t0 = time.perf_counter()
-            if name in tools:
+            if name not in tools:  # what BFCL's backends answer a name no class has (it evaluates the text)
+                result, is_error, structured = f"{ERROR_PREFIX}name '{call['name']}' is not defined", True, None
+            elif call.get("not_json"):  # BFCL would run its text; an MCP call takes JSON values only
+                result, is_error, structured = (f"{ERROR_PREFIX}an argument is not a JSON value; the call did not run "
+                                                "(this harness runs calls over MCP)"), True, None
+            else:
                 res = await session.call_tool(name, call["arguments"])
                 result, is_error, structured = result_text(res), bool(res.is_error), res.structured_content
-            else:  # what BFCL's backends answer a name no class has (it evaluates the text)
-                result, is_error, structured = f"{ERROR_PREFIX}name '{call['name']}' is not defined", True, None
             recorder.tool_call(name, call["arguments"], result, structured=structured, is_error=is_error,
                                latency_s=time.perf_counter() - t0, call_id=f"prompting_{step}_{i}", turn=step)
             out.calls.append({"name": name, "arguments": call["arguments"], "text": call["text"],

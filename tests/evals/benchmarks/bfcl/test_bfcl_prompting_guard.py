@@ -2,7 +2,8 @@
 is bounded (``evals/benchmarks/bfcl/decoder_guard.py``). Literal arithmetic decodes to the value Python's
 ``eval`` gives; code in a reply or a result file is never run (the reply does not decode), and an expression
 whose value would be huge is refused before it is computed; through the single-turn decoding (live episodes
-and ``evals score --format bfcl``), the multi-turn steps' ``decode_execute``, and a live prompting run."""
+and ``evals score --format bfcl``), the multi-turn steps' ``decode_execute``, and a live prompting run. A
+multi-turn call whose argument is no JSON value (bytes) is answered with an error, not a crashed episode."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def test_literal_arithmetic_decodes_as_pythons_eval_gives_it(bfcl_data):
         expected = eval(expression)  # noqa: S307 - the test's own literal expressions
         calls, status, _ = decode_result(f"[f(x={expression})]", PROMPTING, "simple_python")
         assert status == "ok" and calls[0]["arguments"]["x"] == expected, expression
-        step = decode_execute(f"[f(x={expression})]")
-        assert step is not None and step[0]["arguments"]["x"] == expected, expression
+        step = decode_execute(f"[f(x={expression})]")  # the call as BFCL executes it: the value's repr
+        assert step is not None and step[0]["text"] == f"f(x={expected!r})", expression
 
 
 @pytest.mark.parametrize("expression", ["code", *BOMBS])
@@ -68,3 +69,24 @@ async def test_a_live_prompting_reply_holding_code_runs_nothing(bfcl_data, tmp_p
     score = json.loads((tmp_path / "run" / "scores.jsonl").read_text())
     assert score["score"]["details"]["verdict"]["error_type"] == "ast_decoder:decoder_failed"
     assert not marker.exists()
+
+
+async def test_a_multi_turn_reply_with_an_argument_that_is_no_json_value_is_answered_not_crashed(bfcl_code_data,
+                                                                                                  tmp_path):
+    from evals.benchmarks.bfcl.multi_turn import load_multi_turn
+    from evals.core.run import RunOptions, run_benchmark
+
+    entry = next(e for e in load_multi_turn(("multi_turn_base",)) if e.id == "multi_turn_base_0")
+    replies = ["[cd(folder=b'document'), ls(a=True)]", "Done."] + ["Done."] * (len(entry.turns) - 1)
+    replay = tmp_path / "script.jsonl"
+    replay.write_text(json.dumps({"messages": [{"role": "user", "content": entry.turns[0][0]["content"]}] + [
+        {"role": "assistant", "content": r} for r in replies]}) + "\n")
+    opts = RunOptions(benchmark="bfcl", model=f"replay:{replay}", strategy="prompting", run_dir=tmp_path / "run",
+                      task_ids=[entry.id], progress=False, benchmark_options={"category": ["multi_turn_base"]})
+    _, summary = await run_benchmark(opts)
+    assert summary["completed"] == 1 and summary["metrics"]["failed_episodes"] == 0
+    trace = json.loads((tmp_path / "run" / "traces.jsonl").read_text())
+    bytes_call, ls = [e for e in trace["events"] if e["kind"] == "tool_call"]
+    assert bytes_call["is_error"] and "not a JSON value" in bytes_call["result_text"]
+    assert not ls["is_error"]  # the reply's other call ran
+    assert trace["outcome"]["turns"][0][0][0]["text"] == "cd(folder=b'document')"  # what scoring replays, as BFCL
