@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import operator
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MAX_BITS", "MAX_ITEMS", "NotEvaluated", "bounded_eval", "decoder_module"]
+__all__ = ["MAX_BITS", "MAX_ITEMS", "NotEvaluated", "bounded_eval", "decoder_module", "json_arguments"]
 
 MAX_BITS = 100_000  # an integer result's size (bits): 9**9**9 is refused before it is computed
 MAX_ITEMS = 1_000_000  # a text's, bytes' or sequence's length after + or *
@@ -111,6 +112,21 @@ def bounded_eval(source: Any, *_: Any) -> Any:
         return _value(tree)
     except RecursionError:
         raise NotEvaluated("not evaluated: nested too deeply") from None
+
+
+def json_arguments(arguments: Any) -> tuple[dict[str, Any], bool]:
+    """A decoded call's arguments as JSON values (what a trace holds and an MCP call takes), and whether they
+    were so already. BFCL's Python decoder also gives bytes and complex numbers (``x=b'a'``, ``x=1j``): those
+    become their ``repr`` text; checked as BFCL checks a value of another type, but for a text parameter,
+    where such a value is a wrong text here (``value_error``) and of the wrong type in BFCL (``type_error``)."""
+    from .backend_calls import jsonable
+
+    value = dict(arguments) if isinstance(arguments, dict) else {}
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return jsonable(value), False
+    return value, True
 
 
 @functools.cache

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -115,17 +114,12 @@ def decode_execute(text: Any) -> list[dict[str, Any]] | None:
 
 
 def _json_arguments(arguments: Any) -> dict[str, Any]:
-    """``{"arguments": ...}`` as JSON values (what a trace holds and an MCP call takes); with ``"not_json":
-    True`` where the decoded values were not all JSON as they are (bytes, a complex number, ...: shown as
-    their ``repr``; such a call is not run over MCP, :func:`run_prompting_turn`)."""
-    from .backend_calls import jsonable
+    """``{"arguments": ...}`` as JSON values (:func:`.decoder_guard.json_arguments`); with ``"not_json": True``
+    where the decoded values were not all JSON (such a call is not run over MCP, :func:`run_prompting_turn`)."""
+    from .decoder_guard import json_arguments
 
-    value = dict(arguments) if isinstance(arguments, dict) else {}
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return {"arguments": jsonable(value), "not_json": True}
-    return {"arguments": value}
+    value, exact = json_arguments(arguments)
+    return {"arguments": value} if exact else {"arguments": value, "not_json": True}
 
 
 def held_out_prompt(docs: Sequence[Mapping[str, Any]]) -> str:

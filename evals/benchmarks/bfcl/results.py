@@ -119,7 +119,10 @@ def decode_result(result: Any, decoding: Decoding = FC_TEXT, category: str = "si
         return [], "failed", text
     if not fc_format(decoded):
         return [], "wrong_format", text
-    return [{"name": name, "arguments": arguments, "turn": 1} for name, arguments in split_calls(decoded)], "ok", text
+    from .decoder_guard import json_arguments  # a prompting text's bytes or complex values: as their repr
+
+    return [{"name": name, "arguments": json_arguments(arguments)[0], "turn": 1}
+            for name, arguments in split_calls(decoded)], "ok", text
 
 
 def decode_step(step: Any) -> list[dict[str, Any]] | None:

@@ -90,3 +90,31 @@ async def test_a_multi_turn_reply_with_an_argument_that_is_no_json_value_is_answ
     assert bytes_call["is_error"] and "not a JSON value" in bytes_call["result_text"]
     assert not ls["is_error"]  # the reply's other call ran
     assert trace["outcome"]["turns"][0][0][0]["text"] == "cd(folder=b'document')"  # what scoring replays, as BFCL
+
+
+def test_bytes_arguments_are_scored_as_bfcl_scores_them_but_for_a_text_parameter(bfcl_data, bfcl_python, tmp_path):
+    """A value BFCL's decoder gives that is no JSON value (bytes) is kept as its repr text: of the wrong type for
+    a number parameter, as in BFCL; for a text parameter a wrong text here, a wrong type in BFCL (both wrong)."""
+    import subprocess
+
+    from client import eventloop
+    from evals.core.formats import import_predictions
+    from evals.core.run import score_run_dir
+
+    model = "gpt-4o-2024-11-20"
+    lines = {"simple_python_0": "[calculate_triangle_area(base=10, height=5, unit=b'units')]",
+             "simple_python_1": "[math.factorial(number=b'5')]"}
+    result = tmp_path / "result" / model / "non_live" / "BFCL_v4_simple_python_result.json"
+    result.parent.mkdir(parents=True)
+    result.write_text("".join(json.dumps({"id": i, "result": text}) + "\n" for i, text in lines.items()))
+    run = import_predictions(result.parents[1], "bfcl-official", "bfcl", tmp_path / "run")
+    eventloop.run(score_run_dir(run))
+    ours = {s["task_id"]: s["score"]["details"]["verdict"]["error_type"]
+            for s in map(json.loads, (run / "scores.jsonl").read_text().splitlines())}
+    driver = Path(__file__).with_name("bfcl_evaluate_driver.py")
+    done = subprocess.run([str(bfcl_python), str(driver), str(tmp_path / "result"), str(tmp_path / "score"), model,
+                           "simple_python"], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    theirs = json.loads(done.stdout)["verdicts"]
+    assert ours["simple_python_1"] == theirs["simple_python_1"] == "type_error:simple"
+    assert (ours["simple_python_0"], theirs["simple_python_0"]) == ("value_error:string", "type_error:simple")
