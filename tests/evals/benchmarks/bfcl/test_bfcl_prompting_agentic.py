@@ -1,7 +1,8 @@
 """BFCL's memory and web-search categories with ``--strategy prompting``, checked against BFCL's own code.
 
 * The prompting oracle scores 100 on memory_kv and memory_rec_sum questions (their prerequisite conversations
-  run first, in prompting mode too) and on web search through the loopback SerpAPI stand-in; a scripted
+  run first, in prompting mode too), on memory_vector (where its local embedding model is installed) and on
+  web search through the loopback SerpAPI stand-in; a scripted
   web-search model (right, a wrong answer, BFCL's step limit) gets ``bfcl evaluate``'s verdicts.
 * A scripted memory model with known mistakes (``replay:``: a prerequisite conversation that stores a fact, a
   question that reads it and answers, one that answers wrong, one with an empty reply, one stopped by BFCL's
@@ -103,6 +104,19 @@ def test_the_prompting_oracle_scores_100_on_memory(bfcl_code_data, tmp_path):
     assert system[0] == "system" and system[1].startswith("You are an expert in composing functions.")
     assert "core_memory_retrieve" in system[1] and trace["outcome"]["calls"][0]["name"] == "archival_memory_list_keys"
     assert trace["outcome"]["bfcl_result"][0][-1].startswith("{'answer': ")
+
+
+def test_the_prompting_oracle_scores_100_on_memory_vector(bfcl_data, tmp_path):
+    from test_bfcl_memory_vector import _model  # skips, saying what is missing, without the model or the extra
+
+    from evals.benchmarks.bfcl.agentic import read_memory
+
+    model = _model()
+    ids = [e.id for e in read_memory("memory_vector")[0] if e.scenario == "notetaker"][:2]
+    summary = _run(tmp_path / "run", ids, "oracle", ["memory_vector"], bfcl_embedding_model=model)
+    assert summary["completed"] == 2 and summary["metrics"]["memory_vector"] == 100.0, summary.get("first_error")
+    trace = _traces(tmp_path / "run")[ids[0]]
+    assert trace["outcome"]["calls"][0]["name"] == "archival_memory_retrieve_all"  # decoded from the oracle's text
 
 
 def test_the_prompting_oracle_scores_100_on_web_search(bfcl_data, monkeypatch, tmp_path):
