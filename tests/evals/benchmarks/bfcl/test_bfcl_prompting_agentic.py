@@ -107,11 +107,11 @@ def test_the_prompting_oracle_scores_100_on_memory(bfcl_code_data, tmp_path):
 
 
 def test_the_prompting_oracle_scores_100_on_memory_vector(bfcl_data, tmp_path):
-    from test_bfcl_memory_vector import _model  # skips, saying what is missing, without the model or the extra
+    from test_bfcl_memory_vector import _model
 
     from evals.benchmarks.bfcl.agentic import read_memory
 
-    model = _model()
+    model = _model()  # skips, saying what is missing, without the model or the bfcl-vector extra
     ids = [e.id for e in read_memory("memory_vector")[0] if e.scenario == "notetaker"][:2]
     summary = _run(tmp_path / "run", ids, "oracle", ["memory_vector"], bfcl_embedding_model=model)
     assert summary["completed"] == 2 and summary["metrics"]["memory_vector"] == 100.0, summary.get("first_error")
