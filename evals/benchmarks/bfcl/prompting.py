@@ -49,7 +49,7 @@ from .data import BfclEntry
 from .files import FORMAT_SENSITIVITY, served_name
 from .handlers import Decoding, bfcl_code, config_format, language_format
 
-__all__ = ["PROMPTING", "PromptingAdapter", "entry_format", "oracle_text", "prompting_conversation",
+__all__ = ["PROMPTING", "PromptingAdapter", "as_messages", "entry_format", "oracle_text", "prompting_conversation",
            "prompting_model", "refused_category"]
 
 PROMPTING = Decoding("prompting", False, "the prompting strategy (BFCL's prompting decoder)", "prompting")
@@ -82,14 +82,20 @@ def prompt_functions(entry: BfclEntry) -> list[dict[str, Any]]:
     return list(hint([{"id": entry.id, "function": copy.deepcopy(list(entry.functions))}])[0]["function"])
 
 
+_ROLES: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
+                                               "assistant": lambda text: AssistantMessage(text=text)}
+
+
+def as_messages(raw: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """BFCL's messages (``{"role", "content"}``) as the client's."""
+    return [_ROLES[str(m.get("role"))](str(m.get("content") or "")) for m in raw]
+
+
 def prompting_conversation(entry: BfclEntry) -> tuple[list[Message], str]:
     """The entry's messages with BFCL's system prompt (its own ``system_prompt_pre_processing_chat_model``):
     (the messages before the last, the last user message)."""
     messages = bfcl_code()["system_prompt"](copy.deepcopy(list(entry.messages)), prompt_functions(entry), entry.id)
-    kinds: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
-                                                  "assistant": lambda text: AssistantMessage(text=text)}
-    history = [kinds[str(m.get("role"))](str(m.get("content") or "")) for m in messages[:-1]]
-    return history, str(messages[-1].get("content") or "")
+    return as_messages(messages[:-1]), str(messages[-1].get("content") or "")
 
 
 # ---- the oracle's text ----

@@ -55,7 +55,6 @@ from client.messages import (
     AssistantMessage,
     Message,
     ModelResponse,
-    SystemMessage,
     ToolChoice,
     ToolDef,
     Usage,
@@ -68,7 +67,7 @@ from .backends import ERROR_PREFIX
 from .files import served_name
 from .handlers import bfcl_code
 from .multi_turn import MultiTurnEntry, gold_steps, step_limit
-from .prompting import oracle_text
+from .prompting import as_messages, oracle_text
 
 if TYPE_CHECKING:
     from client.runs import EpisodeRecorder
@@ -129,13 +128,6 @@ def held_out_prompt(docs: Sequence[Mapping[str, Any]]) -> str:
     prompts = import_module("bfcl_eval.constants.default_prompts")
     return str(prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_PROMPTING.format(functions=list(docs)))
 
-
-_ROLES: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
-                                               "assistant": lambda text: AssistantMessage(text=text)}
-
-
-def as_messages(raw: Sequence[Mapping[str, Any]]) -> list[Message]:
-    return [_ROLES[str(m.get("role"))](str(m.get("content") or "")) for m in raw]
 
 
 class PromptingScript:
