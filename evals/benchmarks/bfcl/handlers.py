@@ -190,9 +190,10 @@ def bfcl_code() -> dict[str, Any]:
 
 @functools.cache
 def _bfcl_code() -> dict[str, Any]:
+    from .decoder_guard import decoder_module
     from .wheel_code import import_with_project_root
 
-    utils: ModuleType = import_with_project_root("bfcl_eval.model_handler.utils")
+    utils: ModuleType = decoder_module()  # its eval bounded: the replies and result files are untrusted
     top: ModuleType = import_with_project_root("bfcl_eval.utils")
     enums: ModuleType = import_with_project_root("bfcl_eval.constants.enums")
     return {"prompting": utils.default_decode_ast_prompting, "format_ok": top.is_function_calling_format_output,

@@ -23,6 +23,10 @@ builds (memory instruction, then BFCL's agentic answer-format prompt after a bla
 any ``--system-prompt``) and its one user turn; its trace keeps the snapshot it started from. The
 final reply is scored by :func:`.agentic.check_answer`.
 
+With ``--strategy prompting`` the conversations and the question run as BFCL's
+``inference_multi_turn_prompting`` runs them (:mod:`.prompting_turns`: BFCL's function prompt before the
+memory prompt; the replies' texts decoded into calls, the results sent back as a user message).
+
 The oracle replies "Noted." in the prerequisite turns; in a question it reads the memory once
 (``archival_memory_list_keys`` for kv, ``memory_retrieve`` for rec_sum) and answers BFCL's first
 accepted answer in BFCL's answer format.
@@ -169,16 +173,10 @@ class MemoryKind(AnsweredKind):
         sub = _Conversation(conv.id)
         async with env.session(self.name, conv.id) as session:
             system = self._system(category, conv.scenario, await _load(session, snapshot))
-            history: list[Any] = []
-            turns: list[dict[str, Any]] = []
-            for number, text in enumerate(conv.turns):
-                cfg = dataclasses.replace(env.agent_cfg, system_prompt=None if history else system)
-                outcome = await run_agent(env.model(conv.id, [], final_answer=PREREQ_REPLY), session, text, sub, cfg, visible=lambda n: n not in HIDDEN_TOOLS, history=history)
-                history = list(sub.messages)
-                turns.append({"turn": number, "calls": outcome.data.get("calls", []), "reply": outcome.final_answer,
-                              "stop": outcome.data.get("stop")})
-                if outcome.data.get("stop") == "max_turns":
-                    break  # BFCL's force quit ends the conversation
+            if env.opts.strategy == "prompting":  # BFCL's inference_multi_turn_prompting (.prompting_turns)
+                turns = await self._prompting_conversation(env, session, category, conv, system, sub)
+            else:
+                turns = await self._fc_conversation(env, session, conv, system, sub)
             res = await session.call_tool(SNAPSHOT_TOOL, {})
             if res.is_error or res.structured_content is None:
                 raise RuntimeError(f"{conv.id}: the memory snapshot could not be read: {res.content}")
@@ -187,6 +185,57 @@ class MemoryKind(AnsweredKind):
         recorder.adopt_usage(sub.totals.total_tokens, sub.totals.cost_usd)  # and in the run's budget
         recorder.event("bfcl_memory_prereq", id=conv.id, turns=turns, snapshot=after)
         return after
+
+    async def _fc_conversation(self, env: EpisodeEnv, session: Any, conv: Prereq, system: str,
+                               sub: _Conversation) -> list[dict[str, Any]]:
+        history: list[Any] = []
+        turns: list[dict[str, Any]] = []
+        for number, text in enumerate(conv.turns):
+            cfg = dataclasses.replace(env.agent_cfg, system_prompt=None if history else system)
+            outcome = await run_agent(env.model(conv.id, [], final_answer=PREREQ_REPLY), session, text, sub, cfg, visible=lambda n: n not in HIDDEN_TOOLS, history=history)
+            history = list(sub.messages)
+            turns.append({"turn": number, "calls": outcome.data.get("calls", []), "reply": outcome.final_answer,
+                          "stop": outcome.data.get("stop")})
+            if outcome.data.get("stop") == "max_turns":
+                break  # BFCL's force quit ends the conversation
+        return turns
+
+    def _hinted(self, backend: str, category: str) -> list[dict[str, Any]]:
+        """The backend's docs as BFCL's loader gives them to a prompting handler (its Python hint added)."""
+        from .prompting_turns import hinted_docs
+
+        return hinted_docs(self._docs.get(backend) or read_docs(backend), category)
+
+    async def _prompting_conversation(self, env: EpisodeEnv, session: Any, category: str, conv: Prereq, system: str,
+                                      recorder: EpisodeRecorder) -> list[dict[str, Any]]:
+        """A prerequisite conversation in BFCL's prompting mode: BFCL's function prompt before the memory
+        system prompt, each user turn run to a reply that is no call (the oracle says "Done.")."""
+        from .prompting_turns import run_prompting_turns, scripted
+
+        model, script = scripted(env, [], conv.id)
+        docs = self._hinted(category.removeprefix("memory_"), category)
+        done = await run_prompting_turns(model, session, [{"role": "system", "content": system},
+                                                          {"role": "user", "content": conv.turns[0]}],
+                                         conv.turns[1:], docs, conv.id, recorder, env.agent_cfg.params,
+                                         hidden=HIDDEN_TOOLS, script=script)
+        return [{"turn": n, "calls": t.calls, "reply": t.last_text, "stop": "max_turns" if t.force_quit else
+                 "final_answer", "bfcl_result": t.texts} for n, t in enumerate(done)]
+
+    async def _prompting_question(self, env: EpisodeEnv, session: Any, entry: MemoryEntry, system: str,
+                                  recorder: EpisodeRecorder) -> EpisodeOutcome:
+        """A question in BFCL's prompting mode (:mod:`.prompting_turns`): the oracle's replies are a call
+        that reads the memory, written as Python, then the answer (which BFCL's decoder cannot read as calls)."""
+        from .prompting_turns import run_prompting_turns, scripted
+
+        model, script = scripted(env, [[f"[{_ORACLE_READ[entry.backend]}()]", oracle_answer(entry)]], entry.id)
+        docs = self._hinted(entry.backend, entry.category)
+        turn, *_ = await run_prompting_turns(model, session, [{"role": "system", "content": system},
+                                                              {"role": "user", "content": entry.question}],
+                                             [], docs, entry.id, recorder, env.agent_cfg.params,
+                                             hidden=HIDDEN_TOOLS, script=script)
+        return EpisodeOutcome(final_answer=recorder.answer, data={
+            "calls": turn.calls, "stop": "max_turns" if turn.force_quit else "final_answer",
+            "bfcl_result": [turn.texts], "bfcl_last_message": turn.last_text or None, "underscore_to_dot": False})
 
     async def snapshot(self, env: EpisodeEnv, category: str, scenario: str,
                        recorder: EpisodeRecorder) -> tuple[dict[str, Any] | None, bool]:
@@ -219,6 +268,11 @@ class MemoryKind(AnsweredKind):
             memory_text = await _load(session, snapshot)
             system = (self._system(entry.category, entry.scenario, memory_text) + "\n\n"
                       + str(_prompts().ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT))
+            if env.opts.strategy == "prompting":
+                outcome = await self._prompting_question(env, session, entry, system, recorder)
+                outcome.data.update(category=entry.category, memory={"scenario": entry.scenario, "snapshot": snapshot,
+                                                                      "ran_prerequisites": ran})
+                return outcome
             model = env.model(task_id, [[{"name": _ORACLE_READ[entry.backend], "arguments": {}}]],
                               final_answer=oracle_answer(entry))
             outcome = await run_agent(model, session, entry.question, recorder,

@@ -5,7 +5,8 @@ from the entry's ``initial_config``). Its functions are the function docs of tho
 (``data/multi_turn_func_doc/``, the files BFCL's ``MULTI_TURN_FUNC_DOC_FILE_MAPPING`` names), each
 description with BFCL's " Note that the provided function is in Python 3 syntax." appended, as
 BFCL's loader does. In ``multi_turn_miss_func`` the functions of ``missed_function`` are held out
-until their turn (an empty turn, to which BFCL says :func:`added_functions_prompt`).
+until their turn (an empty turn, to which BFCL says :func:`added_functions_prompt`), and they keep
+their descriptions without the hint (BFCL's loader moves them out of the list before it adds it).
 
 Every function is served as an MCP tool of the entry's endpoint (:class:`.multi_turn_episode.MultiTurnKind`,
 :func:`.backends.backend_tool`: the schema as :mod:`.tools` maps it, each call run on the MCP
@@ -159,17 +160,19 @@ def _read_multi_turn(category: str, path: Path) -> list[MultiTurnEntry]:
             raise WheelError(f"{where} is not a multi-turn entry (question, involved_classes)")
         if not (isinstance(truth, list) and len(truth) == len(turns) and all(isinstance(t, list) for t in truth)):
             raise WheelError(f"{where} has no ground truth of one call list per turn")
-        docs = [d for c in classes for d in _hinted_docs(path.resolve(), str(c))]
+        # (doc as read, doc with the hint): BFCL moves a held-out doc out before it adds the hint to the others
+        docs = [pair for c in classes for pair in zip(_docs(path.resolve(), str(c)),
+                                                      _hinted_docs(path.resolve(), str(c)), strict=True)]
         missed: dict[int, tuple[dict[str, Any], ...]] = {}
         for turn, names in (row.get("missed_function") or {}).items():
             held = []
             for name in names:  # BFCL moves the first doc of that name out of the offered list
-                index = next((i for i, d in enumerate(docs) if d.get("name") == name), None)
+                index = next((i for i, (d, _) in enumerate(docs) if d.get("name") == name), None)
                 if index is not None:
-                    held.append(docs.pop(index))
+                    held.append(copy.deepcopy(dict(docs.pop(index)[0])))
             missed[int(turn)] = tuple(held)
         out.append(MultiTurnEntry(row["id"], category, tuple(tuple(t) for t in turns), tuple(map(str, classes)),
-                                  dict(row.get("initial_config") or {}), tuple(docs), missed,
+                                  dict(row.get("initial_config") or {}), tuple(h for _, h in docs), missed,
                                   tuple(tuple(map(str, t)) for t in truth)))
     return out
 

@@ -75,12 +75,14 @@ def _holder() -> Holder:
 
 def decode_steps(turn: Sequence[Sequence[Mapping[str, Any]]]) -> list[list[str]]:
     """One turn's steps (each a list of ``{"name", "arguments"}``, arguments ``None`` when they
-    were not JSON) as BFCL's decoded steps: call strings; undecodable and empty steps dropped."""
+    were not JSON) as BFCL's decoded steps: call strings; undecodable and empty steps dropped. A
+    prompting model's call carries the string BFCL's prompting decoder wrote (``text``), used as it is."""
     out = []
     for step in turn:
         if not step or any(not isinstance(c.get("arguments"), dict) for c in step):
             continue
-        out.append([call_text(str(c.get("name")), c["arguments"]) for c in step])
+        out.append([c["text"] if isinstance(c.get("text"), str) else call_text(str(c.get("name")), c["arguments"])
+                    for c in step])
     return out
 
 

@@ -239,6 +239,10 @@ class MultiTurnKind:
         return first_by_name(spec for task_id in self.entries for spec in self.task_tools(task_id))
 
     async def episode(self, env: EpisodeEnv, task_id: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
+        if env.opts.strategy == "prompting":
+            from .prompting_turns import run_multi_turn_prompting
+
+            return await run_multi_turn_prompting(self.entries[task_id], env, recorder, self.name)
         return await run_multi_turn(self.entries[task_id], env, recorder, self.name)
 
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:

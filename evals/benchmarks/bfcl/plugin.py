@@ -1,7 +1,7 @@
 """BFCL as an ``evals run`` plugin: every selected entry served, run, checked and shown by its kind.
 
-Strategies ``fc`` (function calling, as BFCL runs its ``-FC`` models) and ``prompting`` (single-turn
-categories only, :mod:`.prompting`). Which kind holds a category is decided once (:mod:`.kinds`):
+Strategies ``fc`` (function calling, as BFCL runs its ``-FC`` models) and ``prompting`` (BFCL's prompting
+mode: :mod:`.prompting`, and for the entries of several steps :mod:`.prompting_turns`). Which kind holds a category is decided once (:mod:`.kinds`):
 the single-turn entries (:mod:`.single_turn`, with the oracle's calls), the multi-turn ones
 (:mod:`.multi_turn_episode`), the memory ones (:mod:`.memory_run`, ``memory_vector`` with a local
 embedding model: :mod:`.memory_vector`), web search when named and a key is set (:mod:`.web_search`); the plugin hands every question
@@ -129,8 +129,6 @@ class BfclBenchmark:
             from .memory_vector import unavailable_reason
 
             reason = unavailable_reason(self.options.get("bfcl_embedding_model"))
-            if reason is None and strategy != "fc":
-                reason = "memory entries run with the fc strategy only, so far"
             if reason is not None:
                 raise ValueError(f"BFCL category {MEMORY_VECTOR} is not served here: {reason}")
         if strategy == "prompting":

@@ -6,24 +6,27 @@ whose entries BFCL loads through it twice), are written into the system prompt b
 ``system_prompt_pre_processing_chat_model`` (imported from the wheel: its prompt text, its function-doc
 formats, and for format_sensitivity the entry's configuration); the model is sent no tools. Its reply's
 text is decoded by BFCL's own prompting decoder (``default_decode_ast_prompting``, in the entry's return
-format: Python call syntax, or JSON / XML / ``<TOOLCALL>`` tags for format_sensitivity), and the decoded
-calls run over MCP like any other (each under its served name, ``.`` as ``_``); the first response ends
-a single-turn episode. It is scored as BFCL scores a prompting model: the text decoded again, the names
-as the model wrote them (BFCL's prompting models keep ``.`` in names: no ``underscore_to_dot``).
+format: Python call syntax; Java and JavaScript through BFCL's tree-sitter readers; or JSON / XML /
+``<TOOLCALL>`` tags for format_sensitivity), and the decoded calls run over MCP like any other (each under
+its served name, ``.`` as ``_``); the first response ends a single-turn episode. It is scored as BFCL
+scores a prompting model: the text decoded again, the names as the model wrote them (BFCL's prompting
+models keep ``.`` in names: no ``underscore_to_dot``).
 
 The oracle writes the gold calls as text in the entry's return format (Python calls with Python
-literals; JSON ``[{"function", "parameters"}]``; verbose or concise XML with each value's type;
-inside ``<TOOLCALL>`` tags when the configuration asks).
+literals; Java and JavaScript calls with each value the FC oracle's source text, in double quotes where
+BFCL's reader gives it back only so; JSON ``[{"function", "parameters"}]``; verbose or concise XML with
+each value's type; inside ``<TOOLCALL>`` tags when the configuration asks).
 
-Served with it: the Python single-turn categories and format_sensitivity. Java and JavaScript (BFCL
-parses their prompting replies with tree-sitter grammars the oracle does not write yet), the multi-turn
-and the memory categories are refused with this strategy.
+Served with it: every single-turn category and format_sensitivity (Java and JavaScript need BFCL's pinned
+tree-sitter packages, project dependencies; refused with the reason where they are missing); the
+multi-turn, memory and web-search entries run BFCL's prompting loop (:mod:`.prompting_turns`).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib.util
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -46,21 +49,19 @@ from .data import BfclEntry
 from .files import FORMAT_SENSITIVITY, served_name
 from .handlers import Decoding, bfcl_code, config_format, language_format
 
-__all__ = ["PROMPTING", "PromptingAdapter", "entry_format", "oracle_text", "prompting_conversation",
+__all__ = ["PROMPTING", "PromptingAdapter", "as_messages", "entry_format", "oracle_text", "prompting_conversation",
            "prompting_model", "refused_category"]
 
 PROMPTING = Decoding("prompting", False, "the prompting strategy (BFCL's prompting decoder)", "prompting")
 _REFUSED_LANGUAGES = ("simple_java", "simple_javascript")
+_PARSERS = ("tree_sitter", "tree_sitter_java", "tree_sitter_javascript")  # what BFCL's decoders import for them
 
 
 def refused_category(category: str) -> str | None:
     """Why ``category`` is not served with the prompting strategy (None: it is)."""
-    from .files import MEMORY_SERVED, MULTI_TURN
-
-    if category in _REFUSED_LANGUAGES:
-        return "BFCL reads Java and JavaScript prompting replies with its tree-sitter parsers; not served yet"
-    if category in MULTI_TURN or category in MEMORY_SERVED:
-        return "multi-turn and memory entries run with the fc strategy only, so far"
+    if category in _REFUSED_LANGUAGES and any(importlib.util.find_spec(m) is None for m in _PARSERS):
+        return ("BFCL reads Java and JavaScript prompting replies with its tree-sitter parsers: install "
+                "tree_sitter==0.21.3, tree-sitter-java==0.21.0 and tree-sitter-javascript==0.21.4")
     return None
 
 
@@ -81,14 +82,20 @@ def prompt_functions(entry: BfclEntry) -> list[dict[str, Any]]:
     return list(hint([{"id": entry.id, "function": copy.deepcopy(list(entry.functions))}])[0]["function"])
 
 
+_ROLES: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
+                                               "assistant": lambda text: AssistantMessage(text=text)}
+
+
+def as_messages(raw: Sequence[Mapping[str, Any]]) -> list[Message]:
+    """BFCL's messages (``{"role", "content"}``) as the client's."""
+    return [_ROLES[str(m.get("role"))](str(m.get("content") or "")) for m in raw]
+
+
 def prompting_conversation(entry: BfclEntry) -> tuple[list[Message], str]:
     """The entry's messages with BFCL's system prompt (its own ``system_prompt_pre_processing_chat_model``):
     (the messages before the last, the last user message)."""
     messages = bfcl_code()["system_prompt"](copy.deepcopy(list(entry.messages)), prompt_functions(entry), entry.id)
-    kinds: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
-                                                  "assistant": lambda text: AssistantMessage(text=text)}
-    history = [kinds[str(m.get("role"))](str(m.get("content") or "")) for m in messages[:-1]]
-    return history, str(messages[-1].get("content") or "")
+    return as_messages(messages[:-1]), str(messages[-1].get("content") or "")
 
 
 # ---- the oracle's text ----
@@ -115,10 +122,36 @@ def _xml_text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _reads_back(key: str, written: str, text: str, return_format: str) -> bool:
+    """Whether BFCL's Java / JavaScript reader gives ``text`` as the value of ``key=written``."""
+    from .handlers import Undecodable, decode
+
+    try:
+        decoded = decode(PROMPTING, f"[f({key}={written})]", return_format)
+    except Undecodable:
+        return False
+    return isinstance(decoded, list) and len(decoded) == 1 and decoded[0].get("f", {}).get(key) == text
+
+
+def _source_call(call: Mapping[str, Any], return_format: str) -> str:
+    """A Java or JavaScript call as a prompting model writes it (``name(key=value, ...)``): each value the
+    source text the FC oracle sends, as it is when BFCL's tree-sitter reader gives it back so, else inside
+    double quotes (which the reader drops), else as it is (BFCL's reader cannot give it back: the entry fails
+    as it would for any prompting model)."""
+    parts = []
+    for key, value in call["arguments"].items():
+        text = str(value)
+        written = next((w for w in (text, f'"{text}"') if _reads_back(key, w, text, return_format)), text)
+        parts.append(f"{key}={written}")
+    return f"{call['name']}({', '.join(parts)})"
+
+
 def oracle_text(calls: Sequence[Mapping[str, Any]], return_format: str, tag: bool) -> str:
     """The calls (``{"name", "arguments"}``, names as BFCL's docs write them) as a prompting model
-    writes them in ``return_format``."""
-    if return_format == "json":
+    writes them in ``return_format`` (Java and JavaScript: the arguments as source text)."""
+    if return_format in ("java", "javascript"):
+        text = "[" + ", ".join(_source_call(c, return_format) for c in calls) + "]"
+    elif return_format == "json":
         text = json.dumps([{"function": c["name"], "parameters": c["arguments"]} for c in calls])
     elif return_format == "verbose_xml":
         text = "<functions>" + "".join(

@@ -37,7 +37,10 @@ else does not decode), and it is scored as a live episode is:
   recorded as failed); each turn keeps only its steps that decode to at least one call, in the shape
   :func:`.multi_turn_episode.turns_from_trace` reads (a turn that is a text or an object has no such
   step, as BFCL iterates it); fewer turns than the ground truth is ``force_terminated``; the calls
-  then run again on fresh backends (:mod:`.multi_turn_checker`);
+  then run again on fresh backends (:mod:`.multi_turn_checker`). A generic prompting model's multi-turn
+  file (each step the reply's text) is read the same way, each step decoded by BFCL's own
+  ``default_decode_execute_prompting`` (:func:`.prompting_turns.decode_execute`) and replayed as the
+  texts it gives (so are a generic prompting model's memory and web-search files);
 * memory: a ``result`` that is not a list of one turn is ``agentic:inference_error``; otherwise the
   last step that does not decode to a call is the checked message (a list: its first item; anything
   not a text: as Python's ``str`` writes it), none when that step is empty (``no_last_message``). The
@@ -116,7 +119,10 @@ def decode_result(result: Any, decoding: Decoding = FC_TEXT, category: str = "si
         return [], "failed", text
     if not fc_format(decoded):
         return [], "wrong_format", text
-    return [{"name": name, "arguments": arguments, "turn": 1} for name, arguments in split_calls(decoded)], "ok", text
+    from .decoder_guard import json_arguments  # a prompting text's bytes or complex values: as their repr
+
+    return [{"name": name, "arguments": json_arguments(arguments)[0], "turn": 1}
+            for name, arguments in split_calls(decoded)], "ok", text
 
 
 def decode_step(step: Any) -> list[dict[str, Any]] | None:
@@ -151,25 +157,37 @@ def _iterated(value: Any, where: str, what: str) -> list[Any]:
     raise ValueError(f"{where}: {what} is {json.dumps(value)}, not a list ({_NOT_ITERABLE})")
 
 
-def _turns(result: Any, where: str) -> list[list[list[dict[str, Any]]]] | None:
+def _step_decoder(decoding: Decoding) -> Callable[[Any], list[dict[str, Any]] | None]:
+    """How a step of a multi-turn result is decoded: an FC handler's ``decode_execute``, or the generic prompting
+    handlers' (BFCL's own ``default_decode_execute_prompting``, :func:`.prompting_turns.decode_execute`)."""
+    if decoding.kind == "prompting":
+        from .prompting_turns import decode_execute
+
+        return decode_execute
+    return decode_step
+
+
+def _turns(result: Any, where: str, decoding: Decoding = FC_TEXT) -> list[list[list[dict[str, Any]]]] | None:
     """A multi-turn ``result`` as the per-turn steps with calls (None: not a list, an inference error)."""
     if not isinstance(result, list):
         return None
+    decode_one = _step_decoder(decoding)
     turns = []
     for index, turn in enumerate(result):
-        steps = [decode_step(step) for step in _iterated(turn, where, f"turn {index}")]
+        steps = [decode_one(step) for step in _iterated(turn, where, f"turn {index}")]
         turns.append([s for s in steps if s])
     return turns
 
 
-def last_message(result: Any, where: str) -> tuple[bool, str | None]:
+def last_message(result: Any, where: str, decoding: Decoding = FC_TEXT) -> tuple[bool, str | None]:
     """A memory ``result`` as ``(inference error, the checked message)`` (module docstring); the
     message is None when there is none."""
     if not isinstance(result, list) or len(result) != 1:
         return True, None
+    decode_one = _step_decoder(decoding)
     last: Any = None
     for step in _iterated(result[0], where, "the question's turn"):
-        if not decode_step(step):
+        if not decode_one(step):
             last = step
     if not last:
         return False, None
@@ -229,11 +247,11 @@ def _trace(entry_id: str, category: str, result: Any, where: str, source: str,
         outcome.update(calls=calls, bfcl_decode=status, underscore_to_dot=decoding.underscore_to_dot)
         return imported_trace(entry_id, outcome, final_answer=text, source=source), status
     if category in MULTI_TURN:
-        turns = _turns(result, where)
+        turns = _turns(result, where, decoding)
         trace = imported_trace(entry_id, {**outcome, "turns": turns}, source=source)
         failed, shape = turns is None, "a list of turns"
     else:
-        failed, message = last_message(result, where)
+        failed, message = last_message(result, where, decoding)
         trace = imported_trace(entry_id, {**outcome, "stop": "max_turns" if message is None else "final_answer",
                                           "bfcl_last_message": message}, final_answer=message, source=source)
         shape = "a list of one turn"
@@ -256,6 +274,8 @@ def _skip_reason(category: str, decoding: Decoding) -> str | None:
         return "no BFCL v4 category of that name"
     if category == FORMAT_SENSITIVITY and not decoding.prompting:
         return "BFCL scores it only for prompting models (it skips it for FC ones)"
+    if category in MULTI_TURN + AGENTIC and decoding.kind == "prompting":
+        return None  # the generic prompting handlers' decode_execute (:mod:`.prompting_turns`)
     if category in MULTI_TURN + AGENTIC and decoding.kind != "fc-json-text":
         return f"its steps are read only as an FC handler with JSON-text arguments writes them, not as {decoding.kind}"
     return None

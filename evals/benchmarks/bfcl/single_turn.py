@@ -18,11 +18,11 @@ function with its required parameters filled with empty values of their types.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from client.agent import run_agent
-from client.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from client.messages import Message
 from client.runs import EpisodeOutcome
 from tool_specs import ToolSpec
 
@@ -115,10 +115,9 @@ def gold_calls(entry: BfclEntry, *, served: bool = True) -> list[dict[str, Any]]
 
 def conversation(entry: BfclEntry) -> tuple[list[Message], str]:
     """The entry's messages as BFCL sends them: (the messages before the last, the last user message)."""
-    kinds: dict[str, Callable[[str], Message]] = {"system": SystemMessage, "user": UserMessage,
-                                                  "assistant": lambda text: AssistantMessage(text=text)}
-    history = [kinds[str(m.get("role"))](str(m.get("content") or "")) for m in entry.messages[:-1]]
-    return history, str(entry.messages[-1].get("content") or "")
+    from .prompting import as_messages
+
+    return as_messages(entry.messages[:-1]), str(entry.messages[-1].get("content") or "")
 
 
 def calls_from_trace(trace: Mapping[str, Any] | None) -> list[tuple[str, Any]]:

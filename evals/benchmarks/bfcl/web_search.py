@@ -19,7 +19,9 @@ each call under :data:`WEB_DEADLINE_S`), where BFCL's code runs with its HTTP bo
 
 The episode is BFCL's: the system message is BFCL's agentic answer-format prompt
 (``process_agentic_test_case``; it replaces any ``--system-prompt``), then the question, answered
-with calls until a reply without one (``--max-turns 21`` is BFCL's step limit). The last reply is
+with calls until a reply without one (``--max-turns 21`` is BFCL's step limit). With ``--strategy
+prompting``, as BFCL's ``inference_multi_turn_prompting`` runs it (:mod:`.prompting_turns`): BFCL's
+function prompt before that system message, the replies' texts decoded into calls. The last reply is
 scored by BFCL's ``agentic_checker`` (:func:`.agentic.check_answer`), as memory is. The oracle
 searches once for the question and answers BFCL's first accepted answer in its answer format.
 """
@@ -165,8 +167,6 @@ class WebSearchKind(AnsweredKind):
         """Refuse the run (one line) when BFCL's backend cannot run here or the strategy cannot serve it."""
         categories = ", ".join(dict.fromkeys(e.category for e in self.entries.values()))
         reason = unavailable_reason()
-        if reason is None and strategy != "fc":
-            reason = f"served with --strategy fc only (BFCL's web search runs its FC loop), not {strategy}"
         if reason is not None:
             raise ValueError(f"BFCL category {categories} is not served here: {reason}")
 
@@ -191,6 +191,8 @@ class WebSearchKind(AnsweredKind):
 
         entry = self.entries[task_id]
         system = str(_prompts().ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT)
+        if env.opts.strategy == "prompting":
+            return await self._prompting_episode(env, entry, system, recorder)
         model = env.model(task_id, [[{"name": "search_engine_query", "arguments": {"keywords": entry.question}}]],
                           final_answer=oracle_answer(entry))
         async with env.session(self.name, task_id) as session:
@@ -198,6 +200,25 @@ class WebSearchKind(AnsweredKind):
                                       dataclasses.replace(env.agent_cfg, system_prompt=system))
         outcome.data["category"] = entry.category
         return outcome
+
+    async def _prompting_episode(self, env: EpisodeEnv, entry: WebEntry, system: str,
+                                 recorder: EpisodeRecorder) -> EpisodeOutcome:
+        """The question in BFCL's prompting mode (:mod:`.prompting_turns`: BFCL's function prompt before the
+        answer-format prompt); the oracle's replies are the search, written as a Python call, then the answer."""
+        from client.runs import EpisodeOutcome
+
+        from .prompting_turns import hinted_docs, run_prompting_turns, scripted
+
+        search = f"[search_engine_query(keywords={entry.question!r})]"
+        model, script = scripted(env, [[search, oracle_answer(entry)]], entry.id)
+        async with env.session(self.name, entry.id) as session:
+            turn, *_ = await run_prompting_turns(
+                model, session, [{"role": "system", "content": system}, {"role": "user", "content": entry.question}],
+                [], hinted_docs(self._docs or read_docs(), entry.category), entry.id, recorder, env.agent_cfg.params,
+                script=script)
+        return EpisodeOutcome(final_answer=recorder.answer, data={
+            "category": entry.category, "calls": turn.calls, "stop": "max_turns" if turn.force_quit else "final_answer",
+            "bfcl_result": [turn.texts], "bfcl_last_message": turn.last_text or None, "underscore_to_dot": False})
 
     def view(self, task_id: str, trace: Mapping[str, Any] | None,
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -136,7 +136,8 @@ def _read_scores(score_dir: Path, result_dir: Path, model: str) -> dict[str, Any
         out["scores"][path.name.removeprefix("BFCL_v4_").removesuffix("_score.json")] = {
             k: header.get(k) for k in ("accuracy", "correct_count", "total_count")}
         for row in failed:
-            out["verdicts"][row["id"]] = row.get("error_type", "?")
+            error = row.get("error") if isinstance(row.get("error"), dict) else {}
+            out["verdicts"][row["id"]] = row.get("error_type") or error.get("error_type", "?")  # multi-turn: in "error"
     for path in result_dir.rglob("BFCL_v4_*_result.json"):
         for line in path.read_text().splitlines():
             if line.strip():

@@ -141,6 +141,7 @@ async def test_the_system_prompt_is_the_one_bfcls_prompting_handlers_send(bfcl_d
 
     fs = load_format_sensitivity()
     picked = {"simple_python": ["simple_python_5"], "live_simple": ["live_simple_0-0-0"],
+              "simple_java": ["simple_java_3"], "simple_javascript": ["simple_javascript_1"],
               "format_sensitivity": [fs[0].id, fs[11].id, fs[24].id, fs[25].id]}
     env = {**os.environ, "BFCL_PROJECT_ROOT": str(tmp_path / "bfcl-project")}
     done = subprocess.run([str(bfcl_python), "-c", _BFCL_PROMPT, json.dumps(picked)], capture_output=True, text=True,

@@ -1,0 +1,140 @@
+"""BFCL's prompting decoders, imported from the wheel with their one ``eval`` bounded.
+
+BFCL's Python-syntax decoder (``bfcl_eval.model_handler.utils``: ``ast_parse`` -> ``resolve_ast_by_type``)
+reads a call's argument that is a binary operation (``x=2*3.14``) by handing its source to Python's
+``eval``: a reply or a result file holding ``x=1+__import__('os').system(...)`` would run that code, and
+``x=9**9**9`` would not end. The replies and result files are untrusted, so here the name ``eval`` of that
+module (a global it looks up at each call) is :func:`bounded_eval`: the expression is evaluated only when it
+is made of literals (numbers, texts, bytes, ``True``/``False``/``None``, lists, tuples, sets and dicts of
+them) and operators (not a text's ``%``-formatting), each step within a bound on the size of its result; the value is the one Python's
+``eval`` gives. Anything else (a name, a call, an attribute, a subscript, a comprehension, a bound passed)
+raises :class:`NotEvaluated`, which BFCL's decoding callers take as a reply that does not decode
+(``ast_decoder:decoder_failed``; in a multi-turn step: no call), where BFCL would have run the code. Its other
+``eval`` (on a lambda's body) is never reached: BFCL's own line fails on the node before it.
+
+Every use of BFCL's decoders goes through :func:`decoder_module` (:func:`.handlers.bfcl_code`,
+:mod:`.prompting_turns`); the module object is the process's one, so the bound holds for every caller.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import operator
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+__all__ = ["MAX_BITS", "MAX_ITEMS", "NotEvaluated", "bounded_eval", "decoder_module", "json_arguments"]
+
+MAX_BITS = 100_000  # an integer result's size (bits): 9**9**9 is refused before it is computed
+MAX_ITEMS = 1_000_000  # a text's, bytes' or sequence's length after + or *
+MAX_SOURCE = 100_000  # characters of one expression
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitXor: operator.xor, ast.BitAnd: operator.and_,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.UAdd: operator.pos, ast.USub: operator.neg, ast.Not: operator.not_, ast.Invert: operator.invert,
+}
+_CONSTANTS = (int, float, complex, str, bytes, bool, type(None))
+
+
+class NotEvaluated(ValueError):
+    """An expression of a reply that is not evaluated here (it holds code, or passes a bound)."""
+
+
+def _bits(value: Any) -> int:
+    return abs(value).bit_length() if isinstance(value, int) else 0
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, str | bytes | list | tuple) else 0
+
+
+def _check_operands(op: type[ast.operator], left: Any, right: Any) -> None:
+    """Refuse an operation whose result would pass a bound, before computing it."""
+    ints = isinstance(left, int) and isinstance(right, int)
+    if op is ast.Pow and ints and right > 0 and _bits(left) > 1 and (_bits(left) - 1) * right > MAX_BITS:
+        raise NotEvaluated(f"a power of over {MAX_BITS} bits")
+    if op is ast.LShift and ints and right > MAX_BITS:
+        raise NotEvaluated(f"a shift of over {MAX_BITS} bits")
+    if op is ast.Mult:
+        if ints and _bits(left) + _bits(right) > MAX_BITS:
+            raise NotEvaluated(f"a product of over {MAX_BITS} bits")
+        for seq, times in ((left, right), (right, left)):
+            if _size(seq) and isinstance(times, int) and _size(seq) * times > MAX_ITEMS:
+                raise NotEvaluated(f"a repetition of over {MAX_ITEMS} items")
+    if op is ast.Add and _size(left) + _size(right) > MAX_ITEMS:
+        raise NotEvaluated(f"a concatenation of over {MAX_ITEMS} items")
+    if op is ast.Mod and isinstance(left, str | bytes):
+        raise NotEvaluated("not evaluated: %-formatting (its widths are unbounded)")
+
+
+def _value(node: ast.AST) -> Any:
+    if isinstance(node, ast.Expression):
+        return _value(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, _CONSTANTS):
+        return node.value
+    if isinstance(node, ast.List):
+        return [_value(e) for e in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_value(e) for e in node.elts)
+    if isinstance(node, ast.Set):
+        return {_value(e) for e in node.elts}
+    if isinstance(node, ast.Dict) and all(k is not None for k in node.keys):
+        return {_value(k): _value(v) for k, v in zip(node.keys, node.values, strict=True) if k is not None}
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        operand = _value(node.operand)
+        if isinstance(node.op, ast.Invert | ast.USub) and _bits(operand) > MAX_BITS:
+            raise NotEvaluated(f"an integer of over {MAX_BITS} bits")
+        return _UNARY[type(node.op)](operand)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        left, right = _value(node.left), _value(node.right)
+        _check_operands(type(node.op), left, right)
+        return _BINARY[type(node.op)](left, right)
+    raise NotEvaluated(f"not evaluated: {type(node).__name__} (code, not a literal)")
+
+
+def bounded_eval(source: Any, *_: Any) -> Any:
+    """Python's ``eval`` of ``source`` where it is literals and operators within the bounds (module
+    docstring); :class:`NotEvaluated` otherwise."""
+    if not isinstance(source, str) or len(source) > MAX_SOURCE:
+        raise NotEvaluated("not evaluated: not a short expression text")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, RecursionError, ValueError) as exc:
+        raise NotEvaluated(f"not evaluated: {type(exc).__name__}") from None
+    try:
+        return _value(tree)
+    except RecursionError:
+        raise NotEvaluated("not evaluated: nested too deeply") from None
+
+
+def json_arguments(arguments: Any) -> tuple[dict[str, Any], bool]:
+    """A decoded call's arguments as JSON values (what a trace holds and an MCP call takes), and whether they
+    were so already. BFCL's Python decoder also gives bytes and complex numbers (``x=b'a'``, ``x=1j``): those
+    become their ``repr`` text; checked as BFCL checks a value of another type, but for a text parameter,
+    where such a value is a wrong text here (``value_error``) and of the wrong type in BFCL (``type_error``)."""
+    from .backend_calls import jsonable
+
+    value = dict(arguments) if isinstance(arguments, dict) else {}
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return jsonable(value), False
+    return value, True
+
+
+@functools.cache
+def decoder_module() -> ModuleType:
+    """BFCL's ``bfcl_eval.model_handler.utils`` (from the pinned wheel, :mod:`.wheel_code`), its ``eval``
+    bounded (module docstring)."""
+    from .wheel_code import import_with_project_root
+
+    module: ModuleType = import_with_project_root("bfcl_eval.model_handler.utils")
+    module.eval = bounded_eval  # type: ignore[attr-defined]  # the global its decoder looks up, not a builtin
+    return module
