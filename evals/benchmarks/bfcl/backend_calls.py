@@ -40,7 +40,7 @@ from .wheel_code import import_module, import_with_project_root
 __all__ = ["ERROR_PREFIX", "MAX_DETAIL_CHARS", "MAX_PRECISION", "MAX_RESULT_BITS", "SNAPSHOT_KEYS", "BackendError",
            "Instances", "argument_bound_error", "backend_class", "bounded_differences", "call_text", "execute",
            "execute_text", "fresh_instances", "host_operation", "jsonable", "make_op", "memory_operation",
-           "method_table", "precheck_text", "preload", "public_state", "state_differences", "stateless_classes"]
+           "method_table", "precheck_text", "preload", "preload_memory", "public_state", "state_differences", "stateless_classes"]
 
 MAX_DETAIL_CHARS = 20_000  # a state difference is kept for the viewer up to this size (as JSON)
 Instances = dict[str, Any]  # class name -> instance, in the entry's order
@@ -255,15 +255,23 @@ def make_op(involved_classes: Sequence[str], initial_config: Mapping[str, Any], 
             "long_context": long_context}
 
 
-def preload() -> None:
-    """Import every backend module a holder process may need (the zygote does, before forking)."""
-    from .wheel_code import WheelCodeError
-
+def preload(*, memory: bool = True) -> None:
+    """Import every backend module a holder process may need (the zygote does, before forking);
+    ``memory=False``: the multi-turn backends only (:func:`preload_memory` imports the rest later)."""
     config = _config_module()
     for class_name, module_name in config.CLASS_FILE_PATH_MAPPING.items():
         if class_name in _UNSERVED or class_name.startswith("MemoryAPI"):
             continue  # the memory classes: through backend_class (their import writes folders)
         import_module(module_name)
+    if memory:
+        preload_memory()
+
+
+def preload_memory() -> None:
+    """Import BFCL's memory backends (``rank_bm25``, and with it numpy: about 40% more memory in a
+    process, which each fork of it copies page tables and pages for) and a named local embedding model."""
+    from .wheel_code import WheelCodeError
+
     for backend in SNAPSHOT_KEYS:
         if backend == "vector":
             continue  # .memory_vector: only with a local embedding model
