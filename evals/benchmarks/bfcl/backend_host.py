@@ -573,6 +573,7 @@ def _zygote_main(fd: int, memory: bool) -> None:
         from . import backend_calls, multi_turn_replay  # noqa: F401 - the scoring's replay, for the children
 
         backend_calls.preload(memory=memory)
+        backend_calls.warm_up()  # what each holder runs first, run here once
     except Exception as exc:  # noqa: BLE001 - told to the client, which raises it
         ctl.sendall(_frame({"ok": False, "error": f"{type(exc).__name__}: {exc}"}))
         return

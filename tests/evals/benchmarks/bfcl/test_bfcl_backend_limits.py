@@ -206,3 +206,32 @@ def test_the_zygote_imports_the_memory_backends_only_when_a_holder_needs_them(bf
         for holder in holders:
             holder.close()
         zygote._close()
+
+
+def test_the_zygotes_warm_up_changes_no_state_of_bfcls_modules(bfcl_data: Any) -> None:
+    """The zygote runs each holder's first steps once before forking (issue 50 item 4: 300 holders of
+    make + 10 calls took 251k page faults without it, 204k with it); the holders inherit its memory,
+    so it may fill caches but must leave BFCL's modules as they were: no method of BFCL's runs."""
+    import decimal
+    import pickle
+
+    from evals.benchmarks.bfcl.wheel_code import import_module
+
+    backend_calls.preload(memory=False)
+    config = import_module("bfcl_eval.constants.executable_backend_config")
+    modules = [import_module(m) for c, m in config.CLASS_FILE_PATH_MAPPING.items()
+               if c not in backend_calls._UNSERVED and not c.startswith("MemoryAPI")]
+
+    def state() -> list[bytes]:
+        out = []
+        for module in modules:
+            for name, value in sorted(vars(module).items()):
+                if isinstance(value, dict | list | set | str | int | float):
+                    out.append(pickle.dumps((module.__name__, name, value)))
+        return out
+
+    mpmath = import_module("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api").mpmath
+    before = (state(), decimal.getcontext().prec, mpmath.mp.dps)
+    backend_calls.warm_up()
+    assert (state(), decimal.getcontext().prec, mpmath.mp.dps) == before
+    assert backend_calls._method_names  # the caches a holder fills first are filled
