@@ -22,7 +22,8 @@ A third table (with ``--before DIR``, a checkout of other code, or ``--compare-r
 checked out for the bench): the first ``--episodes`` oracle episodes of each of ``--categories``
 (default ``multi_turn_base``) with their scoring, run as ``evals run`` runs them in one process, by
 that code and by this tree: wall, this process's CPU, the holder processes' CPU (the zygote and its
-ended children, the scoring's holder included) and the harness CPU per episode (both summed),
+children, read once they have all ended: the sessions' and the scorings' holders) and the harness
+CPU per episode (both summed),
 medians of ``--repeats`` interleaved runs; given two sizes (``--episodes 5 25``), also the CPU of one
 more episode (the start-up costs left out). ``--episodes-only`` prints only that table.
 
@@ -193,36 +194,63 @@ def _overhead(args: argparse.Namespace) -> None:
         print(f"| {name} | {wall * 1e6:.0f} | {cpu * 1e6:.0f} |")
 
 
-async def _episodes_once(categories: list[str], per_category: int, run_dir: Path) -> dict[str, float]:
+def _episodes_once(categories: list[str], per_category: int, run_dir: Path) -> dict[str, float]:
     """``evals run bfcl --category C... --limit-per-category N --model oracle`` in this process (memory
-    transport, one worker, concurrency 4, scoring included): wall and CPU, this process's and the
-    backend holders' (zygote and ended holder processes) when the code has them."""
+    transport, one worker, concurrency 4, scoring included): wall and CPU, this process's (the run's
+    event loop, from its start to its close) and the backend holders' (the zygote and its holder
+    processes, read once every one has ended: a process's CPU counts in its parent's only once it has
+    been reaped) when the code has them."""
     from evals.core.run import RunOptions, run_benchmark
 
     opts = RunOptions(benchmark="bfcl", model="oracle", run_dir=run_dir, transport="memory", concurrency=4,
                       workers=1, progress=False,
                       benchmark_options={"category": categories, "limit_per_category": per_category})
     t, c = time.perf_counter(), time.process_time()
-    _, summary = await run_benchmark(opts)
+    _, summary = asyncio.run(run_benchmark(opts))
     wall, cpu = time.perf_counter() - t, time.process_time() - c
     try:
         from evals.benchmarks.bfcl.backend_host import host_cpu_seconds
     except ImportError:  # the code before issue 46: no holder processes
         host = 0.0
     else:
-        import gc
-
-        from evals.benchmarks.bfcl import multi_turn_checker
-
-        scoring = getattr(getattr(multi_turn_checker, "_holders", None), "holder", None)
-        if scoring is not None:
-            scoring.close()  # the scoring's holder ended too: its CPU counts
-        gc.collect()  # sessions' holders ended (their processes reaped by the zygote)
-        await asyncio.sleep(0.5)
-        host = host_cpu_seconds()
+        host = _ended_holders_cpu(host_cpu_seconds)
     assert summary["completed"] == per_category * len(categories), summary
     assert all(summary["metrics"][c] == 100.0 for c in categories), summary
     return {"wall": wall, "cpu": cpu, "host": host, "episodes": summary["completed"]}
+
+
+def _ended_holders_cpu(host_cpu_seconds: Any) -> float:
+    """The zygote's CPU and its children's once no holder process is left: the scorings' holders are
+    ended, the sessions' (ended by their holders' finalizers) collected, and the zygote's children
+    waited for (up to 10 s; a warning if some are still there)."""
+    import gc
+    import os
+
+    from evals.benchmarks.bfcl import backend_host, multi_turn_checker
+
+    scoring = getattr(getattr(multi_turn_checker, "_holders", None), "holder", None)
+    batchers = list(getattr(multi_turn_checker, "_batchers", {}).values())
+    for holder in [scoring, *(b.holder for b in batchers)]:
+        if holder is not None:
+            holder.close()  # the scorings' holders ended too: their CPU counts
+    gc.collect()  # the sessions' holders ended (their processes reaped by the zygote)
+    proc = backend_host._zygote.proc
+    left: list[str] = []
+    for _ in range(200):
+        if proc is None:
+            break
+        left = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, IndexError):
+                    if int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == proc.pid:
+                        left.append(entry)
+        if not left:
+            break
+        time.sleep(0.05)
+    if left:
+        print(f"warning: {len(left)} holder process(es) still running; their CPU is not counted", file=sys.stderr)
+    return float(host_cpu_seconds())
 
 
 def _episodes(args: argparse.Namespace, other: tuple[str, str]) -> None:
@@ -285,7 +313,7 @@ def main() -> None:
     if args.episodes_once:
         import json
 
-        print(json.dumps(asyncio.run(_episodes_once(args.categories, args.episodes_once, args.run_dir))))
+        print(json.dumps(_episodes_once(args.categories, args.episodes_once, args.run_dir)))
         return
     if args.before:
         _episodes(args, ("before", args.before))

@@ -102,6 +102,23 @@ def result_text(result: types.CallToolResult) -> str:
     return "\n".join(parts)
 
 
+_MAX_TOOL_DEFS = 4096
+_tool_defs: dict[int, tuple[types.Tool, ToolDef]] = {}  # by id() of the listed tool, which is kept
+
+
+def _tool_def(tool: types.Tool) -> ToolDef:
+    """The ``ToolDef`` of a listed tool, one per listed object: a harness that sends several user
+    turns (one ``run_agent`` each) over a session it lists once offers the very same ``ToolDef``
+    objects every turn, which the recorder then takes as the same tool list without writing it
+    again (:meth:`EpisodeRecorder.model_request`)."""
+    hit = _tool_defs.get(id(tool))
+    if hit is None or hit[0] is not tool:
+        if len(_tool_defs) >= _MAX_TOOL_DEFS:
+            _tool_defs.clear()
+        hit = _tool_defs[id(tool)] = (tool, ToolDef.from_mcp(tool))
+    return hit[1]
+
+
 async def run_agent(
     model: Model | ModelAdapter,
     session: Client | None,
@@ -136,7 +153,7 @@ async def run_agent(
     user turns one after another.
     """
     listed = await list_all_tools(session) if session is not None else []
-    tools = [ToolDef.from_mcp(t) for t in listed if visible is None or visible(t.name)]
+    tools = [_tool_def(t) for t in listed if visible is None or visible(t.name)]
     shown = {t.name: None for t in tools}  # the only tools a call may reach
     messages: list[Message] = []
     if cfg.system_prompt:

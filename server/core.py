@@ -249,7 +249,7 @@ class ToolServer:
         self.page_size = page_size
         self._cache: OrderedDict[EndpointRef, tuple[dict[str, ToolSpec], list[dict[str, Any]]]] = OrderedDict()
         self._cache_size = cache_endpoints
-        self._tools_by_spec: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}
+        self._tools_by_spec: dict[int, tuple[ToolSpec, dict[str, Any]]] = {}  # by id(input_schema)
         self.default = default
         self._session_states = _SessionStates(session_limits or SessionLimits())
         # called with a named session's id before its state is made (``--workers N``: may this process
@@ -402,11 +402,14 @@ class ToolServer:
 
     def _mcp_tool(self, spec: ToolSpec) -> dict[str, Any]:
         """The listing entry of a spec in its wire form (what the SDK dumps a ``types.Tool`` to), built
-        once per spec (tasks share most of their tools); never changed after, so listings share it."""
-        hit = self._tools_by_spec.get(id(spec))
-        if hit is None or hit[0] is not spec:
+        once per spec (tasks share most of their tools), and once for the copies of a spec that list
+        the same (``model_copy`` with another executor or annotations, as a benchmark makes a tool per
+        task out of one per function: they hold the very same schema object); never changed after, so
+        listings share it."""
+        hit = self._tools_by_spec.get(id(spec.input_schema))  # the spec held: the id names that schema
+        if hit is None or not _same_listing(hit[0], spec):
             hit = (spec, spec.to_mcp_tool().model_dump(by_alias=True, mode="json", exclude_none=True))
-            self._tools_by_spec[id(spec)] = hit
+            self._tools_by_spec[id(spec.input_schema)] = hit
         return hit[1]
 
     @staticmethod
@@ -510,6 +513,18 @@ class _Server(Server[Any]):
 
 
 _UNGUESSABLE_NAME = re.compile(r"[0-9a-f]{32}\Z")  # ends in 128 random bits, as `evals run`'s per-run name
+
+
+def _same_listing(listed: ToolSpec, spec: ToolSpec) -> bool:
+    """Whether ``spec`` lists as ``listed`` does (:meth:`ToolSpec.to_mcp_tool` reads only these fields)."""
+    return listed is spec or (
+        listed.input_schema is spec.input_schema
+        and listed.name == spec.name
+        and listed.description == spec.description
+        and listed.title == spec.title
+        and listed.hints == spec.hints
+        and listed.advertised_output_schema == spec.advertised_output_schema
+    )
 
 
 def _client_of(ctx: ServerRequestContext[Any]) -> str | None:

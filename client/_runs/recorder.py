@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..messages import ToolDef
+from ..messages import AssistantMessage, SystemMessage, ToolDef, ToolResultMessage, UserMessage
 from .jsonutil import canonical_json, dumps_line, now_iso, to_jsonable
 from .records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, RecordView, Totals, error_payload
 from .sharing import (
@@ -36,6 +36,9 @@ _TOOLS_DIGESTS: dict[str, str] = {}
 endpoint's tool list comes back in every episode): saves its canonical JSON and sha256 each time."""
 _TOOLS_DIGESTS_MAX_CHARS = 8_000_000  # the texts kept, in all (then the cache starts again)
 _tools_digests_chars = 0
+
+
+_MESSAGE_TYPES = frozenset({SystemMessage, UserMessage, AssistantMessage, ToolResultMessage})
 
 
 def _tools_digest(tools_text: str, tools: list[Any]) -> str:
@@ -155,6 +158,7 @@ class EpisodeRecorder:
         self._record_head: str | None = None  # the JSON of the last built record without its events
         self._event_kinds: list[str | None] = []  # each line's kind (None: adopted, read from the line)
         self._logged_messages: list[str] = []
+        self._logged_objects: tuple[Any, ...] = ()  # the messages those texts are of
         self._logged_tools_hash: str | None = None
         self._logged_tools: tuple[Any, ...] | None = None  # the ToolDef objects the hash is of
         self._tool_results: dict[str, tuple[int, str]] = {}  # call id -> (seq, result text) of long results
@@ -300,10 +304,15 @@ class EpisodeRecorder:
         ``tools`` holds the very same ``ToolDef`` objects as the previous request (as an agent loop
         passes its tool list every turn), it is not serialised again. Offer a changed tool as a new
         ``ToolDef``, not by editing one in place. Other tool values (dicts …) are read every time.
+        So is a message of :mod:`client.messages` at the same place as in the previous request (an
+        agent loop passes its conversation so far every turn: written again, it cost a quarter of a
+        BFCL multi-turn episode's recording): put a changed message in as a new object.
         """
         payload: dict[str, Any] = {}
         if messages is not None:
-            encoded = [canonical_json(m) for m in messages]
+            before, texts = self._logged_objects, self._logged_messages
+            encoded = [texts[i] if i < len(before) and m is before[i] and type(m) in _MESSAGE_TYPES
+                       else canonical_json(m) for i, m in enumerate(messages)]
             common = 0
             for old, new in zip(self._logged_messages, encoded, strict=False):
                 if old != new:
@@ -313,6 +322,7 @@ class EpisodeRecorder:
             payload["message_count"] = len(encoded)
             payload["messages"] = [self._shared_content(json.loads(m)) for m in encoded[common:]]
             self._logged_messages = encoded
+            self._logged_objects = tuple(messages)
         tools_text: str | None = None
         if tools is not None:
             same = self._logged_tools

@@ -277,6 +277,24 @@ def test_recorder_totals_events_and_record(tmp_path: Path) -> None:
     assert {t["episode_id"] for t in tagged} == {rec.episode_id} and tagged[-1]["text"] == "restaurant_0003"
 
 
+def test_recorder_takes_a_message_object_at_its_place_as_unchanged() -> None:
+    """A message of client.messages at the same place as in the previous request is not written again
+    (an agent loop passes its conversation every turn); a message put in as a new object is read, even
+    one of the same type at that place, and a dict is read every time."""
+    from client.messages import AssistantMessage, UserMessage
+
+    rec = EpisodeRecorder("t1")
+    first, reply = UserMessage("a"), AssistantMessage(text="b", tool_calls=[])
+    rec.model_request([first, reply])
+    rec.model_request([first, reply, UserMessage("c")])
+    rec.model_request([UserMessage("A"), reply, UserMessage("c")])  # a new object at place 0
+    rec.model_request([{"role": "user", "text": "A"}, reply])
+    events = rec.events
+    assert [(e["messages_from"], e["message_count"]) for e in events] == [(0, 2), (2, 3), (0, 3), (2, 2)]
+    history = request_history({"events": events})
+    assert [m["text"] for m in history[2]["messages"]] == ["A", "b", "c"]
+
+
 def test_recorder_rejects_reserved_event_keys() -> None:
     rec = EpisodeRecorder("t1")
     with pytest.raises(ValueError, match=r"reserved key\(s\) \['seq'\]"):

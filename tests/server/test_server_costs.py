@@ -157,3 +157,21 @@ async def test_concurrent_sessions_borrow_http_clients_of_their_own(tool_server:
     with pytest.raises(RuntimeError, match="closed"):
         async with pool.borrow():
             pass
+
+
+def test_copies_of_one_spec_share_their_listing_entry() -> None:
+    """A benchmark that makes a task's tools as copies of one spec per function (another executor, other
+    annotations: BFCL's multi-turn tasks) has each listing entry dumped once, not once per task; a copy
+    that lists differently (another name, description or title) gets its own entry."""
+    from server import BenchmarkMount
+    from tool_specs import StaticCatalog, ToolSpec
+
+    template = ToolSpec(name="ls", description="list", input_schema={"type": "object", "properties": {"a": {"type": "string"}}})
+    tasks = {f"t{i}": [template.model_copy(update={"annotations": {"task_id": f"t{i}"}})] for i in range(3)}
+    renamed = template.model_copy(update={"name": "dir"})
+    tasks["t3"] = [renamed, template.model_copy(update={"title": "List"})]
+    server = ToolServer([BenchmarkMount(catalog=StaticCatalog("b", tasks))])
+    listings = [server._endpoint(EndpointRef("b", t))[1] for t in tasks]
+    assert listings[0][0] is listings[1][0] is listings[2][0]  # one dump for the three copies
+    assert listings[3][0]["name"] == "dir" and listings[3][1]["title"] == "List" and "title" not in listings[0][0]
+    assert all(entry["inputSchema"] == template.input_schema for listing in listings for entry in listing)

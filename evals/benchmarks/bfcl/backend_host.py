@@ -28,7 +28,10 @@ imports BFCL's backend modules once (out of the verified wheel, :mod:`.wheel_cod
 :mod:`.backend_calls`) and forks a child per holder on request (``fork`` of a single-threaded
 process: cheap, the modules shared copy-on-write). It is started (:func:`prestart`) when a catalog
 that serves backends is made, so that its imports overlap the rest of a run's start, and reaps its
-children itself (their CPU time counts in its own children's: :func:`host_cpu_seconds`). The client hands the zygote one end of a socket pair (``SCM_RIGHTS``); the child
+children itself (their CPU time counts in its own children's: :func:`host_cpu_seconds`). BFCL's memory
+backends (numpy, through ``rank_bm25``) are imported only when asked for (``prestart(memory=True)``, a
+holder made with ``memory=True``): without them a zygote holds about 11 MB less, and a fork of it, one
+per MCP session, costs less (page tables, pages copied on write, the exit). The client hands the zygote one end of a socket pair (``SCM_RIGHTS``); the child
 serves it, the zygote answers the child's pid (the client kills it by pid past a deadline).
 Messages are length-prefixed JSON both ways, answers bounded (:data:`MAX_ANSWER_BYTES`). A child
 ends when its socket closes; the zygote when the client's control socket closes.
@@ -141,13 +144,15 @@ class _Zygote:
         self.ctl: socket.socket | None = None
         self.pid = -1  # the process that started it: a forked client starts its own
         self.ready = False
+        self.memory = False  # the memory backends asked for: imported before the next fork (and by a new zygote)
 
     def _launch(self) -> None:
         """Start the zygote (it imports BFCL's modules meanwhile); its readiness is read on first use."""
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         root = str(Path(__file__).resolve().parents[3])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
-        proc = subprocess.Popen([sys.executable, "-m", __name__, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+        argv = [sys.executable, "-m", __name__, str(theirs.fileno()), *(["memory"] if self.memory else [])]
+        proc = subprocess.Popen(argv, pass_fds=(theirs.fileno(),),
                                 env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,  # never a stdio server's
                                 stderr=subprocess.PIPE)
         theirs.close()
@@ -175,19 +180,40 @@ class _Zygote:
     def _current(self) -> bool:
         return self.proc is not None and self.proc.poll() is None and self.pid == os.getpid()
 
-    def prestart(self) -> None:
-        """Start the zygote now, without waiting for it (a server that will serve BFCL's backends)."""
+    def prestart(self, memory: bool = False) -> None:
+        """Start the zygote now, without waiting for it (a server that will serve BFCL's backends);
+        ``memory``: with BFCL's memory backends imported too."""
         with self.lock:
+            if memory and self._current():
+                self._want_memory()
             if not self._current():
                 self._close()
+                self.memory |= memory
                 self._launch()
 
-    def spawn(self) -> tuple[socket.socket, int]:
-        """A fresh holder process: (the client's end of its socket, its pid)."""
+    def _want_memory(self) -> None:
+        """The running zygote imports the memory backends before its next fork (a message of the
+        control socket: it reads them in order)."""
+        if self.memory:
+            return
+        self.memory = True
+        assert self.ctl is not None
+        try:
+            self.ctl.sendall(b"m")
+        except OSError:
+            self._close()  # started again on next use, with them
+
+    def spawn(self, memory: bool = False) -> tuple[socket.socket, int]:
+        """A fresh holder process: (the client's end of its socket, its pid); ``memory``: forked from
+        a zygote that has imported BFCL's memory backends (a holder of another zygote would import them
+        itself, on its first memory operation)."""
         with self.lock:
             for attempt in (0, 1):
+                if memory and self._current():
+                    self._want_memory()
                 if not self._current():
                     self._close()
+                    self.memory |= memory
                     self._launch()
                 if not self.ready:
                     self._await_ready()
@@ -253,9 +279,11 @@ class Holder:
 
     ``request`` (blocking, for scoring) and ``arequest`` (for the server's event loop) do one
     operation; an operation marked ``log=True`` that succeeded is kept for replay. Calls of one
-    holder run one at a time."""
+    holder run one at a time. ``memory``: its process is forked from a zygote that has imported BFCL's
+    memory backends (:meth:`_Zygote.spawn`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, memory: bool = False) -> None:
+        self.memory = memory
         self.sock: socket.socket | None = None
         self.pid = -1
         self.log: list[tuple[Op, float]] = []
@@ -291,7 +319,7 @@ class Holder:
 
     def _start(self, loop: asyncio.AbstractEventLoop | None) -> None:
         _make_room()
-        sock, pid = _zygote.spawn()
+        sock, pid = _zygote.spawn(self.memory)
         sock.setblocking(loop is None)
         self.sock, self.pid = sock, pid
         self._finalizer = weakref.finalize(self, _kill, pid, sock)
@@ -532,19 +560,24 @@ def _reap(*_: Any) -> None:
             pass
 
 
-def _zygote_main(fd: int) -> None:
+def _freeze() -> None:
+    gc.collect()
+    gc.freeze()  # what is imported stays out of the children's collections: fewer pages copied on write
+
+
+def _zygote_main(fd: int, memory: bool) -> None:
     ctl = socket.socket(fileno=fd)
     try:
         import resource  # noqa: F401 - for the children, imported once here
 
         from . import backend_calls, multi_turn_replay  # noqa: F401 - the scoring's replay, for the children
 
-        backend_calls.preload()
+        backend_calls.preload(memory=memory)
+        backend_calls.warm_up()  # what each holder runs first, run here once
     except Exception as exc:  # noqa: BLE001 - told to the client, which raises it
         ctl.sendall(_frame({"ok": False, "error": f"{type(exc).__name__}: {exc}"}))
         return
-    gc.collect()
-    gc.freeze()  # what is imported stays out of the children's collections: fewer pages copied on write
+    _freeze()
     signal.signal(signal.SIGCHLD, _reap)  # reaped here, so that their CPU time counts in the zygote's children's
     ctl.sendall(_frame({"ok": True}))
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -552,9 +585,16 @@ def _zygote_main(fd: int) -> None:
     os.close(devnull)
     while True:
         try:
-            _, fds, _, _ = socket.recv_fds(ctl, 1, 1)
+            message, fds, _, _ = socket.recv_fds(ctl, 1, 1)
         except OSError:
             return
+        if message == b"m" and not memory:  # the memory backends, from now on (see _Zygote.spawn)
+            memory = True
+            with contextlib.suppress(Exception):  # else each holder's first memory operation says why
+                backend_calls.preload_memory()
+            _freeze()
+        if message == b"m":
+            continue
         if not fds:
             return  # the client closed the control socket
         pid = os.fork()
@@ -578,7 +618,7 @@ def _zygote_main(fd: int) -> None:
 
 
 def _main(argv: Sequence[str]) -> None:
-    _zygote_main(int(argv[0]))
+    _zygote_main(int(argv[0]), memory="memory" in argv[1:])
 
 
 if __name__ == "__main__":

@@ -62,12 +62,13 @@ __all__ = ["ERROR_PREFIX", "MAX_PRECISION", "MAX_RESULT_BITS", "BackendError", "
 _STATE_KEY = "bfcl_backends"
 
 
-def session_holder(ctx: CallContext, key: str) -> Holder:
-    """The MCP session's holder for ``key`` (a task id; the memory tools use a name of their own)."""
+def session_holder(ctx: CallContext, key: str, *, memory: bool = False) -> Holder:
+    """The MCP session's holder for ``key`` (a task id; the memory tools use a name of their own, and
+    ``memory=True``: their process forked from a zygote with BFCL's memory backends imported)."""
     held: dict[str, Holder] = ctx.state.setdefault(_STATE_KEY, {})
     holder = held.get(key)
     if holder is None:
-        holder = held[key] = Holder()
+        holder = held[key] = Holder(memory=memory)
     return holder
 
 
@@ -116,20 +117,33 @@ def backend_tool(doc: Mapping[str, Any], task_id: str, make: Mapping[str, Any], 
         text = await host_call(session_holder(ctx, task_id), make, name, arguments)
         return ToolResult(text=text, is_error=text.startswith(ERROR_PREFIX))
 
+    return _template(doc, run).model_copy(update={
+        "executor": run,
+        "annotations": {"benchmark": NAME, "task_id": task_id, "bfcl_name": name, **(annotations or {})}})
+
+
+def _template(doc: Mapping[str, Any], run: Any) -> ToolSpec:
+    """The doc's tool (its executor and annotations to be replaced), its schema normalised once per doc:
+    every entry of a class offers the same docs (the same objects, :func:`.multi_turn.read_multi_turn`:
+    found by identity, without writing the doc as JSON; else by its JSON)."""
+    seen = _by_identity.get(id(doc))
+    if seen is not None and seen[0] is doc:
+        return seen[1]
     try:
         key: str | None = json.dumps(doc, sort_keys=True)
     except (TypeError, ValueError):
         key = None
     template = _templates.get(key) if key is not None else None
-    if template is None:  # the schema normalised once per doc: every entry of a class offers the same docs
-        template = ToolSpec(name=name, description=str(doc.get("description", "")),
+    if template is None:
+        template = ToolSpec(name=str(doc.get("name", "")), description=str(doc.get("description", "")),
                             input_schema=to_schema(doc.get("parameters") or {}), executor=run, validation="warn")
         if key is not None and len(_templates) < _MAX_TEMPLATES:
             _templates[key] = template
-    return template.model_copy(update={
-        "executor": run,
-        "annotations": {"benchmark": NAME, "task_id": task_id, "bfcl_name": name, **(annotations or {})}})
+    if len(_by_identity) < _MAX_TEMPLATES:
+        _by_identity[id(doc)] = (doc, template)  # the doc kept: its id names no other doc meanwhile
+    return template
 
 
 _MAX_TEMPLATES = 4096  # BFCL's backends have a few hundred function docs
-_templates: dict[str, ToolSpec] = {}  # a doc's tool (its executor and annotations to be replaced), by the doc's JSON
+_templates: dict[str, ToolSpec] = {}  # by the doc's JSON
+_by_identity: dict[int, tuple[Mapping[str, Any], ToolSpec]] = {}

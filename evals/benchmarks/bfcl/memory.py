@@ -72,7 +72,7 @@ def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str =
     names = {served_name(str(d.get("name", ""))): str(d.get("name", "")) for d in docs}
 
     async def call(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
-        holder = session_holder(ctx, key)
+        holder = session_holder(ctx, key, memory=True)
         op = {"op": "memory_call", "key": key, "backend": backend, "name": names.get(spec.name, ""),
               "served": spec.name, "arguments": arguments, **extra}
         try:
@@ -88,14 +88,14 @@ def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str =
         snapshot = arguments.get("snapshot")
         if snapshot is not None and not (isinstance(snapshot, dict) and set(SNAPSHOT_KEYS[backend]) <= set(snapshot)):
             raise ValueError(f"a {backend} snapshot needs the keys {', '.join(SNAPSHOT_KEYS[backend])}")
-        holder = session_holder(ctx, key)
+        holder = session_holder(ctx, key, memory=True)
         holder.log = []  # a load replaces the state: nothing before it needs replaying
         answer = await _request(holder, {"op": "memory_load", "key": key, "backend": backend, "snapshot": snapshot,
                                                **extra})
         return {"context": answer["context"]}
 
     async def snapshot(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        answer = await _request(session_holder(ctx, key), {"op": "memory_snapshot", "key": key, "backend": backend, **extra},
+        answer = await _request(session_holder(ctx, key, memory=True), {"op": "memory_snapshot", "key": key, "backend": backend, **extra},
                                 log=False)
         return {"snapshot": answer["snapshot"]}
 

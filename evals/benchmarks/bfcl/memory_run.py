@@ -153,7 +153,7 @@ class MemoryKind(AnsweredKind):
         self._docs = {b: read_docs(b) for b in dict.fromkeys(self._backend.values())}
         from .backend_host import prestart
 
-        prestart()  # the holders' zygote imports BFCL's modules while the rest starts
+        prestart(memory=True)  # the holders' zygote imports BFCL's modules while the rest starts
 
     def task_tools(self, endpoint: str) -> list[ToolSpec]:
         backend = self._backend[endpoint]

@@ -137,15 +137,34 @@ def read_multi_turn(category: str, wheel: Path | None = None) -> list[MultiTurnE
     if category not in MULTI_TURN:
         raise WheelError(f"BFCL category {category!r} is not a multi-turn category ({', '.join(MULTI_TURN)})")
     path = verified_wheel(wheel)
-    return cached_derivation(
-        f"bfcl-{category}", [path], lambda: _read_multi_turn(category, path),
-        code=[__file__, Path(__file__).with_name("files.py")],
-        encode=lambda entries: [(e.id, e.category, e.turns, e.involved_classes, dict(e.initial_config), e.functions,
-                                 dict(e.missed), e.ground_truth) for e in entries],
-        decode=lambda rows: [MultiTurnEntry(i, c, tuple(map(tuple, t)), tuple(k), dict(ic), tuple(f),
-                                            {int(n): tuple(d) for n, d in m.items()}, tuple(map(tuple, g)))
-                             for i, c, t, k, ic, f, m, g in rows],
-    )
+    return cached_derivation(f"bfcl-{category}", [path], lambda: _read_multi_turn(category, path),
+                             code=[__file__, Path(__file__).with_name("files.py")], encode=_encode, decode=_decode)
+
+
+def _encode(entries: Sequence[MultiTurnEntry]) -> dict[str, Any]:
+    """Entries for the user cache, each function doc once (the entries of a class share its docs:
+    27 docs an entry, a few dozen different ones in a category), an entry's docs as numbers."""
+    numbers: dict[int, int] = {}
+    docs: list[dict[str, Any]] = []
+
+    def number(doc: dict[str, Any]) -> int:
+        if id(doc) not in numbers:
+            numbers[id(doc)] = len(docs)
+            docs.append(doc)
+        return numbers[id(doc)]
+
+    rows = [(e.id, e.category, e.turns, e.involved_classes, dict(e.initial_config), [number(d) for d in e.functions],
+             {n: [number(d) for d in held] for n, held in e.missed.items()}, e.ground_truth) for e in entries]
+    return {"docs": docs, "entries": rows}
+
+
+def _decode(value: dict[str, Any]) -> list[MultiTurnEntry]:
+    """:func:`_encode`'s entries, sharing their docs again (nothing changes a doc in place): a doc's
+    tool is built once (:func:`.backends.backend_tool`)."""
+    docs = value["docs"]
+    return [MultiTurnEntry(i, c, tuple(map(tuple, t)), tuple(k), dict(ic), tuple(docs[n] for n in f),
+                           {int(n): tuple(docs[d] for d in held) for n, held in m.items()}, tuple(map(tuple, g)))
+            for i, c, t, k, ic, f, m, g in value["entries"]]
 
 
 def _read_multi_turn(category: str, path: Path) -> list[MultiTurnEntry]:

@@ -9,6 +9,7 @@ session's state as it was before the call; scoring re-executes recorded calls un
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import pytest
@@ -170,3 +171,67 @@ def test_a_holder_whose_state_cannot_be_rebuilt_starts_empty_and_says_so(bfcl_da
     assert holder.request({"op": "call", "key": "i", "text": "ls()"}) == {"error": "no instances named 'i'"}
     assert "could not be rebuilt" in holder.take_lost() and holder.log == []
     holder.close()
+
+
+def _maps_numpy(pid: int) -> bool:
+    """Whether the process has numpy's compiled core mapped (Linux ``/proc``)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return "_multiarray_umath" in f.read()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads /proc/<pid>/maps")
+def test_the_zygote_imports_the_memory_backends_only_when_a_holder_needs_them(bfcl_data: Any,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50 item 4: a run without memory entries forks its holders from a zygote without numpy
+    (a smaller process, cheaper to fork per MCP session); a memory holder gets a zygote with them
+    (asked for on the control socket), and a holder of the lean zygote runs a memory call all the same."""
+    zygote = backend_host._Zygote()
+    monkeypatch.setattr(backend_host, "_zygote", zygote)  # a zygote of this test's own, started lean
+    op = {"op": "memory_call", "key": "m", "backend": "kv", "name": "core_memory_add",
+          "arguments": {"key": "k", "value": "v"}}
+    holders = [backend_host.Holder(), backend_host.Holder(), backend_host.Holder(memory=True)]
+
+    def asked() -> bool:  # read again after each request
+        return zygote.memory
+
+    try:
+        plain, lazy, memory = holders
+        assert plain.request(dict(_entry().make_op(), key="i"), log=True) == {}
+        assert zygote.proc is not None and not asked()
+        assert not _maps_numpy(zygote.proc.pid) and not _maps_numpy(plain.pid)
+        assert lazy.request(op) == memory.request(op) and "error" not in memory.request(op)  # imported in the child
+        assert asked() and _maps_numpy(zygote.proc.pid) and _maps_numpy(memory.pid)
+        assert "text" in plain.request({"op": "call", "key": "i", "text": "ls()"})
+    finally:
+        for holder in holders:
+            holder.close()
+        zygote._close()
+
+
+def test_the_zygotes_warm_up_changes_no_state_of_bfcls_modules(bfcl_data: Any) -> None:
+    """The zygote runs each holder's first steps once before forking (issue 50 item 4: 300 holders of
+    make + 10 calls took 251k page faults without it, 204k with it); the holders inherit its memory,
+    so it may fill caches but must leave BFCL's modules as they were: no method of BFCL's runs."""
+    import decimal
+    import pickle
+
+    from evals.benchmarks.bfcl.wheel_code import import_module
+
+    backend_calls.preload(memory=False)
+    config = import_module("bfcl_eval.constants.executable_backend_config")
+    modules = [import_module(m) for c, m in config.CLASS_FILE_PATH_MAPPING.items()
+               if c not in backend_calls._UNSERVED and not c.startswith("MemoryAPI")]
+
+    def state() -> list[bytes]:
+        out = []
+        for module in modules:
+            for name, value in sorted(vars(module).items()):
+                if isinstance(value, dict | list | set | str | int | float):
+                    out.append(pickle.dumps((module.__name__, name, value)))
+        return out
+
+    mpmath = import_module("bfcl_eval.eval_checker.multi_turn_eval.func_source_code.math_api").mpmath
+    before = (state(), decimal.getcontext().prec, mpmath.mp.dps)
+    backend_calls.warm_up()
+    assert (state(), decimal.getcontext().prec, mpmath.mp.dps) == before
+    assert backend_calls._method_names  # the caches a holder fills first are filled
