@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .agentic import read_memory
+from .backend_host import prestart
 from .data import load_entries
 from .files import (
     FORMAT_SENSITIVITY,
@@ -81,7 +82,8 @@ from .handlers import (
     language_format,
     split_calls,
 )
-from .multi_turn import load_multi_turn
+from .multi_turn import MultiTurnEntry, load_multi_turn
+from .multi_turn_checker import cancel_prefetch, prefetch
 
 if TYPE_CHECKING:
 
@@ -197,8 +199,14 @@ def _model_of(path: Path) -> str:
 
 def _known(categories: Sequence[str]) -> dict[str, str]:
     """Every entry id of ``categories`` -> its category."""
+    return _entries(categories)[0]
+
+
+def _entries(categories: Sequence[str]) -> tuple[dict[str, str], dict[str, MultiTurnEntry]]:
+    """Every entry id of ``categories`` -> its category; the multi-turn entries by id."""
     known = {e.id: e.category for e in load_entries(tuple(c for c in SINGLE_TURN if c in categories))}
-    known.update((e.id, e.category) for e in load_multi_turn(tuple(c for c in MULTI_TURN if c in categories)))
+    multi = {e.id: e for e in load_multi_turn(tuple(c for c in MULTI_TURN if c in categories))}
+    known.update((i, e.category) for i, e in multi.items())
     for category in (c for c in (*MEMORY_SERVED, MEMORY_VECTOR) if c in categories):
         known.update((e.id, e.category) for e in read_memory(category)[0])
     if any(c in WEB_SEARCH for c in categories):
@@ -208,7 +216,7 @@ def _known(categories: Sequence[str]) -> dict[str, str]:
             known.update((e.id, e.category) for e in read_web_search(category))
     if FORMAT_SENSITIVITY in categories:
         known.update((i, FORMAT_SENSITIVITY) for i in format_sensitivity_ids())
-    return known
+    return known, multi
 
 
 def _config_of(entry_id: str) -> str | None:
@@ -332,13 +340,24 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     if not files:
         raise ValueError(f"{path}: no BFCL result file of a category read here" + (f": {listed}" if listed else
                                                                                    " (only prerequisite conversations)"))
-    known = _known(categories)
+    replays = any(c in MULTI_TURN for c in categories)
+    if replays:  # the holders' zygote imports BFCL's modules while the files are read
+        prestart()
+    known, multi = _entries(categories)
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, str] = {}
     warnings = [f"{len(skipped)} result files skipped: {listed}"] if skipped else []
     texts: list[str] = []
     for file, category in zip(files, categories, strict=True):
-        got, noted = _read_lines(file, category, known, seen, decoding)
+        try:
+            got, noted = _read_lines(file, category, known, seen, decoding)
+        except BaseException:
+            if replays:
+                cancel_prefetch()
+            raise
+        if category in MULTI_TURN:  # their replays start now, in the holders, while the rest is read and scored
+            prefetch([(multi[i], (t.get("outcome") or {}).get("turns") if t.get("status") == "completed" else None)
+                      for i, t in got.items()])
         traces.update(got)
         texts += noted["text"]
         if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):
