@@ -97,18 +97,23 @@ async def score_run(
     config = run_dir.config or {}
     traces = run_dir.latest_traces()
     stored = _stored_decisions(run_dir, traces)
-    gate = asyncio.Semaphore(max(1, concurrency))
     keys = [*((t, t) for t in task_ids), *((trials or {}).items())]
+    done: dict[int, tuple[TaskScore, ScoreContext]] = {}
+    taken = iter(range(len(keys)))
 
-    async def one(key: str, task_id: str) -> tuple[TaskScore, ScoreContext]:
-        ctx = ScoreContext(config, judge, stored)
-        async with gate:
+    async def worker() -> None:
+        # ``concurrency`` scorings at a time, started in task order: a few workers that take the next task,
+        # not a task per scoring (most scorings never wait: creating thousands of tasks was most of the cost)
+        for n in taken:
+            key, task_id = keys[n]
+            ctx = ScoreContext(config, judge, stored)
             score = await bench.score(task_id, traces.get(key), ctx)
-        if ctx.decisions:
-            score.details["judge"] = [{k: v for k, v in d.items() if k != "prompt"} for d in ctx.decisions]
-        return score, ctx
+            if ctx.decisions:
+                score.details["judge"] = [{k: v for k, v in d.items() if k != "prompt"} for d in ctx.decisions]
+            done[n] = (score, ctx)
 
-    results = await asyncio.gather(*(one(k, t) for k, t in keys))
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(keys))))))
+    results = [done[n] for n in range(len(keys))]
     lines = []
     judge_totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"decisions": 0, "asked": 0, "missing": 0, "cost_known": True}
     for (task_id, _), (score, ctx) in zip(keys, results, strict=True):
