@@ -348,16 +348,29 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     seen: dict[str, str] = {}
     warnings = [f"{len(skipped)} result files skipped: {listed}"] if skipped else []
     texts: list[str] = []
-    for file, category in zip(files, categories, strict=True):
-        try:
-            got, noted = _read_lines(file, category, known, seen, decoding)
-        except BaseException:
-            if replays:
-                cancel_prefetch()
-            raise
-        if category in MULTI_TURN:  # their replays start now, in the holders, while the rest is read and scored
-            prefetch([(multi[i], (t.get("outcome") or {}).get("turns") if t.get("status") == "completed" else None)
-                      for i, t in got.items()])
+    # the multi-turn files first (each category's files in their order): their replays start in the holders while
+    # the rest is read and scored; what a file holds does not depend on the other categories' files, and a bad
+    # file is reported as reading them in order reports it (the first one)
+    read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]]] | Exception] = {}
+    try:
+        for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
+            try:
+                read[n] = got, _ = _read_lines(files[n], categories[n], known, seen, decoding)
+            except Exception as exc:  # noqa: BLE001 - raised below, if no earlier file is bad
+                read[n] = exc
+                continue
+            if categories[n] in MULTI_TURN and not any(isinstance(r, Exception) for r in read.values()):
+                prefetch([(multi[i], (t.get("outcome") or {}).get("turns") if t.get("status") == "completed" else None)
+                          for i, t in got.items()])
+        bad = next((r for _, r in sorted(read.items()) if isinstance(r, Exception)), None)
+        if bad is not None:
+            raise bad
+    except BaseException:
+        if replays:
+            cancel_prefetch()
+        raise
+    for n, (file, category) in enumerate(zip(files, categories, strict=True)):
+        got, noted = read[n]  # type: ignore[misc]
         traces.update(got)
         texts += noted["text"]
         if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):
