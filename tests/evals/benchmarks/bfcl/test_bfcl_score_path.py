@@ -64,6 +64,8 @@ def test_scoring_a_result_folder_imports_no_mcp_code(bfcl_data, tmp_path):
 
 
 def test_prefetched_replays_give_the_verdicts_of_replays_done_at_scoring(bfcl_data, tmp_path):
+    multi_turn_checker.cancel_prefetch()  # what other tests of this process left
+    multi_turn_checker._verdicts.clear()
     got = read_results(_folder(tmp_path))
     multi = {e.id: e for e in read_multi_turn("multi_turn_base")}
     turns = {i: t["outcome"]["turns"] for i, t in got.traces.items()
