@@ -39,8 +39,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     collecting = gc.isenabled()
     if not args.judge:
         # The cyclic collector walks every object held (the benchmark's data, the run's traces) again and again
-        # while scoring allocates, and finds next to nothing: about a fifth of the CPU time of scoring a BFCL
-        # folder (docs/performance.md). Off for the command (reference counting frees what it frees; a run's
+        # while scoring allocates, and finds next to nothing: about a fifth of the CPU time of scoring a large
+        # result folder (docs/performance.md). Off for the command (reference counting frees what it frees; a run's
         # scoring makes few cycles), back on after; not with --judge, whose network calls may run long.
         gc.disable()
     try:

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+from tool_specs.results import ToolResult
 
 from . import backend_host
 from .backend_calls import (
@@ -53,6 +53,9 @@ from .backend_calls import (
 from .backend_host import Holder, HostError
 from .files import NAME
 from .tools import to_schema
+
+if TYPE_CHECKING:
+    from tool_specs import CallContext, ToolLike, ToolSpec
 
 __all__ = ["ERROR_PREFIX", "MAX_PRECISION", "MAX_RESULT_BITS", "BackendError", "Instances", "argument_bound_error",
            "backend_tool", "call_text", "execute", "execute_text", "fresh_instances", "host_call", "host_operation",
@@ -110,6 +113,8 @@ def backend_tool(doc: Mapping[str, Any], task_id: str, make: Mapping[str, Any], 
     (``make``: :func:`make_op`, done on the session's first call) in the session's holder process
     and answers BFCL's result string. A result that is an exception's text is flagged ``isError``
     (the text is what BFCL shows)."""
+    from tool_specs.spec import ToolSpec  # on use: scoring imports no pydantic
+
     name = str(doc.get("name", ""))
 
     async def run(spec: ToolLike, arguments: dict[str, Any], ctx: CallContext) -> ToolResult:
