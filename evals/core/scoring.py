@@ -99,6 +99,7 @@ async def score_run(
     stored = _stored_decisions(run_dir, traces)
     keys = [*((t, t) for t in task_ids), *((trials or {}).items())]
     done: dict[int, tuple[TaskScore, ScoreContext]] = {}
+    lines: dict[int, str] = {}  # each task's line of scores.jsonl, written as its score is done
     taken = iter(range(len(keys)))
 
     async def worker() -> None:
@@ -111,15 +112,14 @@ async def score_run(
             if ctx.decisions:
                 score.details["judge"] = [{k: v for k, v in d.items() if k != "prompt"} for d in ctx.decisions]
             done[n] = (score, ctx)
+            trace = traces.get(key) or {}
+            lines[n] = json.dumps({"task_id": key, "episode_id": trace.get("episode_id"), "score": score.to_dict(),
+                                   "judge": ctx.decisions}, ensure_ascii=False, sort_keys=True)
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(keys))))))
     results = [done[n] for n in range(len(keys))]
-    lines = []
     judge_totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"decisions": 0, "asked": 0, "missing": 0, "cost_known": True}
-    for (task_id, _), (score, ctx) in zip(keys, results, strict=True):
-        trace = traces.get(task_id) or {}
-        lines.append(json.dumps({"task_id": task_id, "episode_id": trace.get("episode_id"), "score": score.to_dict(),
-                                 "judge": ctx.decisions}, ensure_ascii=False, sort_keys=True))
+    for _, ctx in results:
         judge_totals["missing"] += ctx.missing
         for d in ctx.decisions:
             judge_totals["decisions"] += 1
@@ -128,7 +128,7 @@ async def score_run(
                 judge_totals["cost_known"] = False  # a judge without a price: the sum would understate it
             for key in _TOTAL_KEYS:
                 judge_totals[key] += float(d.get(key) or 0)
-    _write_atomic(run_dir.path / SCORES_FILE, lines)
+    _write_atomic(run_dir.path / SCORES_FILE, [lines[n] for n in range(len(keys))])
     return [s for s, _ in results], judge_totals
 
 
