@@ -217,7 +217,10 @@ async def acheck_multi_turn(entry: MultiTurnEntry,
     return _kept(key, await batcher.replay(entry, decoded))
 
 
-_KEPT_VERDICTS = 256
+# more than BFCL v4's 800 multi-turn entries: a full run's progress line and its scoring replay each entry once
+# (with 256, scoring replayed the 544 evicted ones again); bounded: a verdict's details are at most
+# MAX_DETAIL_CHARS of state differences (typically a few hundred characters)
+_KEPT_VERDICTS = 1024
 _verdicts: OrderedDict[tuple[str, str], MultiTurnVerdict] = OrderedDict()
 _BATCH = 16  # entries per holder operation
 
