@@ -181,10 +181,7 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
 def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[str, MetricValue]:
     """Every metric with at least one sample, by :attr:`Metric.key` (tasks without a sample are left
     out); a derived metric when every metric it is derived from has a value (or, ``absent="zero"``, always)."""
-    by_key: dict[str, list[tuple[float, float]]] = {}  # each sample key's samples, in task order: one pass
-    for s in scores:
-        for key, pair in s.samples.items():
-            by_key.setdefault(key, []).append(pair)
+    scores = list(scores)
     out: dict[str, MetricValue] = {}
     parts: dict[str, _Part] = {}  # every metric with a value, shown or not
     for metric in metrics:
@@ -200,7 +197,7 @@ def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[st
                                           None if part.error is None else round(scale * part.error, metric.digits + 2),
                                           part.tasks, part.samples, metric.over, metric.digits, part.missing)
             continue
-        pairs = by_key.get(metric.key, [])
+        pairs = [s.samples[metric.key] for s in scores if metric.key in s.samples]
         if pairs:
             out[metric.key] = _value(metric, pairs)
             num = den = 0.0
