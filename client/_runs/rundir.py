@@ -289,16 +289,8 @@ class RunDir:
         ``fsync=False`` only writes it (it survives the process, not a power loss, until the next
         fsync): for :meth:`append_trace_async`, which then waits for a shared fsync.
         """
-        self.open_for_writing()
+        self.append_traces([record])
         assert self._traces_fd is not None
-        line = record if isinstance(record, str) else dumps_line(record)
-        if "\n" in line:
-            raise ValueError("a trace record must be a single line of JSON")
-        lost = self._traces_changed()
-        if lost is not None:
-            self._recover_traces(lost, utf8_lines(line + "\n"))
-        append_line(self._traces_fd, utf8_lines(line + "\n"), self.traces_path)
-        self._traces_written += 1
         if fsync:
             try:
                 self._fsync_tools()
@@ -308,8 +300,8 @@ class RunDir:
             self._traces_synced = self._traces_written
 
     def append_traces(self, records: Iterable[Mapping[str, Any] | str]) -> None:
-        """Append several finished-episode records, as :meth:`append_trace` with ``fsync=False`` appends
-        each (the same bytes), in one write: an import of predictions writes thousands at once."""
+        """Append finished-episode records (dicts or JSON lines) in one write, without an fsync (see
+        :meth:`append_trace`): an import of predictions writes thousands at once."""
         self.open_for_writing()
         assert self._traces_fd is not None
         lines = [record if isinstance(record, str) else dumps_line(record) for record in records]
