@@ -224,10 +224,11 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     is resolved into the run's plan (:mod:`.run_options`) in steps: where the episodes run, the
     benchmark's settings, the number of workers (``--workers auto``, once the episodes are counted),
     the Ray cluster's size."""
+    from client import runner  # run_episodes looked up on use (bench/bench_harness.py times it)
     from client.breaker import CircuitBreaker
     from client.cache import ResponseCache
     from client.ratelimit import RateLimiter
-    from client.runner import Budget, RunControl, run_episodes
+    from client.runner import Budget, RunControl
 
     from .episodes import open_episode_env, parse_oracle, second_model
 
@@ -289,7 +290,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             async def episode(key: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
                 return await bench.episode(env, split_key(key, opts.epochs)[0], recorder)
 
-        result = await run_episodes(
+        result = await runner.run_episodes(
             run_dir,
             keys,
             episode,
