@@ -10,12 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from mcp import Client, types
+from typing import TYPE_CHECKING, Any
 
 from .adapters.base import GenerateParams, ModelAdapter
-from .mcp_session import list_all_tools
 from .messages import (
     STOP_MAX_TOKENS,
     Message,
@@ -31,6 +28,9 @@ from .messages import (
 from .model import Model, is_cached
 from .retry import RetryPolicy
 from .runs import EpisodeOutcome, EpisodeRecorder, outcome_raw_arguments
+
+if TYPE_CHECKING:  # the MCP SDK is imported on use: scoring recorded episodes imports this module, not the SDK
+    from mcp import Client, types
 
 __all__ = ["AgentConfig", "provider_finish_reason", "result_text", "run_agent"]
 
@@ -98,6 +98,8 @@ def _truncated_forced_call(response: ModelResponse, choice: ToolChoice, tools: l
 
 def result_text(result: types.CallToolResult) -> str:
     """The text a model reads from an MCP tool result."""
+    from mcp import types
+
     parts = [c.text for c in result.content if isinstance(c, types.TextContent)]
     return "\n".join(parts)
 
@@ -152,6 +154,8 @@ async def run_agent(
     tool results) are appended to it: the next call's history, for a harness that sends several
     user turns one after another.
     """
+    from .mcp_session import list_all_tools
+
     listed = await list_all_tools(session) if session is not None else []
     tools = [_tool_def(t) for t in listed if visible is None or visible(t.name)]
     shown = {t.name: None for t in tools}  # the only tools a call may reach

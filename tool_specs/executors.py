@@ -327,6 +327,14 @@ class PythonExecutor:
 ExecutorFactory = Callable[[dict[str, Any], Path | None], Executor]
 
 _REGISTRY: dict[str, ExecutorFactory] = {}
+_OTHER_KINDS = {"placeholder": "session_executors", "replay": "session_executors", "sandbox": "sandbox"}
+
+
+def _other_kinds() -> None:
+    """The kinds the package's other modules register as they are imported (``import tool_specs`` imports no
+    module: :mod:`tool_specs`), imported before the registry is read or a kind of theirs is registered."""
+    for module in sorted(set(_OTHER_KINDS.values())):
+        importlib.import_module(f"tool_specs.{module}")
 
 
 def register_executor_kind(kind: str, factory: ExecutorFactory, *, replace: bool = False) -> None:
@@ -337,6 +345,8 @@ def register_executor_kind(kind: str, factory: ExecutorFactory, *, replace: bool
     """
     if not kind or not isinstance(kind, str):
         raise ValueError("executor kind must be a non-empty string")
+    if kind in _OTHER_KINDS and kind not in _REGISTRY:
+        _other_kinds()  # the package's own first (a module being imported is not imported again)
     if kind in _REGISTRY and not replace:
         raise ValueError(f"executor kind {kind!r} is already registered")
     _REGISTRY[kind] = factory
@@ -344,6 +354,7 @@ def register_executor_kind(kind: str, factory: ExecutorFactory, *, replace: bool
 
 def known_executor_kinds() -> list[str]:
     """The registered executor kinds, sorted."""
+    _other_kinds()
     return sorted(_REGISTRY)
 
 
@@ -389,6 +400,8 @@ def resolve_executor(
     base = Path(base_dir) if base_dir is not None else None
     if config is None:
         return SimulatedExecutor()
+    if isinstance(config, str | Mapping):
+        _other_kinds()
     if isinstance(config, str):
         if config in _REGISTRY:
             return _REGISTRY[config]({}, base)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp.types
+if TYPE_CHECKING:
+    import mcp.types
 
 __all__ = ["MAX_RESULT_BYTES", "MAX_RESULT_DEPTH", "CallContext", "ToolResult", "to_json_text", "unsendable"]
 
@@ -124,6 +125,8 @@ class ToolResult:
 
         Warnings also go into a second text block, so that a model reading the result learns that
         its call did not fit the schema even though it ran (the ``warn`` policy)."""
+        import mcp.types  # on use: what only serves MCP (importing the SDK's models costs ~0.5 s)
+
         content: list[mcp.types.ContentBlock] = [mcp.types.TextContent(type="text", text=self.text)]
         if self.warnings:
             listed = "\n".join(f"- {w}" for w in self.warnings)

@@ -6,9 +6,8 @@ import copy
 import functools
 import unicodedata
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import mcp.types
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -18,6 +17,9 @@ from tool_specs.protocols import Executor
 from tool_specs.results import CallContext, ToolResult
 from tool_specs.schema import normalize_output_schema, normalize_schema
 from tool_specs.validation import format_problems, prepared_validator, short_repr, validate_arguments
+
+if TYPE_CHECKING:
+    import mcp.types
 
 __all__ = ["INPUT_SCHEMA_KEYS", "MAX_NAME_LENGTH", "OUTPUT_SCHEMA_KEYS", "ToolSpec"]
 
@@ -226,6 +228,8 @@ class ToolSpec(BaseModel):
 
     def to_mcp_tool(self) -> mcp.types.Tool:
         """The MCP ``Tool`` listing entry (``annotations`` are not exported; ``title`` and ``hints`` are)."""
+        import mcp.types  # on use: what only serves MCP (importing the SDK's models costs ~0.5 s)
+
         shown = None
         if self.title is not None or self.hints:
             shown = mcp.types.ToolAnnotations.model_validate({"title": self.title, **(self.hints or {})})

@@ -49,7 +49,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -317,17 +317,8 @@ class RunDir:
         ``fsync=False`` only writes it (it survives the process, not a power loss, until the next
         fsync): for :meth:`append_trace_async`, which then waits for a shared fsync.
         """
-        self.open_for_writing()
+        self.append_traces([record])
         assert self._traces_fd is not None
-        line = record if isinstance(record, str) else dumps_line(record)
-        if "\n" in line:
-            raise ValueError("a trace record must be a single line of JSON")
-        self._check_tools()  # the lists this trace refers to are in the file at tools.jsonl
-        lost = self._traces_changed()
-        if lost is not None:
-            self._recover_traces(lost, utf8_lines(line + "\n"))
-        append_line(self._traces_fd, utf8_lines(line + "\n"), self.traces_path)
-        self._traces_written += 1
         if fsync:
             try:
                 self._fsync_tools()
@@ -335,6 +326,22 @@ class RunDir:
             except OSError as exc:
                 raise disk_full(exc, self.traces_path) from exc
             self._traces_synced = self._traces_written
+
+    def append_traces(self, records: Iterable[Mapping[str, Any] | str]) -> None:
+        """Append finished-episode records (dicts or JSON lines) in one write, without an fsync (see
+        :meth:`append_trace`): an import of predictions writes thousands at once."""
+        self.open_for_writing()
+        assert self._traces_fd is not None
+        lines = [record if isinstance(record, str) else dumps_line(record) for record in records]
+        if any("\n" in line for line in lines):
+            raise ValueError("a trace record must be a single line of JSON")
+        data = b"".join(utf8_lines(line + "\n") for line in lines)
+        self._check_tools()  # the lists these traces refer to are in the file at tools.jsonl
+        lost = self._traces_changed()
+        if lost is not None:
+            self._recover_traces(lost, data)
+        append_line(self._traces_fd, data, self.traces_path)
+        self._traces_written += len(lines)
 
     async def append_trace_async(self, record: Mapping[str, Any] | str) -> None:
         """:meth:`append_trace` for the event loop: same durability, without blocking the loop.

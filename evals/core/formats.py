@@ -281,9 +281,7 @@ def import_predictions(
     }
     run_dir = RunDir(out, config)
     try:
-        for task_id in ids:
-            if task_id in got.traces:
-                run_dir.append_trace(got.traces[task_id], fsync=False)
+        run_dir.append_traces(got.traces[task_id] for task_id in ids if task_id in got.traces)
     finally:
         run_dir.close()
     return out

@@ -17,20 +17,12 @@ import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from client.adapters import make_adapter
-from client.adapters.base import ModelAdapter
-from client.breaker import CircuitBreaker, RepeatingError
-from client.cache import ResponseCache
-from client.ratelimit import RateLimiter
-from client.retry import RetryPolicy
-from client.runner import Budget, RunControl, RunResult, run_episodes
-from client.runs import EpisodeOutcome, EpisodeRecorder, RunDir, pending_tasks, redact_urls
+from client.runs import RunDir, pending_tasks, redact_urls
 
 from .anomalies import refresh_anomalies
 from .dataset import dataset_identity
-from .episodes import open_episode_env, parse_oracle, second_model
 from .epochs import split_key, trial_keys
 from .judge import LLMJudge
 from .plugin import Benchmark
@@ -40,6 +32,13 @@ from .scoring import summarize
 from .selection import select_tasks, selection_of
 from .transport import resolve_transport
 from .versions import scorer_change, versions
+
+if TYPE_CHECKING:  # running episodes (models, MCP sessions) is imported by run_benchmark: `evals score` needs none of it
+    from client.adapters.base import ModelAdapter
+    from client.breaker import RepeatingError
+    from client.cache import ResponseCache
+    from client.runner import RunResult
+    from client.runs import EpisodeOutcome, EpisodeRecorder
 
 __all__ = [
     "HASH_KEYS", "RunOptions", "build_run_config", "prepare_benchmark", "prepare_layout", "prepare_options",
@@ -225,6 +224,14 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
     is resolved into the run's plan (:mod:`.run_options`) in steps: where the episodes run, the
     benchmark's settings, the number of workers (``--workers auto``, once the episodes are counted),
     the Ray cluster's size."""
+    from client import runner  # run_episodes looked up on use (bench/bench_harness.py times it)
+    from client.breaker import CircuitBreaker
+    from client.cache import ResponseCache
+    from client.ratelimit import RateLimiter
+    from client.runner import Budget, RunControl
+
+    from .episodes import open_episode_env, parse_oracle, second_model
+
     auto = opts.workers is None and opts.executor != "ray"
     opts = prepare_layout(opts)
     parse_oracle(opts.model)  # a bad oracle latency fails before anything starts
@@ -284,7 +291,7 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
             async def episode(key: str, recorder: EpisodeRecorder) -> EpisodeOutcome:
                 return await bench.episode(env, split_key(key, opts.epochs)[0], recorder)
 
-        result = await run_episodes(
+        result = await runner.run_episodes(
             run_dir,
             keys,
             episode,
@@ -309,6 +316,9 @@ def open_judge(
     opts: RunOptions, adapter: ModelAdapter | None, run_dir: RunDir, open_cache: Callable[[Path], ResponseCache]
 ) -> LLMJudge | None:
     """The LLM judge: retried like the model, its own rate limits, decisions cached in the run directory."""
+    from client.ratelimit import RateLimiter
+    from client.retry import RetryPolicy
+
     if adapter is None:
         return None
     limiter = RateLimiter(opts.judge_rpm, opts.judge_tpm, name=f"judge {opts.judge_model}") if (opts.judge_rpm or opts.judge_tpm) else None
@@ -340,6 +350,9 @@ async def score_run_dir(run_path: str | Path, *, judge_model: str | None = None,
     async with contextlib.AsyncExitStack() as stack:
         judge = None
         if judge_model:
+            from client.adapters import make_adapter
+            from client.cache import ResponseCache
+
             adapter = make_adapter(judge_model, **adapter_kw)
             stack.push_async_callback(adapter.aclose)
             cache = ResponseCache(run_dir.path / "judge_cache.sqlite")

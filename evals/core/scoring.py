@@ -100,24 +100,29 @@ async def score_run(
     config = run_dir.config or {}
     traces = run_dir.latest_traces()
     stored = _stored_decisions(run_dir, traces)
-    gate = asyncio.Semaphore(max(1, concurrency))
     keys = [*((t, t) for t in task_ids), *((trials or {}).items())]
+    done: dict[int, tuple[TaskScore, ScoreContext]] = {}
+    lines: dict[int, str] = {}  # each task's line of scores.jsonl, written as its score is done
+    taken = iter(range(len(keys)))
 
-    async def one(key: str, task_id: str) -> tuple[TaskScore, ScoreContext]:
-        ctx = ScoreContext(config, judge, stored)
-        async with gate:
+    async def worker() -> None:
+        # ``concurrency`` scorings at a time, started in task order: a few workers that take the next task,
+        # not a task per scoring (most scorings never wait: creating thousands of tasks was most of the cost)
+        for n in taken:
+            key, task_id = keys[n]
+            ctx = ScoreContext(config, judge, stored)
             score = await bench.score(task_id, traces.get(key), ctx)
-        if ctx.decisions:
-            score.details["judge"] = [{k: v for k, v in d.items() if k != "prompt"} for d in ctx.decisions]
-        return score, ctx
+            if ctx.decisions:
+                score.details["judge"] = [{k: v for k, v in d.items() if k != "prompt"} for d in ctx.decisions]
+            done[n] = (score, ctx)
+            trace = traces.get(key) or {}
+            lines[n] = json.dumps({"task_id": key, "episode_id": trace.get("episode_id"), "score": score.to_dict(),
+                                   "judge": ctx.decisions}, ensure_ascii=False, sort_keys=True)
 
-    results = await asyncio.gather(*(one(k, t) for k, t in keys))
-    lines = []
+    await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(keys))))))
+    results = [done[n] for n in range(len(keys))]
     judge_totals = dict.fromkeys(_TOTAL_KEYS, 0.0) | {"decisions": 0, "asked": 0, "missing": 0, "cost_known": True}
-    for (task_id, _), (score, ctx) in zip(keys, results, strict=True):
-        trace = traces.get(task_id) or {}
-        lines.append(json.dumps({"task_id": task_id, "episode_id": trace.get("episode_id"), "score": score.to_dict(),
-                                 "judge": ctx.decisions}, ensure_ascii=False, sort_keys=True))
+    for _, ctx in results:
         judge_totals["missing"] += ctx.missing
         for d in ctx.decisions:
             judge_totals["decisions"] += 1
@@ -126,7 +131,7 @@ async def score_run(
                 judge_totals["cost_known"] = False  # a judge without a price: the sum would understate it
             for key in _TOTAL_KEYS:
                 judge_totals[key] += float(d.get(key) or 0)
-    _write_atomic(run_dir.path / SCORES_FILE, lines)
+    _write_atomic(run_dir.path / SCORES_FILE, [lines[n] for n in range(len(keys))])
     return [s for s, _ in results], judge_totals
 
 

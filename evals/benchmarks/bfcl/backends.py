@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+from tool_specs.results import ToolResult
 
 from . import backend_host
 from .backend_calls import (
@@ -53,6 +53,9 @@ from .backend_calls import (
 from .backend_host import Holder, HostError
 from .files import NAME
 from .tools import to_schema
+
+if TYPE_CHECKING:
+    from tool_specs import CallContext, ToolLike, ToolSpec
 
 __all__ = ["ERROR_PREFIX", "MAX_PRECISION", "MAX_RESULT_BITS", "BackendError", "Instances", "argument_bound_error",
            "backend_tool", "call_text", "execute", "execute_text", "fresh_instances", "host_call", "host_operation",
@@ -135,6 +138,8 @@ def _template(doc: Mapping[str, Any], run: Any) -> ToolSpec:
         key = None
     template = _templates.get(key) if key is not None else None
     if template is None:
+        from tool_specs.spec import ToolSpec  # on use: scoring imports no pydantic
+
         template = ToolSpec(name=str(doc.get("name", "")), description=str(doc.get("description", "")),
                             input_schema=to_schema(doc.get("parameters") or {}), executor=run, validation="warn")
         if key is not None and len(_templates) < _MAX_TEMPLATES:

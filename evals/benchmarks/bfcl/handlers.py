@@ -251,6 +251,7 @@ def fc_format(decoded: Any) -> bool:
     return bool(bfcl_code()["format_ok"](decoded))
 
 
+@functools.cache  # a few categories, asked once per result line
 def language_format(category: str) -> str:
     """The return format BFCL decodes a category's results in (``ast_file_runner``)."""
     from .files import language
@@ -263,6 +264,7 @@ def split_calls(decoded: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:
     return [next(iter(item.items())) for item in decoded]
 
 
+@functools.cache  # format_sensitivity's few configurations, asked once per result line
 def config_format(config: str) -> tuple[str, bool]:
     """A format_sensitivity configuration's (return format, whether calls are inside ``<TOOLCALL>`` tags),
     as BFCL's ``parse_prompt_variation_params`` reads it."""

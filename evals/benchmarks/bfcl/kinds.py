@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tool_specs import TaskNotFound, ToolSpec
+from tool_specs.catalog import TaskNotFound
 
 from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MEMORY_VECTOR, MULTI_TURN, NAME, SINGLE_TURN, WEB_SEARCH
 from .memory_run import MemoryKind
@@ -30,6 +30,7 @@ from .tools import first_by_name
 
 if TYPE_CHECKING:
     from client.runs import EpisodeOutcome, EpisodeRecorder
+    from tool_specs import ToolSpec
 
     from ...core.plugin import EpisodeEnv
     from .agentic import AgenticVerdict

@@ -28,9 +28,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tool_specs import CallContext, ToolLike, ToolResult, ToolSpec
+from tool_specs.results import ToolResult
 
 from .backend_calls import ERROR_PREFIX, SNAPSHOT_KEYS, backend_class, memory_operation
 from .backend_host import MAKE_DEADLINE_S, Holder, HostError
@@ -39,6 +39,9 @@ from .data import read_func_docs
 from .files import served_name
 from .memory_vector import MODEL_ENV
 from .tools import to_tool
+
+if TYPE_CHECKING:
+    from tool_specs import CallContext, ToolLike, ToolSpec
 
 __all__ = ["HIDDEN_TOOLS", "LOAD_TOOL", "SNAPSHOT_KEYS", "SNAPSHOT_TOOL", "backend_class",
            "memory_operation", "memory_tools", "read_docs"]
@@ -66,6 +69,8 @@ async def _request(holder: Holder, op: dict[str, Any], *, log: bool = True) -> A
 def memory_tools(backend: str, docs: Sequence[Mapping[str, Any]], task_id: str = "") -> list[ToolSpec]:
     """The backend's functions as tools, and the two hidden harness tools, for one endpoint. The
     instance lives in the session's holder process (:mod:`.backend_host`: each call under its deadline)."""
+    from tool_specs.spec import ToolSpec  # on use: scoring imports no pydantic
+
     key = f"bfcl_memory:{backend}"
     # the vector backend's model folder, for a holder that loads BFCL's module itself (.memory_vector)
     extra = {"model": os.environ.get(MODEL_ENV, "")} if backend == "vector" else {}

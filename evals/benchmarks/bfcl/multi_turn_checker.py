@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import concurrent.futures
 import json
+import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -46,8 +48,8 @@ from .checker import Verdict
 from .multi_turn import MultiTurnEntry
 from .multi_turn_replay import CALL, DIFF, MAKE, units
 
-__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "acheck_multi_turn", "bounded_differences", "check_multi_turn",
-           "decode_steps", "jsonable"]
+__all__ = ["MAX_DETAIL_CHARS", "MultiTurnVerdict", "acheck_multi_turn", "bounded_differences", "cancel_prefetch",
+           "check_multi_turn", "decode_steps", "jsonable", "prefetch"]
 
 
 
@@ -106,6 +108,77 @@ def _ready(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Mapping[str,
     return key, decoded
 
 
+def _started(key: tuple[str, str]) -> concurrent.futures.Future[MultiTurnVerdict | Exception] | None:
+    """The replay :func:`prefetch` started for ``key`` (taken: each is used once), or None."""
+    with _prefetch_lock:
+        return _prefetched.pop(key, None)
+
+
+def prefetch(items: Sequence[tuple[MultiTurnEntry, Sequence[Sequence[Sequence[Mapping[str, Any]]]] | None]]) -> None:
+    """Start the replays of entries about to be scored (an import of result files, as it reads them),
+    in batches of :data:`_BATCH` over up to :func:`_prefetch_holders` holders, each in a thread of its
+    own (they wait on their holders' sockets); a scoring of one of them then takes its verdict
+    (:func:`check_multi_turn`, :func:`acheck_multi_turn`) instead of replaying it. The verdicts are
+    those of the same replays (each entry runs on fresh instances, as in one holder); bounded by the
+    entries given."""
+    wanted = []
+    with _prefetch_lock:
+        for entry, turns in items:
+            ready = _ready(entry, turns)
+            if isinstance(ready, MultiTurnVerdict) or ready[0] in _prefetched:
+                continue
+            wanted.append((ready[0], entry, ready[1]))
+    if not wanted:
+        return
+    global _prefetch_pool
+    if _prefetch_pool is None:
+        _prefetch_pool = concurrent.futures.ThreadPoolExecutor(_prefetch_holders(), thread_name_prefix="bfcl-replay")
+    for start in range(0, len(wanted), _BATCH):
+        batch = wanted[start:start + _BATCH]
+        ones: list[concurrent.futures.Future[MultiTurnVerdict | Exception]] = [concurrent.futures.Future() for _ in batch]
+        with _prefetch_lock:
+            _prefetched.update((key, one) for (key, _, _), one in zip(batch, ones, strict=True))
+        done = _prefetch_pool.submit(_replay_in_thread, [(entry, decoded) for _, entry, decoded in batch])
+        done.add_done_callback(lambda f, ones=ones: _settle(f, ones))  # type: ignore[misc]
+
+
+def _replay_in_thread(items: list[tuple[MultiTurnEntry, list[list[list[str]]]]]) -> list[MultiTurnVerdict | Exception]:
+    return _replay_batch(_holder(), items)  # the thread's own holder
+
+
+def _settle(done: concurrent.futures.Future[list[MultiTurnVerdict | Exception]],
+            ones: Sequence[concurrent.futures.Future[MultiTurnVerdict | Exception]]) -> None:
+    """Each entry's future from its batch's: its verdict, or the error of the whole batch."""
+    for n, one in enumerate(ones):
+        if done.cancelled():
+            one.cancel()
+        elif (exc := done.exception()) is not None:
+            one.set_result(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+        else:
+            one.set_result(done.result()[n])
+
+
+def cancel_prefetch() -> None:
+    """Drop the replays :func:`prefetch` started that have not begun (the import that asked stopped)."""
+    global _prefetch_pool
+    if _prefetch_pool is not None:
+        _prefetch_pool.shutdown(wait=False, cancel_futures=True)
+        _prefetch_pool = None
+    with _prefetch_lock:
+        _prefetched.clear()
+
+
+def _prefetch_holders() -> int:
+    """Holders for prefetched replays: one per CPU this process may use (the replays are the holders' CPU work)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, cpus or 1)
+
+
+_prefetched: dict[tuple[str, str], concurrent.futures.Future[MultiTurnVerdict | Exception]] = {}
+_prefetch_lock = threading.Lock()
+_prefetch_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
 def _kept(key: tuple[str, str], verdict: MultiTurnVerdict | Exception) -> MultiTurnVerdict:
     if isinstance(verdict, Exception):
         raise verdict
@@ -122,6 +195,9 @@ def check_multi_turn(entry: MultiTurnEntry, turns: Sequence[Sequence[Sequence[Ma
     if isinstance(ready, MultiTurnVerdict):
         return ready
     key, decoded = ready
+    started = _started(key)
+    if started is not None:
+        return _kept(key, started.result())
     return _kept(key, _replay_batch(_holder(), [(entry, decoded)])[0])
 
 
@@ -133,6 +209,9 @@ async def acheck_multi_turn(entry: MultiTurnEntry,
     if isinstance(ready, MultiTurnVerdict):
         return ready
     key, decoded = ready
+    started = _started(key)
+    if started is not None:
+        return _kept(key, await asyncio.wrap_future(started))
     loop = asyncio.get_running_loop()
     batcher = _batchers.get(loop)
     if batcher is None:
@@ -140,7 +219,10 @@ async def acheck_multi_turn(entry: MultiTurnEntry,
     return _kept(key, await batcher.replay(entry, decoded))
 
 
-_KEPT_VERDICTS = 256
+# more than BFCL v4's 800 multi-turn entries: a full run's progress line and its scoring replay each entry once
+# (with 256, scoring replayed the 544 evicted ones again); bounded: a verdict's details are at most
+# MAX_DETAIL_CHARS of state differences (typically a few hundred characters)
+_KEPT_VERDICTS = 1024
 _verdicts: OrderedDict[tuple[str, str], MultiTurnVerdict] = OrderedDict()
 _BATCH = 16  # entries per holder operation
 

@@ -41,7 +41,6 @@ from client.messages import (
     UserMessage,
 )
 from client.runs import EpisodeOutcome
-from tool_specs import ToolSpec
 
 from ...core.episode_view import table_section, text_section
 from .backends import backend_tool
@@ -53,6 +52,7 @@ from .tools import first_by_name
 
 if TYPE_CHECKING:
     from client.runs import EpisodeRecorder
+    from tool_specs import ToolSpec
 
     from ...core.plugin import EpisodeEnv
 

@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from server import BenchmarkMount
-
 from ...core.metrics import TaskScore
 from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .agentic import AgenticVerdict
@@ -32,6 +30,7 @@ from .single_turn import calls_from_trace
 
 if TYPE_CHECKING:
     from client.runs import EpisodeOutcome, EpisodeRecorder
+    from server import BenchmarkMount
 
     from ...core.context import ScoreContext
     from ...core.formats import PredictionFormat
@@ -144,6 +143,8 @@ class BfclBenchmark:
 
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *,
                strategy: str | None = None) -> list[BenchmarkMount]:
+        from server import BenchmarkMount  # serving only: `evals score` imports no MCP code
+
         self._vector_model()  # before the catalog starts the holders' zygote
         return [BenchmarkMount(catalog=BfclCatalog(self.kinds, self.name))]
 

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .agentic import read_memory
+from .backend_host import prestart
 from .data import load_entries
 from .files import (
     FORMAT_SENSITIVITY,
@@ -84,7 +85,8 @@ from .handlers import (
     language_format,
     split_calls,
 )
-from .multi_turn import load_multi_turn
+from .multi_turn import MultiTurnEntry, load_multi_turn
+from .multi_turn_checker import cancel_prefetch, prefetch
 
 if TYPE_CHECKING:
 
@@ -215,8 +217,14 @@ def _model_of(path: Path) -> str:
 
 def _known(categories: Sequence[str]) -> dict[str, str]:
     """Every entry id of ``categories`` -> its category."""
+    return _entries(categories)[0]
+
+
+def _entries(categories: Sequence[str]) -> tuple[dict[str, str], dict[str, MultiTurnEntry]]:
+    """Every entry id of ``categories`` -> its category; the multi-turn entries by id."""
     known = {e.id: e.category for e in load_entries(tuple(c for c in SINGLE_TURN if c in categories))}
-    known.update((e.id, e.category) for e in load_multi_turn(tuple(c for c in MULTI_TURN if c in categories)))
+    multi = {e.id: e for e in load_multi_turn(tuple(c for c in MULTI_TURN if c in categories))}
+    known.update((i, e.category) for i, e in multi.items())
     for category in (c for c in (*MEMORY_SERVED, MEMORY_VECTOR) if c in categories):
         known.update((e.id, e.category) for e in read_memory(category)[0])
     if any(c in WEB_SEARCH for c in categories):
@@ -226,7 +234,7 @@ def _known(categories: Sequence[str]) -> dict[str, str]:
             known.update((e.id, e.category) for e in read_web_search(category))
     if FORMAT_SENSITIVITY in categories:
         known.update((i, FORMAT_SENSITIVITY) for i in format_sensitivity_ids())
-    return known
+    return known, multi
 
 
 def _config_of(entry_id: str) -> str | None:
@@ -352,13 +360,37 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     if not files:
         raise ValueError(f"{path}: no BFCL result file of a category read here" + (f": {listed}" if listed else
                                                                                    " (only prerequisite conversations)"))
-    known = _known(categories)
+    replays = any(c in MULTI_TURN for c in categories)
+    if replays:  # the holders' zygote imports BFCL's modules while the files are read
+        prestart()
+    known, multi = _entries(categories)
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, str] = {}
     warnings = [f"{len(skipped)} result files skipped: {listed}"] if skipped else []
     texts: list[str] = []
-    for file, category in zip(files, categories, strict=True):
-        got, noted = _read_lines(file, category, known, seen, decoding)
+    # the multi-turn files first (each category's files in their order): their replays start in the holders while
+    # the rest is read and scored; what a file holds does not depend on the other categories' files, and a bad
+    # file is reported as reading them in order reports it (the first one)
+    read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]]] | Exception] = {}
+    try:
+        for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
+            try:
+                read[n] = got, _ = _read_lines(files[n], categories[n], known, seen, decoding)
+            except Exception as exc:  # noqa: BLE001 - raised below, if no earlier file is bad
+                read[n] = exc
+                continue
+            if categories[n] in MULTI_TURN and not any(isinstance(r, Exception) for r in read.values()):
+                prefetch([(multi[i], (t.get("outcome") or {}).get("turns") if t.get("status") == "completed" else None)
+                          for i, t in got.items()])
+        bad = next((r for _, r in sorted(read.items()) if isinstance(r, Exception)), None)
+        if bad is not None:
+            raise bad
+    except BaseException:
+        if replays:
+            cancel_prefetch()
+        raise
+    for n, (file, category) in enumerate(zip(files, categories, strict=True)):
+        got, noted = read[n]  # type: ignore[misc]
         traces.update(got)
         texts += noted["text"]
         if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from client.agent import run_agent
 from client.messages import Message
 from client.runs import EpisodeOutcome
-from tool_specs import ToolSpec
 
 from .checker import Verdict, check_calls
 from .data import BfclEntry, load_entries
@@ -36,6 +35,7 @@ from .type_conversion import java_text, js_text
 if TYPE_CHECKING:
     from client.messages import ToolCall
     from client.runs import EpisodeRecorder
+    from tool_specs import ToolSpec
 
     from ...core.plugin import EpisodeEnv
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from tool_specs import CallContext, ToolLike, ToolSpec
+from typing import TYPE_CHECKING, Any
 
 from .files import NAME, language, served_name
+
+if TYPE_CHECKING:
+    from tool_specs import CallContext, ToolLike, ToolSpec
 
 __all__ = ["PLACEHOLDER", "TYPE_TO_JSON", "first_by_name", "language_doc", "to_schema", "to_tool"]
 
@@ -121,6 +122,8 @@ def to_tool(doc: Mapping[str, Any], entry_id: str = "", category: str = "simple_
     """One BFCL function doc of ``category`` as an MCP tool answered with :data:`PLACEHOLDER`.
     Arguments are not refused for their schema (``validation="warn"``): the call is what is scored,
     as BFCL scores it."""
+    from tool_specs.spec import ToolSpec  # on use: scoring imports no pydantic
+
     name = str(doc.get("name", ""))
     shown = language_doc(doc, category)
     return ToolSpec(name=served_name(name), description=str(shown.get("description", "")),
