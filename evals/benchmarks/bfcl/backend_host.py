@@ -57,6 +57,7 @@ import sys
 import threading
 import time
 import weakref
+import zlib
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -71,7 +72,8 @@ MEMORY_LIMIT_BYTES = 4 << 30  # address space of one holder's process
 MAX_LIVE_PROCESSES = 128
 MAX_ANSWER_BYTES = 64 << 20
 _HEADER = struct.Struct("!I")
-_PROGRESS = struct.Struct("=qd")  # the unit in progress (-1: none yet) and when it started (time.monotonic)
+_PROGRESS = struct.Struct("=qdQ")  # the unit in progress (-1: none yet), when it started (time.monotonic), their check
+_TORN_WAIT_S = 0.01  # how soon the progress record is read again when it was read mid-write
 
 Op = dict[str, Any]
 
@@ -296,10 +298,18 @@ class Holder:
         self._progress_pid = -1
 
     # -- process life
+    def _alive(self) -> bool:
+        """Whether the holder has a process (then marked the most recently used). Asked by its user,
+        marked ``busy`` before: a process found here is not ended to make room (:func:`_make_room`
+        decides under the same lock)."""
+        with _live_lock:
+            if self.sock is None:
+                return False
+            _live.move_to_end(id(self), last=True)
+            return True
+
     def _ensure(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        if self.sock is not None:
-            with _live_lock:
-                _live.move_to_end(id(self), last=True)
+        if self._alive():
             return
         self._start(loop)
         log, self.log = self.log, []
@@ -328,12 +338,17 @@ class Holder:
 
     def _drop(self) -> None:
         """End the process (the log is kept)."""
-        if self._finalizer is not None:
-            self._finalizer()
-            self._finalizer = None
-        self.sock, self.pid = None, -1
         with _live_lock:
-            _live.pop(id(self), None)
+            end = self._detach()
+        if end is not None:
+            end()
+
+    def _detach(self) -> weakref.finalize[Any, Any] | None:
+        """Forget the process, under ``_live_lock``: what ends it (to be called without the lock)."""
+        end, self._finalizer = self._finalizer, None
+        self.sock, self.pid = None, -1
+        _live.pop(id(self), None)
+        return end
 
     def close(self) -> None:
         """End the process and forget the state."""
@@ -382,10 +397,8 @@ class Holder:
         async with self._alock:
             self.busy = True
             try:
-                if self.sock is None:
+                if not self._alive():
                     await asyncio.to_thread(self._ensure, None)  # a replay may take a while: off the loop
-                else:
-                    self._ensure(loop)
                 assert self.sock is not None
                 sock = self.sock
                 sock.setblocking(False)
@@ -431,8 +444,9 @@ class Holder:
             os.ftruncate(fd, mmap.PAGESIZE)
             self._progress, self._progress_pid, fds = mmap.mmap(fd, mmap.PAGESIZE), self.pid, [fd]
         progress = self._progress
-        _PROGRESS.pack_into(progress, 0, -1, time.monotonic())
+        _write_progress(progress, -1)
         frame = _frame(op)
+        unit = -1  # the unit last read in progress
         try:
             sock.setblocking(True)
             sock.settimeout(CALL_DEADLINE_S)
@@ -440,18 +454,24 @@ class Holder:
             sock.sendall(frame[sent:])
             shortest = min(limits, default=CALL_DEADLINE_S)  # no later unit can end sooner than this from now
             while True:
-                unit, started = _progress_now(progress)
-                limit = limits[unit] if 0 <= unit < len(limits) else CALL_DEADLINE_S if unit >= 0 or not limits \
-                    else limits[0]  # -1: the operation is read, counted in its first unit
-                left = started + limit - time.monotonic()
-                if left <= 0:
-                    self._drop()
-                    raise UnitStopped(max(unit, 0), f"stopped after {limit:g} s (the deadline of one BFCL call)")
-                if select.select([sock], [], [], min(left, shortest))[0]:
+                read = _progress_now(progress)
+                if read is None:  # the process is writing it: no deadline is judged on what it holds meanwhile
+                    wait = _TORN_WAIT_S
+                else:
+                    unit, started = read
+                    limit = limits[unit] if 0 <= unit < len(limits) else CALL_DEADLINE_S if unit >= 0 or not limits \
+                        else limits[0]  # -1: the operation is read, counted in its first unit
+                    left = started + limit - time.monotonic()
+                    if left <= 0:
+                        self._drop()
+                        raise UnitStopped(max(unit, 0), f"stopped after {limit:g} s (the deadline of one BFCL call)")
+                    wait = min(left, shortest)
+                if select.select([sock], [], [], wait)[0]:
                     break
             return _read_frame(sock)  # the operation is done: its answer is on the way
         except (OSError, EOFError, ValueError) as exc:
-            unit = _progress_now(progress)[0]
+            read = _progress_now(progress)
+            unit = read[0] if read is not None else unit
             self._drop()
             raise UnitStopped(max(unit, 0), f"BFCL's backend process died ({type(exc).__name__})") from None
         finally:
@@ -473,31 +493,47 @@ def _page_fd() -> int:
         return os.dup(f.fileno())
 
 
-def _progress_now(progress: mmap.mmap) -> tuple[int, float]:
-    """The unit in progress and its start, read until two reads agree (the process may be writing it)."""
-    seen = _PROGRESS.unpack_from(progress, 0)
-    while True:
-        again = _PROGRESS.unpack_from(progress, 0)
-        if again == seen:
-            return int(seen[0]), float(seen[1])
-        seen = again
+def _progress_check(unit: int, started: float) -> int:
+    """What a whole progress record's check holds: never 0 (a page just made, or one that ``pack_into``
+    has cleared before writing its fields, holds zeros)."""
+    return zlib.crc32(struct.pack("=qd", unit, started)) | 1 << 32
+
+
+def _write_progress(progress: mmap.mmap, unit: int) -> None:
+    """Mark ``unit`` as started now, as one copy of the whole record (``Struct.pack_into`` clears the
+    record before writing its fields: a reader in between would see unit 0 started at 0.0)."""
+    started = time.monotonic()
+    progress[:_PROGRESS.size] = _PROGRESS.pack(unit, started, _progress_check(unit, started))
+
+
+def _progress_now(progress: mmap.mmap) -> tuple[int, float] | None:
+    """The unit in progress and its start, or ``None`` while the process is writing them (the record's
+    check does not match its fields: a reader cannot tell how long the process will take to finish
+    the write, so no two reads agreeing prove it whole)."""
+    unit, started, check = _PROGRESS.unpack_from(progress, 0)
+    return (int(unit), float(started)) if check == _progress_check(unit, started) else None
 
 
 def _make_room() -> None:
+    """End the least recently used idle holders' processes while :data:`MAX_LIVE_PROCESSES` are live.
+    A holder is chosen and detached from its process under ``_live_lock``, where its user, marked
+    ``busy`` first, looks for its process (:meth:`Holder._alive`): a holder that became busy after
+    it was chosen finds none and starts another, never one ended under its request."""
+    ends = []
     with _live_lock:
         if len(_live) < MAX_LIVE_PROCESSES:
             return
-        victims = []
         for key, ref in list(_live.items()):
             holder = ref()
             if holder is None:
                 _live.pop(key, None)
             elif not holder.busy:
-                victims.append(holder)
-            if len(_live) - len(victims) < MAX_LIVE_PROCESSES:
+                ends.append(holder._detach())
+            if len(_live) < MAX_LIVE_PROCESSES:
                 break
-    for holder in victims:
-        holder._drop()
+    for end in ends:
+        if end is not None:
+            end()
 
 
 # ---- the zygote and the holder processes (server side) ------------------------------------------
@@ -531,7 +567,7 @@ def _serve_holder(sock: socket.socket) -> None:
 
     def mark(unit: int) -> None:
         if progress is not None:
-            _PROGRESS.pack_into(progress, 0, unit, time.monotonic())
+            _write_progress(progress, unit)
 
     while True:
         try:
