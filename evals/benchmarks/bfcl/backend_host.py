@@ -281,7 +281,9 @@ class Holder:
 
     ``request`` (blocking, for scoring) and ``arequest`` (for the server's event loop) do one
     operation; an operation marked ``log=True`` that succeeded is kept for replay. Calls of one
-    holder run one at a time. ``memory``: its process is forked from a zygote that has imported BFCL's
+    holder run one at a time, blocking or not: each holds the holder's one lock, ``busy`` meanwhile,
+    until its process is no longer in use (an ``arequest`` cancelled while its process starts in a
+    thread keeps the lock until that start ends). ``memory``: its process is forked from a zygote that has imported BFCL's
     memory backends (:meth:`_Zygote.spawn`)."""
 
     def __init__(self, *, memory: bool = False) -> None:
@@ -394,11 +396,18 @@ class Holder:
         if self._alock is None:
             self._alock = asyncio.Lock()
         loop = asyncio.get_running_loop()
-        async with self._alock:
-            self.busy = True
+        async with self._alock:  # this loop's callers queue here, not in threads waiting for the holder's lock
+            await self._aclaim()
+            claimed = True
             try:
-                if not self._alive():
-                    await asyncio.to_thread(self._ensure, None)  # a replay may take a while: off the loop
+                if not self._alive():  # a replay may take a while: off the loop
+                    starting = asyncio.ensure_future(asyncio.to_thread(self._ensure, None))
+                    try:
+                        await asyncio.shield(starting)
+                    except asyncio.CancelledError:  # the start goes on in its thread: the holder stays claimed
+                        claimed = False
+                        starting.add_done_callback(self._release_after)
+                        raise
                 assert self.sock is not None
                 sock = self.sock
                 sock.setblocking(False)
@@ -416,10 +425,33 @@ class Holder:
                     self._drop()
                     raise HostError(f"BFCL's backend process died ({type(exc).__name__})") from None
             finally:
-                self.busy = False
+                if claimed:
+                    self._release()
             if log and not answer.get("error"):
                 self.log.append((op, limit))
             return answer
+
+    async def _aclaim(self) -> None:
+        """Take the holder's lock (the one its blocking calls take) from the event loop: at once when
+        it is free, else waited for in a thread; then it is ``busy``."""
+        if not self._lock.acquire(blocking=False):
+            taking = asyncio.ensure_future(asyncio.to_thread(self._lock.acquire))
+            try:
+                await asyncio.shield(taking)
+            except asyncio.CancelledError:
+                taking.add_done_callback(lambda _: self._lock.release())  # taken after all: given back
+                raise
+        self.busy = True
+
+    def _release(self) -> None:
+        self.busy = False
+        self._lock.release()
+
+    def _release_after(self, starting: asyncio.Future[None]) -> None:
+        """Release the holder once a start its (cancelled) caller left running has ended."""
+        if not starting.cancelled():
+            starting.exception()  # a failed start is the next call's to find (no process, or ``lost``)
+        self._release()
 
     def request_units(self, op: Op, limits: Sequence[float]) -> Any:
         """One operation made of units, blocking: unit ``n`` (marked by the process as it starts) is

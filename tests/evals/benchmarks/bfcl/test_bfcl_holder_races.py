@@ -14,6 +14,7 @@ threads take (events, a stopped process), never by timing:
 
 from __future__ import annotations
 
+import asyncio
 import mmap
 import os
 import signal
@@ -146,3 +147,73 @@ def test_the_progress_record_format_is_what_the_holder_process_writes() -> None:
     page[:backend_host._PROGRESS.size] = backend_host._PROGRESS.pack(
         0, 123.5, backend_host._progress_check(0, 123.5))
     assert backend_host._progress_now(page) == (0, 123.5)
+
+
+class _WatchedLock:
+    """A holder's lock that says when a caller found it taken."""
+
+    def __init__(self, taken: threading.Event) -> None:
+        self.lock, self.taken = threading.Lock(), taken
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        got = self.lock.acquire(blocking, timeout)
+        if not got:
+            self.taken.set()
+        return got
+
+    def release(self) -> None:
+        self.lock.release()
+
+    def __enter__(self) -> _WatchedLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
+
+
+async def test_a_call_cancelled_while_its_process_is_rebuilt_holds_the_holder_until_it_is(
+        bfcl_data: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's call whose holder's process is being rebuilt from its log (in a thread) is
+    cancelled: the next call waits for the rebuild, instead of sending its operation to the process
+    while the log's operations are replayed into it (answers taken by the other, or the state not
+    there yet)."""
+    holder = backend_host.Holder()
+    make = dict(_entry().make_op(), key="i")
+    ls = {"op": "call", "key": "i", "text": "ls()"}
+    either, go = threading.Event(), threading.Event()
+    replaying = threading.Event()
+    roundtrip, frame = backend_host.Holder._roundtrip_sync, backend_host._frame
+    loop_thread = threading.current_thread()
+
+    def paused(self: backend_host.Holder, op: backend_host.Op, deadline: float) -> Any:  # the log's replay
+        replaying.set()
+        assert go.wait(60)
+        return roundtrip(self, op, deadline)
+
+    def frame_seen(message: Any) -> bytes:
+        if threading.current_thread() is loop_thread and message is ls:
+            either.set()  # the second call sends its operation (before the fix: during the replay)
+        return frame(message)
+
+    try:
+        assert await holder.arequest(make, deadline=backend_host.MAKE_DEADLINE_S, log=True) == {}
+        assert "text" in await holder.arequest({"op": "call", "key": "i", "text": "mkdir(dir_name='kept')"}, log=True)
+        holder._drop()  # as past a deadline: the next call rebuilds the state from the log, in a thread
+        holder._lock = _WatchedLock(either)  # type: ignore[assignment]
+        monkeypatch.setattr(backend_host.Holder, "_roundtrip_sync", paused)
+        monkeypatch.setattr(backend_host, "_frame", frame_seen)
+        first = asyncio.ensure_future(holder.arequest(ls))
+        assert await asyncio.to_thread(replaying.wait, 60)  # its process started, its log not replayed yet
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        second = asyncio.ensure_future(holder.arequest(ls))
+        assert await asyncio.to_thread(either.wait, 60)  # it waits for the holder (fixed), or sent its call
+        go.set()
+        answer = await second
+        assert "kept" in answer.get("text", ""), answer
+        assert not holder.take_lost() and len(holder.log) == 2
+    finally:
+        go.set()
+        holder.close()
