@@ -19,9 +19,15 @@ before BFCL's code sees them (:mod:`.backend_bounds`); everything else runs here
   comparison; :meth:`Holder.request_units`) holds each unit to its own deadline: the process marks
   the unit it starts in a page of memory it shares with the client (a ``memfd`` handed over with the
   first such operation), which the client reads only when the deadline of the unit in progress has
-  passed; past it, :class:`UnitStopped` names the unit. One round trip per entry, not per call.
+  passed; past it, :class:`UnitStopped` names the unit. One round trip per entry, not per call. The
+  record (unit, start) is written as one copy with a check of its fields: a read that finds it
+  mid-write (the writer descheduled on a loaded machine) is read again, never judged.
 * **at most** :data:`MAX_LIVE_PROCESSES` processes at once: the least recently used idle holder's
-  process is ended to make room (its log stays: it comes back by replay when used again).
+  process is ended to make room (its log stays: it comes back by replay when used again). It is
+  chosen and detached from its holder under one lock, the one under which a holder's user, once
+  ``busy``, looks for its process: a holder never has its process ended under a call in progress.
+* **one call at a time per holder**, blocking (:meth:`Holder.request`) or from an event loop
+  (:meth:`Holder.arequest`): both take the holder's one lock.
 
 Processes are forked from one *zygote* per client process, a ``python -m`` of this module that
 imports BFCL's backend modules once (out of the verified wheel, :mod:`.wheel_code`; no MCP code:
