@@ -65,7 +65,7 @@ import time
 import weakref
 import zlib
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -289,8 +289,8 @@ class Holder:
     operation; an operation marked ``log=True`` that succeeded is kept for replay. Calls of one
     holder run one at a time, blocking or not: each holds the holder's one lock, ``busy`` meanwhile,
     until its process is no longer in use (an ``arequest`` cancelled while its process starts in a
-    thread keeps the lock until that start ends). ``memory``: its process is forked from a zygote that has imported BFCL's
-    memory backends (:meth:`_Zygote.spawn`)."""
+    thread keeps the lock until that start ends). ``memory``: its process is forked from a zygote
+    that has imported BFCL's memory backends (:meth:`_Zygote.spawn`)."""
 
     def __init__(self, *, memory: bool = False) -> None:
         self.memory = memory
@@ -300,6 +300,7 @@ class Holder:
         self.lost = ""  # why the state is gone (a replay failed), said once by the next call
         self._lock = threading.Lock()
         self._alock: asyncio.Lock | None = None
+        self._owner = 0  # the thread that holds the lock (an event loop's, for an arequest)
         self.busy = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._progress: mmap.mmap | None = None  # shared with the process of pid _progress_pid
@@ -384,16 +385,26 @@ class Holder:
     def request(self, op: Op, *, deadline: float | None = None, log: bool = False) -> Any:
         """One operation, blocking; raises :class:`HostError` past the deadline (state as before it)."""
         limit = CALL_DEADLINE_S if deadline is None else deadline
-        with self._lock:
-            self.busy = True
-            try:
-                self._ensure(None)
-                answer = self._roundtrip_sync(op, limit)
-            finally:
-                self.busy = False
+        with self._claimed():
+            self._ensure(None)
+            answer = self._roundtrip_sync(op, limit)
             if log and not answer.get("error"):
                 self.log.append((op, limit))
             return answer
+
+    @contextlib.contextmanager
+    def _claimed(self) -> Iterator[None]:
+        """The holder's lock, blocking; refused (not waited for ever) to the thread that holds it: an
+        event loop's thread whose ``arequest`` on this holder is in flight."""
+        if not self._lock.acquire(blocking=False):
+            if self._owner == threading.get_ident():
+                raise RuntimeError("a blocking call of a BFCL holder from the thread that has one in progress")
+            self._lock.acquire()
+        self._owner, self.busy = threading.get_ident(), True
+        try:
+            yield
+        finally:
+            self._release()
 
     async def arequest(self, op: Op, *, deadline: float | None = None, log: bool = False) -> Any:
         """One operation from the event loop: waits on the socket, never blocks the loop past the
@@ -447,10 +458,10 @@ class Holder:
             except asyncio.CancelledError:
                 taking.add_done_callback(lambda _: self._lock.release())  # taken after all: given back
                 raise
-        self.busy = True
+        self._owner, self.busy = threading.get_ident(), True
 
     def _release(self) -> None:
-        self.busy = False
+        self._owner, self.busy = 0, False
         self._lock.release()
 
     def _release_after(self, starting: asyncio.Future[None]) -> None:
@@ -464,13 +475,9 @@ class Holder:
         stopped once it has run ``limits[n]`` seconds (:class:`UnitStopped`; the process is ended,
         its state lost). Nothing is logged: the caller sends the operation again, with the stopped
         unit's result, to start over."""
-        with self._lock:
-            self.busy = True
-            try:
-                self._ensure(None)
-                return self._units_roundtrip(op, limits)
-            finally:
-                self.busy = False
+        with self._claimed():
+            self._ensure(None)
+            return self._units_roundtrip(op, limits)
 
     def _units_roundtrip(self, op: Op, limits: Sequence[float]) -> Any:
         assert self.sock is not None

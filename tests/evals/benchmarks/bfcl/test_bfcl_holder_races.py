@@ -217,3 +217,32 @@ async def test_a_call_cancelled_while_its_process_is_rebuilt_holds_the_holder_un
     finally:
         go.set()
         holder.close()
+
+
+async def test_a_blocking_call_from_the_loop_whose_call_is_in_flight_is_refused_not_hung(
+        bfcl_data: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocking and event-loop calls share the holder's lock: a blocking call made on the event
+    loop's thread while that loop's call holds the lock would wait for ever; it is refused."""
+    holder = backend_host.Holder()
+    make = dict(_entry().make_op(), key="i")
+    replaying, go = threading.Event(), threading.Event()
+    roundtrip = backend_host.Holder._roundtrip_sync
+
+    def paused(self: backend_host.Holder, op: backend_host.Op, deadline: float) -> Any:
+        replaying.set()
+        assert go.wait(60)
+        return roundtrip(self, op, deadline)
+
+    try:
+        assert await holder.arequest(make, deadline=backend_host.MAKE_DEADLINE_S, log=True) == {}
+        holder._drop()
+        monkeypatch.setattr(backend_host.Holder, "_roundtrip_sync", paused)
+        call = asyncio.ensure_future(holder.arequest({"op": "call", "key": "i", "text": "ls()"}))
+        assert await asyncio.to_thread(replaying.wait, 60)  # the loop's call holds the holder
+        with pytest.raises(RuntimeError, match="from the thread that has one in progress"):
+            holder.request({"op": "call", "key": "i", "text": "pwd()"})
+        go.set()
+        assert "error" not in await call
+    finally:
+        go.set()
+        holder.close()
