@@ -19,9 +19,15 @@ before BFCL's code sees them (:mod:`.backend_bounds`); everything else runs here
   comparison; :meth:`Holder.request_units`) holds each unit to its own deadline: the process marks
   the unit it starts in a page of memory it shares with the client (a ``memfd`` handed over with the
   first such operation), which the client reads only when the deadline of the unit in progress has
-  passed; past it, :class:`UnitStopped` names the unit. One round trip per entry, not per call.
+  passed; past it, :class:`UnitStopped` names the unit. One round trip per entry, not per call. The
+  record (unit, start) is written as one copy with a check of its fields: a read that finds it
+  mid-write (the writer descheduled on a loaded machine) is read again, never judged.
 * **at most** :data:`MAX_LIVE_PROCESSES` processes at once: the least recently used idle holder's
-  process is ended to make room (its log stays: it comes back by replay when used again).
+  process is ended to make room (its log stays: it comes back by replay when used again). It is
+  chosen and detached from its holder under one lock, the one under which a holder's user, once
+  ``busy``, looks for its process: a holder never has its process ended under a call in progress.
+* **one call at a time per holder**, blocking (:meth:`Holder.request`) or from an event loop
+  (:meth:`Holder.arequest`): both take the holder's one lock.
 
 Processes are forked from one *zygote* per client process, a ``python -m`` of this module that
 imports BFCL's backend modules once (out of the verified wheel, :mod:`.wheel_code`; no MCP code:
@@ -57,8 +63,9 @@ import sys
 import threading
 import time
 import weakref
+import zlib
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +78,8 @@ MEMORY_LIMIT_BYTES = 4 << 30  # address space of one holder's process
 MAX_LIVE_PROCESSES = 128
 MAX_ANSWER_BYTES = 64 << 20
 _HEADER = struct.Struct("!I")
-_PROGRESS = struct.Struct("=qd")  # the unit in progress (-1: none yet) and when it started (time.monotonic)
+_PROGRESS = struct.Struct("=qdQ")  # the unit in progress (-1: none yet), when it started (time.monotonic), their check
+_TORN_WAIT_S = 0.01  # how soon the progress record is read again when it was read mid-write
 
 Op = dict[str, Any]
 
@@ -279,8 +287,10 @@ class Holder:
 
     ``request`` (blocking, for scoring) and ``arequest`` (for the server's event loop) do one
     operation; an operation marked ``log=True`` that succeeded is kept for replay. Calls of one
-    holder run one at a time. ``memory``: its process is forked from a zygote that has imported BFCL's
-    memory backends (:meth:`_Zygote.spawn`)."""
+    holder run one at a time, blocking or not: each holds the holder's one lock, ``busy`` meanwhile,
+    until its process is no longer in use (an ``arequest`` cancelled while its process starts in a
+    thread keeps the lock until that start ends). ``memory``: its process is forked from a zygote
+    that has imported BFCL's memory backends (:meth:`_Zygote.spawn`)."""
 
     def __init__(self, *, memory: bool = False) -> None:
         self.memory = memory
@@ -290,16 +300,25 @@ class Holder:
         self.lost = ""  # why the state is gone (a replay failed), said once by the next call
         self._lock = threading.Lock()
         self._alock: asyncio.Lock | None = None
+        self._owner = 0  # the thread that holds the lock (an event loop's, for an arequest)
         self.busy = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
         self._progress: mmap.mmap | None = None  # shared with the process of pid _progress_pid
         self._progress_pid = -1
 
     # -- process life
+    def _alive(self) -> bool:
+        """Whether the holder has a process (then marked the most recently used). Asked by its user,
+        marked ``busy`` before: a process found here is not ended to make room (:func:`_make_room`
+        decides under the same lock)."""
+        with _live_lock:
+            if self.sock is None:
+                return False
+            _live.move_to_end(id(self), last=True)
+            return True
+
     def _ensure(self, loop: asyncio.AbstractEventLoop | None) -> None:
-        if self.sock is not None:
-            with _live_lock:
-                _live.move_to_end(id(self), last=True)
+        if self._alive():
             return
         self._start(loop)
         log, self.log = self.log, []
@@ -328,12 +347,17 @@ class Holder:
 
     def _drop(self) -> None:
         """End the process (the log is kept)."""
-        if self._finalizer is not None:
-            self._finalizer()
-            self._finalizer = None
-        self.sock, self.pid = None, -1
         with _live_lock:
-            _live.pop(id(self), None)
+            end = self._detach()
+        if end is not None:
+            end()
+
+    def _detach(self) -> weakref.finalize[Any, Any] | None:
+        """Forget the process, under ``_live_lock``: what ends it (to be called without the lock)."""
+        end, self._finalizer = self._finalizer, None
+        self.sock, self.pid = None, -1
+        _live.pop(id(self), None)
+        return end
 
     def close(self) -> None:
         """End the process and forget the state."""
@@ -361,16 +385,26 @@ class Holder:
     def request(self, op: Op, *, deadline: float | None = None, log: bool = False) -> Any:
         """One operation, blocking; raises :class:`HostError` past the deadline (state as before it)."""
         limit = CALL_DEADLINE_S if deadline is None else deadline
-        with self._lock:
-            self.busy = True
-            try:
-                self._ensure(None)
-                answer = self._roundtrip_sync(op, limit)
-            finally:
-                self.busy = False
+        with self._claimed():
+            self._ensure(None)
+            answer = self._roundtrip_sync(op, limit)
             if log and not answer.get("error"):
                 self.log.append((op, limit))
             return answer
+
+    @contextlib.contextmanager
+    def _claimed(self) -> Iterator[None]:
+        """The holder's lock, blocking; refused (not waited for ever) to the thread that holds it: an
+        event loop's thread whose ``arequest`` on this holder is in flight."""
+        if not self._lock.acquire(blocking=False):
+            if self._owner == threading.get_ident():
+                raise RuntimeError("a blocking call of a BFCL holder from the thread that has one in progress")
+            self._lock.acquire()
+        self._owner, self.busy = threading.get_ident(), True
+        try:
+            yield
+        finally:
+            self._release()
 
     async def arequest(self, op: Op, *, deadline: float | None = None, log: bool = False) -> Any:
         """One operation from the event loop: waits on the socket, never blocks the loop past the
@@ -379,13 +413,18 @@ class Holder:
         if self._alock is None:
             self._alock = asyncio.Lock()
         loop = asyncio.get_running_loop()
-        async with self._alock:
-            self.busy = True
+        async with self._alock:  # this loop's callers queue here, not in threads waiting for the holder's lock
+            await self._aclaim()
+            claimed = True
             try:
-                if self.sock is None:
-                    await asyncio.to_thread(self._ensure, None)  # a replay may take a while: off the loop
-                else:
-                    self._ensure(loop)
+                if not self._alive():  # a replay may take a while: off the loop
+                    starting = asyncio.ensure_future(asyncio.to_thread(self._ensure, None))
+                    try:
+                        await asyncio.shield(starting)
+                    except asyncio.CancelledError:  # the start goes on in its thread: the holder stays claimed
+                        claimed = False
+                        starting.add_done_callback(self._release_after)
+                        raise
                 assert self.sock is not None
                 sock = self.sock
                 sock.setblocking(False)
@@ -403,23 +442,42 @@ class Holder:
                     self._drop()
                     raise HostError(f"BFCL's backend process died ({type(exc).__name__})") from None
             finally:
-                self.busy = False
+                if claimed:
+                    self._release()
             if log and not answer.get("error"):
                 self.log.append((op, limit))
             return answer
+
+    async def _aclaim(self) -> None:
+        """Take the holder's lock (the one its blocking calls take) from the event loop: at once when
+        it is free, else waited for in a thread; then it is ``busy``."""
+        if not self._lock.acquire(blocking=False):
+            taking = asyncio.ensure_future(asyncio.to_thread(self._lock.acquire))
+            try:
+                await asyncio.shield(taking)
+            except asyncio.CancelledError:
+                taking.add_done_callback(lambda _: self._lock.release())  # taken after all: given back
+                raise
+        self._owner, self.busy = threading.get_ident(), True
+
+    def _release(self) -> None:
+        self._owner, self.busy = 0, False
+        self._lock.release()
+
+    def _release_after(self, starting: asyncio.Future[None]) -> None:
+        """Release the holder once a start its (cancelled) caller left running has ended."""
+        if not starting.cancelled():
+            starting.exception()  # a failed start is the next call's to find (no process, or ``lost``)
+        self._release()
 
     def request_units(self, op: Op, limits: Sequence[float]) -> Any:
         """One operation made of units, blocking: unit ``n`` (marked by the process as it starts) is
         stopped once it has run ``limits[n]`` seconds (:class:`UnitStopped`; the process is ended,
         its state lost). Nothing is logged: the caller sends the operation again, with the stopped
         unit's result, to start over."""
-        with self._lock:
-            self.busy = True
-            try:
-                self._ensure(None)
-                return self._units_roundtrip(op, limits)
-            finally:
-                self.busy = False
+        with self._claimed():
+            self._ensure(None)
+            return self._units_roundtrip(op, limits)
 
     def _units_roundtrip(self, op: Op, limits: Sequence[float]) -> Any:
         assert self.sock is not None
@@ -431,8 +489,9 @@ class Holder:
             os.ftruncate(fd, mmap.PAGESIZE)
             self._progress, self._progress_pid, fds = mmap.mmap(fd, mmap.PAGESIZE), self.pid, [fd]
         progress = self._progress
-        _PROGRESS.pack_into(progress, 0, -1, time.monotonic())
+        _write_progress(progress, -1)
         frame = _frame(op)
+        unit = -1  # the unit last read in progress
         try:
             sock.setblocking(True)
             sock.settimeout(CALL_DEADLINE_S)
@@ -440,18 +499,24 @@ class Holder:
             sock.sendall(frame[sent:])
             shortest = min(limits, default=CALL_DEADLINE_S)  # no later unit can end sooner than this from now
             while True:
-                unit, started = _progress_now(progress)
-                limit = limits[unit] if 0 <= unit < len(limits) else CALL_DEADLINE_S if unit >= 0 or not limits \
-                    else limits[0]  # -1: the operation is read, counted in its first unit
-                left = started + limit - time.monotonic()
-                if left <= 0:
-                    self._drop()
-                    raise UnitStopped(max(unit, 0), f"stopped after {limit:g} s (the deadline of one BFCL call)")
-                if select.select([sock], [], [], min(left, shortest))[0]:
+                read = _progress_now(progress)
+                if read is None:  # the process is writing it: no deadline is judged on what it holds meanwhile
+                    wait = _TORN_WAIT_S
+                else:
+                    unit, started = read
+                    limit = limits[unit] if 0 <= unit < len(limits) else CALL_DEADLINE_S if unit >= 0 or not limits \
+                        else limits[0]  # -1: the operation is read, counted in its first unit
+                    left = started + limit - time.monotonic()
+                    if left <= 0:
+                        self._drop()
+                        raise UnitStopped(max(unit, 0), f"stopped after {limit:g} s (the deadline of one BFCL call)")
+                    wait = min(left, shortest)
+                if select.select([sock], [], [], wait)[0]:
                     break
             return _read_frame(sock)  # the operation is done: its answer is on the way
         except (OSError, EOFError, ValueError) as exc:
-            unit = _progress_now(progress)[0]
+            read = _progress_now(progress)
+            unit = read[0] if read is not None else unit
             self._drop()
             raise UnitStopped(max(unit, 0), f"BFCL's backend process died ({type(exc).__name__})") from None
         finally:
@@ -473,31 +538,47 @@ def _page_fd() -> int:
         return os.dup(f.fileno())
 
 
-def _progress_now(progress: mmap.mmap) -> tuple[int, float]:
-    """The unit in progress and its start, read until two reads agree (the process may be writing it)."""
-    seen = _PROGRESS.unpack_from(progress, 0)
-    while True:
-        again = _PROGRESS.unpack_from(progress, 0)
-        if again == seen:
-            return int(seen[0]), float(seen[1])
-        seen = again
+def _progress_check(unit: int, started: float) -> int:
+    """What a whole progress record's check holds: never 0 (a page just made, or one that ``pack_into``
+    has cleared before writing its fields, holds zeros)."""
+    return zlib.crc32(struct.pack("=qd", unit, started)) | 1 << 32
+
+
+def _write_progress(progress: mmap.mmap, unit: int) -> None:
+    """Mark ``unit`` as started now, as one copy of the whole record (``Struct.pack_into`` clears the
+    record before writing its fields: a reader in between would see unit 0 started at 0.0)."""
+    started = time.monotonic()
+    progress[:_PROGRESS.size] = _PROGRESS.pack(unit, started, _progress_check(unit, started))
+
+
+def _progress_now(progress: mmap.mmap) -> tuple[int, float] | None:
+    """The unit in progress and its start, or ``None`` while the process is writing them (the record's
+    check does not match its fields: a reader cannot tell how long the process will take to finish
+    the write, so no two reads agreeing prove it whole)."""
+    unit, started, check = _PROGRESS.unpack_from(progress, 0)
+    return (int(unit), float(started)) if check == _progress_check(unit, started) else None
 
 
 def _make_room() -> None:
+    """End the least recently used idle holders' processes while :data:`MAX_LIVE_PROCESSES` are live.
+    A holder is chosen and detached from its process under ``_live_lock``, where its user, marked
+    ``busy`` first, looks for its process (:meth:`Holder._alive`): a holder that became busy after
+    it was chosen finds none and starts another, never one ended under its request."""
+    ends = []
     with _live_lock:
         if len(_live) < MAX_LIVE_PROCESSES:
             return
-        victims = []
         for key, ref in list(_live.items()):
             holder = ref()
             if holder is None:
                 _live.pop(key, None)
             elif not holder.busy:
-                victims.append(holder)
-            if len(_live) - len(victims) < MAX_LIVE_PROCESSES:
+                ends.append(holder._detach())
+            if len(_live) < MAX_LIVE_PROCESSES:
                 break
-    for holder in victims:
-        holder._drop()
+    for end in ends:
+        if end is not None:
+            end()
 
 
 # ---- the zygote and the holder processes (server side) ------------------------------------------
@@ -531,7 +612,7 @@ def _serve_holder(sock: socket.socket) -> None:
 
     def mark(unit: int) -> None:
         if progress is not None:
-            _PROGRESS.pack_into(progress, 0, unit, time.monotonic())
+            _write_progress(progress, unit)
 
     while True:
         try:
