@@ -181,7 +181,10 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]], se: float | Non
 def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[str, MetricValue]:
     """Every metric with at least one sample, by :attr:`Metric.key` (tasks without a sample are left
     out); a derived metric when every metric it is derived from has a value (or, ``absent="zero"``, always)."""
-    scores = list(scores)
+    samples: dict[str, list[tuple[float, float]]] = {}  # each key's samples in task order: one pass, not one per metric
+    for score in scores:
+        for name, sample in score.samples.items():
+            samples.setdefault(name, []).append(sample)
     out: dict[str, MetricValue] = {}
     parts: dict[str, _Part] = {}  # every metric with a value, shown or not
     for metric in metrics:
@@ -197,8 +200,8 @@ def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[st
                                           None if part.error is None else round(scale * part.error, metric.digits + 2),
                                           part.tasks, part.samples, metric.over, metric.digits, part.missing)
             continue
-        key = metric.key  # a property: once, not twice per task
-        pairs = [sample for s in scores if (sample := s.samples.get(key)) is not None]
+        key = metric.key
+        pairs = samples.get(key)
         if pairs:
             se = _ratio_stderr(pairs)
             out[key] = _value(metric, pairs, se)
