@@ -51,17 +51,17 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace, given: dict[str, Any]) -> int:
-    from client import eventloop
-
-    from .core.run import score_run_dir
-
     try:
         run_dir = args.run_dir
-        if args.format:
+        if args.format:  # first: a reader may start work of its own that scoring takes later (e.g. processes)
             run_dir = _import_predictions(args, given)
             err.print(f"imported {escape(args.run_dir)} ({escape(args.format)}) into {escape(str(run_dir))}")
         elif args.benchmark or args.strategy or args.out:
             raise ValueError("--benchmark, --strategy and --out go with --format (scoring predictions made elsewhere)")
+        from client import eventloop
+
+        from .core.run import score_run_dir
+
         summary = eventloop.run(score_run_dir(run_dir, judge_model=args.judge, options=given))
     except (FileNotFoundError, ValueError, KeyError, OptionError) as exc:
         err.print(f"[red]error:[/] {escape(redacted(str(exc)))}")

@@ -157,7 +157,8 @@ def _ratio_stderr(pairs: Sequence[tuple[float, float]]) -> float | None:
     return se if math.isfinite(se) else None
 
 
-def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
+def _value(metric: Metric, pairs: Sequence[tuple[float, float]], se: float | None) -> MetricValue:
+    """The metric's value over ``pairs``; ``se``: their :func:`_ratio_stderr`."""
     num = 0.0
     den = 0.0
     for x, d in pairs:  # summed in task order, so the floats add up as the official code's do
@@ -173,7 +174,6 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
         value = metric.value_of(num, den)
     else:
         value = round(scale * num / den, metric.digits)
-    se = _ratio_stderr(pairs)
     return MetricValue(value, None if se is None else round(scale * se, metric.digits + 2), len(pairs), den, metric.over,
                        metric.digits)
 
@@ -181,7 +181,10 @@ def _value(metric: Metric, pairs: Sequence[tuple[float, float]]) -> MetricValue:
 def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[str, MetricValue]:
     """Every metric with at least one sample, by :attr:`Metric.key` (tasks without a sample are left
     out); a derived metric when every metric it is derived from has a value (or, ``absent="zero"``, always)."""
-    scores = list(scores)
+    samples: dict[str, list[tuple[float, float]]] = {}  # each key's samples in task order: one pass, not one per metric
+    for score in scores:
+        for name, sample in score.samples.items():
+            samples.setdefault(name, []).append(sample)
     out: dict[str, MetricValue] = {}
     parts: dict[str, _Part] = {}  # every metric with a value, shown or not
     for metric in metrics:
@@ -197,14 +200,16 @@ def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[st
                                           None if part.error is None else round(scale * part.error, metric.digits + 2),
                                           part.tasks, part.samples, metric.over, metric.digits, part.missing)
             continue
-        pairs = [s.samples[metric.key] for s in scores if metric.key in s.samples]
+        key = metric.key
+        pairs = samples.get(key)
         if pairs:
-            out[metric.key] = _value(metric, pairs)
+            se = _ratio_stderr(pairs)
+            out[key] = _value(metric, pairs, se)
             num = den = 0.0
             for x, d in pairs:
                 num += x
                 den += d
-            parts[metric.key] = _Part(num / den if den else 0.0, _ratio_stderr(pairs), len(pairs), den)
+            parts[key] = _Part(num / den if den else 0.0, se, len(pairs), den)
     return out
 
 

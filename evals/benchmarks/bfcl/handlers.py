@@ -196,7 +196,7 @@ def _bfcl_code() -> dict[str, Any]:
     utils: ModuleType = decoder_module()  # its eval bounded: the replies and result files are untrusted
     top: ModuleType = import_with_project_root("bfcl_eval.utils")
     enums: ModuleType = import_with_project_root("bfcl_eval.constants.enums")
-    return {"prompting": utils.default_decode_ast_prompting, "format_ok": top.is_function_calling_format_output,
+    return {"prompting": utils.default_decode_ast_prompting,
             "ReturnFormat": enums.ReturnFormat, "system_prompt": utils.system_prompt_pre_processing_chat_model,
             "configs": top.get_all_format_sensitivity_configs, "parse_config": utils.parse_prompt_variation_params,
             "hint": top.add_language_specific_hint_to_function_doc}
@@ -225,9 +225,6 @@ def decode(decoding: Decoding, result: Any, return_format: str = "python", has_t
     """``result`` decoded as the handler's ``decode_ast`` does (``return_format``: BFCL's
     ``ReturnFormat`` value: python, java, javascript, json, verbose_xml, concise_xml). Raises
     :class:`Undecodable` where BFCL's decoding raises."""
-    code = bfcl_code()
-    prompting = code["prompting"]
-    fmt = code["ReturnFormat"](return_format)
     try:
         if decoding.kind == "fc-json-text":
             return _fc_json_text(result)
@@ -235,6 +232,10 @@ def decode(decoding: Decoding, result: Any, return_format: str = "python", has_t
             return _fc_object(result)
         if decoding.kind == "fc-object-or-one":
             return result if type(result) is list else [result]
+        # a prompting model's text: BFCL's decoders (an FC folder never imports them: about 30 ms)
+        code = bfcl_code()
+        prompting = code["prompting"]
+        fmt = code["ReturnFormat"](return_format)
         if decoding.kind == "prompting-tool-code":
             return prompting(result.replace("```tool_code\n", "").replace("\n```", ""), fmt, has_tool_call_tag)
         if decoding.kind == "prompting-in-toolcall":
@@ -248,7 +249,15 @@ def decode(decoding: Decoding, result: Any, return_format: str = "python", has_t
 
 def fc_format(decoded: Any) -> bool:
     """BFCL's ``is_function_calling_format_output``: a list of ``{name: {param: value}}``."""
-    return bool(bfcl_code()["format_ok"](decoded))
+    return bool(_format_ok()(decoded))
+
+
+@functools.cache
+def _format_ok() -> Callable[[Any], Any]:
+    """BFCL's ``is_function_calling_format_output`` alone (its module, not the decoders': an FC folder's check)."""
+    from .wheel_code import import_with_project_root
+
+    return import_with_project_root("bfcl_eval.utils").is_function_calling_format_output  # type: ignore[no-any-return]
 
 
 @functools.cache  # a few categories, asked once per result line

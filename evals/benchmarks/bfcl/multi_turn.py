@@ -132,13 +132,23 @@ def _hinted_docs(path: Path, class_name: str) -> tuple[dict[str, Any], ...]:
 def read_multi_turn(category: str, wheel: Path | None = None) -> list[MultiTurnEntry]:
     """The entries of one multi-turn category, in the file's order, with their ground truth (from the
     user cache while the wheel and this code are the same: :mod:`~evals.core.derived_cache`)."""
-    from ...core.derived_cache import cached_derivation
-
     if category not in MULTI_TURN:
         raise WheelError(f"BFCL category {category!r} is not a multi-turn category ({', '.join(MULTI_TURN)})")
-    path = verified_wheel(wheel)
-    return cached_derivation(f"bfcl-{category}", [path], lambda: _read_multi_turn(category, path),
-                             code=[__file__, Path(__file__).with_name("files.py")], encode=_encode, decode=_decode)
+    return list(_memo(category, verified_wheel(wheel).resolve()))
+
+
+@functools.lru_cache(maxsize=16)
+def _memo(category: str, path: Path) -> tuple[MultiTurnEntry, ...]:
+    """One category's entries, kept for the process, as the single-turn ones are (``data._memo``): ``evals score``
+    of a result folder asks for them three times (the import, the imported run's plugin, its scoring), 15 ms a
+    category each time from the user cache. The wheel's bytes are the pinned ones (checked first): its path is the
+    key. Nothing changes an entry (frozen; its docs and config are shared already by the entries of a load)."""
+    from ...core.derived_cache import cached_derivation
+
+    entries: list[MultiTurnEntry] = cached_derivation(
+        f"bfcl-{category}", [path], lambda: _read_multi_turn(category, path),
+        code=[__file__, Path(__file__).with_name("files.py")], encode=_encode, decode=_decode)
+    return tuple(entries)
 
 
 def _encode(entries: Sequence[MultiTurnEntry]) -> dict[str, Any]:

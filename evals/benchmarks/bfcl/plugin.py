@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,12 +60,23 @@ class BfclBenchmark:
         self.name = info.name
         self.options = options
         self.categories = selected_categories(options.get("category"))
-        self.kinds = kinds_for(self.categories, self.name, options)
-        self.entries: dict[str, Any] = {}  # every selected entry, in BFCL's order
-        self._kind: dict[str, Kind] = {}  # an entry's kind
-        for kind in self.kinds:
-            self.entries.update(kind.entries)
-            self._kind.update(dict.fromkeys(kind.entries, kind))
+
+    # The kinds and their entries are made when first asked for, not when the plugin is loaded: `evals score` of a
+    # result folder loads it first only for its formats and strategies (every served category's entries: about
+    # 0.1 s it does not need).
+    @functools.cached_property
+    def kinds(self) -> list[Kind]:
+        return kinds_for(self.categories, self.name, self.options)
+
+    @functools.cached_property
+    def _kind(self) -> dict[str, Kind]:
+        """An entry's kind; its keys are every selected entry, in BFCL's order."""
+        return {task_id: kind for kind in self.kinds for task_id in kind.entries}
+
+    @functools.cached_property
+    def entries(self) -> dict[str, Any]:
+        """Every selected entry, in BFCL's order."""
+        return {task_id: entry for kind in self.kinds for task_id, entry in kind.entries.items()}
 
     def task_ids(self) -> list[str]:
         """Every selected entry in BFCL's order; with ``--limit-per-category N``, the first N of each category."""

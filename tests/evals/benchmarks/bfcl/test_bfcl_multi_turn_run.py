@@ -199,9 +199,11 @@ def test_multi_turn_entries_and_the_step_limit_from_the_user_cache_are_the_wheel
     from evals.benchmarks.bfcl.data import verified_wheel
 
     monkeypatch.setenv("EVALS_CACHE_DIR", str(tmp_path / "cache"))
+    multi_turn._memo.cache_clear()  # the process's own memo, which an earlier test may have filled
     parsed = multi_turn._read_multi_turn("multi_turn_miss_func", verified_wheel())
     assert any(e.missed for e in parsed)  # the held-out functions (int-keyed) make the round trip too
     assert multi_turn.read_multi_turn("multi_turn_miss_func") == parsed
+    multi_turn._memo.cache_clear()
     assert multi_turn.read_multi_turn("multi_turn_miss_func") == parsed  # from the cache
     multi_turn.step_limit.cache_clear()  # kept per process once read: read it here, through the user cache
     assert multi_turn.step_limit() == multi_turn.step_limit() == int(multi_turn._prompts().MAXIMUM_STEP_LIMIT)
