@@ -100,8 +100,14 @@ def prepare(work: Path) -> None:
 
 # ---- the lines ----
 
+def _few_surrogates(rng: random.Random, s: str) -> str:
+    """``s``, its lone surrogates mostly dropped (BFCL stops on a wrong entry holding one: a file with one says
+    little else)."""
+    return s if rng.random() < 0.15 else "".join(ch for ch in s if not "\ud800" <= ch <= "\udfff")
+
+
 def _odd_string(rng: random.Random, s: str) -> str:
-    return weird.text(rng, s) if rng.random() < 0.5 else s + rng.choice(
+    return _few_surrogates(rng, weird.text(rng, s)) if rng.random() < 0.5 else s + rng.choice(
         ["\n", "\r\n", "\u2028", "'", '"', "\\", "é", "\u4e2d", "\t", " ", "\x00", "\\n"])
 
 
@@ -169,7 +175,10 @@ def _mutate_calls(rng: random.Random, calls: list[dict[str, Any]]) -> list[dict[
                     args[k] = []
                     break
                 if isinstance(v, int | float) and not isinstance(v, bool):
-                    args[k] = float(v) if isinstance(v, int) else int(v)
+                    try:
+                        args[k] = float(v) if isinstance(v, int) else int(v)
+                    except (OverflowError, ValueError):  # a huge int, inf, nan
+                        args[k] = None
                     break
         elif r == 7:  # deep nesting
             deep: Any = 1
@@ -181,7 +190,7 @@ def _mutate_calls(rng: random.Random, calls: list[dict[str, Any]]) -> list[dict[
 
 def _text_reply(rng: random.Random) -> Any:
     return rng.choice(["I cannot help with that.", "", "Error during inference: boom", None, 0, {}, "[]", "[1, 2]",
-                       "```\n[]\n```", weird.text(rng), "\ud800", "[f(x=1)]", "<TOOLCALL></TOOLCALL>"])
+                       "```\n[]\n```", _few_surrogates(rng, weird.text(rng)), "[f(x=1)]", "<TOOLCALL></TOOLCALL>"])
 
 
 def _json_text(rng: random.Random, args: Any) -> Any:
@@ -197,7 +206,7 @@ def _json_text(rng: random.Random, args: Any) -> Any:
 def _fc(rng: random.Random, calls: list[dict[str, Any]], as_text: bool) -> Any:
     items = [{c["name"]: (_json_text(rng, c["arguments"]) if as_text else c["arguments"])} for c in calls]
     if rng.random() < 0.05:  # the other handler's shape
-        items = [{c["name"]: (c["arguments"] if as_text else json.dumps(c["arguments"]))} for c in calls]
+        items = [{c["name"]: (c["arguments"] if as_text else _json_text(rng, c["arguments"]))} for c in calls]
     if rng.random() < 0.03 and items:
         return items[0]  # a lone object
     if rng.random() < 0.03 and len(items) > 1:
@@ -205,16 +214,20 @@ def _fc(rng: random.Random, calls: list[dict[str, Any]], as_text: bool) -> Any:
     return items
 
 
-def _prompting(rng: random.Random, calls: list[dict[str, Any]], fmt: str, tag: bool, model: str) -> Any:
+def _text(calls: list[dict[str, Any]], fmt: str, tag: bool) -> str:
     try:
-        text = oracle_text(calls, fmt, tag)
-    except (ValueError, TypeError, RecursionError):
-        text = "[" * 1100 + "]" * 1100
+        return oracle_text(calls, fmt, tag)
+    except (ValueError, TypeError, RecursionError):  # too deep to write
+        return "[" * 1100 + "]" * 1100
+
+
+def _prompting(rng: random.Random, calls: list[dict[str, Any]], fmt: str, tag: bool, model: str) -> Any:
+    text = _text(calls, fmt, tag)
     r = rng.random()
     if r < 0.05:
         text = text[: rng.randrange(len(text) + 1)]
     elif r < 0.08:
-        text = oracle_text(calls, rng.choice(["python", "json"]), not tag) if rng.random() < 0.5 else f"```\n{text}\n```"
+        text = _text(calls, rng.choice(["python", "json"]), not tag) if rng.random() < 0.5 else f"```\n{text}\n```"
     elif r < 0.1:
         text = text[1:-1]
     return WRAP.get(model, "{}").format(text) if rng.random() < 0.95 else text
@@ -250,10 +263,10 @@ def _multi(rng: random.Random, steps: list[list[dict[str, Any]]], model: str, p_
         if rng.random() < p_wrong:
             calls = _mutate_calls(rng, calls)
         if MODELS[model] == "prompting":
-            step: Any = oracle_text(calls, "python", False) if calls else "Done."
+            step: Any = _text(calls, "python", False) if calls else "Done."
         else:
             step = [{c["name"]: _json_text(rng, c["arguments"])} for c in calls] if calls else "Done."
-        turn: list[Any] = [step]
+        turn: Any = [step]
         if rng.random() < 0.1:
             turn.append(rng.choice(["Done.", [], "", {}]))
         if rng.random() < 0.05:
@@ -301,7 +314,7 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
         if category in MULTI_TURN:
             entries = _pick(rng, read_multi_turn(category))[:6]  # each replays BFCL's backends: a few
             for multi in entries:
-                lines.append(json.dumps({"id": multi.id, "result": _multi(rng, gold_steps(multi), model, p_wrong)}))
+                lines.append(weird.dumps(rng, {"id": multi.id, "result": _multi(rng, gold_steps(multi), model, p_wrong)}))
         else:
             pool = load_format_sensitivity() if category == "format_sensitivity" else load_entries((category,))
             for entry in _pick(rng, list(pool)):

@@ -142,7 +142,7 @@ def decode_step(step: Any) -> list[dict[str, Any]] | None:
             if isinstance(value, str):
                 try:
                     value = json.loads(value)
-                except ValueError:
+                except (ValueError, RecursionError):  # BFCL's runner skips a step whose decoding raises
                     return None
             if not isinstance(value, dict):
                 return None
@@ -291,19 +291,17 @@ def _model_folder(files: Sequence[Path]) -> str:
 
 def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str],
                 decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-    """One file's traces, and where its single-turn results were texts / did not decode."""
+    """One file's traces, and where its single-turn results were texts / did not decode / held a lone surrogate;
+    its blank lines. Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads`` of each line:
+    :func:`official_jsonl`): what that stops on is refused with FILE:LINE, blank lines are warned about."""
+    from ...core.formats import official_jsonl, surrogate_free
+
     traces: dict[str, dict[str, Any]] = {}
-    noted: dict[str, list[str]] = {"text": [], "undecoded": []}
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    noted: dict[str, list[str]] = {"text": [], "undecoded": [], "surrogate": [], "blank": []}
+    lines = official_jsonl(file)
+    noted["blank"] = [f"{file}:{n}" for n in lines.blank]
+    for number, row in lines.rows:
         where = f"{file}:{number}"
-        try:
-            row = json.loads(line)
-        except RecursionError:
-            raise ValueError(f"{where}: nested too deeply to read (BFCL's own reader stops here too)") from None
-        except ValueError as exc:
-            raise ValueError(f"{where}: not JSON ({exc})") from None
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):
             raise ValueError(f"{where}: not a BFCL result line (a JSON object with a string 'id')")
         entry_id = row["id"]
@@ -315,6 +313,8 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
             raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
         seen[entry_id] = where
         traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
+        if not surrogate_free(traces[entry_id].get("outcome")):  # the result, or what it decodes to
+            noted["surrogate"].append(where)
         text = row["result"]
         if isinstance(text, str) and text.strip() and not text.startswith("Error during inference") \
                 and not decoding.prompting:
@@ -357,15 +357,26 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     seen: dict[str, str] = {}
     warnings = [f"{len(skipped)} result files skipped: {listed}"] if skipped else []
     texts: list[str] = []
+    surrogates: list[str] = []
+    blank: list[str] = []
     for file, category in zip(files, categories, strict=True):
         got, noted = _read_lines(file, category, known, seen, decoding)
         traces.update(got)
         texts += noted["text"]
+        surrogates += noted["surrogate"]
+        blank += noted["blank"]
         if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):
             warnings.append(f"{file}: {len(noted['undecoded'])} of {len(got)} results do not decode as "
                             f"{decoding.source} decodes them ({_SHAPES.get(decoding.kind, 'the text of calls')}"
                             f"{', in ' + language_format(category) + ' call syntax' if decoding.prompting else ''}): "
                             "check --bfcl-model; they count as BFCL counts them (ast_decoder errors)")
+    if blank:
+        warnings.append(f"blank lines ({_shown(blank)}): bfcl evaluate stops at the first (json.loads of an empty "
+                        "line) and prints no number; skipped here")
+    if surrogates:
+        warnings.append(f"{len(surrogates)} results hold or decode to a lone surrogate ({_shown(surrogates)}): bfcl evaluate stops "
+                        "when such an entry is wrong (UnicodeEncodeError writing its score file) and prints no number; "
+                        "scored here")
     if texts:
         warnings.append(f"{len(texts)} results are a text, not tool calls ({_shown(texts)}): scored as BFCL scores an "
                         "FC model's reply without a call")
