@@ -292,7 +292,7 @@ def _pick(rng: random.Random, items: list[Any]) -> list[Any]:
     r = rng.random()
     if r < 0.1:
         return items  # the whole category
-    n = rng.choice([1, 2, 3, 5, 8, 16, 24, 40])
+    n = rng.choice([1, 2, 3, 5, 8, 16, 24, 40, 160, 320])  # 160, 320: BFCL's divide-first rounding ties
     if r < 0.5:
         return items[:n]
     return rng.sample(items, min(n, len(items)))
@@ -362,6 +362,8 @@ def run_official(work: Path, case: Path) -> Outcome:
         for column, cell in (row or {}).items():
             if (csv_file, column) in CELLS:
                 numbers[f"{csv_file}:{column}"] = cell
+    if "format_sensitivity" in theirs["scores"]:  # in no CSV column: its score file's accuracy, printed as the CSVs print
+        numbers["format_sensitivity"] = f"{theirs['scores']['format_sensitivity']['accuracy'] * 100:.2f}"
     numbers.update(_by_category(theirs["verdicts"]))
     return Outcome(numbers=numbers)
 
@@ -375,6 +377,8 @@ def run_ours(case: Path) -> Outcome:
     for (csv_file, column), name in CELLS.items():
         value = metrics.get(name)
         numbers[f"{csv_file}:{column}"] = f"{value:.2f}%" if isinstance(value, int | float) else "N/A"
+    if isinstance(metrics.get("format_sensitivity"), int | float):
+        numbers["format_sensitivity"] = f"{metrics['format_sensitivity']:.2f}"
     verdicts: dict[str, str] = {}
     if (out / "scores.jsonl").is_file():
         for line in (out / "scores.jsonl").read_text(encoding="utf-8").splitlines():
