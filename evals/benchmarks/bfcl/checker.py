@@ -162,7 +162,12 @@ def _converted(lang: str, param: str, value: Any, type_name: str,
         if expected is None:
             return Verdict(False, "type_error:unknown", f"{param}: BFCL type {type_name!r} is not a Python type")
         inner = _PY_TYPE.get(props[param]["items"]["type"]) if type_name in ("array", "tuple") else None
-        return (float(value) if type_name == "float" and type(value) is int else value), expected, inner
+        if type_name == "float" and type(value) is int:
+            try:
+                value = float(value)
+            except OverflowError:  # BFCL's checker stops here (float() raises): the import warns of it
+                return Verdict(False, "type_error:simple", f"{param}: an integer beyond a float's range")
+        return value, expected, inner
     types, read = (JAVA_TYPES, java_value) if lang == "java" else (JS_TYPES, js_value)
     short = "java" if lang == "java" else "js"
     if type_name not in types:

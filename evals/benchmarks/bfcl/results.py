@@ -297,7 +297,7 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
     from ...core.formats import official_jsonl, surrogate_free
 
     traces: dict[str, dict[str, Any]] = {}
-    noted: dict[str, list[str]] = {"text": [], "undecoded": [], "surrogate": [], "blank": []}
+    noted: dict[str, list[str]] = {"text": [], "undecoded": [], "surrogate": [], "blank": [], "huge": []}
     lines = official_jsonl(file)
     noted["blank"] = [f"{file}:{n}" for n in lines.blank]
     for number, row in lines.rows:
@@ -315,6 +315,8 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
         traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
         if not surrogate_free(traces[entry_id].get("outcome")):  # the result, or what it decodes to
             noted["surrogate"].append(where)
+        if _beyond_float(traces[entry_id]["outcome"].get("calls")):
+            noted["huge"].append(where)
         text = row["result"]
         if isinstance(text, str) and text.strip() and not text.startswith("Error during inference") \
                 and not decoding.prompting:
@@ -322,6 +324,24 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
         if status != "ok":
             noted["undecoded"].append(where)
     return traces, noted
+
+
+def _beyond_float(value: Any) -> bool:
+    """Whether decoded calls hold an integer ``float()`` cannot take (BFCL's checker stops on one given for a
+    float parameter: ``OverflowError``)."""
+    stack = [value]
+    while stack:  # iteratively: a value may be nested as deep as json.loads allows
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool):
+            try:
+                float(item)
+            except OverflowError:
+                return True
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return False
 
 
 def _shown(places: Sequence[str]) -> str:
@@ -359,12 +379,14 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     texts: list[str] = []
     surrogates: list[str] = []
     blank: list[str] = []
+    huge: list[str] = []
     for file, category in zip(files, categories, strict=True):
         got, noted = _read_lines(file, category, known, seen, decoding)
         traces.update(got)
         texts += noted["text"]
         surrogates += noted["surrogate"]
         blank += noted["blank"]
+        huge += noted["huge"]
         if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):
             warnings.append(f"{file}: {len(noted['undecoded'])} of {len(got)} results do not decode as "
                             f"{decoding.source} decodes them ({_SHAPES.get(decoding.kind, 'the text of calls')}"
@@ -377,6 +399,10 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
         warnings.append(f"{len(surrogates)} results hold or decode to a lone surrogate ({_shown(surrogates)}): bfcl evaluate stops "
                         "when such an entry is wrong (UnicodeEncodeError writing its score file) and prints no number; "
                         "scored here")
+    if huge:
+        warnings.append(f"{len(huge)} results hold an integer beyond a float's range ({_shown(huge)}): bfcl evaluate "
+                        "stops on one given for a float parameter (OverflowError in its checker) and prints no number; "
+                        "scored here as a type error")
     if texts:
         warnings.append(f"{len(texts)} results are a text, not tool calls ({_shown(texts)}): scored as BFCL scores an "
                         "FC model's reply without a call")

@@ -12,6 +12,8 @@ entry (its result and what it decodes to) into its score file as UTF-8 text. So:
   stops it writing its score file (``UnicodeEncodeError``): no number at all;
 * a multi-turn step whose JSON text is nested too deep to decode is skipped by BFCL's runner (its decoding
   raises); ours ended in a ``RecursionError`` traceback;
+* an integer beyond a float's range given for a float parameter stops BFCL's checker (``float()`` of it:
+  ``OverflowError``); ours ended in the same traceback;
 * a category's accuracy is ``correct_count / total_count`` printed as ``"{:.2f}%"`` of it times 100: on a subset
   of 160 entries (or 320, 480, 640, 800, 960) that differs from ``round(100 * k / n, 2)`` on ties (23 of 160:
   BFCL 14.37%, ours was 14.38%).
@@ -83,6 +85,9 @@ CASES: dict[str, dict[str, bytes]] = {
                                                      + "\n").encode()},
     "multi_turn_step_too_deep": {"multi_turn/BFCL_v4_multi_turn_base_result.json": (
         _multi_turn(True) + "\n").encode()},
+    "integer_beyond_a_float": {"non_live/BFCL_v4_simple_python_result.json": (RIGHT_0 + "\n" + _line(
+        "simple_python_14", _call("calculate_derivative", '{"function": "3x**2 + 2x - 1", "x_value": 1' + "0" * 400
+                                  + "}")) + "\n").encode()},
     "rounding_tie_23_of_160": {},  # made by _tie (it needs the wheel)
 }
 
@@ -169,6 +174,7 @@ def test_the_findings_are_the_kinds_the_docstring_names():
     assert "stops" not in committed["line_breaks_inside_strings"] and "stops" not in committed["multi_turn_step_too_deep"]
     assert committed["multi_turn_step_too_deep"]["verdicts"] == {"multi_turn_base_0": ""}  # the deep step skipped
     assert committed["rounding_tie_23_of_160"]["accuracy"] == {"simple_python": "14.37"}
+    assert committed["integer_beyond_a_float"] == {"stops": "OverflowError"}
 
 
 def main() -> None:
@@ -183,3 +189,36 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+@pytest.fixture
+def fuzz_children() -> Any:
+    from bench.fuzz import ours
+
+    yield
+    for server in ours._CHILDREN.values():  # the serving processes this test started
+        if server.proc is not None:
+            server.proc.kill()
+            server.proc.wait()
+    ours._CHILDREN.clear()
+
+
+def test_the_fuzz_target_writes_bfcl_folders_that_both_sides_score_alike(bfcl_data, bfcl_python, fuzz_children, tmp_path):
+    import random
+
+    from bench.fuzz import bfcl as target
+    from bench.fuzz.outcome import compare
+
+    rng = random.Random("7:bfcl")
+    verdicts = 0
+    for k in range(2):
+        case = target.generate(rng, tmp_path / str(k))
+        model = (case.parents[1] / "model.txt").read_text()
+        assert model in target.MODELS and case.name == model.replace("/", "_") and case.parent.name == "result"
+        files = list(case.rglob("*.json"))
+        assert files and all(f.parent.parent == case and f.name.startswith("BFCL_v4_") for f in files)
+        official, ours = target.run_official(tmp_path, case), target.run_ours(case)
+        assert compare(official, ours) == "equal", (official.note, ours.note)
+        verdicts += sum(len(json.loads(v)) for k, v in ours.numbers.items() if k.startswith("verdicts "))
+        assert ours.numbers["data_overall:Overall Acc"].endswith("%")
+    assert verdicts > 10
