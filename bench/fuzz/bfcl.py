@@ -381,7 +381,9 @@ def run_ours(case: Path) -> Outcome:
         numbers["format_sensitivity"] = f"{metrics['format_sensitivity']:.2f}"
     verdicts: dict[str, str] = {}
     if (out / "scores.jsonl").is_file():
-        for line in (out / "scores.jsonl").read_text(encoding="utf-8").splitlines():
+        for line in (out / "scores.jsonl").read_text(encoding="utf-8").split("\n"):  # not splitlines: U+2028
+            if not line:
+                continue
             s = json.loads(line)
             verdict = ((s.get("score") or {}).get("details") or {}).get("verdict") or {}
             verdicts[s["task_id"]] = verdict.get("error_type") or ""

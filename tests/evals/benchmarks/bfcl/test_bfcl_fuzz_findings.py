@@ -138,7 +138,7 @@ def _ours(folder: Path, out: Path) -> dict[str, Any]:
     except ValueError as exc:
         return {"refused": str(exc)}
     summary = eventloop.run(score_run_dir(run))
-    scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    scores = [json.loads(line) for line in (run / "scores.jsonl").read_text(encoding="utf-8").split("\n") if line]
     verdicts = {s["task_id"]: s["score"]["details"]["verdict"].get("error_type") or "" for s in scores}
     return {"verdicts": verdicts, "metrics": summary["metrics"], "warnings": summary.get("warnings") or []}
 
