@@ -388,4 +388,10 @@ def run_ours(case: Path) -> Outcome:
             verdict = ((s.get("score") or {}).get("details") or {}).get("verdict") or {}
             verdicts[s["task_id"]] = verdict.get("error_type") or ""
     numbers.update(_by_category(verdicts))
-    return got.outcome(numbers)
+    outcome = got.outcome(numbers)
+    # a warning counts where it says BFCL stops on the file: the others (results that do not decode, texts, a
+    # subset) say how a number was counted, as BFCL counts it, and must not hide a difference
+    stops = [w for w in (got.summary or {}).get("warnings") or [] if "bfcl evaluate stops" in w]
+    outcome.warned = bool(stops)
+    outcome.note = outcome.note if outcome.stopped or outcome.crashed else "; ".join(stops)[:300]
+    return outcome

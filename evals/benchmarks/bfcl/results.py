@@ -121,8 +121,14 @@ def decode_result(result: Any, decoding: Decoding = FC_TEXT, category: str = "si
         return [], "wrong_format", text
     from .decoder_guard import json_arguments  # a prompting text's bytes or complex values: as their repr
 
-    return [{"name": name, "arguments": json_arguments(arguments)[0], "turn": 1}
-            for name, arguments in split_calls(decoded)], "ok", text
+    calls: list[dict[str, Any]] = []
+    for name, arguments in split_calls(decoded):
+        call = {"name": name, "arguments": json_arguments(arguments)[0], "turn": 1}
+        tuples = sorted(k for k, v in arguments.items() if type(v) is tuple) if isinstance(arguments, dict) else []
+        if tuples:  # Python's (a, b): a list in the trace's JSON, a tuple to BFCL's checker (single_turn.calls_from_trace)
+            call["tuple_params"] = tuples
+        calls.append(call)
+    return calls, "ok", text
 
 
 def decode_step(step: Any) -> list[dict[str, Any]] | None:

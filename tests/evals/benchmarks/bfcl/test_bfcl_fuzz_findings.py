@@ -14,6 +14,8 @@ entry (its result and what it decodes to) into its score file as UTF-8 text. So:
   raises); ours ended in a ``RecursionError`` traceback;
 * an integer beyond a float's range given for a float parameter stops BFCL's checker (``float()`` of it:
   ``OverflowError``); ours ended in the same traceback;
+* a prompting model's Python tuple (``sizes=()``) is a tuple to BFCL's checker: not an ``array``
+  (``type_error:simple``), a list for a ``tuple`` parameter; ours saw the list the trace's JSON keeps (right);
 * a category's accuracy is ``correct_count / total_count`` printed as ``"{:.2f}%"`` of it times 100: on a subset
   of 160 entries (or 320, 480, 640, 800, 960) that differs from ``round(100 * k / n, 2)`` on ties (23 of 160:
   BFCL 14.37%, ours was 14.38%).
@@ -88,6 +90,13 @@ CASES: dict[str, dict[str, bytes]] = {
     "integer_beyond_a_float": {"non_live/BFCL_v4_simple_python_result.json": (RIGHT_0 + "\n" + _line(
         "simple_python_14", _call("calculate_derivative", '{"function": "3x**2 + 2x - 1", "x_value": 1' + "0" * 400
                                   + "}")) + "\n").encode()},
+    "python_tuples": {  # a prompting model (the folder below is Qwen/Qwen3-8B's): (a, b) is a tuple to BFCL's checker
+        "live/BFCL_v4_live_multiple_result.json": (_line(  # an array given as (): type_error:simple
+            "live_multiple_55-22-2", "[inventory_management(product_id='iPhone 12', sizes=(), color='white')]")
+            + "\n").encode(),
+        "non_live/BFCL_v4_simple_python_result.json": (_line(  # a tuple parameter given as (a, b): right
+            "simple_python_83", "[calculate_distance(coord1=(33.4484, -112.074), coord2=(34.0522, -118.2437), "
+            "unit='miles')]") + "\n").encode()},
     "rounding_tie_23_of_160": {},  # made by _tie (it needs the wheel)
 }
 
@@ -105,8 +114,12 @@ def _tie() -> dict[str, bytes]:
     return {"non_live/BFCL_v4_simple_python_result.json": "".join(line + "\n" for line in lines).encode()}
 
 
+def _model(case: str) -> str:
+    return "Qwen/Qwen3-8B" if case == "python_tuples" else MODEL
+
+
 def _folder(root: Path, case: str) -> Path:
-    folder = root / "result" / MODEL
+    folder = root / "result" / _model(case).replace("/", "_")
     for name, data in (_tie() if case == "rounding_tie_23_of_160" else CASES[case]).items():
         path = folder / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -114,11 +127,11 @@ def _folder(root: Path, case: str) -> Path:
     return folder
 
 
-def bfcl_outcome(python: Path, folder: Path, tmp: Path) -> dict[str, Any]:
+def bfcl_outcome(python: Path, folder: Path, tmp: Path, model: str = MODEL) -> dict[str, Any]:
     """What ``bfcl evaluate`` makes of the folder: ``{"stops": exception name}`` or ``{"verdicts", "accuracy"}``."""
     categories = sorted(p.name.removeprefix("BFCL_v4_").removesuffix("_result.json") for p in folder.rglob("*.json"))
     env = {"BFCL_PROJECT_ROOT": str(tmp), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([str(python), str(DRIVER), str(folder.parent), str(tmp / "score"), MODEL, *categories],
+    done = subprocess.run([str(python), str(DRIVER), str(folder.parent), str(tmp / "score"), model, *categories],
                           capture_output=True, text=True, timeout=600, check=False, env=env)
     if done.returncode != 0:
         return {"stops": done.stderr.strip().splitlines()[-1].split(":")[0]}
@@ -164,7 +177,7 @@ def test_bfcls_own_outcome_is_committed_and_ours_agrees(bfcl_data, case, tmp_pat
 @pytest.mark.parametrize("case", list(CASES))
 def test_bfcl_evaluate_gives_the_committed_outcome(bfcl_data, bfcl_python, case, tmp_path):
     folder = _folder(tmp_path, case)
-    assert bfcl_outcome(bfcl_python, folder, tmp_path) == json.loads(FIXTURE.read_text())[case]
+    assert bfcl_outcome(bfcl_python, folder, tmp_path, _model(case)) == json.loads(FIXTURE.read_text())[case]
 
 
 def test_the_findings_are_the_kinds_the_docstring_names():
@@ -175,6 +188,7 @@ def test_the_findings_are_the_kinds_the_docstring_names():
     assert committed["multi_turn_step_too_deep"]["verdicts"] == {"multi_turn_base_0": ""}  # the deep step skipped
     assert committed["rounding_tie_23_of_160"]["accuracy"] == {"simple_python": "14.37"}
     assert committed["integer_beyond_a_float"] == {"stops": "OverflowError"}
+    assert committed["python_tuples"]["verdicts"] == {"live_multiple_55-22-2": "type_error:simple", "simple_python_83": ""}
 
 
 def main() -> None:
@@ -183,7 +197,7 @@ def main() -> None:
     answers = {}
     for case in CASES:
         with tempfile.TemporaryDirectory() as tmp:
-            answers[case] = bfcl_outcome(venv, _folder(Path(tmp), case), Path(tmp))
+            answers[case] = bfcl_outcome(venv, _folder(Path(tmp), case), Path(tmp), _model(case))
     FIXTURE.write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
 
 
