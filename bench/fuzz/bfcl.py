@@ -302,8 +302,8 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
     model = rng.choice(list(MODELS))
     kind = MODELS[model]
     categories = [c for c in SINGLE_TURN if not (kind == "prompting" and c in ("simple_java", "simple_javascript"))]
-    if model in MULTI_TURN_MODELS:
-        categories += [c for c in MULTI_TURN if rng.random() < 0.3]
+    # multi-turn: the shapes read here mostly; another handler's now and then (ours lists and skips the file)
+    categories += [c for c in MULTI_TURN if rng.random() < (0.3 if model in MULTI_TURN_MODELS else 0.05)]
     if kind == "prompting" and rng.random() < 0.2:
         categories.append("format_sensitivity")
     chosen = rng.sample(categories, rng.randint(1, min(6, len(categories))))
@@ -389,9 +389,9 @@ def run_ours(case: Path) -> Outcome:
             verdicts[s["task_id"]] = verdict.get("error_type") or ""
     numbers.update(_by_category(verdicts))
     outcome = got.outcome(numbers)
-    # a warning counts where it says BFCL stops on the file: the others (results that do not decode, texts, a
+    # a warning counts where it says BFCL stops on the file or a file is not scored here: the others (results that do not decode, texts, a
     # subset) say how a number was counted, as BFCL counts it, and must not hide a difference
-    stops = [w for w in (got.summary or {}).get("warnings") or [] if "bfcl evaluate stops" in w]
+    stops = [w for w in (got.summary or {}).get("warnings") or [] if "bfcl evaluate stops" in w or "skipped:" in w]
     outcome.warned = bool(stops)
     outcome.note = outcome.note if outcome.stopped or outcome.crashed else "; ".join(stops)[:300]
     return outcome
