@@ -11,7 +11,8 @@ them: a value changed, an argument dropped or added, int as float, a string as a
 breaks, quotes and Unicode, empty lists, calls dropped, reversed or repeated, the calls in the other
 handler's shape, a text reply, text that does not decode, arguments nested deep, a result that is not a
 list; a line given twice; multi-turn entries (FC JSON text and prompting models) with turns dropped,
-added, emptied or changed; format_sensitivity for the prompting models.
+added, emptied or changed; memory_kv and memory_rec_sum answers (the reply with or without the answer,
+calls before or after it, no reply); format_sensitivity for the prompting models.
 
 The official side: ``bfcl evaluate`` (BFCL's ``eval_runner.main`` with ``partial_eval``, its registry and
 handlers) in .ci/bfcl-venv, through tests/evals/benchmarks/bfcl/bfcl_evaluate_driver.py; its numbers are
@@ -32,6 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from evals.benchmarks.bfcl.agentic import read_memory
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.files import MULTI_TURN, SINGLE_TURN
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
@@ -90,7 +92,12 @@ CELLS: dict[tuple[str, str], str] = {
     ("data_multi_turn", "Multi Turn Overall Acc"): "multi_turn_acc", ("data_multi_turn", "Base"): "multi_turn_base",
     ("data_multi_turn", "Miss Func"): "multi_turn_miss_func", ("data_multi_turn", "Miss Param"): "multi_turn_miss_param",
     ("data_multi_turn", "Long Context"): "multi_turn_long_context",
+    ("data_overall", "Memory Acc"): "memory_summary", ("data_overall", "Memory KV"): "memory_kv",
+    ("data_overall", "Memory Recursive Summarization"): "memory_rec_sum",
+    ("data_agentic", "Agentic Overall Acc"): "agentic_acc", ("data_agentic", "Memory Summary"): "memory_summary",
+    ("data_agentic", "Memory KV"): "memory_kv", ("data_agentic", "Memory Recursive Summarization"): "memory_rec_sum",
 }
+MEMORY = ("memory_kv", "memory_rec_sum")
 
 
 def prepare(work: Path) -> None:
@@ -280,7 +287,28 @@ def _multi(rng: random.Random, steps: list[list[dict[str, Any]]], model: str, p_
     return turns
 
 
+def _memory(rng: random.Random, answer: str, model: str) -> Any:
+    """A memory ``result``: one turn of steps, the last a reply with (or without) the answer."""
+    if rng.random() < 0.05:
+        return _text_reply(rng)
+    prompting = MODELS[model] == "prompting"
+    call: Any = "[core_memory_list_keys()]" if prompting else [{"core_memory_list_keys": "{}"}]
+    reply = rng.choice([f"It is {answer}.", answer.upper(), f"The answer: {_odd_string(rng, answer)}", "I do not know.",
+                        "", str({"answer": answer}), f"{answer[:-1]}", f"'{answer}'", f"({answer})"])
+    steps: list[Any] = [call] * rng.choice([0, 1, 2]) + [reply]
+    r = rng.random()
+    if r < 0.1:
+        steps = steps[:-1]  # calls only: no last message
+    elif r < 0.15:
+        steps.append(call)  # a call after the reply
+    elif r < 0.2:
+        steps[-1] = rng.choice([[reply], None, 5, [reply, "x"]])
+    return [steps] if rng.random() > 0.05 else [steps, steps]
+
+
 def _group(category: str) -> str:
+    if category in MEMORY:
+        return f"agentic/memory/{category.removeprefix('memory_')}"
     if category == "format_sensitivity":
         return category
     if category in MULTI_TURN:
@@ -304,6 +332,7 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
     categories = [c for c in SINGLE_TURN if not (kind == "prompting" and c in ("simple_java", "simple_javascript"))]
     # multi-turn: the shapes read here mostly; another handler's now and then (ours lists and skips the file)
     categories += [c for c in MULTI_TURN if rng.random() < (0.3 if model in MULTI_TURN_MODELS else 0.05)]
+    categories += [c for c in MEMORY if rng.random() < (0.3 if model in MULTI_TURN_MODELS else 0.05)]
     if kind == "prompting" and rng.random() < 0.2:
         categories.append("format_sensitivity")
     chosen = rng.sample(categories, rng.randint(1, min(6, len(categories))))
@@ -311,7 +340,10 @@ def generate(rng: random.Random, case_dir: Path) -> Path:
     folder = case_dir / "result" / model.replace("/", "_")
     for category in chosen:
         lines: list[str] = []
-        if category in MULTI_TURN:
+        if category in MEMORY:
+            for memory in _pick(rng, read_memory(category)[0]):
+                lines.append(weird.dumps(rng, {"id": memory.id, "result": _memory(rng, memory.answers[0], model)}))
+        elif category in MULTI_TURN:
             entries = _pick(rng, read_multi_turn(category))[:6]  # each replays BFCL's backends: a few
             for multi in entries:
                 lines.append(weird.dumps(rng, {"id": multi.id, "result": _multi(rng, gold_steps(multi), model, p_wrong)}))
