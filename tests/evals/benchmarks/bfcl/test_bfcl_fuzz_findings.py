@@ -223,16 +223,20 @@ def test_the_fuzz_target_writes_bfcl_folders_that_both_sides_score_alike(bfcl_da
     from bench.fuzz import bfcl as target
     from bench.fuzz.outcome import compare
 
-    rng = random.Random("7:bfcl")
-    verdicts = 0
-    for k in range(2):
+    rng = random.Random("9:bfcl")  # two small folders (2 and 16 lines)
+    verdicts, scored = 0, 0
+    for k in range(6):
         case = target.generate(rng, tmp_path / str(k))
         model = (case.parents[1] / "model.txt").read_text()
         assert model in target.MODELS and case.name == model.replace("/", "_") and case.parent.name == "result"
         files = list(case.rglob("*.json"))
-        assert files and all(f.parent.parent == case and f.name.startswith("BFCL_v4_") for f in files)
+        assert files and all(case in f.parents and f.name.startswith("BFCL_v4_") for f in files)
         official, ours = target.run_official(tmp_path, case), target.run_ours(case)
         assert compare(official, ours) == "equal", (official.note, ours.note)
-        verdicts += sum(len(json.loads(v)) for k, v in ours.numbers.items() if k.startswith("verdicts "))
-        assert ours.numbers["data_overall:Overall Acc"].endswith("%")
-    assert verdicts > 10
+        if not official.stopped:
+            verdicts += sum(len(json.loads(v)) for k, v in ours.numbers.items() if k.startswith("verdicts "))
+            assert ours.numbers["data_overall:Overall Acc"].endswith("%")
+            scored += 1
+            if scored == 2:
+                break
+    assert scored == 2 and verdicts > 10
