@@ -15,7 +15,8 @@ checker beside this one):
   each value passes the type check and the value check, and every answer parameter not given
   allows ``""`` (i.e. is optional);
 * type check: the exact Python type of the BFCL type name (``bool`` is not an ``integer``; ``any``
-  is a string); an ``int`` is accepted for ``float``; arrays and tuples check their items one level
+  is a string; a prompting model's Python tuple is not an ``array``, and is a list for ``tuple``); an
+  ``int`` is accepted for ``float``; arrays and tuples check their items one level
   deep against at least one list answer; a value of the type of the first non-``""`` answer passes
   as a "variable" (and is then compared exactly, without normalisation);
 * value check: strings (also in lists and dict values) compared after removing `` ,./-_*^``,
@@ -162,7 +163,14 @@ def _converted(lang: str, param: str, value: Any, type_name: str,
         if expected is None:
             return Verdict(False, "type_error:unknown", f"{param}: BFCL type {type_name!r} is not a Python type")
         inner = _PY_TYPE.get(props[param]["items"]["type"]) if type_name in ("array", "tuple") else None
-        return (float(value) if type_name == "float" and type(value) is int else value), expected, inner
+        if type_name == "tuple" and type(value) is tuple:  # BFCL: a tuple is a list where the type is tuple
+            value = list(value)
+        if type_name == "float" and type(value) is int:
+            try:
+                value = float(value)
+            except OverflowError:  # BFCL's checker stops here (float() raises): the import warns of it
+                return Verdict(False, "type_error:simple", f"{param}: an integer beyond a float's range")
+        return value, expected, inner
     types, read = (JAVA_TYPES, java_value) if lang == "java" else (JS_TYPES, js_value)
     short = "java" if lang == "java" else "js"
     if type_name not in types:

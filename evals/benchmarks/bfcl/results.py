@@ -123,8 +123,14 @@ def decode_result(result: Any, decoding: Decoding = FC_TEXT, category: str = "si
         return [], "wrong_format", text
     from .decoder_guard import json_arguments  # a prompting text's bytes or complex values: as their repr
 
-    return [{"name": name, "arguments": json_arguments(arguments)[0], "turn": 1}
-            for name, arguments in split_calls(decoded)], "ok", text
+    calls: list[dict[str, Any]] = []
+    for name, arguments in split_calls(decoded):
+        call = {"name": name, "arguments": json_arguments(arguments)[0], "turn": 1}
+        tuples = sorted(k for k, v in arguments.items() if type(v) is tuple) if isinstance(arguments, dict) else []
+        if tuples:  # Python's (a, b): a list in the trace's JSON, a tuple to BFCL's checker (single_turn.calls_from_trace)
+            call["tuple_params"] = tuples
+        calls.append(call)
+    return calls, "ok", text
 
 
 def decode_step(step: Any) -> list[dict[str, Any]] | None:
@@ -144,7 +150,7 @@ def decode_step(step: Any) -> list[dict[str, Any]] | None:
             if isinstance(value, str):
                 try:
                     value = json.loads(value)
-                except ValueError:
+                except (ValueError, RecursionError):  # BFCL's runner skips a step whose decoding raises
                     return None
             if not isinstance(value, dict):
                 return None
@@ -299,19 +305,17 @@ def _model_folder(files: Sequence[Path]) -> str:
 
 def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str],
                 decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-    """One file's traces, and where its single-turn results were texts / did not decode."""
+    """One file's traces, and where its single-turn results were texts / did not decode / held a lone surrogate;
+    its blank lines. Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads`` of each line:
+    :func:`official_jsonl`): what that stops on is refused with FILE:LINE, blank lines are warned about."""
+    from ...core.formats import official_jsonl, surrogate_free
+
     traces: dict[str, dict[str, Any]] = {}
-    noted: dict[str, list[str]] = {"text": [], "undecoded": []}
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    noted: dict[str, list[str]] = {"text": [], "undecoded": [], "surrogate": [], "blank": [], "huge": []}
+    lines = official_jsonl(file)
+    noted["blank"] = [f"{file}:{n}" for n in lines.blank]
+    for number, row in lines.rows:
         where = f"{file}:{number}"
-        try:
-            row = json.loads(line)
-        except RecursionError:
-            raise ValueError(f"{where}: nested too deeply to read (BFCL's own reader stops here too)") from None
-        except ValueError as exc:
-            raise ValueError(f"{where}: not JSON ({exc})") from None
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):
             raise ValueError(f"{where}: not a BFCL result line (a JSON object with a string 'id')")
         entry_id = row["id"]
@@ -323,6 +327,10 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
             raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
         seen[entry_id] = where
         traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
+        if not surrogate_free(traces[entry_id].get("outcome")):  # the result, or what it decodes to
+            noted["surrogate"].append(where)
+        if _beyond_float(traces[entry_id]["outcome"].get("calls")):
+            noted["huge"].append(where)
         text = row["result"]
         if isinstance(text, str) and text.strip() and not text.startswith("Error during inference") \
                 and not decoding.prompting:
@@ -330,6 +338,24 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
         if status != "ok":
             noted["undecoded"].append(where)
     return traces, noted
+
+
+def _beyond_float(value: Any) -> bool:
+    """Whether decoded calls hold an integer ``float()`` cannot take (BFCL's checker stops on one given for a
+    float parameter: ``OverflowError``)."""
+    stack = [value]
+    while stack:  # iteratively: a value may be nested as deep as json.loads allows
+        item = stack.pop()
+        if isinstance(item, int) and not isinstance(item, bool):
+            try:
+                float(item)
+            except OverflowError:
+                return True
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return False
 
 
 def _shown(places: Sequence[str]) -> str:
@@ -371,6 +397,9 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     # the multi-turn files first (each category's files in their order): their replays start in the holders while
     # the rest is read and scored; what a file holds does not depend on the other categories' files, and a bad
     # file is reported as reading them in order reports it (the first one)
+    surrogates: list[str] = []
+    blank: list[str] = []
+    huge: list[str] = []
     read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]]] | Exception] = {}
     try:
         for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
@@ -393,11 +422,25 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
         got, noted = read[n]  # type: ignore[misc]
         traces.update(got)
         texts += noted["text"]
+        surrogates += noted["surrogate"]
+        blank += noted["blank"]
+        huge += noted["huge"]
         if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):
             warnings.append(f"{file}: {len(noted['undecoded'])} of {len(got)} results do not decode as "
                             f"{decoding.source} decodes them ({_SHAPES.get(decoding.kind, 'the text of calls')}"
                             f"{', in ' + language_format(category) + ' call syntax' if decoding.prompting else ''}): "
                             "check --bfcl-model; they count as BFCL counts them (ast_decoder errors)")
+    if blank:
+        warnings.append(f"blank lines ({_shown(blank)}): bfcl evaluate stops at the first (json.loads of an empty "
+                        "line) and prints no number; skipped here")
+    if surrogates:
+        warnings.append(f"{len(surrogates)} results hold or decode to a lone surrogate ({_shown(surrogates)}): bfcl evaluate stops "
+                        "when such an entry is wrong (UnicodeEncodeError writing its score file) and prints no number; "
+                        "scored here")
+    if huge:
+        warnings.append(f"{len(huge)} results hold an integer beyond a float's range ({_shown(huge)}): bfcl evaluate "
+                        "stops on one given for a float parameter (OverflowError in its checker) and prints no number; "
+                        "scored here as a type error")
     if texts:
         warnings.append(f"{len(texts)} results are a text, not tool calls ({_shown(texts)}): scored as BFCL scores an "
                         "FC model's reply without a call")

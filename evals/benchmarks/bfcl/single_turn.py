@@ -131,8 +131,18 @@ def calls_from_trace(trace: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
     if not calls:
         return []
     first = calls[0].get("turn")
-    return [(str(c.get("name")), c.get("arguments") if isinstance(c.get("arguments"), dict) else None)
+    return [(str(c.get("name")), _with_tuples(c) if isinstance(c.get("arguments"), dict) else None)
             for c in calls if c.get("turn") == first]
+
+
+def _with_tuples(call: Mapping[str, Any]) -> dict[str, Any]:
+    """A decoded call's arguments with the values the model wrote as Python tuples (``tuple_params``, kept by
+    :func:`.results.decode_result`) tuples again, as BFCL's checker is given them (a tuple is not an array)."""
+    arguments = dict(call["arguments"])
+    for param in call.get("tuple_params") or ():
+        if isinstance(arguments.get(param), list):
+            arguments[param] = tuple(arguments[param])
+    return arguments
 
 
 async def _one_response(turn: int, made: list[ToolCall]) -> bool:

@@ -132,14 +132,17 @@ def _read_scores(score_dir: Path, result_dir: Path, model: str) -> dict[str, Any
             rows = [r for r in csv.DictReader(f) if r.get("Model") == display]
         out["csv"][path.stem] = rows[0] if rows else None
     for path in (score_dir / model.replace("/", "_")).rglob("BFCL_v4_*_score.json"):
-        header, *failed = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        with open(path) as f:
+            header, *failed = [json.loads(line) for line in f.readlines() if line.strip()]
         out["scores"][path.name.removeprefix("BFCL_v4_").removesuffix("_score.json")] = {
             k: header.get(k) for k in ("accuracy", "correct_count", "total_count")}
         for row in failed:
             error = row.get("error") if isinstance(row.get("error"), dict) else {}
             out["verdicts"][row["id"]] = row.get("error_type") or error.get("error_type", "?")  # multi-turn: in "error"
     for path in result_dir.rglob("BFCL_v4_*_result.json"):
-        for line in path.read_text().splitlines():
+        with open(path) as f:  # as BFCL's load_file reads it: lines end at \n, \r or \r\n only
+            lines = f.readlines()
+        for line in lines:
             if line.strip():
                 out["verdicts"].setdefault(json.loads(line)["id"], "")
     return out

@@ -124,7 +124,7 @@ def test_part_of_a_category_is_a_subset_run(result_dir, tmp_path):
 
 
 @pytest.mark.parametrize(("line", "expected"), [
-    ("{not json", "not JSON"),
+    ("{not json", "not a JSON line for the official reader"),
     ('{"result": []}', "not a BFCL result line"),
     ('{"id": "simple_python_0"}', "has no 'result'"),
     ('{"id": "parallel_0", "result": []}', "is not an entry of BFCL v4's simple_python"),
@@ -276,4 +276,5 @@ def test_arguments_nested_a_thousand_deep_do_not_decode_and_raise_nothing(bfcl_d
     path.parent.mkdir(parents=True)
     path.write_text('{"id": "simple_python_2", "result": [{"math_hypot": {"x": ' + deep + "}}]}\n")
     done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
-    assert done.returncode == 2 and "Traceback" not in done.stderr and f"{path}:1: nested too deeply" in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr and f"{path}:1: not a JSON line" in done.stderr \
+        and "maximum recursion depth" in done.stderr
