@@ -152,14 +152,13 @@ def _score_start(format_name: str, path: Path) -> None:
         return
     names = {f"BFCL_v4_{c}_result.json" for c in MULTI_TURN}
     try:
-        found = path.name in names if path.is_file() else \
-            any(p.name in names for p in path.rglob("BFCL_v4_multi_turn_*_result.json"))
-    except OSError:
-        return
-    if found:
-        from .backend_host import prestart
+        if path.name in names if path.is_file() else \
+                any(p.name in names for p in path.rglob("BFCL_v4_multi_turn_*_result.json")):
+            from .backend_host import prestart
 
-        prestart()
+            prestart()
+    except (OSError, RuntimeError, ValueError):
+        return  # a hint only: reading the files says what is wrong (and starts the zygote when it is needed)
 
 
 INFO = BenchmarkInfo(
