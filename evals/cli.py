@@ -35,6 +35,8 @@ _json_line = json_line  # the machine-readable last line of a ``--json`` command
 
 # ---- evals score / export (evals serve and evals run are in cli_parts.serve and cli_parts.run) ----
 def cmd_score(args: argparse.Namespace) -> int:
+    if args.format and (info := all_benchmarks().get(args.benchmark or "")) is not None and info.score_start:
+        info.score_start(args.format, Path(args.run_dir))  # first: the reader's own early work (BenchmarkInfo)
     given = {o.name: getattr(args, o.name) for o in scoring_options() if hasattr(args, o.name)}
     collecting = gc.isenabled()
     if not args.judge:

@@ -140,6 +140,11 @@ class BenchmarkInfo:
     # the version of this benchmark's scoring code: raised (with a line in CHANGELOG.md) whenever a change
     # can change a number of an existing run; config.json records it, `evals score` says when it changed
     scorer_version: int = 1
+    # called by `evals score PATH --format NAME --benchmark THIS` with NAME and PATH right after the arguments are
+    # parsed, before the plugin is loaded or PATH read: work of the format's own that reading PATH takes later may
+    # start here (e.g. a process that imports code meanwhile). A hint only: it must be cheap, raise nothing, and
+    # leave every result as it would be without it (reading PATH does all the checking)
+    score_start: Callable[[str, Path], None] | None = None
     package: str = ""  # the package that declares it (the registry sets it): where ``plugin`` and paper_numbers.yaml are
 
     def __post_init__(self) -> None:

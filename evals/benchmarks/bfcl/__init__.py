@@ -45,11 +45,13 @@ only declares it (no data is read).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ...core.options import Option
 from ...core.plugin import BenchmarkInfo, PaperNumbers
 from .files import (
+    FORMAT,
     FORMAT_SENSITIVITY,
     MEMORY_SERVED,
     MEMORY_VECTOR,
@@ -140,13 +142,32 @@ def _paper_setting(summary: Mapping[str, Any]) -> dict[str, Any]:
     return {"dataset": NAME if whole else f"{NAME}-partial", "strategy": "fc"}
 
 
+def _score_start(format_name: str, path: Path) -> None:
+    """``evals score PATH --format bfcl-official``: when PATH holds a multi-turn result file, the backend holders'
+    zygote is started now (:func:`.backend_host.prestart`), so that it imports BFCL's modules while the rest of the
+    command is imported and the files are read: the scoring waits for the multi-turn replays last. Reading the
+    files starts it too (:func:`.results.read_results`), when one is served; a zygote started for a folder whose
+    multi-turn files are then skipped (or refused) only ends unused."""
+    if format_name != FORMAT:
+        return
+    names = {f"BFCL_v4_{c}_result.json" for c in MULTI_TURN}
+    try:
+        if path.name in names if path.is_file() else \
+                any(p.name in names for p in path.rglob("BFCL_v4_multi_turn_*_result.json")):
+            from .backend_host import prestart
+
+            prestart()
+    except (OSError, RuntimeError, ValueError):
+        return  # a hint only: reading the files says what is wrong (and starts the zygote when it is needed)
+
+
 INFO = BenchmarkInfo(
     name=NAME, plugin=".plugin:BfclBenchmark", scorer_version=2,  # CHANGELOG.md
     description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
     "checker's rules (the single-turn categories, live, Java and JavaScript included), its multi-turn checker "
     "(the multi-turn categories, on BFCL's stateful backends) or its agentic checker (memory)",
     strategies=("fc", "prompting"), options=OPTIONS, metrics=METRICS,
-    data_sources=SOURCES, stats=_stats,
+    data_sources=SOURCES, stats=_stats, score_start=_score_start,
     pass_metric="accuracy",
     headline_metrics=COLUMNS,  # BFCL's overall table's columns, in its order
     paper_numbers=PaperNumbers(_paper_setting, "overall_acc"),

@@ -48,7 +48,6 @@ them only for calls that would otherwise freeze the harness, and they are the sa
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import json
@@ -67,7 +66,10 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # imported where used: the zygote (this module run as main) never uses it, and it costs
+    import asyncio  # the zygote's start about 25 ms (asyncio with ssl)
 
 __all__ = ["CALL_DEADLINE_S", "MAKE_DEADLINE_S", "MAX_LIVE_PROCESSES", "HostError", "Holder", "Op", "UnitStopped",
            "host_cpu_seconds", "prestart"]
@@ -409,6 +411,8 @@ class Holder:
     async def arequest(self, op: Op, *, deadline: float | None = None, log: bool = False) -> Any:
         """One operation from the event loop: waits on the socket, never blocks the loop past the
         process start (a fork of the zygote). Raises :class:`HostError` as :meth:`request` does."""
+        import asyncio
+
         limit = CALL_DEADLINE_S if deadline is None else deadline
         if self._alock is None:
             self._alock = asyncio.Lock()
@@ -451,6 +455,8 @@ class Holder:
     async def _aclaim(self) -> None:
         """Take the holder's lock (the one its blocking calls take) from the event loop: at once when
         it is free, else waited for in a thread; then it is ``busy``."""
+        import asyncio
+
         if not self._lock.acquire(blocking=False):
             taking = asyncio.ensure_future(asyncio.to_thread(self._lock.acquire))
             try:

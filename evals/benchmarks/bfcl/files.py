@@ -29,6 +29,8 @@ SINGLE_TURN = ("simple_python", "multiple", "parallel", "parallel_multiple", "ir
 # The categories whose wheel has no possible answers: only whether a call is made is scored.
 NO_ANSWER = ("irrelevance", "live_irrelevance", "live_relevance")
 # The multi-turn categories: BFCL's stateful backends behind the tools, scored by its multi-turn checker.
+# the name of BFCL's result files' format (`evals score --format`, `evals export --format`)
+FORMAT = "bfcl-official"
 MULTI_TURN = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
 SERVED = SINGLE_TURN + MULTI_TURN
 # The agentic memory categories served (each over its own BFCL backend; module .memory says why these two).

@@ -66,6 +66,7 @@ from .agentic import read_memory
 from .backend_host import prestart
 from .data import load_entries
 from .files import (
+    FORMAT,
     FORMAT_SENSITIVITY,
     MEMORY_SERVED,
     MEMORY_VECTOR,
@@ -95,7 +96,6 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "decode_result", "decode_step", "last_message", "read_results",
            "result_lines"]
 
-FORMAT = "bfcl-official"
 FILE_NAME = re.compile(r"BFCL_v4_(\w+?)_result\.json")
 _GROUPS = frozenset({"non_live", "live", "multi_turn", "agentic", "format_sensitivity"})
 AGENTIC = (*MEMORY_SERVED, MEMORY_VECTOR, *WEB_SEARCH)  # each read as one turn's steps, its last message checked

@@ -78,3 +78,29 @@ def test_prefetched_replays_give_the_verdicts_of_replays_done_at_scoring(bfcl_da
     replayed = {i: multi_turn_checker.check_multi_turn(multi[i], t) for i, t in turns.items()}
     assert prefetched == replayed
     assert sum(v.valid for v in replayed.values()) == 4  # entries 0, 3, 4, 7 right; 2 and 6 fail a turn
+
+
+def test_the_zygote_is_asked_for_before_the_plugin_loads_when_a_multi_turn_file_is_there(bfcl_data, tmp_path):
+    """``evals score PATH --format bfcl-official`` calls BFCL's ``score_start`` first (the core's hook,
+    :class:`~evals.core.plugin.BenchmarkInfo`): the holders' zygote is started before anything heavy is imported,
+    when PATH holds a multi-turn result file, and not for a folder or file without one (nor another format)."""
+    folder = _folder(tmp_path)
+    single = folder / "non_live" / "BFCL_v4_simple_python_result.json"
+    code = ("import json, sys\nfrom evals.benchmarks.bfcl import backend_host\nasked = []\n"
+            "backend_host.prestart = lambda memory=False: asked.append(sorted(m for m in sys.modules "
+            "if m.startswith('evals.benchmarks.bfcl.')))\n"
+            "from evals.cli import main\n"
+            "for path, fmt in json.loads(sys.argv[1]):\n"
+            "    n = len(asked)\n"
+            "    main(['score', path, '--format', fmt, '--benchmark', 'bfcl', '--out', sys.argv[2] + str(n)])\n"
+            "    print('asked:', json.dumps(asked[n] if len(asked) > n else None))\n")
+    cases = [(str(folder), "bfcl-official"), (str(single), "bfcl-official"), (str(folder), "no-such-format")]
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(cases), str(tmp_path / "run")], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, single_file, other_format = (json.loads(line.removeprefix("asked:")) for line in done.stdout.splitlines()
+                                        if line.startswith("asked:"))
+    assert first is not None and "evals.benchmarks.bfcl.plugin" not in first  # asked for first: nothing heavy yet
+    assert "evals.benchmarks.bfcl.results" not in first
+    assert single_file is None and other_format is None
+    assert (tmp_path / "run0" / "scores.jsonl").is_file()  # and the folder is scored all the same (read_results asks too)
