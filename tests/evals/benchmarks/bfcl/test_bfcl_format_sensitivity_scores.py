@@ -3,12 +3,16 @@ configuration's accuracy) beside ``bfcl evaluate`` itself (``bfcl_evaluate_drive
 prompting model's format_sensitivity result folder, some configurations partly wrong, scored by both; the cells
 of BFCL's ``data_overall.csv`` and ``data_format_sensitivity.csv`` are ours as BFCL's CSV writes them, digit for
 digit: a subset (three entries under each configuration), part of the configurations (the others "N/A") and one
-configuration (0.0)."""
+configuration (0.0). BFCL's cells are committed too (``fixtures/bfcl_format_sensitivity_cells.json``, written by
+``PYTHONPATH=. EVALS_DATA_DIR=... python tests/evals/benchmarks/bfcl/test_bfcl_format_sensitivity_scores.py OUT``
+with .ci/bfcl-venv present), so that ours is checked against them where that venv is not."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,13 @@ from evals.benchmarks.bfcl.prompting import entry_format, oracle_text
 from evals.benchmarks.bfcl.single_turn import gold_calls
 
 MODEL = "gpt-4o-2024-11-20"  # a prompting model of BFCL's registry
+FIXTURE = Path(__file__).parent / "fixtures" / "bfcl_format_sensitivity_cells.json"
+# case -> (the configurations written, None: all; entries under each)
+CASES: dict[str, tuple[set[str] | None, int]] = {
+    "all-configs": (None, 3),  # a subset: three entries under each of the 26 configurations
+    "some-configs": (set(FORMAT_CONFIGS[3:9]) | {FORMAT_CONFIGS[-1]}, 5),  # seven; the others not run
+    "one-config": ({FORMAT_CONFIGS[4]}, 6),  # one configuration: BFCL's 0.0
+}
 
 
 def _folder(root: Path, wanted: set[str] | None, per_config: int) -> None:
@@ -54,25 +65,22 @@ def test_the_configurations_are_the_pinned_wheels(bfcl_data):
     assert tuple(configs()) == FORMAT_CONFIGS
 
 
-@pytest.mark.parametrize(("wanted", "per_config"), [
-    (None, 3),  # a subset: three entries under each of the 26 configurations
-    (set(FORMAT_CONFIGS[3:9]) | {FORMAT_CONFIGS[-1]}, 5),  # seven configurations; the others not run
-    ({FORMAT_CONFIGS[4]}, 6),  # one configuration: BFCL's 0.0
-], ids=["all-configs", "some-configs", "one-config"])
-def test_format_sensitivity_cells_are_bfcls(bfcl_data, bfcl_python, tmp_path, wanted, per_config):
-    root = tmp_path / "result"
-    _folder(root, wanted, per_config)
-    theirs = _theirs(bfcl_python, root, tmp_path)
-    _, summary = _ours(root, MODEL, tmp_path / "run")
-    metrics = summary["metrics"]
+def _cells(theirs: dict[str, Any]) -> dict[str, str]:
+    """The Format Sensitivity cells of BFCL's two CSVs."""
     overall, table = theirs["data_overall"], theirs["data_format_sensitivity"]
+    return {**{f"data_overall:{k}": v for k, v in overall.items() if k.startswith("Format Sensitivity")},
+            **{f"data_format_sensitivity:{k}": v for k, v in table.items() if k not in ("Rank", "Model")}}
+
+
+def _check(cells: dict[str, str], summary: dict[str, Any], wanted: set[str] | None, per_config: int) -> None:
+    metrics = summary["metrics"]
     # data_overall.csv and data_format_sensitivity.csv write BFCL's rounded numbers as str() writes them
     for name, column in (("format_sensitivity_max_delta", "Format Sensitivity Max Delta"),
                          ("format_sensitivity_std", "Format Sensitivity Standard Deviation")):
-        assert str(metrics[name]) == overall[column] == table[column], name
+        assert str(metrics[name]) == cells[f"data_overall:{column}"] == cells[f"data_format_sensitivity:{column}"]
     for config in FORMAT_CONFIGS:  # each configuration's accuracy, "{:.2f}%"; "N/A" for one not run
         key = config_metric(config)
-        assert (f"{metrics[key]:.2f}%" if key in metrics else "N/A") == table[f"Config {config}"], config
+        assert (f"{metrics[key]:.2f}%" if key in metrics else "N/A") == cells[f"data_format_sensitivity:Config {config}"]
     if wanted is not None and len(wanted) == 1:
         assert metrics["format_sensitivity_max_delta"] == metrics["format_sensitivity_std"] == 0.0
     else:
@@ -81,9 +89,43 @@ def test_format_sensitivity_cells_are_bfcls(bfcl_data, bfcl_python, tmp_path, wa
     assert stats["samples"] == (26 if wanted is None else len(wanted)) * per_config  # the entries it covers
 
 
+@pytest.mark.parametrize("case", list(CASES))
+def test_format_sensitivity_cells_are_bfcls(bfcl_data, bfcl_python, tmp_path, case):
+    wanted, per_config = CASES[case]
+    root = tmp_path / "result"
+    _folder(root, wanted, per_config)
+    cells = _cells(_theirs(bfcl_python, root, tmp_path))
+    _, summary = _ours(root, MODEL, tmp_path / "run")
+    _check(cells, summary, wanted, per_config)
+    assert json.loads(FIXTURE.read_text())[case] == cells  # the committed cells are BFCL's still
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_committed_bfcl_cells_hold_without_bfcls_venv(bfcl_data, tmp_path, case):
+    wanted, per_config = CASES[case]
+    _folder(tmp_path / "result", wanted, per_config)
+    _, summary = _ours(tmp_path / "result", MODEL, tmp_path / "run")
+    _check(json.loads(FIXTURE.read_text())[case], summary, wanted, per_config)
+
+
 def test_without_format_sensitivity_the_columns_have_no_value(bfcl_data, tmp_path):
     from evals.benchmarks.bfcl.metrics import METRICS
     from evals.core.metrics import TaskScore, aggregate
 
     values = aggregate(METRICS, [TaskScore(samples={"simple_python": (1.0, 1.0)})])
     assert not any(k.startswith("format_sensitivity") for k in values)  # BFCL's CSV: N/A
+
+
+def main() -> None:
+    """Writes the fixture: BFCL's Format Sensitivity cells of every case (the module docstring)."""
+    venv = Path(__file__).parents[4] / ".ci" / "bfcl-venv" / "bin" / "python"
+    answers = {}
+    for case, (wanted, per_config) in CASES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            _folder(Path(tmp) / "result", wanted, per_config)
+            answers[case] = _cells(_theirs(venv, Path(tmp) / "result", Path(tmp)))
+    Path(sys.argv[1]).write_text(json.dumps(answers, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
