@@ -105,7 +105,16 @@ def test_the_committed_bfcl_cells_hold_without_bfcls_venv(bfcl_data, tmp_path, c
     wanted, per_config = CASES[case]
     _folder(tmp_path / "result", wanted, per_config)
     _, summary = _ours(tmp_path / "result", MODEL, tmp_path / "run")
-    _check(json.loads(FIXTURE.read_text())[case], summary, wanted, per_config)
+    cells = json.loads(FIXTURE.read_text())[case]
+    _check(cells, summary, wanted, per_config)
+    # `evals leaderboard` shows the two among BFCL's columns, with BFCL's numbers
+    from evals.view.leaderboard import leaderboard_groups
+    from evals.view.site import Site
+
+    (group,) = leaderboard_groups(list(Site([tmp_path / "run"]).views.values()))
+    shown = group["rows"][0]["metrics"]
+    assert [m["key"] for m in group["metrics"]][-2:] == ["format_sensitivity_max_delta", "format_sensitivity_std"]
+    assert str(shown["format_sensitivity_std"]["value"]) == cells["data_overall:Format Sensitivity Standard Deviation"]
 
 
 def test_without_format_sensitivity_the_columns_have_no_value(bfcl_data, tmp_path):
