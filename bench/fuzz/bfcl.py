@@ -16,10 +16,11 @@ calls before or after it, no reply); format_sensitivity for the prompting models
 
 The official side: ``bfcl evaluate`` (BFCL's ``eval_runner.main`` with ``partial_eval``, its registry and
 handlers) in .ci/bfcl-venv, through tests/evals/benchmarks/bfcl/bfcl_evaluate_driver.py; its numbers are
-the cells it writes in its CSVs (each category's column and the grouped scores, "N/A" included) and, per
+the cells it writes in its CSVs (each category's column and the grouped scores, the Format Sensitivity Max
+Delta and Standard Deviation and each configuration's accuracy, "N/A" included) and, per
 category, every entry's verdict (its error type, "" when right) as one text. Ours: ``evals score FOLDER
---format bfcl-official --benchmark bfcl --json`` (its summary's metrics as ``{:.2f}%``, absent as
-"N/A"; the verdicts from its ``scores.jsonl``).
+--format bfcl-official --benchmark bfcl --json`` (its summary's metrics as ``{:.2f}%``, the two Format
+Sensitivity numbers as ``str()`` as BFCL writes them, absent as "N/A"; the verdicts from its ``scores.jsonl``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from evals.benchmarks.bfcl.agentic import read_memory
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.files import MULTI_TURN, SINGLE_TURN
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
-from evals.benchmarks.bfcl.metrics import COLUMN_OF
+from evals.benchmarks.bfcl.metrics import COLUMN_OF, FORMAT_CONFIGS, config_metric
 from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn
 from evals.benchmarks.bfcl.prompting import entry_format, oracle_text
 from evals.benchmarks.bfcl.single_turn import gold_calls
@@ -96,6 +97,14 @@ CELLS: dict[tuple[str, str], str] = {
     ("data_overall", "Memory Recursive Summarization"): "memory_rec_sum",
     ("data_agentic", "Agentic Overall Acc"): "agentic_acc", ("data_agentic", "Memory Summary"): "memory_summary",
     ("data_agentic", "Memory KV"): "memory_kv", ("data_agentic", "Memory Recursive Summarization"): "memory_rec_sum",
+    **{("data_format_sensitivity", f"Config {c}"): config_metric(c) for c in FORMAT_CONFIGS},
+}
+# the cells BFCL writes as str() of its rounded number, not as a percent ("N/A" when format_sensitivity was not run)
+RAW_CELLS: dict[tuple[str, str], str] = {
+    (csv_file, f"Format Sensitivity {column}"): name
+    for csv_file in ("data_overall", "data_format_sensitivity")
+    for column, name in (("Max Delta", "format_sensitivity_max_delta"),
+                         ("Standard Deviation", "format_sensitivity_std"))
 }
 MEMORY = ("memory_kv", "memory_rec_sum")
 
@@ -392,7 +401,7 @@ def run_official(work: Path, case: Path) -> Outcome:
     numbers: dict[str, str] = {}
     for csv_file, row in theirs["csv"].items():
         for column, cell in (row or {}).items():
-            if (csv_file, column) in CELLS:
+            if (csv_file, column) in CELLS or (csv_file, column) in RAW_CELLS:
                 numbers[f"{csv_file}:{column}"] = cell
     if "format_sensitivity" in theirs["scores"]:  # in no CSV column: its score file's accuracy, printed as the CSVs print
         numbers["format_sensitivity"] = f"{theirs['scores']['format_sensitivity']['accuracy'] * 100:.2f}"
@@ -409,6 +418,9 @@ def run_ours(case: Path) -> Outcome:
     for (csv_file, column), name in CELLS.items():
         value = metrics.get(name)
         numbers[f"{csv_file}:{column}"] = f"{value:.2f}%" if isinstance(value, int | float) else "N/A"
+    for (csv_file, column), name in RAW_CELLS.items():
+        value = metrics.get(name)
+        numbers[f"{csv_file}:{column}"] = str(value) if isinstance(value, int | float) else "N/A"
     if isinstance(metrics.get("format_sensitivity"), int | float):
         numbers["format_sensitivity"] = f"{metrics['format_sensitivity']:.2f}"
     verdicts: dict[str, str] = {}

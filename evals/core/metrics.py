@@ -79,8 +79,9 @@ class Metric:
     derive_counts: bool = False  # derive also gets each metric's samples (after the fractions)
     linear: bool = False  # derive is linear in the fractions of metrics over disjoint tasks: it has a standard error
     # a part of a derived metric that has no value: "omit" (neither has this metric), "zero" (it counts as 0, and
-    # the value names it in ``missing``), with the samples ``absent_counts`` pairs give it (for derive_counts; default 0)
-    absent: Literal["omit", "zero"] = "omit"
+    # the value names it in ``missing``), with the samples ``absent_counts`` pairs give it (for derive_counts; default 0),
+    # "skip" (``derive`` gets the parts that have a value, in order; no value when none has; no standard error)
+    absent: Literal["omit", "zero", "skip"] = "omit"
     absent_counts: tuple[tuple[str, float], ...] = ()  # (part, samples) pairs
     shown_incomplete: bool = True  # absent="zero": reported while a part is missing (False: it only feeds others)
     # a count that must never pass unnoticed: when its value is above 0 the summary's ``warnings``
@@ -229,6 +230,12 @@ def _derived_part(metric: Metric, parts: Mapping[str, _Part]) -> _Part | None:
     """A derived metric from its parts (None: one has no value and ``absent`` is ``omit``)."""
     if not metric.derived_from or (metric.absent == "omit" and not all(k in parts for k in metric.derived_from)):
         return None
+    if metric.absent == "skip":
+        present = [parts[k] for k in metric.derived_from if k in parts]
+        if not present or metric.derive is None:
+            return None
+        return _Part(metric.derive(*(p.fraction for p in present)), None, sum(p.tasks for p in present),
+                     sum(p.samples for p in present))
     absent = _Part(0.0, 0.0, 0, 0.0)
     got = [parts.get(k) for k in metric.derived_from]
     counts = [p.samples if p is not None else float(dict(metric.absent_counts).get(k, 0.0))

@@ -93,3 +93,17 @@ def test_a_part_without_a_value_counts_as_zero_when_declared_and_is_named():
     assert values["w"].to_dict()["missing"] == ["c"] and "missing" not in values["ab"].to_dict()
     blocks = summary_blocks(metrics, scores)
     assert "top" not in blocks["breakdowns"]["g"]["x"]  # a group's value lacking parts says nothing of it
+
+
+def test_absent_skip_derives_from_the_parts_that_have_a_value_only():
+    def spread(*fractions: float) -> float:
+        return max(fractions) - min(fractions)
+
+    metrics = [Metric("a", "a"), Metric("b", "b"), Metric("c", "c"),
+               Metric("spread", "spread", derived_from=("a", "b", "c"), derive=spread, absent="skip")]
+    scores = [TaskScore(samples={"a": (1.0, 1.0)}), TaskScore(samples={"a": (0.0, 1.0)}),
+              TaskScore(samples={"c": (1.0, 1.0)})]
+    out = aggregate(metrics, scores)
+    assert out["spread"].value == 50.0 and out["spread"].missing == () and out["spread"].stderr is None
+    assert out["spread"].samples == 3.0  # the entries of the parts it was derived from
+    assert "spread" not in aggregate(metrics, [TaskScore(samples={"x": (1.0, 1.0)})])  # no part: no value

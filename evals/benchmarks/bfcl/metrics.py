@@ -3,6 +3,7 @@ BFCL's grouped leaderboard scores over them (:mod:`.scores`: each one once every
 
 from __future__ import annotations
 
+import statistics
 from typing import TYPE_CHECKING
 
 from ...core.metrics import Metric, TaskScore
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from .agentic import AgenticVerdict
     from .checker import Verdict
 
-__all__ = ["COLUMNS", "COLUMN_OF", "METRICS", "bfcl_percent", "task_score"]
+__all__ = ["COLUMNS", "COLUMN_OF", "FORMAT_CONFIGS", "METRICS", "bfcl_percent", "config_metric", "task_score"]
 
 #: each category's column in BFCL's tables (``bfcl_eval/constants/column_headers.py``)
 COLUMN_OF = {
@@ -43,6 +44,33 @@ COLUMNS: tuple[str, ...] = (
 
 
 
+#: BFCL's format_sensitivity configurations in its order (``get_all_format_sensitivity_configs`` of the pinned wheel,
+#: checked against it by a test): the columns of its ``data_format_sensitivity.csv``, "Config <configuration>"
+FORMAT_CONFIGS: tuple[str, ...] = (
+    *(f"ret_fmt={ret}&tool_call_tag={tag}&func_doc_fmt={doc}&prompt_fmt=plaintext&style=classic"
+      for ret in ("python", "json", "verbose_xml", "concise_xml") for tag in ("True", "False")
+      for doc in ("python", "xml", "json")),
+    "ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&prompt_fmt=markdown&style=classic",
+    "ret_fmt=python&tool_call_tag=False&func_doc_fmt=json&prompt_fmt=plaintext&style=experimental",
+)
+
+
+def config_metric(config: str) -> str:
+    """The metric of one format_sensitivity configuration's accuracy."""
+    return f"{FORMAT_SENSITIVITY}:{config}"
+
+
+def _max_delta(*fractions: float) -> float:
+    """BFCL's ``accuracy_max_delta`` before its ``round(x * 100, 2)``: over the configurations run (0 for one)."""
+    return max(fractions) - min(fractions) if len(fractions) > 1 else 0.0
+
+
+def _std(*fractions: float) -> float:
+    """BFCL's ``accuracy_std`` before its ``round(x * 100, 2)``: the sample standard deviation of the configurations'
+    accuracies (``statistics.stdev``; 0 for one configuration)."""
+    return statistics.stdev(fractions) if len(fractions) > 1 else 0.0
+
+
 def bfcl_percent(right: float, entries: float) -> float:
     """A category's accuracy as BFCL prints it: ``correct_count / total_count``, then ``"{:.2f}%"`` of it times 100
     (divided first: 23 of 160 is 14.37%, where ``round(100 * 23 / 160, 2)`` gives 14.38)."""
@@ -61,6 +89,19 @@ METRICS: tuple[Metric, ...] = (
     Metric(FORMAT_SENSITIVITY, f"{FORMAT_SENSITIVITY} accuracy", over="entries", value_of=bfcl_percent,
            description="BFCL v4 format_sensitivity (prompting only): entries, each under one of BFCL's 26 prompt "
            "configurations, whose decoded calls the AST checker accepts, over the category's entries"),
+    *(Metric(config_metric(c), f"Config {c}", over="entries", value_of=bfcl_percent, in_breakdowns=False,
+             description=f"BFCL v4 format_sensitivity under the configuration {c}: its entries whose decoded calls "
+             "the AST checker accepts, over its entries (a cell of BFCL's data_format_sensitivity.csv)")
+      for c in FORMAT_CONFIGS),
+    *(Metric(name, f"Format Sensitivity {label} (BFCL)", over="entries", derived_from=tuple(map(config_metric,
+             FORMAT_CONFIGS)), derive=derive, absent="skip", higher_is_better=False, in_breakdowns=False,
+             description=f"BFCL v4 format_sensitivity's accuracy_{what} (percentage points): {text} of the "
+             "configurations' accuracies, over the configurations run (0.0 when one was), rounded to 2 decimals "
+             "as BFCL's format_sensitivity_runner rounds it; no value when format_sensitivity was not run "
+             "(BFCL's CSV: N/A)")
+      for name, label, what, derive, text in (
+          ("format_sensitivity_max_delta", "Max Delta", "max_delta", _max_delta, "the highest minus the lowest"),
+          ("format_sensitivity_std", "Standard Deviation", "std", _std, "the sample standard deviation"))),
     *SCORE_METRICS,
     Metric("accuracy", "Accuracy over the run's entries", over="entries",
            description="right entries over all the run's entries, whatever their category (not BFCL's weighted "
@@ -73,10 +114,13 @@ METRICS: tuple[Metric, ...] = (
 )
 
 
-def task_score(category: str, verdict: Verdict | AgenticVerdict, *, errored: bool) -> TaskScore:
-    """One entry's samples: its category's accuracy and the run's accuracy (and whether it failed)."""
+def task_score(category: str, verdict: Verdict | AgenticVerdict, *, errored: bool, entry_id: str = "") -> TaskScore:
+    """One entry's samples: its category's accuracy (and a format_sensitivity entry's configuration's, the middle
+    part of its id ``base:CONFIG:original``) and the run's accuracy (and whether it failed)."""
     score = TaskScore(groups={"category": category})
     score.add(category, float(verdict.valid))
+    if category == FORMAT_SENSITIVITY and entry_id.count(":") == 2:
+        score.add(config_metric(entry_id.split(":")[1]), float(verdict.valid))
     score.add("accuracy", float(verdict.valid))
     score.add("failed_episodes", float(errored))
     score.details["verdict"] = verdict.to_dict()

@@ -184,7 +184,7 @@ class BfclBenchmark:
             raise ValueError(f"the run has a task id that is not among its BFCL entries: {task_id!r}")
         errored = trace is None or trace.get("status") != "completed"
         return task_score(self.entries[task_id].category, await self._kind[task_id].averdict(task_id, trace),
-                          errored=errored)
+                          errored=errored, entry_id=task_id)
 
     def formats(self) -> list[PredictionFormat]:
         """BFCL's own result files (``bfcl-official``, also named ``bfcl`` as issue 39 calls it, :mod:`.results`):
