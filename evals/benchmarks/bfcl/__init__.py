@@ -162,7 +162,7 @@ def _score_start(format_name: str, path: Path) -> None:
 
 
 INFO = BenchmarkInfo(
-    name=NAME, plugin=".plugin:BfclBenchmark", scorer_version=2,  # CHANGELOG.md
+    name=NAME, plugin=".plugin:BfclBenchmark", scorer_version=3,  # CHANGELOG.md
     description="BFCL v4: each entry's functions served as MCP tools, the model's calls scored by BFCL's AST "
     "checker's rules (the single-turn categories, live, Java and JavaScript included), its multi-turn checker "
     "(the multi-turn categories, on BFCL's stateful backends) or its agentic checker (memory)",
