@@ -1,0 +1,68 @@
+"""Reading an imported predictions file's lines as the official scripts split them, with a bound.
+
+A predictions or result file given to ``evals score --format`` is untrusted input. The official
+scripts read it in text mode (``open(path)``: lines end at ``\\n``, ``\\r\\n`` and ``\\r``, Python's
+universal newlines); :func:`universal_lines` splits it the same way, reading it in chunks and no line
+past ``client._runs.lines.MAX_LINE_BYTES`` (the run files' bound, read at call time): a longer one is a
+:class:`~client._runs.lines.LineTooLong`-like ``ValueError`` ``FILE:LINE: ...`` (exit 2 at the CLI).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from client._runs import lines as _run_lines
+
+__all__ = ["PredictionLineTooLong", "universal_lines"]
+
+_CHUNK = 1 << 20
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+class PredictionLineTooLong(ValueError):
+    """A line of an imported file is longer than the bound: ``FILE:LINE: ...``."""
+
+    def __init__(self, path: Path | str, lineno: int, limit: int) -> None:
+        self.path, self.lineno, self.limit = path, lineno, limit
+        super().__init__(f"{path}:{lineno}: a line longer than {limit} bytes (client._runs.lines.MAX_LINE_BYTES); "
+                         "not read: no predictions file comes near that, so the file is damaged or not what it seems")
+
+
+def universal_lines(path: Path) -> Iterator[tuple[int, bytes, bytes]]:
+    """``(line number, line, its line end)`` of ``path``, split where text-mode ``open()`` splits
+    (``\\n``, ``\\r\\n``, ``\\r``; the last line's end is ``b""`` when the file does not end with one).
+    A line longer than ``MAX_LINE_BYTES`` (its line end included) is :class:`PredictionLineTooLong`,
+    raised before more than that and one chunk of it is held."""
+    limit = _run_lines.MAX_LINE_BYTES
+    n = 1
+    buf = bytearray()
+    resume = 0  # where in ``buf`` to look for the next line end (what is before it was searched)
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(_CHUNK)
+            eof = not chunk
+            buf += chunk
+            start, pos = 0, resume
+            while found := _LINE_END.search(buf, pos):
+                begin, end = found.span()
+                del found  # a match holds the buffer: it must go before ``buf`` is resized
+                if end == len(buf) and buf[begin] == 0x0D and not eof:
+                    pos = begin
+                    break  # a \r at the chunk's end: a \n may follow in the next chunk
+                if end - start > limit:
+                    raise PredictionLineTooLong(path, n, limit)
+                yield n, bytes(buf[start:begin]), bytes(buf[begin:end])
+                n += 1
+                start = pos = end
+            else:
+                pos = len(buf)
+            del buf[:start]
+            resume = pos - start
+            if len(buf) > limit:
+                raise PredictionLineTooLong(path, n, limit)
+            if eof:
+                if buf:
+                    yield n, bytes(buf), b""
+                return
