@@ -15,7 +15,7 @@ from pathlib import Path
 
 from client._runs import lines as _run_lines
 
-__all__ = ["PredictionLineTooLong", "universal_lines"]
+__all__ = ["PredictionLineTooLong", "bounded_text", "universal_lines"]
 
 _CHUNK = 1 << 20
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -24,10 +24,29 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 class PredictionLineTooLong(ValueError):
     """A line of an imported file is longer than the bound: ``FILE:LINE: ...``."""
 
-    def __init__(self, path: Path | str, lineno: int, limit: int) -> None:
+    def __init__(self, path: Path | str, lineno: int, limit: int, *, what: str = "a line") -> None:
         self.path, self.lineno, self.limit = path, lineno, limit
-        super().__init__(f"{path}:{lineno}: a line longer than {limit} bytes (client._runs.lines.MAX_LINE_BYTES); "
+        super().__init__(f"{path}:{lineno}: {what} longer than {limit} bytes (client._runs.lines.MAX_LINE_BYTES); "
                          "not read: no predictions file comes near that, so the file is damaged or not what it seems")
+
+
+def bounded_text(path: Path) -> str:
+    """The UTF-8 text of ``path``, a whole-JSON file read as one value, read in chunks and never past
+    ``MAX_LINE_BYTES`` (the longest line a predictions file may hold, so the most a one-value file
+    may hold too): a larger file is :class:`PredictionLineTooLong` at the line where it crosses it;
+    bytes that are not UTF-8 are a ``ValueError`` ``FILE:LINE``."""
+    limit = _run_lines.MAX_LINE_BYTES
+    data = bytearray()
+    with open(path, "rb") as f:
+        while chunk := f.read(min(_CHUNK, limit + 1 - len(data))):
+            data += chunk
+            if len(data) > limit:
+                raise PredictionLineTooLong(path, data.count(b"\n") + 1, limit, what="a whole-JSON file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
 
 
 def universal_lines(path: Path) -> Iterator[tuple[int, bytes, bytes]]:

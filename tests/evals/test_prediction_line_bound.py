@@ -56,3 +56,19 @@ def test_evals_score_refuses_a_line_past_the_bound(tmp_path: Path, capsys: pytes
     said = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(said) == 1 and said[0].startswith("error:"), said
     assert f"{name}:1: a line longer than {BOUND} bytes" in said[0]
+
+
+def test_a_whole_json_predictions_file_past_the_bound_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                  data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVALS_DATA_DIR", str(data_dir))  # familytool's reader needs the benchmark's tasks
+    path = tmp_path / "model" / "tool_use_results.json"
+    path.parent.mkdir()
+    argv = ["score", str(path), "--format", "familytool-official", "--benchmark", "familytool-e", "--out"]
+    path.write_text("[\n" + " " * (BOUND - 4) + "\n]", encoding="utf-8")  # exactly the bound: read (an empty list)
+    assert main([*argv, str(tmp_path / "run0")]) == 0
+    capsys.readouterr()
+    path.write_text("[\n" + " " * (BOUND - 3) + "\n]", encoding="utf-8")
+    code = main([*argv, str(tmp_path / "run1")])
+    said = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(said) == 1 and said[0].startswith("error:"), said
+    assert f"tool_use_results.json:3: a whole-JSON file longer than {BOUND} bytes" in said[0]
