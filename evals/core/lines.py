@@ -15,7 +15,7 @@ from pathlib import Path
 
 from client._runs import lines as _run_lines
 
-__all__ = ["PredictionLineTooLong", "bounded_text", "universal_lines"]
+__all__ = ["PredictionLineTooLong", "bounded_text", "text_mode_lines", "universal_lines"]
 
 _CHUNK = 1 << 20
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -85,3 +85,15 @@ def universal_lines(path: Path) -> Iterator[tuple[int, bytes, bytes]]:
                 if buf:
                     yield n, bytes(buf), b""
                 return
+
+
+def text_mode_lines(path: Path, reader: str) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of ``path`` as ``for line in open(path, encoding="utf-8")`` gives them
+    (each line end turned into ``\\n``), read by :func:`universal_lines`; a line that is not UTF-8 is a
+    ``ValueError`` ``FILE:LINE: not UTF-8 text (READER stops on it too)``."""
+    for n, raw, end in universal_lines(path):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not UTF-8 text ({reader} stops on it too): {exc.reason}") from None
+        yield n, line + ("\n" if end else "")

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.anomalies import Anomaly
-from ...core.lines import universal_lines
+from ...core.lines import text_mode_lines
 from .data import DOMAINS, domain_of
 from .metrics import count_value
 
@@ -122,12 +122,7 @@ def official_lines(f: Path) -> Iterator[tuple[int, str]]:
     """The lines of ``f`` as ``print_results.py`` reads them (``for line in open(f)``: text mode, so
     split at ``\n``, ``\r\n`` and ``\r`` only; a form feed, a record separator or U+2028 is part of
     its line), each with its number."""
-    for n, raw, end in universal_lines(f):  # chunked, no line past MAX_LINE_BYTES (FILE:LINE otherwise)
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{f}:{n}: not UTF-8 text (print_results.py stops on it too): {exc.reason}") from None
-        yield n, line + ("\n" if end else "")  # text mode turns each line end into \n
+    return text_mode_lines(f, "print_results.py")  # chunked, no line past MAX_LINE_BYTES (FILE:LINE otherwise)
 
 
 def read_result_file(path: Path) -> list[ResultRecord]:

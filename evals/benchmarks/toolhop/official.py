@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.lines import universal_lines
+from ...core.lines import text_mode_lines
 
 __all__ = ["FULL_SET", "OutputRecord", "printout", "read_output_file", "rule", "stop_reasons"]
 
@@ -55,12 +55,7 @@ class OutputRecord:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    for n, raw, end in universal_lines(path):  # chunked, no line past MAX_LINE_BYTES (FILE:LINE otherwise)
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path}:{n}: not UTF-8 text (the official script stops on it too): {exc.reason}") from None
-        yield n, line + ("\n" if end else "")  # text mode turns each line end into \n
+    return text_mode_lines(path, "the official script")  # chunked, no line past MAX_LINE_BYTES (FILE:LINE otherwise)
 
 
 def read_output_file(path: Path) -> list[OutputRecord]:
