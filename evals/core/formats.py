@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .anomalies import Anomaly, anomaly_entry
+from .lines import universal_lines
 
 if TYPE_CHECKING:
     from client.runs import RunDir
@@ -97,12 +98,6 @@ class OfficialLines:
     blank: list[int]  # the blank lines (only JSON whitespace): the official json.loads stops at the first
 
 
-def _line_of(raw: bytes, offset: int) -> int:
-    """The official reader's line number of byte ``offset`` (lines end at \\n, \\r\\n, \\r)."""
-    head = raw[:offset]
-    return head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
-
-
 def official_jsonl(path: Path) -> OfficialLines:
     """``path`` read line by line as the official scripts read a JSON-lines file (``open(path,
     encoding="utf-8")``, iterated or ``readlines()``, ``json.loads`` of each line). A ``ValueError``
@@ -110,19 +105,17 @@ def official_jsonl(path: Path) -> OfficialLines:
     ``json.loads`` refuses (a control character or text after the value, a byte-order mark, nesting
     too deep for it). Blank lines stop them too (``json.loads`` of an empty line): they are returned
     in :attr:`OfficialLines.blank` for the reader to warn about (:func:`blank_lines_warning`)."""
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}:{_line_of(raw, exc.start)}: not UTF-8 ({exc.reason} at byte {exc.start}); the "
-                         "official script stops reading the file there") from None
     rows: list[tuple[int, Any]] = []
     blank: list[int] = []
-    # universal newlines, as open() without newline= reads: \r\n and \r become \n; lines end after each \n
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()  # the text after the last line end: no line (a file ending in a line end)
-    for n, line in enumerate(lines, 1):
+    refused: ValueError | None = None  # the first line json.loads refuses; bytes not UTF-8 anywhere come first
+    for n, raw, _end in universal_lines(path):  # chunked, no line past MAX_LINE_BYTES (FILE:LINE otherwise)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}:{n}: not UTF-8 ({exc.reason} at byte {exc.start} of the line); the "
+                             "official script stops reading the file there") from None
+        if refused:
+            continue
         if not line.strip(" \t\n\r"):
             blank.append(n)
             continue
@@ -131,10 +124,13 @@ def official_jsonl(path: Path) -> OfficialLines:
         except (ValueError, RecursionError) as exc:
             shown = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
                             for ch in line[:60])
-            raise ValueError(f"{path}:{n}: not a JSON line for the official reader (json.loads: "
-                             f"{str(exc) or type(exc).__name__}; the line begins '{shown}'): the official script "
-                             "stops there and prints no number") from None
+            refused = ValueError(f"{path}:{n}: not a JSON line for the official reader (json.loads: "
+                                 f"{str(exc) or type(exc).__name__}; the line begins '{shown}'): the official script "
+                                 "stops there and prints no number")
+            continue
         rows.append((n, value))
+    if refused:
+        raise refused
     return OfficialLines(rows, blank)
 
 

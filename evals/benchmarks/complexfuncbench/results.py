@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.anomalies import Anomaly
+from ...core.lines import text_mode_lines
 from .data import DOMAINS, domain_of
 from .metrics import count_value
 
@@ -121,13 +122,7 @@ def official_lines(f: Path) -> Iterator[tuple[int, str]]:
     """The lines of ``f`` as ``print_results.py`` reads them (``for line in open(f)``: text mode, so
     split at ``\n``, ``\r\n`` and ``\r`` only; a form feed, a record separator or U+2028 is part of
     its line), each with its number."""
-    n = 0
-    try:
-        with f.open(encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                yield n, line
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{f}:{n + 1}: not UTF-8 text (print_results.py stops on it too): {exc.reason}") from None
+    return text_mode_lines(f, "print_results.py")  # chunked, no line past MAX_LINE_BYTES (FILE:LINE otherwise)
 
 
 def read_result_file(path: Path) -> list[ResultRecord]:

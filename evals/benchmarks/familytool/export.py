@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ...core.data import data_file
 from ...core.formats import ImportedPredictions, PredictionFormat, imported_trace
+from ...core.lines import bounded_text
 from . import data as ft
 from .metrics import EXTRACTING, official_calls, step1_text
 
@@ -103,7 +104,7 @@ def export_run(bench: FamilyToolBenchmark, run_dir: RunDir, out: Path) -> list[P
 
 def _load_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(bounded_text(path))  # untrusted: read in chunks, no more than MAX_LINE_BYTES
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not JSON ({exc})") from exc
 
@@ -121,7 +122,7 @@ def read_predictions(bench: FamilyToolBenchmark, path: Path) -> ImportedPredicti
     kg_rows = _load_json(folder / KG_FILE) if path.is_dir() and (folder / KG_FILE).is_file() else None
     gold_ids: list[str] = []
     if path.is_dir() and (folder / GOLD_FILE).is_file():
-        gold_ids = [str(json.loads(line)[0]["content"]) for line in (folder / GOLD_FILE).read_text(encoding="utf-8").splitlines() if line.strip()]
+        gold_ids = [str(json.loads(line)[0]["content"]) for line in bounded_text(folder / GOLD_FILE).splitlines() if line.strip()]
     outcomes: dict[str, dict[str, Any]] = {}
     warnings: list[str] = []
     stops: list[str] = []  # entries the official code stops on (KeyError / TypeError)

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...core.lines import text_mode_lines
+
 __all__ = ["FULL_SET", "OutputRecord", "printout", "read_output_file", "rule", "stop_reasons"]
 
 FULL_SET = 995  # what both scripts divide by
@@ -53,13 +55,7 @@ class OutputRecord:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    n = 0
-    try:
-        with path.open(encoding="utf-8") as f:  # text mode: what the official `f.readlines()` splits at
-            for n, line in enumerate(f, 1):
-                yield n, line
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}:{n + 1}: not UTF-8 text (the official script stops on it too): {exc.reason}") from None
+    return text_mode_lines(path, "the official script")  # chunked, no line past MAX_LINE_BYTES (FILE:LINE otherwise)
 
 
 def read_output_file(path: Path) -> list[OutputRecord]:
