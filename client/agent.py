@@ -32,7 +32,7 @@ from .runs import EpisodeOutcome, EpisodeRecorder, outcome_raw_arguments
 if TYPE_CHECKING:  # the MCP SDK is imported on use: scoring recorded episodes imports this module, not the SDK
     from mcp import Client, types
 
-__all__ = ["AgentConfig", "provider_finish_reason", "result_text", "run_agent"]
+__all__ = ["AgentConfig", "model_step", "provider_finish_reason", "result_text", "run_agent"]
 
 
 @dataclass
@@ -94,6 +94,29 @@ def _truncated_forced_call(response: ModelResponse, choice: ToolChoice, tools: l
             "unparsable tool call: the forced tool call was cut off at the token limit before it was complete",
         )
     )
+
+
+async def model_step(model: Model, messages: list[Message], tools: list[ToolDef], choice: ToolChoice,
+                     params: GenerateParams, recorder: EpisodeRecorder, turn: int) -> ModelResponse:
+    """One recorded model call of an episode: the request, the call (its failed attempts and its error
+    recorded), a forced call cut off by the token limit made an unparsable call, and the response with
+    its cost (none when the response cache served it) and, when the token limit cut it off, the
+    provider's own finish reason."""
+    recorder.model_request(messages=messages, tools=tools, tool_choice=choice, turn=turn)
+    try:
+        response = await model.generate(messages, tools, choice, params, on_attempt=recorder.attempt_failed)
+    except Exception as exc:
+        recorder.model_error(exc)
+        raise
+    _truncated_forced_call(response, choice, tools, turn)
+    cut: dict[str, Any] = {}
+    if response.stop_reason == STOP_MAX_TOKENS:
+        cut = {"truncated": True, "finish_reason": provider_finish_reason(response.raw)}
+    if is_cached(response):  # served by the response cache: nothing was billed
+        recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True, **cut)
+    else:
+        recorder.model_response(response, cost_usd=model.cost_usd(response), **cut)
+    return response
 
 
 def result_text(result: types.CallToolResult) -> str:
@@ -172,21 +195,7 @@ async def run_agent(
     stop = "max_turns"
     for turn in range(cfg.max_turns):
         choice = cfg.tool_choice if turn == 0 else cfg.later_tool_choice
-        recorder.model_request(messages=messages, tools=tools, tool_choice=choice, turn=turn)
-        try:
-            response = await model.generate(messages, tools, choice, params, on_attempt=recorder.attempt_failed)
-        except Exception as exc:
-            recorder.model_error(exc)
-            raise
-        _truncated_forced_call(response, choice, tools, turn)
-        # a turn cut off by the token limit says so, with the provider's own finish reason
-        cut: dict[str, Any] = {}
-        if response.stop_reason == STOP_MAX_TOKENS:
-            cut = {"truncated": True, "finish_reason": provider_finish_reason(response.raw)}
-        if is_cached(response):  # served by the response cache: nothing was billed
-            recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True, **cut)
-        else:
-            recorder.model_response(response, cost_usd=model.cost_usd(response), **cut)
+        response = await model_step(model, messages, tools, choice, params, recorder, turn)
         for note in response.notes:
             recorder.note(note, turn=turn)
         messages.append(response.to_assistant_message())

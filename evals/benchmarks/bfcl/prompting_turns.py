@@ -48,10 +48,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from client.adapters.base import DEFAULT_PARAMS, GenerateParams
-from client.agent import provider_finish_reason, result_text
+from client.agent import model_step, result_text
 from client.mcp_session import list_all_tools
 from client.messages import (
-    STOP_MAX_TOKENS,
     AssistantMessage,
     Message,
     ModelResponse,
@@ -60,7 +59,7 @@ from client.messages import (
     Usage,
     UserMessage,
 )
-from client.model import Model, is_cached
+from client.model import Model
 from client.runs import EpisodeOutcome
 
 from .backends import ERROR_PREFIX
@@ -178,19 +177,7 @@ async def run_prompting_turn(model: Model, session: Any, tools: set[str], messag
     out = TurnResult()
     step = 0
     while True:
-        recorder.model_request(messages=messages, tools=[], tool_choice="auto", turn=step)
-        try:
-            response = await model.generate(messages, [], "auto", params, on_attempt=recorder.attempt_failed)
-        except Exception as exc:
-            recorder.model_error(exc)
-            raise
-        cut: dict[str, Any] = {}  # a reply cut off by the token limit says so, with the provider's own reason
-        if response.stop_reason == STOP_MAX_TOKENS:
-            cut = {"truncated": True, "finish_reason": provider_finish_reason(response.raw)}
-        if is_cached(response):
-            recorder.model_response(response, usage=Usage(), cost_usd=0.0, cached=True, **cut)
-        else:
-            recorder.model_response(response, cost_usd=model.cost_usd(response), **cut)
+        response = await model_step(model, messages, [], "auto", params, recorder, step)  # no tools: nothing forced
         text = response.text or ""
         out.texts.append(text)
         messages.append(AssistantMessage(text=text))
