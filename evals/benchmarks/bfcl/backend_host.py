@@ -194,12 +194,17 @@ class _Zygote:
         """Start the zygote now, without waiting for it (a server that will serve BFCL's backends);
         ``memory``: with BFCL's memory backends imported too."""
         with self.lock:
-            if memory and self._current():
-                self._want_memory()
-            if not self._current():
-                self._close()
-                self.memory |= memory
-                self._launch()
+            self._started(memory)
+
+    def _started(self, memory: bool) -> None:
+        """The zygote running (launched when it is not), with the memory backends when ``memory``
+        (asked of a running one); under :attr:`lock`."""
+        if memory and self._current():
+            self._want_memory()
+        if not self._current():
+            self._close()
+            self.memory |= memory
+            self._launch()
 
     def _want_memory(self) -> None:
         """The running zygote imports the memory backends before its next fork (a message of the
@@ -219,12 +224,7 @@ class _Zygote:
         itself, on its first memory operation)."""
         with self.lock:
             for attempt in (0, 1):
-                if memory and self._current():
-                    self._want_memory()
-                if not self._current():
-                    self._close()
-                    self.memory |= memory
-                    self._launch()
+                self._started(memory)
                 if not self.ready:
                     self._await_ready()
                 assert self.ctl is not None
