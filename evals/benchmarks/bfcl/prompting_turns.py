@@ -43,7 +43,7 @@ from __future__ import annotations
 import copy
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -229,16 +229,24 @@ async def run_prompting_turns(model: Model, session: Any, first: Sequence[Mappin
     function prompt is added), ``later`` the next turns' user texts; each turn run by
     :func:`run_prompting_turn` until BFCL's step limit ends the conversation. ``hidden``: the session's tools
     that are no function of the entry (a call to one is answered as to any unknown name)."""
-    limit = step_limit()
     tools = {t.name for t in await list_all_tools(session)} - hidden
-    messages = as_messages(bfcl_code()["system_prompt"](copy.deepcopy(list(first)), list(docs), entry_id))
+    opening = as_messages(bfcl_code()["system_prompt"](copy.deepcopy(list(first)), list(docs), entry_id))
+    replies: list[list[Message]] = [[UserMessage(t)] for t in later]
+    return await _run_turns(model, session, tools, iter([opening, *replies]), recorder, params, script)
+
+
+async def _run_turns(model: Model, session: Any, tools: set[str], turns: Iterator[list[Message]],
+                     recorder: EpisodeRecorder, params: GenerateParams, script: PromptingScript | None) -> list[TurnResult]:
+    """User turns in prompting mode, each turn's new messages taken from ``turns`` when it starts and run by
+    :func:`run_prompting_turn` until the turns end or BFCL's step limit ends the conversation."""
+    limit = step_limit()
+    messages: list[Message] = []
     out: list[TurnResult] = []
-    for index, text in enumerate([None, *later]):
-        if text is not None:
-            messages.append(UserMessage(text))
+    for index, new in enumerate(turns):
         if script is not None:
             script.start_turn(index)
         recorder.note(f"BFCL user turn {index}", user_turn=index)
+        messages.extend(new)
         turn = await run_prompting_turn(model, session, tools, messages, recorder, params, limit)
         out.append(turn)
         if turn.force_quit:
@@ -257,16 +265,10 @@ def scripted(env: EpisodeEnv, texts: Sequence[Sequence[str]], task_id: str) -> t
 async def run_multi_turn_prompting(entry: MultiTurnEntry, env: EpisodeEnv, recorder: EpisodeRecorder,
                                    benchmark: str) -> EpisodeOutcome:
     """One multi-turn episode in BFCL's prompting mode (module docstring)."""
-    limit = step_limit()
     model, oracle = scripted(env, [[oracle_text(s, "python", False)] if s else [] for s in gold_steps(entry)]
                              if env.shared is None else [], entry.id)
-    messages: list[Message] = []
-    result: list[list[str]] = []
-    turns: list[list[list[dict[str, Any]]]] = []
-    flat: list[dict[str, Any]] = []
-    force_quit = False
-    async with env.session(benchmark, entry.id) as session:
-        tools = {t.name for t in await list_all_tools(session)}
+
+    def user_turns() -> Iterator[list[Message]]:  # each turn's messages, made when the turn starts
         for index, raw in enumerate(entry.turns):
             current: list[Mapping[str, Any]] = list(raw)
             if index in entry.missed:
@@ -275,17 +277,13 @@ async def run_multi_turn_prompting(entry: MultiTurnEntry, env: EpisodeEnv, recor
                 current = bfcl_code()["system_prompt"](copy.deepcopy(current), list(entry.functions), entry.id)
             if not current:
                 raise ValueError(f"BFCL entry {entry.id}: turn {index} has no user message")
-            if oracle is not None:
-                oracle.start_turn(index)
-            recorder.note(f"BFCL user turn {index}", user_turn=index)
-            messages.extend(as_messages(current))
-            turn = await run_prompting_turn(model, session, tools, messages, recorder, env.agent_cfg.params, limit)
-            result.append(turn.texts)
-            turns.append(turn.steps)
-            flat.extend({**c, "user_turn": index} for c in turn.calls)
-            if turn.force_quit:
-                force_quit = True
-                break
+            yield as_messages(current)
+
+    async with env.session(benchmark, entry.id) as session:
+        tools = {t.name for t in await list_all_tools(session)}
+        done = await _run_turns(model, session, tools, user_turns(), recorder, env.agent_cfg.params, oracle)
     return EpisodeOutcome(final_answer=recorder.answer,
-                          data={"category": entry.category, "turns": turns, "calls": flat, "force_quit": force_quit,
-                                "bfcl_result": result, "underscore_to_dot": False})
+                          data={"category": entry.category, "turns": [t.steps for t in done],
+                                "calls": [{**c, "user_turn": index} for index, t in enumerate(done) for c in t.calls],
+                                "force_quit": any(t.force_quit for t in done),
+                                "bfcl_result": [t.texts for t in done], "underscore_to_dot": False})
