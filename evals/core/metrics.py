@@ -158,13 +158,9 @@ def _ratio_stderr(pairs: Sequence[tuple[float, float]]) -> float | None:
     return se if math.isfinite(se) else None
 
 
-def _value(metric: Metric, pairs: Sequence[tuple[float, float]], se: float | None) -> MetricValue:
-    """The metric's value over ``pairs``; ``se``: their :func:`_ratio_stderr`."""
-    num = 0.0
-    den = 0.0
-    for x, d in pairs:  # summed in task order, so the floats add up as the official code's do
-        num += x
-        den += d
+def _value(metric: Metric, pairs: Sequence[tuple[float, float]], num: float, den: float, se: float | None) -> MetricValue:
+    """The metric's value over ``pairs``: ``num`` and ``den`` their sums (in task order), ``se`` their
+    :func:`_ratio_stderr`."""
     if metric.kind == "count":
         value: float | int = int(num) if float(num).is_integer() else num
         return MetricValue(value, None, len(pairs), den, metric.over, 0)
@@ -204,12 +200,12 @@ def aggregate(metrics: Iterable[Metric], scores: Iterable[TaskScore]) -> dict[st
         key = metric.key
         pairs = samples.get(key)
         if pairs:
-            se = _ratio_stderr(pairs)
-            out[key] = _value(metric, pairs, se)
             num = den = 0.0
-            for x, d in pairs:
+            for x, d in pairs:  # summed in task order, so the floats add up as the official code's do
                 num += x
                 den += d
+            se = _ratio_stderr(pairs)
+            out[key] = _value(metric, pairs, num, den, se)
             parts[key] = _Part(num / den if den else 0.0, se, len(pairs), den)
     return out
 
