@@ -32,6 +32,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -141,6 +142,9 @@ def blank_lines_warning(path: Path, blank: Sequence[int]) -> str:
             f"(json.loads of an empty line) and prints no number for the file; skipped here")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def surrogate_free(value: Any) -> bool:
     """Whether ``value`` (JSON-like) holds no lone surrogate (``"\\ud800"`` in the file's JSON): a string
     with one cannot be encoded as UTF-8, so the official ``eval``/``ast`` of it fails, and a run's trace
@@ -149,7 +153,7 @@ def surrogate_free(value: Any) -> bool:
     while stack:  # iteratively: a value may be nested as deep as json.loads allows
         item = stack.pop()
         if isinstance(item, str):
-            if any("\ud800" <= ch <= "\udfff" for ch in item):
+            if not item.isascii() and _SURROGATE.search(item):
                 return False
         elif isinstance(item, list | tuple):
             stack.extend(item)
