@@ -15,7 +15,6 @@ here, and this is where other code imports them from.
 from client._runs.config import DEFAULT_HASH_KEYS, RunConfigMismatch, config_hash, package_version
 from client._runs.jsonl import RunDiskFull, TraceScan, append_line, iter_jsonl, utf8_lines
 from client._runs.jsonutil import canonical_json, error_info, is_transient, to_jsonable
-from client._runs.lines import LineTooLong, read_lines, read_text_lines
 from client._runs.nofollow import (
     RunFileIsLink,
     check_run_dir,
@@ -32,6 +31,7 @@ from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost, 
 from client._runs.secrets import REDACTED, redact_secrets, redact_urls, secret_paths
 from client._runs.sharing import CUT_NOTE, call_arguments, outcome_raw_arguments
 from client._runs.toolstore import TOOLS_FILE, ToolLists, resolve_tools
+from tool_specs.bounded_read import LineTooLong, read_lines, read_text_lines
 
 __all__ = [
     "DEFAULT_HASH_KEYS",
