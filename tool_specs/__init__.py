@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from tool_specs.bounded_read import (
         MAX_LINE_BYTES,
         LineTooLong,
+        bounded_bytes,
         bounded_text,
         line_at,
         read_lines,
@@ -225,6 +226,7 @@ __all__ = [
     "DocumentError",
     "MAX_LINE_BYTES",
     "LineTooLong",
+    "bounded_bytes",
     "bounded_text",
     "line_at",
     "read_lines",

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["MAX_LINE_BYTES", "LineTooLong", "bounded_text", "line_at", "read_lines", "read_text_lines"]
+__all__ = ["MAX_LINE_BYTES", "LineTooLong", "bounded_bytes", "bounded_text", "line_at", "read_lines", "read_text_lines"]
 
 MAX_LINE_BYTES = 64 << 20
 """The longest line (its line end included) any reader of an untrusted file takes, and the largest
@@ -37,11 +37,11 @@ class LineTooLong(ValueError):
 
     def __init__(self, path: Path | str, lineno: int, limit: int, *, what: str = "a line") -> None:
         self.path, self.lineno, self.limit = path, lineno, limit
-        super().__init__(
-            f"{path}:{lineno}: {what} longer than {limit} bytes (tool_specs.bounded_read.MAX_LINE_BYTES); not read: "
-            "no file evals writes or reads with its default settings comes near that, so the file is damaged "
-            "or not what it seems"
-        )
+        self.problem = (f"{what} longer than {limit} bytes (tool_specs.bounded_read.MAX_LINE_BYTES); not read: no file "
+                        "evals writes or reads with its default settings comes near that, so the file is damaged or "
+                        "not what it seems")
+        """the message without its ``FILE:LINE: `` (for an error type of the caller's that adds them itself)"""
+        super().__init__(f"{path}:{lineno}: {self.problem}")
 
 
 def read_lines(f: BinaryIO, path: Path | str, *, first: int = 1) -> Iterator[tuple[int, bytes]]:
@@ -72,19 +72,26 @@ def read_text_lines(path: Path | str, *, label: str = "") -> Iterator[tuple[int,
                 yield n, line
 
 
-def bounded_text(path: Path | str) -> str:
-    """The UTF-8 text of ``path``, a file read as one document (JSON, YAML, a whole predictions
-    file), read in chunks and never past :data:`MAX_LINE_BYTES`: a larger file is :class:`LineTooLong`
-    (``what="a whole file"``) at the line where it crosses the bound; bytes that are not UTF-8 are a
-    ``ValueError`` ``FILE:LINE: not UTF-8 text (...)``. Opening errors (``FileNotFoundError``, ...) are
-    the caller's to word."""
+def bounded_bytes(path: Path | str, *, fd: int | None = None) -> bytearray:
+    """The bytes of ``path``, a file read as one document (JSON, YAML, a whole predictions file),
+    read in chunks and never past :data:`MAX_LINE_BYTES`: a larger file is :class:`LineTooLong`
+    (``what="a whole file"``) at the line where it crosses the bound, having read one byte more
+    than the bound. Opening errors (``FileNotFoundError``, ...) are the caller's to word. ``fd``: the
+    file already opened (a run file opened without following links), read instead and closed."""
     limit = MAX_LINE_BYTES
     data = bytearray()
-    with open(path, "rb") as f:
+    with open(path if fd is None else fd, "rb") as f:
         while chunk := f.read(min(_CHUNK, limit + 1 - len(data))):
             data += chunk
             if len(data) > limit:
                 raise LineTooLong(path, data.count(b"\n") + 1, limit, what="a whole file")
+    return data
+
+
+def bounded_text(path: Path | str) -> str:
+    """The UTF-8 text of ``path``, read by :func:`bounded_bytes` (a file past :data:`MAX_LINE_BYTES`:
+    :class:`LineTooLong`); bytes that are not UTF-8 are a ``ValueError`` ``FILE:LINE: not UTF-8 text (...)``."""
+    data = bounded_bytes(path)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
