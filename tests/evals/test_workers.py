@@ -293,12 +293,15 @@ async def test_workers_auto_on_a_resume_counts_only_the_episodes_left_to_run(mon
     assert config["workers_auto"] == {"episodes": 30, "pending": 8, "concurrency": 64, "cpus": 4}
 
 
-def test_pending_tasks_reads_a_run_folder_without_opening_it(tmp_path):
+def test_read_traces_reads_a_run_folder_without_opening_it(tmp_path):
     """What ``--workers auto`` counts: the unfinished tasks, in the order given; a missing folder is
     not created, a torn last line is neither counted nor repaired."""
     import threading
 
-    from client.runs import RunFileIsLink, pending_tasks
+    from client.runs import RunFileIsLink, read_traces
+
+    def pending_tasks(path, task_ids, *, retry_errored=False):
+        return read_traces(path).pending(task_ids, retry_errored=retry_errored)
 
     assert pending_tasks(tmp_path / "none", ["a", "b"]) == ["a", "b"] and not (tmp_path / "none").exists()
     lines = [
@@ -332,6 +335,35 @@ def test_pending_tasks_reads_a_run_folder_without_opening_it(tmp_path):
     if blocked:  # in open(): let it go before failing
         os.close(os.open(fifo / "traces.jsonl", os.O_WRONLY | os.O_NONBLOCK))
     assert not blocked and got == [tasks]
+
+
+def test_a_resume_with_workers_auto_reads_the_traces_once(tmp_path, monkeypatch):
+    """The run takes the traces ``--workers auto`` read (``RunDir(traces_read=...)``): the runner's
+    scan is that one, events and tool lists included, unless the file changed in between."""
+    from client._runs import rundir
+    from client.runs import read_traces
+
+    run = tmp_path / "run"
+    with RunDir(run, {"benchmark": "x"}) as rd:
+        for task_id in ("a", "b"):
+            rec = rd.new_recorder(task_id)
+            rec.model_request([{"role": "user", "content": "q"}], [{"name": "t", "description": "d", "input_schema": {}}])
+            rec.final_answer("done")
+            rd.append_trace(rec.build_record("completed"))
+    scans: list[Path] = []
+    real_scan = rundir.scan_jsonl
+    monkeypatch.setattr(rundir, "scan_jsonl", lambda path, tools=None: scans.append(path) or real_scan(path, tools))
+    seen = read_traces(run)
+    assert seen.pending(["a", "b", "c"]) == ["c"] and len(scans) == 1
+    with RunDir(run, {"benchmark": "x"}, traces_read=seen) as rd:
+        rd.open_for_writing()
+        scan = rd.scan_traces()
+        assert scan is seen.scan and len(scans) == 1  # not read again
+        assert scan.records[0]["events"][0]["tools"][0]["name"] == "t"  # its tool list, from tools.jsonl
+        rec = rd.new_recorder("c")
+        rec.final_answer("done")
+        rd.append_trace(rec.build_record("completed"))
+        assert [r["task_id"] for r in rd.scan_traces().records] == ["a", "b", "c"] and len(scans) == 2  # changed: read
 
 
 async def test_a_process_running_other_threads_spawns_its_zygote_instead_of_forking(data_dir):
