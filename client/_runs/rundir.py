@@ -332,6 +332,13 @@ class RunDir:
             with contextlib.suppress(FileNotFoundError):  # opened first: what load() reads, it holds
                 self._open_tools(0)
             self._tool_store.load()
+            if self._tools_fd is None and self._refers_to_lost_tool_lists():
+                self._open_tools(os.O_CREAT)  # written again now: the check below each write covers it from here
+                log.warning("%s is missing though the run's traces refer to its tool lists (it was deleted since the "
+                            "run last wrote it): it is written again, with each list this run's episodes offer; a list "
+                            "of an episode finished before is back when one of them offers the same list (a list is "
+                            "known by its digest), the others are lost and read as missing (tools_missing)",
+                            self.path / TOOLS_FILE)
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
             # read-write: if the file is deleted or replaced under us, what it holds is read back from here
             self._traces_fd = open_run_file(self.traces_path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
@@ -442,6 +449,17 @@ class RunDir:
         except OSError as exc:
             store.forget(tools_hash, specs)
             raise disk_full(exc, path) from exc
+
+    def _refers_to_lost_tool_lists(self) -> bool:
+        """Whether a trace refers to a tool list that ``tools.jsonl`` does not hold (the file absent:
+        deleted between two runs of the folder). Reads the events of the traces up to the first that
+        offers a list (the first, unless episodes made no model request); traces of schema 1 hold
+        their lists themselves."""
+        for record in self.scan_traces().records:
+            if record.get("schema_version", 1) >= 2 and any(
+                    isinstance(e, Mapping) and e.get("kind") == "model_request" for e in record["events"]):
+                return any(isinstance(e, Mapping) and e.get("tools_missing") for e in record["events"])
+        return False
 
     def _open_tools(self, flags: int) -> None:
         """Open ``tools.jsonl`` for appending (read-write: if it is deleted or replaced, what it held

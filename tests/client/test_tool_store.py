@@ -148,6 +148,37 @@ def test_a_tools_file_deleted_or_replaced_during_a_run_is_written_again_with_eve
         assert not any(e.get("tools_missing") for e in latest[task_id]["events"])
 
 
+def test_a_tools_file_deleted_between_two_runs_is_written_again_on_resume(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Deleted while no run held it, ``tools.jsonl`` is back as soon as the resumed run opens the folder
+    (even if no episode runs), with a warning; each list the resumed episodes offer goes to it, and the
+    lists of the episodes finished before read as missing, named, never guessed."""
+    path = tmp_path / "run"
+    _write(path, store=True)
+    tools = path / "tools.jsonl"
+    tools.unlink()
+    with caplog.at_level("WARNING"), RunDir(path, {"benchmark": "b", "model": "m"}) as run:
+        run.open_for_writing()
+        assert tools.exists() and tools.read_bytes() == b""
+        assert "tools.jsonl is missing though the run's traces refer to its tool lists" in caplog.text
+        run.append_trace(_episode(run.new_recorder("d"), [EPISODES["a"][0], [OTHER]]))
+    assert tools.read_text().count("\n") == 2 + 1 + 2  # search, lookup, their list; other, its list
+    latest = RunDir.open(path).latest_traces()
+    assert [r["tools"] for r in request_history(latest["d"])] == [EPISODES["a"][0], [OTHER]]
+    assert any(e.get("tools_missing") for e in latest["a"]["events"])
+    caplog.clear()
+    with caplog.at_level("WARNING"), RunDir(path, {"benchmark": "b", "model": "m"}) as run:
+        run.open_for_writing()  # the file is there: nothing to say
+    assert "is missing" not in caplog.text
+    old = tmp_path / "old"  # traces that hold their own lists never had a tools.jsonl: none is made
+    _write(old, store=False)
+    assert not (old / "tools.jsonl").exists()
+    with caplog.at_level("WARNING"), RunDir(old, {"benchmark": "b", "model": "m"}) as run:
+        run.open_for_writing()
+    assert not (old / "tools.jsonl").exists() and "is missing" not in caplog.text
+
+
 def test_adopted_lines_of_a_worker_move_their_tools_to_the_store(tmp_path: Path) -> None:
     worker = EpisodeRecorder("a")  # a worker process's recorder: no store, the lists in its lines
     _episode(worker, EPISODES["b"])
