@@ -11,7 +11,7 @@ import pytest
 
 from client._runs.jsonl import EVENTS_KEPT, StoredRecord, scan_jsonl
 from client.messages import ToolDef
-from client.runs import SCHEMA_VERSION, EpisodeRecorder, RunDir, ToolLists, request_history
+from client.runs import SCHEMA_VERSION, EpisodeRecorder, RunDir, ToolLists, read_traces, request_history
 from evals.view.index import RunIndex
 
 SEARCH = {"name": "search", "description": "find things " * 20, "input_schema": {"type": "object"}}
@@ -177,6 +177,27 @@ def test_a_tools_file_deleted_between_two_runs_is_written_again_on_resume(
     with caplog.at_level("WARNING"), RunDir(old, {"benchmark": "b", "model": "m"}) as run:
         run.open_for_writing()
     assert not (old / "tools.jsonl").exists() and "is missing" not in caplog.text
+
+
+def test_a_resume_with_workers_auto_reads_the_traces_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run takes the traces ``--workers auto`` read (``read_traces``, ``RunDir(traces_read=...)``):
+    the runner's scan is that one, events and tool lists included, unless the file changed in between."""
+    from client._runs import rundir
+
+    path = tmp_path / "run"
+    _write(path, store=True)
+    scans: list[Path] = []
+    real_scan = rundir.scan_jsonl
+    monkeypatch.setattr(rundir, "scan_jsonl", lambda p, tools=None: scans.append(p) or real_scan(p, tools))
+    seen = read_traces(path)
+    assert seen.pending(["a", "b", "c", "d"]) == ["d"] and len(scans) == 1
+    with RunDir(path, {"benchmark": "b", "model": "m"}, traces_read=seen) as run:
+        run.open_for_writing()
+        scan = run.scan_traces()
+        assert scan is seen.scan and len(scans) == 1  # not read again
+        assert [r["tools"] for r in request_history(scan.latest()["b"])] == EPISODES["b"]  # lists from tools.jsonl
+        run.append_trace(_episode(run.new_recorder("d"), [[OTHER]]))
+        assert [r["task_id"] for r in run.scan_traces().records] == ["a", "b", "c", "d"] and len(scans) == 2  # changed
 
 
 def test_adopted_lines_of_a_worker_move_their_tools_to_the_store(tmp_path: Path) -> None:

@@ -337,35 +337,6 @@ def test_read_traces_reads_a_run_folder_without_opening_it(tmp_path):
     assert not blocked and got == [tasks]
 
 
-def test_a_resume_with_workers_auto_reads_the_traces_once(tmp_path, monkeypatch):
-    """The run takes the traces ``--workers auto`` read (``RunDir(traces_read=...)``): the runner's
-    scan is that one, events and tool lists included, unless the file changed in between."""
-    from client._runs import rundir
-    from client.runs import read_traces
-
-    run = tmp_path / "run"
-    with RunDir(run, {"benchmark": "x"}) as rd:
-        for task_id in ("a", "b"):
-            rec = rd.new_recorder(task_id)
-            rec.model_request([{"role": "user", "content": "q"}], [{"name": "t", "description": "d", "input_schema": {}}])
-            rec.final_answer("done")
-            rd.append_trace(rec.build_record("completed"))
-    scans: list[Path] = []
-    real_scan = rundir.scan_jsonl
-    monkeypatch.setattr(rundir, "scan_jsonl", lambda path, tools=None: scans.append(path) or real_scan(path, tools))
-    seen = read_traces(run)
-    assert seen.pending(["a", "b", "c"]) == ["c"] and len(scans) == 1
-    with RunDir(run, {"benchmark": "x"}, traces_read=seen) as rd:
-        rd.open_for_writing()
-        scan = rd.scan_traces()
-        assert scan is seen.scan and len(scans) == 1  # not read again
-        assert scan.records[0]["events"][0]["tools"][0]["name"] == "t"  # its tool list, from tools.jsonl
-        rec = rd.new_recorder("c")
-        rec.final_answer("done")
-        rd.append_trace(rec.build_record("completed"))
-        assert [r["task_id"] for r in rd.scan_traces().records] == ["a", "b", "c"] and len(scans) == 2  # changed: read
-
-
 async def test_a_process_running_other_threads_spawns_its_zygote_instead_of_forking(data_dir):
     """A fork copies only the calling thread: with another thread running, the zygote is spawned
     (it imports and loads for itself) and the workers it forks still run episodes."""
