@@ -1,10 +1,11 @@
 """The files a user hands the project (task files, spec files and a sandbox tool's code, ``--mcp-config``,
-a recording, a ``--config`` file, ``--task-ids @FILE``, ``$EVALS_PRICES``, a run's ``config.json``) are
-read under one bound, ``tool_specs.bounded_read.MAX_LINE_BYTES``: a line past it (a file read as one
-document: the file past it) is one ``FILE:LINE`` error, ``LineTooLong``'s wording, never read whole.
-Each reader kind is fed a sparse file (a line of 256 MiB that costs no disk) with the bound set to
-64 KiB, and may hold only a few times the bound meanwhile; ``evals`` itself, with the real bound,
-exits 2 with one line and no traceback."""
+a recording, a ``--config`` file, ``--task-ids @FILE``, ``$EVALS_PRICES``, a run's ``config.json``, a
+local vLLM model folder) are read under one bound, ``tool_specs.bounded_read.MAX_LINE_BYTES``: a line
+past it (a file read as one document: the file past it) is one ``FILE:LINE`` error, ``LineTooLong``'s
+wording, never read whole (a model folder's files, only looked into, are passed over). Each reader
+kind is fed a sparse file (a line of 256 MiB that costs no disk) with the bound set to 64 KiB, and may
+hold only a few times the bound meanwhile; ``evals`` itself, with the real bound, exits 2 with one
+line and no traceback."""
 
 from __future__ import annotations
 
@@ -118,6 +119,26 @@ def test_run_settings_files_past_the_bound_are_refused_unread(small_bound: Path)
     cfg = _sparse(run / "config.json", b'{"benchmark": "x"}\n', HUGE)
     _refused_within_the_bound(lambda: read_config(run), f"{cfg}:2: a whole file longer than")
     _refused_within_the_bound(lambda: RunIndex.open(run), f"{cfg}:2: a whole file longer than")
+
+
+def test_a_local_model_folders_files_past_the_bound_are_not_read(small_bound: Path) -> None:
+    """vLLM's local model folder: its chat template and config files are only looked into (what tool
+    parser, which template), so one past the bound is passed over, as an unreadable one is."""
+    from client.adapters._vllm_flags import _local_model_type, own_template_supports_tools
+
+    model = small_bound / "model"
+    model.mkdir()
+    _sparse(model / "config.json", b'{"model_type": "llama"}', HUGE)
+    _sparse(model / "chat_template.jinja", b"{{ tools }}", HUGE)
+    (model / "tokenizer_config.json").write_text('{"chat_template": "{{ messages }}"}')
+    tracemalloc.start()
+    try:
+        assert _local_model_type(str(model)) is None
+        assert own_template_supports_tools(str(model)) is False  # the small file's template, not the huge one's
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * BOUND, peak
 
 
 def _evals(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
