@@ -147,20 +147,28 @@ def _evals(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           cwd=cwd, env=env, stdin=subprocess.DEVNULL)
 
 
-def test_evals_exits_2_with_one_line_on_a_task_or_spec_file_past_the_real_bound(tmp_path: Path) -> None:
+def test_evals_exits_2_with_one_line_on_a_file_past_the_real_bound(tmp_path: Path) -> None:
     real = bounded_read.MAX_LINE_BYTES
     tasks = _sparse(tmp_path / "tasks.jsonl", b'{"id": "a", "query": "q", "answer": "x"}\n', real + 1)
     tools = tmp_path / "tools"
     tools.mkdir()
     _sparse(tools / "tool.yaml", b"name: t\ndescription: d\n", real)
-    for args, where in (
-        (["run", "taskfile", "--tasks", str(tasks), "--model", "oracle", "--run-dir", str(tmp_path / "run"), "--no-progress"],
-         f"{tasks}:2: a line longer than {real} bytes"),
+    servers = _sparse(tmp_path / "servers.json", b'{"mcpServers": {}}\n', real)
+    config = _sparse(tmp_path / "config.yaml", b"limit: 1\n", real)
+    rec = _sparse(tmp_path / "rec.jsonl", b'{"kind": "tools", "source": "s", "tools": []}\n', real + 1)
+    small = tmp_path / "small.jsonl"
+    small.write_text('{"id": "a", "query": "q", "answer": "x"}\n')
+    run = ["run", "taskfile", "--model", "oracle", "--run-dir", str(tmp_path / "run"), "--no-progress", "--tasks"]
+    for args, where in (  # refused before the run folder is made (a recording is read once it is: last)
+        ([*run, str(tasks)], f"{tasks}:2: a line longer than {real} bytes"),
+        ([*run, str(small), "--mcp-config", str(servers)], f"{servers}:2: a whole file longer than {real} bytes"),
+        ([*run, str(small), "--config", str(config)], f"{config}:2: a whole file longer than {real} bytes"),
         (["serve", "--tools-dir", str(tools), "--stdio"], f"{tools / 'tool.yaml'}:3: a whole file longer than {real} bytes"),
+        ([*run, str(small), "--replay", str(rec)], f"{rec}:2: a line longer than {real} bytes"),
     ):
         proc = _evals(*args, cwd=tmp_path)
         assert proc.returncode == 2, (args, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
         said = [line for line in proc.stderr.splitlines() if where in line]
         assert len(said) == 1, proc.stderr[-2000:]
-    assert not (tmp_path / "run").exists()
+        assert "--replay" in args or not (tmp_path / "run").exists()
