@@ -15,7 +15,6 @@ here, and this is where other code imports them from.
 from client._runs.config import DEFAULT_HASH_KEYS, RunConfigMismatch, config_hash, package_version
 from client._runs.jsonl import RunDiskFull, TraceScan, append_line, iter_jsonl, utf8_lines
 from client._runs.jsonutil import canonical_json, error_info, is_transient, to_jsonable
-from client._runs.lines import LineTooLong, read_lines, read_text_lines
 from client._runs.nofollow import (
     RunFileIsLink,
     check_run_dir,
@@ -28,10 +27,11 @@ from client._runs.nofollow import (
 from client._runs.recorder import EpisodeRecorder
 from client._runs.records import SCHEMA_VERSION, EpisodeOutcome, EpisodeStatus, Totals, request_history
 from client._runs.resume import RunSummary, finished_task_ids, summarize_traces
-from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost, pending_tasks
+from client._runs.rundir import RunDir, RunDirClosed, RunLocked, RunTracesLost, TracesRead, read_traces
 from client._runs.secrets import REDACTED, redact_secrets, redact_urls, secret_paths
 from client._runs.sharing import CUT_NOTE, call_arguments, outcome_raw_arguments
 from client._runs.toolstore import TOOLS_FILE, ToolLists, resolve_tools
+from tool_specs.bounded_read import LineTooLong, read_lines, read_text_lines
 
 __all__ = [
     "DEFAULT_HASH_KEYS",
@@ -53,6 +53,7 @@ __all__ = [
     "TOOLS_FILE",
     "ToolLists",
     "TraceScan",
+    "TracesRead",
     "Totals",
     "append_line",
     "canonical_json",
@@ -74,9 +75,9 @@ __all__ = [
     "call_arguments",
     "outcome_raw_arguments",
     "package_version",
-    "pending_tasks",
     "read_lines",
     "read_text_lines",
+    "read_traces",
     "request_history",
     "resolve_tools",
     "summarize_traces",

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tool_specs import DocumentError, load_json, redact_urls
+from tool_specs import load_json, redact_urls
+from tool_specs.bounded_read import bounded_text
 
 __all__ = ["McpSource", "McpSourceError", "load_mcp_config", "parse_mcp_server", "parse_mcp_servers"]
 
@@ -124,10 +125,10 @@ def load_mcp_config(path: str | Path) -> list[McpSource]:
     """
     p = Path(path)
     try:
-        data = load_json(p.read_text(encoding="utf-8"), p)
+        data = load_json(bounded_text(p), p)  # untrusted: no more than MAX_LINE_BYTES read
     except OSError as exc:
         raise McpSourceError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    except DocumentError as exc:  # invalid JSON, a key twice, nested too deep: FILE:LINE
+    except ValueError as exc:  # past the bound (LineTooLong), not UTF-8, invalid JSON, a key twice, too deep: FILE:LINE
         raise McpSourceError(str(exc)) from None
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     if not isinstance(servers, Mapping) or not servers:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from mcp import types
 
 from tool_specs import CallContext, DocumentError, ToolLike, ToolResult, ToolSpec, load_json
 from tool_specs.argument_matching import normalize_arguments
+from tool_specs.bounded_read import read_text_lines
 from tool_specs.matching import Matcher, decide
 
 from .mcp_sources import McpSourceError
@@ -82,17 +83,21 @@ class Recording:
     sources: dict[str, str] = field(default_factory=dict)  # tool name -> its source
 
 
+def _recording_lines(p: Path) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a recording, none read past ``MAX_LINE_BYTES`` (it is untrusted)."""
+    try:
+        yield from read_text_lines(p)
+    except OSError as exc:
+        raise McpSourceError(f"{p}: cannot read the recording: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a line past the bound (LineTooLong) or not UTF-8: FILE:LINE
+        raise McpSourceError(str(exc)) from None
+
+
 def read_recording(path: str | Path) -> Recording:
     """Read a recording; :class:`McpSourceError` names the file and line of a bad record."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise McpSourceError(f"{p}: cannot read the recording: {exc.strerror or exc}") from None
     rec = Recording(p)
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, line in _recording_lines(p):
         try:
             item = load_json(line, p, line=number, allow_nan=True)  # bounded depth, no key twice
             kind = item["kind"]

@@ -6,7 +6,7 @@ a model can act on, YAML/JSON spec files, the generic executors (simulated, Pyth
 placeholder and gold replay), call matching, and the ``Catalog`` protocol the server consumes.
 
 Modules, low to high (each imports only modules above it; ``tests/test_architecture.py`` checks it):
-``errors``, ``names`` (did-you-mean hints), ``results`` (``ToolResult``, ``CallContext``),
+``errors``, ``bounded_read`` (reading an untrusted file, no line past ``MAX_LINE_BYTES``), ``names`` (did-you-mean hints), ``results`` (``ToolResult``, ``CallContext``),
 ``protocols`` (``ToolLike``, ``Executor``: what the generic parts need from a tool), ``schema``,
 ``validation``, ``argument_matching`` (are two calls' arguments the same), ``matching``, ``executors``, ``fair_queue`` (who gets the next sandbox worker),
 ``sandbox``, ``session_executors``, ``spec`` (``ToolSpec``), ``catalog``, ``loader``, ``spec_formats``
@@ -32,6 +32,15 @@ if TYPE_CHECKING:
         normalize_value,
         param_matches,
         with_defaults,
+    )
+    from tool_specs.bounded_read import (
+        MAX_LINE_BYTES,
+        LineTooLong,
+        bounded_bytes,
+        bounded_text,
+        line_at,
+        read_lines,
+        read_text_lines,
     )
     from tool_specs.bounded_regex import (
         MAX_PATTERN_SIZE,
@@ -215,6 +224,13 @@ __all__ = [
     "CostFn",
     "DEFAULT_MAX_DEPTH",
     "DocumentError",
+    "MAX_LINE_BYTES",
+    "LineTooLong",
+    "bounded_bytes",
+    "bounded_text",
+    "line_at",
+    "read_lines",
+    "read_text_lines",
     "MAX_PATTERN_SIZE",
     "REGEX_TIMEOUT",
     "RegexTimeout",
@@ -330,7 +346,7 @@ __all__ = [
 ]
 
 # the modules the names come from, in the order the import block above names them
-_MODULES = ("argument_matching", "bounded_regex", "catalog", "errors", "executors", "fair_queue", "loader",
+_MODULES = ("argument_matching", "bounded_read", "bounded_regex", "catalog", "errors", "executors", "fair_queue", "loader",
             "matching", "names", "protocols", "results", "safe_load", "sandbox", "schema", "session_executors",
             "spec", "spec_checks", "spec_formats", "url_secrets", "validation", "variables")
 

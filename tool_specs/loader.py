@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from tool_specs.bounded_read import LineTooLong, bounded_bytes
 from tool_specs.errors import ExecutorConfigError, SchemaNormalizationError, SpecLoadError, SpecLoadErrors
 from tool_specs.executors import resolve_executor
 from tool_specs.safe_load import DocumentError, load_json, load_yaml
@@ -52,8 +53,11 @@ _ALLOWED_KEYS = frozenset(
 
 
 def _read(path: Path) -> str:
+    """The text of a spec file, read under :data:`~tool_specs.bounded_read.MAX_LINE_BYTES` (untrusted)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return bounded_bytes(path).decode("utf-8")
+    except LineTooLong as exc:
+        raise SpecLoadError(exc.problem, path=path, line=exc.lineno) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SpecLoadError(f"cannot read file: {exc}", path=path) from exc
 

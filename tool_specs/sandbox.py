@@ -73,6 +73,7 @@ from tool_specs._sandbox_process import (
     WorkerProcess,
     namespace_support,
 )
+from tool_specs.bounded_read import bounded_text
 from tool_specs.errors import ExecutorConfigError
 from tool_specs.executors import register_executor_kind
 from tool_specs.fair_queue import FairGate, GateTicket
@@ -461,8 +462,8 @@ def _sandbox_factory(options: dict[str, Any], base_dir: Path | None) -> SandboxE
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
         try:
-            code = path.read_text(encoding="utf-8")
-        except OSError as exc:
+            code = bounded_text(path)  # untrusted: no more than MAX_LINE_BYTES read
+        except (OSError, ValueError) as exc:  # a file past the bound (LineTooLong, FILE:LINE), not UTF-8
             raise ExecutorConfigError(f"sandbox executor cannot read code file {str(path)!r}: {exc}") from exc
     else:
         code = options["code"]

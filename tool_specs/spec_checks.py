@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tool_specs._schema_refs import nonlocal_ref_message, nonlocal_refs
+from tool_specs.bounded_read import LineTooLong, bounded_bytes
 
 __all__ = [
     "TOOL_NAME_RULE",
@@ -111,8 +112,8 @@ def sandbox_code_problems(executor: Any, base_dir: Path | None) -> list[tuple[in
             file = base_dir / file
         label = f"sandbox code file {str(file)!r}"
         try:
-            code = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            code = bounded_bytes(file).decode("utf-8")  # untrusted: no more than MAX_LINE_BYTES read
+        except (OSError, UnicodeDecodeError, LineTooLong) as exc:
             return [(None, f"cannot read {label}: {exc}")]
     if not isinstance(code, str):
         return []

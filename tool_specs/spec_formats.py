@@ -34,6 +34,9 @@ from tool_specs.loader import (
     load_spec_file,
     spec_from_mapping,
 )
+from tool_specs.loader import (
+    _read as _read_text,
+)
 from tool_specs.safe_load import DocumentError, load_json, load_yaml
 from tool_specs.spec import ToolSpec
 
@@ -103,10 +106,7 @@ def _bfcl_entry(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecLoadError(f"cannot read file: {exc}", path=path) from exc
+    text = _read_text(path)
     try:
         if path.suffix.lower() == ".jsonl":
             return [load_json(line, path, line=number) for number, line in enumerate(text.splitlines(), 1)
@@ -125,8 +125,8 @@ def _item_nodes(path: Path, count: int) -> list[yaml.Node | None]:
     document is YAML too), or Nones (a ``.jsonl`` file: each tool's line is its line number)."""
     if path.suffix.lower() == ".json":
         try:
-            nodes: list[yaml.Node | None] = list(_entry_nodes(load_yaml(path.read_text(encoding="utf-8"))[1]))
-        except (DocumentError, OSError, UnicodeDecodeError):
+            nodes: list[yaml.Node | None] = list(_entry_nodes(load_yaml(_read_text(path))[1]))
+        except (DocumentError, SpecLoadError):
             nodes = []
         if len(nodes) == count:
             return nodes
@@ -168,7 +168,7 @@ def load_tool_file(path: str | Path) -> list[ToolSpec]:
     seen: dict[str, int] = {}
     items = _items(document) or []
     nodes = _item_nodes(file, len(items))
-    jsonl_lines = [n for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1) if line.strip()] \
+    jsonl_lines = [n for n, line in enumerate(_read_text(file).splitlines(), 1) if line.strip()] \
         if file.suffix.lower() == ".jsonl" else []
     for index, item in enumerate(items):
         line = jsonl_lines[index] if index < len(jsonl_lines) else _node_at(nodes[index], [])[1]

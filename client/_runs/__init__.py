@@ -7,8 +7,6 @@ Low to high:
 * ``records``: the trace record format (``SCHEMA_VERSION``, ``Totals``, ``EpisodeOutcome``,
   ``request_history``).
 * ``sharing``: what a trace keeps of a long value (each tool-call argument once; the cap).
-* ``lines``: reading a run's files line by line, no line past ``MAX_LINE_BYTES`` (``read_lines``,
-  ``LineTooLong``).
 * ``toolstore``: ``tools.jsonl``, each tool list of a run once (``ToolLists``, ``resolve_tools``).
 * ``recorder``: ``EpisodeRecorder``, one episode's events as they happen and its record.
 * ``jsonl``: append-only JSONL files, torn-line repair and scanning (``TraceScan``: headers in

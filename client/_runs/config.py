@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tool_specs.bounded_read import bounded_bytes
+
 from .jsonl import disk_full
 from .jsonutil import canonical_json, dumps_line, json_default, now_iso, short_json, to_jsonable
 from .nofollow import open_run_file, write_run_text
@@ -92,12 +94,11 @@ def read_config(run_path: Path) -> dict[str, Any] | None:
     """The run's ``config.json``, or ``None`` when there is none; ``ValueError`` when it is not a JSON object."""
     path = run_path / CONFIG_FILE
     try:
-        with os.fdopen(open_run_file(path, os.O_RDONLY), encoding="utf-8") as f:
-            text = f.read()
+        raw = bounded_bytes(path, fd=open_run_file(path, os.O_RDONLY))  # untrusted: past MAX_LINE_BYTES, LineTooLong
     except FileNotFoundError:
         return None
     try:
-        data = json.loads(text)
+        data = json.loads(raw)
     except ValueError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc}); fix or remove it") from None
     if not isinstance(data, dict):

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import lines
+from tool_specs import bounded_read as lines
+from tool_specs.bounded_read import LineTooLong, line_at, read_lines, read_text_lines
+
 from .jsonutil import dumps_line, now_iso
-from .lines import LineTooLong, line_at, read_lines, read_text_lines
 from .nofollow import open_run_file
 from .records import RecordView
 from .toolstore import ToolLists, resolve_tools

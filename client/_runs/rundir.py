@@ -50,6 +50,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,7 @@ try:  # POSIX only; without it a run dir is not protected against two writers
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]  # no flock on this platform: the run is not locked
 
-__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked", "RunTracesLost", "pending_tasks"]
+__all__ = ["RunDir", "RunDirClosed", "RunDiskFull", "RunLocked", "RunTracesLost", "TracesRead", "read_traces"]
 
 TRACES_FILE = "traces.jsonl"
 EVENTS_FILE = "events.jsonl"
@@ -150,26 +151,55 @@ class RunDirClosed(RuntimeError):
     """Trace lines could not be fsync-ed: the run directory was closed and its own fsync failed."""
 
 
-def pending_tasks(path: str | os.PathLike[str], task_ids: Sequence[str], *, retry_errored: bool = False) -> list[str]:
-    """The tasks of ``task_ids`` (in their order) that a run in ``path`` has not finished yet (see
-    :func:`~client.runs.finished_task_ids`): all of them where there is no run. Read-only: no lock
-    is taken, nothing is created or repaired (a torn last line is skipped, as every reader does), so
-    it may be called before the run is opened (``--workers auto`` counts these). A link in the run
-    directory is refused here as the run refuses it (:class:`~client.runs.RunFileIsLink`); a
-    ``traces.jsonl`` that is no regular file (a FIFO would block the read) is not read."""
+def _file_key(path: Path) -> tuple[int, ...] | None:
+    """``(device, inode, size, mtime)`` of ``path``: a file read again only when it changed; ``None``: none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class TracesRead:
+    """A run's ``traces.jsonl`` read before the run is opened (:func:`read_traces`; ``--workers auto``
+    counts the tasks left from it). A :class:`RunDir` of the same folder takes it (``traces_read=``):
+    its :meth:`RunDir.scan_traces` returns this scan while the file is unchanged, so a resumed run
+    reads the file once."""
+
+    path: Path
+    key: tuple[int, ...] | None  # the file as it was when read (see _file_key); None: not read
+    scan: TraceScan
+    tools: ToolLists  # the run's tool lists, which the scan's records read their tools from
+
+    def pending(self, task_ids: Sequence[str], *, retry_errored: bool = False) -> list[str]:
+        """The tasks of ``task_ids`` (in their order) that the run has not finished yet (see
+        :func:`~client.runs.finished_task_ids`): all of them where there is no run."""
+        latest = self.scan.latest()
+        if not latest:
+            return list(task_ids)
+        finished = finished_task_ids(latest, retry_errored=retry_errored)
+        return [t for t in task_ids if t not in finished]
+
+
+def read_traces(path: str | os.PathLike[str]) -> TracesRead:
+    """The traces of a run in ``path`` (none where there is no run), read-only: no lock is taken,
+    nothing is created or repaired (a torn last line is skipped, as every reader does), so it may be
+    called before the run is opened. A link in the run directory is refused here as the run refuses
+    it (:class:`~client.runs.RunFileIsLink`); a ``traces.jsonl`` that is no regular file (a FIFO
+    would block the read) is not read."""
     run = Path(path)
     traces = run / TRACES_FILE
+    tools = ToolLists(run / TOOLS_FILE)
     try:
         check_run_dir(run)  # RunFileIsLink is a ValueError: it goes through
-        if not stat.S_ISREG(os.stat(traces).st_mode):
-            return list(task_ids)
-        latest = scan_jsonl(traces).latest()
+        key = _file_key(traces)  # before the read: a file that changes during it is read again by the run
+        if key is None or not stat.S_ISREG(os.stat(traces).st_mode):
+            return TracesRead(run, None, TraceScan(), tools)
+        scan = scan_jsonl(traces, tools=tools)
     except OSError:  # none, not a directory, not readable: opening the run says what is wrong
-        return list(task_ids)
-    if not latest:
-        return list(task_ids)
-    finished = finished_task_ids(latest, retry_errored=retry_errored)
-    return [t for t in task_ids if t not in finished]
+        return TracesRead(run, None, TraceScan(), tools)
+    return TracesRead(run, key, scan, tools)
 
 
 class RunDir:
@@ -190,6 +220,8 @@ class RunDir:
         event_log: write ``events.jsonl`` while episodes run.
         max_value_bytes: cap on what a trace keeps of one string value (``None``: no cap); see
             :mod:`client._runs.sharing`. Record it in ``config`` when it can change results.
+        traces_read: the run's traces as :func:`read_traces` read them before the run was opened
+            (``--workers auto``): scanned again only if the file changed since.
     """
 
     def __init__(
@@ -201,6 +233,7 @@ class RunDir:
         force: bool = False,
         event_log: bool = True,
         max_value_bytes: int | None = None,
+        traces_read: TracesRead | None = None,
     ) -> None:
         self.path = Path(path)
         self.event_log = event_log
@@ -222,6 +255,9 @@ class RunDir:
         self._fd_lock = threading.Lock()
         self._traces_id: tuple[int, int] | None = None  # (st_dev, st_ino) of the traces.jsonl we opened
         self._scan_cache: tuple[tuple[int, ...], TraceScan] | None = None  # scan_traces of an unchanged file
+        if traces_read is not None and traces_read.key is not None and traces_read.path == self.path:
+            self.tool_lists = traces_read.tools  # the lists the scan's records read from
+            self._scan_cache = (traces_read.key, traces_read.scan)
         self.config: dict[str, Any] | None = read_config(self.path)
         self.config_hash: str | None = (self.config or {}).get("config_hash")
         if config is not None:
@@ -296,6 +332,13 @@ class RunDir:
             with contextlib.suppress(FileNotFoundError):  # opened first: what load() reads, it holds
                 self._open_tools(0)
             self._tool_store.load()
+            if self._tools_fd is None and self._refers_to_lost_tool_lists():
+                self._open_tools(os.O_CREAT)  # written again now: the check below each write covers it from here
+                log.warning("%s is missing though the run's traces refer to its tool lists (it was deleted since the "
+                            "run last wrote it): it is written again, with each list this run's episodes offer; a list "
+                            "of an episode finished before is back when one of them offers the same list (a list is "
+                            "known by its digest), the others are lost and read as missing (tools_missing)",
+                            self.path / TOOLS_FILE)
             flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
             # read-write: if the file is deleted or replaced under us, what it holds is read back from here
             self._traces_fd = open_run_file(self.traces_path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
@@ -406,6 +449,17 @@ class RunDir:
         except OSError as exc:
             store.forget(tools_hash, specs)
             raise disk_full(exc, path) from exc
+
+    def _refers_to_lost_tool_lists(self) -> bool:
+        """Whether a trace refers to a tool list that ``tools.jsonl`` does not hold (the file absent:
+        deleted between two runs of the folder). Reads the events of the traces up to the first that
+        offers a list (the first, unless episodes made no model request); traces of schema 1 hold
+        their lists themselves."""
+        for record in self.scan_traces().records:
+            if record.get("schema_version", 1) >= 2 and any(
+                    isinstance(e, Mapping) and e.get("kind") == "model_request" for e in record["events"]):
+                return any(isinstance(e, Mapping) and e.get("tools_missing") for e in record["events"])
+        return False
 
     def _open_tools(self, flags: int) -> None:
         """Open ``tools.jsonl`` for appending (read-write: if it is deleted or replaced, what it held
@@ -613,11 +667,7 @@ class RunDir:
         The file is parsed again only when it changed since the last call (its inode, size or
         modification time), so reading a run for resuming, scoring and summing up parses it once;
         the records are shared between the calls: do not change them."""
-        try:
-            st = os.stat(self.traces_path)
-            key: tuple[int, ...] | None = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        except OSError:
-            key = None
+        key = _file_key(self.traces_path)
         cached = self._scan_cache
         if key is not None and cached is not None and cached[0] == key:
             return cached[1]

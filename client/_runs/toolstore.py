@@ -30,8 +30,9 @@ from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tool_specs.bounded_read import read_lines
+
 from .jsonutil import canonical_json, dumps_line
-from .lines import read_lines
 
 __all__ = ["TOOLS_FILE", "TOOLS_TORN_FILE", "ToolLists", "ToolStore", "resolve_tools", "tool_id"]
 

@@ -60,6 +60,8 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from tool_specs.bounded_read import bounded_text
+
 __all__ = [
     "CHAT_TEMPLATE_DIR",
     "DEVICES",
@@ -171,8 +173,8 @@ def choose_tool_parser(model: str, tool_parser: str | None) -> str:
 def _local_model_type(model: str) -> str | None:
     config = Path(model).expanduser() / "config.json"
     try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(bounded_text(config))  # a model folder is untrusted: none past MAX_LINE_BYTES read
+    except (OSError, ValueError):  # LineTooLong, not UTF-8, not JSON: cannot tell
         return None
     value = data.get("model_type") if isinstance(data, dict) else None
     return value.lower() if isinstance(value, str) else None
@@ -194,10 +196,10 @@ def own_template_supports_tools(model: str) -> bool | None:
         return None
     texts: list[str] = []
     for name in ("chat_template.jinja", "chat_template.json"):
-        with contextlib.suppress(OSError):
-            texts.append((path / name).read_text(encoding="utf-8"))
+        with contextlib.suppress(OSError, ValueError):  # none read past MAX_LINE_BYTES (LineTooLong), not UTF-8
+            texts.append(bounded_text(path / name))
     with contextlib.suppress(OSError, ValueError):
-        config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
+        config = json.loads(bounded_text(path / "tokenizer_config.json"))
         template = config.get("chat_template") if isinstance(config, dict) else None
         if isinstance(template, list):  # [{"name": "default", "template": ...}, {"name": "tool_use", ...}]
             texts += [str(t.get("template", "")) for t in template if isinstance(t, dict)]

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from client.messages import Price
+from tool_specs.bounded_read import bounded_text
 
 __all__ = ["PRICES", "PRICES_ENV", "Price", "load_price_overrides", "price_for"]
 
@@ -75,8 +76,8 @@ def load_price_overrides(path: str | os.PathLike[str] | None = None) -> dict[str
             return {}
     file = Path(path)
     try:
-        data: Any = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        data: Any = json.loads(bounded_text(file))  # untrusted: no more than MAX_LINE_BYTES read
+    except (OSError, ValueError) as exc:  # past the bound (LineTooLong, FILE:LINE), not UTF-8, not JSON
         raise ValueError(f"cannot read price table {file} ({PRICES_ENV}): {exc}") from exc
     if not isinstance(data, dict):
         raise ValueError(

@@ -3,8 +3,9 @@
 A predictions or result file given to ``evals score --format`` is untrusted input. The official
 scripts read it in text mode (``open(path)``: lines end at ``\\n``, ``\\r\\n`` and ``\\r``, Python's
 universal newlines); :func:`universal_lines` splits it the same way, reading it in chunks and no line
-past ``client._runs.lines.MAX_LINE_BYTES`` (the run files' bound, read at call time): a longer one is a
-:class:`~client._runs.lines.LineTooLong`-like ``ValueError`` ``FILE:LINE: ...`` (exit 2 at the CLI).
+past ``tool_specs.bounded_read.MAX_LINE_BYTES`` (every untrusted file's bound, read at call time): a longer
+one is :class:`~tool_specs.bounded_read.LineTooLong`, ``FILE:LINE: ...`` (exit 2 at the CLI). A whole-JSON
+predictions file is read by ``tool_specs.bounded_read.bounded_text``.
 """
 
 from __future__ import annotations
@@ -13,48 +14,21 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from client._runs import lines as _run_lines
+from tool_specs import bounded_read as _bounded
+from tool_specs.bounded_read import LineTooLong
 
-__all__ = ["PredictionLineTooLong", "bounded_text", "text_mode_lines", "universal_lines"]
+__all__ = ["text_mode_lines", "universal_lines"]
 
 _CHUNK = 1 << 20
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
-class PredictionLineTooLong(ValueError):
-    """A line of an imported file is longer than the bound: ``FILE:LINE: ...``."""
-
-    def __init__(self, path: Path | str, lineno: int, limit: int, *, what: str = "a line") -> None:
-        self.path, self.lineno, self.limit = path, lineno, limit
-        super().__init__(f"{path}:{lineno}: {what} longer than {limit} bytes (client._runs.lines.MAX_LINE_BYTES); "
-                         "not read: no predictions file comes near that, so the file is damaged or not what it seems")
-
-
-def bounded_text(path: Path) -> str:
-    """The UTF-8 text of ``path``, a whole-JSON file read as one value, read in chunks and never past
-    ``MAX_LINE_BYTES`` (the longest line a predictions file may hold, so the most a one-value file
-    may hold too): a larger file is :class:`PredictionLineTooLong` at the line where it crosses it;
-    bytes that are not UTF-8 are a ``ValueError`` ``FILE:LINE``."""
-    limit = _run_lines.MAX_LINE_BYTES
-    data = bytearray()
-    with open(path, "rb") as f:
-        while chunk := f.read(min(_CHUNK, limit + 1 - len(data))):
-            data += chunk
-            if len(data) > limit:
-                raise PredictionLineTooLong(path, data.count(b"\n") + 1, limit, what="a whole-JSON file")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
-
-
 def universal_lines(path: Path) -> Iterator[tuple[int, bytes, bytes]]:
     """``(line number, line, its line end)`` of ``path``, split where text-mode ``open()`` splits
     (``\\n``, ``\\r\\n``, ``\\r``; the last line's end is ``b""`` when the file does not end with one).
-    A line longer than ``MAX_LINE_BYTES`` (its line end included) is :class:`PredictionLineTooLong`,
+    A line longer than ``MAX_LINE_BYTES`` (its line end included) is :class:`LineTooLong`,
     raised before more than that and one chunk of it is held."""
-    limit = _run_lines.MAX_LINE_BYTES
+    limit = _bounded.MAX_LINE_BYTES
     n = 1
     buf = bytearray()
     resume = 0  # where in ``buf`` to look for the next line end (what is before it was searched)
@@ -71,7 +45,7 @@ def universal_lines(path: Path) -> Iterator[tuple[int, bytes, bytes]]:
                     pos = begin
                     break  # a \r at the chunk's end: a \n may follow in the next chunk
                 if end - start > limit:
-                    raise PredictionLineTooLong(path, n, limit)
+                    raise LineTooLong(path, n, limit)
                 yield n, bytes(buf[start:begin]), bytes(buf[begin:end])
                 n += 1
                 start = pos = end
@@ -80,7 +54,7 @@ def universal_lines(path: Path) -> Iterator[tuple[int, bytes, bytes]]:
             del buf[:start]
             resume = pos - start
             if len(buf) > limit:
-                raise PredictionLineTooLong(path, n, limit)
+                raise LineTooLong(path, n, limit)
             if eof:
                 if buf:
                     yield n, bytes(buf), b""

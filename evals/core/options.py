@@ -144,14 +144,15 @@ def resolve_options(options: Sequence[Option], given: Mapping[str, Any], *, wher
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
     """A run's settings from a YAML or JSON file: a mapping of option names (``kg_search`` or ``kg-search``)."""
-    from tool_specs import DocumentError, load_yaml
+    from tool_specs import load_yaml
+    from tool_specs.bounded_read import bounded_text
 
     p = Path(path)
     try:
-        data = load_yaml(p.read_text(encoding="utf-8"), p)[0]
-    except (OSError, UnicodeDecodeError) as exc:
+        data = load_yaml(bounded_text(p), p)[0]  # untrusted: no more than MAX_LINE_BYTES read
+    except OSError as exc:
         raise OptionError(f"cannot read the config file {p}: {exc}") from None
-    except DocumentError as exc:
+    except ValueError as exc:  # past the bound (LineTooLong), not UTF-8, DocumentError: FILE:LINE
         raise OptionError(str(exc)) from None
     if data is None:
         return {}

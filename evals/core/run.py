@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from client.runs import RunDir, pending_tasks, redact_urls
+from client.runs import RunDir, read_traces, redact_urls
 
 from .anomalies import refresh_anomalies
 from .dataset import dataset_identity
@@ -246,8 +246,10 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
                                 seed=opts.sample_seed)
         keys = trial_keys(task_ids, opts.epochs)  # one per trial (--epochs); the task ids themselves for one
         run_path = opts.run_dir or default_run_dir(opts, bench)
+        traces_read = None
         if auto:  # now that the episodes left to run (a resumed run's unfinished ones) are counted
-            pending = len(pending_tasks(run_path, keys, retry_errored=opts.retry_errored))
+            traces_read = read_traces(run_path)  # the run reads them from here, not again
+            pending = len(traces_read.pending(keys, retry_errored=opts.retry_errored))
             opts = replace(opts, workers=min(opts.workers or 1, worth_workers(pending)))
         if opts.executor != "ray" and (opts.workers or 1) > 1:
             from .workers import WorkerPool
@@ -265,8 +267,8 @@ async def run_benchmark(opts: RunOptions) -> tuple[RunResult, dict[str, Any]]:
         if auto:  # what --workers auto chose from (the number is run.workers)
             config["run"]["workers_auto"] = {"episodes": len(keys), "pending": pending,
                                              "concurrency": opts.concurrency, "cpus": usable_cpus()}
-        run_dir = RunDir(run_path, config, hash_keys=HASH_KEYS,
-                         max_value_bytes=opts.trace_max_value_bytes, event_log=opts.event_log)
+        run_dir = RunDir(run_path, config, hash_keys=HASH_KEYS, max_value_bytes=opts.trace_max_value_bytes,
+                         event_log=opts.event_log, traces_read=traces_read)
 
         def open_cache(path: Path) -> ResponseCache:
             cache = ResponseCache(path)

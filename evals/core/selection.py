@@ -21,11 +21,12 @@ def parse_task_ids(text: str) -> list[str]:
     """``"a,b,c"`` or ``"@FILE"`` (one id per line; blank lines and ``#`` comments skipped) -> ids."""
     if text.startswith("@"):
         path = Path(text[1:]).expanduser()
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+        from tool_specs.bounded_read import read_text_lines
+
+        try:  # untrusted: no line read past MAX_LINE_BYTES (LineTooLong, FILE:LINE; not UTF-8: FILE:LINE too)
+            ids = [line.split("#", 1)[0].strip() for _, line in read_text_lines(path)]
         except OSError as exc:
             raise ValueError(f"--task-ids {text}: cannot read {path}: {exc.strerror or exc}") from None
-        ids = [line.split("#", 1)[0].strip() for line in lines]
     else:
         ids = [part.strip() for part in text.split(",")]
     ids = list(dict.fromkeys(i for i in ids if i))

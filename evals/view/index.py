@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from tool_specs.bounded_read import LineTooLong, bounded_text
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: a run in progress is not detected
@@ -146,8 +148,10 @@ class RunIndex:
         cfg = self.path / CONFIG_FILE
         if not self.config and cfg.is_file():
             try:
-                config = json.loads(cfg.read_text(encoding="utf-8"))
-            except ValueError as exc:  # UnicodeDecodeError too
+                config = json.loads(bounded_text(cfg))  # untrusted: past MAX_LINE_BYTES, LineTooLong (FILE:LINE)
+            except LineTooLong:
+                raise
+            except ValueError as exc:  # not UTF-8 too
                 raise ValueError(f"{cfg}: not valid JSON ({exc})") from exc
             if not isinstance(config, dict):
                 raise ValueError(f"{cfg}: not a JSON object")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from client._runs import lines
 from client._runs.jsonl import repair_torn_tail, scan_jsonl
 from client.runs import LineTooLong, RunDir, iter_jsonl
 from evals.core.scoring import read_scores
 from evals.view.index import RunIndex
+from tool_specs import bounded_read as lines
 
 BOUND = 1 << 16
 

@@ -11,7 +11,7 @@ import pytest
 
 from client._runs.jsonl import EVENTS_KEPT, StoredRecord, scan_jsonl
 from client.messages import ToolDef
-from client.runs import SCHEMA_VERSION, EpisodeRecorder, RunDir, ToolLists, request_history
+from client.runs import SCHEMA_VERSION, EpisodeRecorder, RunDir, ToolLists, read_traces, request_history
 from evals.view.index import RunIndex
 
 SEARCH = {"name": "search", "description": "find things " * 20, "input_schema": {"type": "object"}}
@@ -146,6 +146,58 @@ def test_a_tools_file_deleted_or_replaced_during_a_run_is_written_again_with_eve
     for task_id, lists in {**EPISODES, "c": [EPISODES["a"][0]], "d": [[OTHER]]}.items():
         assert [r["tools"] for r in request_history(latest[task_id])] == lists, task_id
         assert not any(e.get("tools_missing") for e in latest[task_id]["events"])
+
+
+def test_a_tools_file_deleted_between_two_runs_is_written_again_on_resume(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Deleted while no run held it, ``tools.jsonl`` is back as soon as the resumed run opens the folder
+    (even if no episode runs), with a warning; each list the resumed episodes offer goes to it, and the
+    lists of the episodes finished before read as missing, named, never guessed."""
+    path = tmp_path / "run"
+    _write(path, store=True)
+    tools = path / "tools.jsonl"
+    tools.unlink()
+    with caplog.at_level("WARNING"), RunDir(path, {"benchmark": "b", "model": "m"}) as run:
+        run.open_for_writing()
+        assert tools.exists() and tools.read_bytes() == b""
+        assert "tools.jsonl is missing though the run's traces refer to its tool lists" in caplog.text
+        run.append_trace(_episode(run.new_recorder("d"), [EPISODES["a"][0], [OTHER]]))
+    assert tools.read_text().count("\n") == 2 + 1 + 2  # search, lookup, their list; other, its list
+    latest = RunDir.open(path).latest_traces()
+    assert [r["tools"] for r in request_history(latest["d"])] == [EPISODES["a"][0], [OTHER]]
+    assert any(e.get("tools_missing") for e in latest["a"]["events"])
+    caplog.clear()
+    with caplog.at_level("WARNING"), RunDir(path, {"benchmark": "b", "model": "m"}) as run:
+        run.open_for_writing()  # the file is there: nothing to say
+    assert "is missing" not in caplog.text
+    old = tmp_path / "old"  # traces that hold their own lists never had a tools.jsonl: none is made
+    _write(old, store=False)
+    assert not (old / "tools.jsonl").exists()
+    with caplog.at_level("WARNING"), RunDir(old, {"benchmark": "b", "model": "m"}) as run:
+        run.open_for_writing()
+    assert not (old / "tools.jsonl").exists() and "is missing" not in caplog.text
+
+
+def test_a_resume_with_workers_auto_reads_the_traces_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run takes the traces ``--workers auto`` read (``read_traces``, ``RunDir(traces_read=...)``):
+    the runner's scan is that one, events and tool lists included, unless the file changed in between."""
+    from client._runs import rundir
+
+    path = tmp_path / "run"
+    _write(path, store=True)
+    scans: list[Path] = []
+    real_scan = rundir.scan_jsonl
+    monkeypatch.setattr(rundir, "scan_jsonl", lambda p, tools=None: scans.append(p) or real_scan(p, tools))
+    seen = read_traces(path)
+    assert seen.pending(["a", "b", "c", "d"]) == ["d"] and len(scans) == 1
+    with RunDir(path, {"benchmark": "b", "model": "m"}, traces_read=seen) as run:
+        run.open_for_writing()
+        scan = run.scan_traces()
+        assert scan is seen.scan and len(scans) == 1  # not read again
+        assert [r["tools"] for r in request_history(scan.latest()["b"])] == EPISODES["b"]  # lists from tools.jsonl
+        run.append_trace(_episode(run.new_recorder("d"), [[OTHER]]))
+        assert [r["task_id"] for r in run.scan_traces().records] == ["a", "b", "c", "d"] and len(scans) == 2  # changed
 
 
 def test_adopted_lines_of_a_worker_move_their_tools_to_the_store(tmp_path: Path) -> None:

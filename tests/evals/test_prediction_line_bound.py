@@ -1,4 +1,4 @@
-"""A predictions file given to ``evals score --format`` has no line past the bound (client._runs.lines.MAX_LINE_BYTES):
+"""A predictions file given to ``evals score --format`` has no line past the bound (tool_specs.bounded_read.MAX_LINE_BYTES):
 every reader kind refuses a longer one with FILE:LINE (exit 2, one ``error:`` line) and reads one exactly at it."""
 
 from __future__ import annotations
@@ -7,18 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from client._runs import lines as run_lines
 from evals.cli import main
 from evals.core.formats import official_jsonl
-from evals.core.lines import PredictionLineTooLong, universal_lines
+from evals.core.lines import universal_lines
+from tool_specs import bounded_read as run_lines
+from tool_specs.bounded_read import LineTooLong
 
-BOUND = 1024
+BOUND = 16 << 10  # above the config.json the command writes and reads back (the bound is every file's)
 
 
 @pytest.fixture(autouse=True)
 def _small_bound(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(run_lines, "MAX_LINE_BYTES", BOUND)
     monkeypatch.setattr("evals.core.lines._CHUNK", 100)  # lines cross chunks
+    monkeypatch.setattr("tool_specs.bounded_read._CHUNK", 100)
     monkeypatch.setenv("EVALS_DATA_DIR", str(tmp_path / "empty"))
 
 
@@ -35,10 +37,10 @@ def test_a_line_at_the_bound_is_read_and_one_past_it_refused(tmp_path: Path, end
     assert [n for n, _line, _end in universal_lines(path)] == [1, 2]
     assert [n for n, _value in official_jsonl(path).rows] == [1, 2]
     path.write_bytes((_json_line(10, end) + _json_line(BOUND + 1, end)).encode())
-    with pytest.raises(PredictionLineTooLong, match=rf"f.jsonl:2: a line longer than {BOUND} bytes"):
+    with pytest.raises(LineTooLong, match=rf"f.jsonl:2: a line longer than {BOUND} bytes"):
         official_jsonl(path)
     path.write_bytes((_json_line(10, end) + "a" * 50 * BOUND).encode())  # no line end at all: refused early
-    with pytest.raises(PredictionLineTooLong, match=r"f.jsonl:2: "):
+    with pytest.raises(LineTooLong, match=r"f.jsonl:2: "):
         list(universal_lines(path))
 
 
@@ -71,4 +73,4 @@ def test_a_whole_json_predictions_file_past_the_bound_is_refused(tmp_path: Path,
     code = main([*argv, str(tmp_path / "run1")])
     said = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(said) == 1 and said[0].startswith("error:"), said
-    assert f"tool_use_results.json:3: a whole-JSON file longer than {BOUND} bytes" in said[0]
+    assert f"tool_use_results.json:3: a whole file longer than {BOUND} bytes" in said[0]

@@ -293,12 +293,15 @@ async def test_workers_auto_on_a_resume_counts_only_the_episodes_left_to_run(mon
     assert config["workers_auto"] == {"episodes": 30, "pending": 8, "concurrency": 64, "cpus": 4}
 
 
-def test_pending_tasks_reads_a_run_folder_without_opening_it(tmp_path):
+def test_read_traces_reads_a_run_folder_without_opening_it(tmp_path):
     """What ``--workers auto`` counts: the unfinished tasks, in the order given; a missing folder is
     not created, a torn last line is neither counted nor repaired."""
     import threading
 
-    from client.runs import RunFileIsLink, pending_tasks
+    from client.runs import RunFileIsLink, read_traces
+
+    def pending_tasks(path, task_ids, *, retry_errored=False):
+        return read_traces(path).pending(task_ids, retry_errored=retry_errored)
 
     assert pending_tasks(tmp_path / "none", ["a", "b"]) == ["a", "b"] and not (tmp_path / "none").exists()
     lines = [

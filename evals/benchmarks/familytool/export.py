@@ -31,9 +31,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from tool_specs.bounded_read import bounded_text
+
 from ...core.data import data_file
 from ...core.formats import ImportedPredictions, PredictionFormat, imported_trace
-from ...core.lines import bounded_text
 from . import data as ft
 from .metrics import EXTRACTING, official_calls, step1_text
 

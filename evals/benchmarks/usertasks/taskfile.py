@@ -32,6 +32,7 @@ from tool_specs import (
     pattern_groups,
 )
 from tool_specs.argument_matching import argument_rules
+from tool_specs.bounded_read import bounded_text, read_text_lines
 
 from .answers import answer_problem, normalize_answer_spec, oracle_answer
 from .checks import expectation_problem
@@ -172,22 +173,25 @@ def _yaml_lines(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...
 
 
 def _read(path: Path) -> tuple[list[tuple[Any, dict[tuple[Any, ...], int]]], list[str]]:
-    """``[(task object, {path within it: line})]`` and the problems of reading."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [f"{path}: cannot read the task file: {exc}"]
+    """``[(task object, {path within it: line})]`` and the problems of reading. A task file is untrusted:
+    none of its lines (of a YAML or JSON file: none of it) is read past ``MAX_LINE_BYTES``."""
     items: list[tuple[Any, dict[tuple[Any, ...], int]]] = []
     problems: list[str] = []
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip() or line.lstrip().startswith("//"):
-                continue
-            try:
-                items.append((load_json(line, path, line=number), {(): number}))
-            except DocumentError as exc:
-                problems.append(str(exc))
-        return items, problems
+    try:
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            for number, line in read_text_lines(path):
+                if line.lstrip().startswith("//"):
+                    continue
+                try:
+                    items.append((load_json(line, path, line=number), {(): number}))
+                except DocumentError as exc:
+                    problems.append(str(exc))
+            return items, problems
+        text = bounded_text(path)
+    except OSError as exc:
+        return [], [f"{path}: cannot read the task file: {exc}"]
+    except ValueError as exc:  # a line (or YAML/JSON file) past the bound, LineTooLong, or not UTF-8: FILE:LINE
+        return items, [*problems, str(exc)]
     try:
         document, node = load_yaml(text, path)
     except DocumentError as exc:
@@ -461,8 +465,8 @@ def task_file_servers(path: str | Path) -> dict[str, Any]:
     if p.suffix.lower() in (".jsonl", ".ndjson") or not p.is_file():
         return {}
     try:
-        document, _node = load_yaml(p.read_text(encoding="utf-8"), p)
-    except (DocumentError, OSError, UnicodeDecodeError):
+        document, _node = load_yaml(bounded_text(p), p)
+    except (OSError, ValueError):  # DocumentError, LineTooLong, not UTF-8
         return {}  # read_task_file reports it
     servers = document.get("servers") if isinstance(document, Mapping) and "tasks" in document else None
     return dict(servers) if isinstance(servers, Mapping) else {}
