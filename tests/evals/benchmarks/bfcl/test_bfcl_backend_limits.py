@@ -269,3 +269,23 @@ def _unplaced(text: str) -> str:
     import re
 
     return re.sub(r" at 0x[0-9a-f]+", " at 0x", text)
+
+
+def test_a_replay_that_finds_no_process_says_why(bfcl_data: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scoring said "its backends could not be loaded" of every failure of the holder; a backend
+    process that does not start is now said as what it is (and its reason)."""
+    from evals.benchmarks.bfcl.multi_turn_checker import _replay_batch, decode_steps
+
+    entry = _entry()
+    decoded = [decode_steps([s] if s else []) for s in gold_steps(entry)]
+    monkeypatch.setattr(backend_host, "_zygote", backend_host._Zygote())  # one of this test's, started below
+    monkeypatch.setenv("EVALS_DATA_DIR", str(tmp_path))  # no wheel there: the zygote cannot import BFCL's modules
+    holder = backend_host.Holder()
+    try:
+        (got,) = _replay_batch(holder, [(entry, decoded)])
+    finally:
+        holder.close()
+        backend_host._zygote._close()
+    assert isinstance(got, RuntimeError)
+    assert str(got).startswith(f"BFCL entry {entry.id}: it could not be replayed: BFCL's backend process did not start: ")
+    assert "could not be loaded" not in str(got), got
