@@ -169,11 +169,9 @@ def cancel_prefetch() -> None:
 
 
 def _prefetch_holders() -> int:
-    """Holders for prefetched replays: one per CPU this process may use but one, which this process keeps
-    (it reads and scores the rest of the files meanwhile; on 2 CPUs, two holders beside it slowed it and
-    cost more CPU: the bench FC folder's scoring 1.41 -> 1.36 s of CPU with one); at least one."""
+    """Holders for prefetched replays: one per CPU this process may use (the replays are the holders' CPU work)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (cpus or 1) - 1)
+    return max(1, cpus or 1)
 
 
 _prefetched: dict[tuple[str, str], concurrent.futures.Future[MultiTurnVerdict | Exception]] = {}
