@@ -208,10 +208,10 @@ def _parsed(text: str) -> tuple[str, list[Any], dict[str, Any]] | str:
     return name, args, kwargs
 
 
-def _shape(text: str) -> _Shape | str:
-    """A call text parsed: its name, its arguments (positional, then keyword ones by name: each a
-    value that cannot change, :class:`_Fixed`, or the node to evaluate) and whether it has ``**``
-    arguments; or the error text."""
+def _shape(text: str, keep: bool = False) -> _Shape | str:
+    """A call text parsed: its name, its arguments (positional, then keyword ones by name: each the
+    node to evaluate, or, to be kept (``keep``), a value that cannot change, :class:`_Fixed`) and
+    whether it has ``**`` arguments; or the error text."""
     try:
         tree = ast.parse(text, filename="<string>", mode="eval")
     except SyntaxError as exc:
@@ -219,8 +219,13 @@ def _shape(text: str) -> _Shape | str:
     call = tree.body
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return f"{ERROR_PREFIX}not a plain function call: {text[:200]}"
-    named = tuple((k.arg, _fixed(k.value)) for k in call.keywords if k.arg is not None)
-    return call.func.id, tuple(_fixed(a) for a in call.args), named, len(named) != len(call.keywords)
+    argument = _fixed if keep else _node
+    named = tuple((k.arg, argument(k.value)) for k in call.keywords if k.arg is not None)
+    return call.func.id, tuple(argument(a) for a in call.args), named, len(named) != len(call.keywords)
+
+
+def _node(node: ast.expr) -> Any:
+    return node
 
 
 class _Fixed:
@@ -255,7 +260,7 @@ def _value(argument: Any) -> Any:
 # A scoring's holder parses each call text it runs (ast.parse: about 10 us); the texts repeat (BFCL's
 # 800 multi-turn entries' 3,111 gold calls are 523 texts; a model's calls repeat the gold's and their
 # own): the parse of a short text is kept. Bounded: at most this many, each of a short text.
-_kept_shape = functools.lru_cache(maxsize=4096)(_shape)
+_kept_shape = functools.lru_cache(maxsize=4096)(functools.partial(_shape, keep=True))
 _KEPT_SHAPE_CHARS = 400
 
 

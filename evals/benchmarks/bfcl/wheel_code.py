@@ -9,8 +9,9 @@ dependency is; the model's calls reach it only as method calls with JSON argumen
 Only the package ``bfcl_eval`` and its modules are served by :class:`_WheelFinder` (first on
 ``sys.meta_path``, so an installed ``bfcl-eval`` of another version is never picked up), each module
 found in its package's folder of the wheel (``__path__``) by the standard zip importer, which
-compiles it once (:class:`_Importer`). Nothing is unpacked. The wheel stays importable for the rest of the process once a module has been imported
-(Python caches modules); a second, different wheel path in one process is refused.
+compiles it once (:class:`_Importer`). Nothing is unpacked. The wheel stays importable for the rest
+of the process once a module has been imported (Python caches modules); a second, different wheel
+path in one process is refused.
 
 Code is imported only from bytes that were verified: the wheel is read once into memory, its sha256
 checked on those bytes, and those bytes written to a private copy (a folder of this process's own,
