@@ -301,7 +301,8 @@ class Holder:
         self.log: list[tuple[Op, float]] = []
         self.lost = ""  # why the state is gone (a replay failed), said once by the next call
         self._lock = threading.Lock()
-        self._alock: asyncio.Lock | None = None
+        # per event loop (an asyncio.Lock belongs to the loop that first waits on it): its callers queue there
+        self._alocks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
         self._owner = 0  # the thread that holds the lock (an event loop's, for an arequest)
         self.busy = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -414,10 +415,11 @@ class Holder:
         import asyncio
 
         limit = CALL_DEADLINE_S if deadline is None else deadline
-        if self._alock is None:
-            self._alock = asyncio.Lock()
         loop = asyncio.get_running_loop()
-        async with self._alock:  # this loop's callers queue here, not in threads waiting for the holder's lock
+        alock = self._alocks.get(loop)
+        if alock is None:
+            alock = self._alocks[loop] = asyncio.Lock()
+        async with alock:  # this loop's callers queue here, not in threads waiting for the holder's lock
             await self._aclaim()
             claimed = True
             try:

@@ -306,15 +306,15 @@ def _replay_batch(holder: Holder, items: Sequence[tuple[MultiTurnEntry, list[lis
             results[i] = RuntimeError(f"BFCL entry {items[i][0].id}: {what}: {exc}")
             pending.remove(i)
             continue
-        except HostError as exc:
+        except HostError as exc:  # no process to replay in (the message says why)
             for i in pending:
-                results[i] = RuntimeError(f"BFCL entry {items[i][0].id}: its backends could not be loaded: {exc}")
+                results[i] = RuntimeError(f"BFCL entry {items[i][0].id}: it could not be replayed: {exc}")
             break
         answers = answer.get("answers") or [answer] * len(pending)  # an error of the whole operation: each entry's
         for i, one in zip(pending, answers, strict=True):
             results[i] = MultiTurnVerdict(**one["verdict"]) if "verdict" in one else RuntimeError(
-                f"BFCL entry {items[i][0].id}: its backends could not be loaded: "
-                f"{one.get('load_error') or one.get('error')}")
+                f"BFCL entry {items[i][0].id}: its backends could not be loaded: {one['load_error']}"
+                if "load_error" in one else f"BFCL entry {items[i][0].id}: its replay failed: {one.get('error')}")
         pending = []
     return [r if r is not None else RuntimeError(f"BFCL entry {items[n][0].id}: its replay was stopped more often "
                                                  "than it has calls") for n, r in enumerate(results)]

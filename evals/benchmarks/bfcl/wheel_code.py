@@ -6,11 +6,12 @@ pinned ``bfcl-eval`` wheel in the data directory, after the wheel's sha256 is ch
 (:func:`.data.verified_wheel`). The wheel is pinned and checksummed, so its code is trusted as a
 dependency is; the model's calls reach it only as method calls with JSON arguments, never as code.
 
-Only the top-level package ``bfcl_eval`` is served by :class:`_WheelFinder` (first on
-``sys.meta_path``, so an installed ``bfcl-eval`` of another version is never picked up); its
-sub-packages are found by the standard zip importer through the package's ``__path__``. Nothing is
-unpacked. The wheel stays importable for the rest of the process once a module has been imported
-(Python caches modules); a second, different wheel path in one process is refused.
+Only the package ``bfcl_eval`` and its modules are served by :class:`_WheelFinder` (first on
+``sys.meta_path``, so an installed ``bfcl-eval`` of another version is never picked up), each module
+found in its package's folder of the wheel (``__path__``) by the standard zip importer, which
+compiles it once (:class:`_Importer`). Nothing is unpacked. The wheel stays importable for the rest
+of the process once a module has been imported (Python caches modules); a second, different wheel
+path in one process is refused.
 
 Code is imported only from bytes that were verified: the wheel is read once into memory, its sha256
 checked on those bytes, and those bytes written to a private copy (a folder of this process's own,
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import threading
 import zipimport
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -48,19 +50,42 @@ class WheelCodeError(ImportError):
     """A module of the wheel could not be imported; the message names it and why."""
 
 
+class _Importer(zipimport.zipimporter):
+    """The standard zip importer, but for the file name it gives a module's spec: zipimport's own
+    ``get_filename`` (CPython 3.11) compiles the module's source only to name its file, and the import
+    then compiles it again; here the name comes from the archive's table (a source, no bytecode), so
+    each of BFCL's modules is compiled once (importing the backend modules: 0.13 -> 0.09 s of CPU)."""
+
+    def get_filename(self, fullname: str) -> str:
+        files = getattr(self, "_files", None)  # zipimport's table of the archive, by path inside it
+        name = self.prefix + fullname.rpartition(".")[2]
+        if isinstance(files, dict) and not any(name + end in files for end in ("/__init__.pyc", ".pyc")):
+            for end in ("/__init__.py", ".py"):  # zipimport's order of search, without the bytecode it lacks
+                if name + end in files:
+                    return f"{self.archive}{os.sep}{name}{end}"
+        return str(super().get_filename(fullname))
+
+
 class _WheelFinder(importlib.abc.MetaPathFinder):
-    """Finds the top-level ``bfcl_eval`` package in one wheel, and nothing else."""
+    """Finds the ``bfcl_eval`` package and its modules in one wheel, and nothing else."""
 
     def __init__(self, wheel: Path, copy: Path) -> None:
         self.wheel = wheel  # the data directory's wheel (its identity)
         self.copy = copy  # the private copy of its verified bytes (what is imported)
-        self.importer = zipimport.zipimporter(str(copy))
+        self.importers = {str(copy): _Importer(str(copy))}  # by folder of the archive (a package's __path__)
 
-    def find_spec(self, fullname: str, path: object = None,
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname != PACKAGE:
+        if fullname == PACKAGE:
+            folder = str(self.copy)
+        elif fullname.startswith(PACKAGE + ".") and path and str(path[0]).startswith(str(self.copy) + os.sep):
+            folder = str(path[0])  # a module of a package of the wheel: in that package's folder
+        else:
             return None
-        return self.importer.find_spec(fullname)
+        importer = self.importers.get(folder)
+        if importer is None:
+            importer = self.importers[folder] = _Importer(folder)
+        return importer.find_spec(fullname)
 
 
 def _finder() -> _WheelFinder | None:

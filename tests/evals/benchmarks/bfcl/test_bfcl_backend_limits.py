@@ -235,3 +235,57 @@ def test_the_zygotes_warm_up_changes_no_state_of_bfcls_modules(bfcl_data: Any) -
     backend_calls.warm_up()
     assert (state(), decimal.getcontext().prec, mpmath.mp.dps) == before
     assert backend_calls._method_names  # the caches a holder fills first are filled
+
+
+def test_a_kept_parse_gives_each_call_arguments_of_its_own_and_the_same_errors() -> None:
+    """The parse of a call text is kept (the holders run the same texts over and over): a list, dict or
+    set argument is still a new object at every call (a method may change it), and every text answers
+    as it did when each call parsed its text anew (the long texts, not kept, are that path)."""
+    seen: list[Any] = []
+
+    def grow(items: list[int], more: dict[str, set[int]], label: str = "") -> str:
+        items.append(len(items))
+        more.setdefault("s", set()).add(len(items))
+        seen.append((items, more, label))
+        return f"{items} {sorted(more['s'])} {label}"
+
+    table = {"grow": grow}
+    text = "grow([0], {'s': {1}}, label='x')"
+    assert [backend_calls.execute_text({}, text, table) for _ in range(2)] == ["[0, 1] [1, 2] x"] * 2
+    assert seen[0][0] is not seen[1][0] and seen[0][1] is not seen[1][1]
+    pad = " " * backend_calls._KEPT_SHAPE_CHARS  # the same call, past the length whose parse is kept
+    for bad in ("grow(**{'items': [0]})", "grow([x])", "grow([0], {}, label=(1, [2]))", "grow(",
+                "grow([0], {}, label=-1.5, **{})", "grow(b'\\x00', {'s': set()})"):
+        kept = [_unplaced(backend_calls.execute_text({}, bad, table)) for _ in range(2)]
+        anew = _unplaced(backend_calls.execute_text({}, bad + pad if bad.endswith(")") else bad, table))
+        assert kept[0] == kept[1] == anew, bad
+    assert backend_calls.execute_text({}, "grow([0], {}, label=(1, [2]))", table) == "[0, 1] [2] (1, [2])"
+    assert [backend_calls.execute_text({}, "x.y()", table) for _ in range(2)] == [
+        f"{backend_calls.ERROR_PREFIX}not a plain function call: x.y()"] * 2
+
+
+def _unplaced(text: str) -> str:
+    """An error text without the addresses of the objects it names (``<ast.Name object at 0x...>``)."""
+    import re
+
+    return re.sub(r" at 0x[0-9a-f]+", " at 0x", text)
+
+
+def test_a_replay_that_finds_no_process_says_why(bfcl_data: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scoring said "its backends could not be loaded" of every failure of the holder; a backend
+    process that does not start is now said as what it is (and its reason)."""
+    from evals.benchmarks.bfcl.multi_turn_checker import _replay_batch, decode_steps
+
+    entry = _entry()
+    decoded = [decode_steps([s] if s else []) for s in gold_steps(entry)]
+    monkeypatch.setattr(backend_host, "_zygote", backend_host._Zygote())  # one of this test's, started below
+    monkeypatch.setenv("EVALS_DATA_DIR", str(tmp_path))  # no wheel there: the zygote cannot import BFCL's modules
+    holder = backend_host.Holder()
+    try:
+        (got,) = _replay_batch(holder, [(entry, decoded)])
+    finally:
+        holder.close()
+        backend_host._zygote._close()
+    assert isinstance(got, RuntimeError)
+    assert str(got).startswith(f"BFCL entry {entry.id}: it could not be replayed: BFCL's backend process did not start: ")
+    assert "could not be loaded" not in str(got), got

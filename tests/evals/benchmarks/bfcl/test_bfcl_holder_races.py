@@ -246,3 +246,33 @@ async def test_a_blocking_call_from_the_loop_whose_call_is_in_flight_is_refused_
     finally:
         go.set()
         holder.close()
+
+
+def test_a_holder_serves_calls_from_a_second_event_loop(bfcl_data: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A holder's event-loop calls queue on a lock of their loop's: one lock for every loop was bound to
+    the first loop whose calls waited on it, and a second loop's waiting calls failed ("bound to a
+    different event loop")."""
+    holder = backend_host.Holder()
+    make = dict(_entry().make_op(), key="i")
+    read = backend_host._aread_frame
+
+    async def yielding(loop: Any, sock: Any) -> Any:  # a call in flight yields to the loop (its answer not yet read)
+        await asyncio.sleep(0)
+        return await read(loop, sock)
+
+    monkeypatch.setattr(backend_host, "_aread_frame", yielding)
+
+    async def together(name: str) -> list[Any]:  # the second call waits on the loop's lock for the first
+        if not holder.log:
+            assert await holder.arequest(make, deadline=backend_host.MAKE_DEADLINE_S, log=True) == {}
+        return list(await asyncio.gather(
+            holder.arequest({"op": "call", "key": "i", "text": f"mkdir(dir_name='{name}')"}, log=True),
+            holder.arequest({"op": "call", "key": "i", "text": "ls()"})))
+
+    try:
+        first = asyncio.run(together("one"))
+        second = asyncio.run(together("two"))  # a new loop
+        assert "error" not in first[0] and "error" not in second[0], (first, second)
+        assert "one" in second[1]["text"] and "two" in second[1]["text"], second
+    finally:
+        holder.close()

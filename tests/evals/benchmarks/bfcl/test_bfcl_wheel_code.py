@@ -30,6 +30,28 @@ def test_a_backend_class_is_imported_from_the_data_directorys_wheel(bfcl_data: P
     assert name == "TwitterAPI"
 
 
+def test_each_module_of_the_wheel_is_compiled_once(bfcl_data: Path) -> None:
+    """zipimport's ``get_filename`` (CPython 3.11) compiled a module's source to name its file, and the
+    import compiled it again: BFCL's modules (long_context.py is 190 kB) cost the zygote's start twice."""
+    done = _python("import builtins, collections, sys\n"
+                   "from evals.benchmarks.bfcl.wheel_code import import_module\n"
+                   "seen = collections.Counter()\n"
+                   "real = builtins.compile\n"
+                   "def counted(source, filename, *args, **kwargs):\n"
+                   "    seen[str(filename)] += 1\n"
+                   "    return real(source, filename, *args, **kwargs)\n"
+                   "builtins.compile = counted\n"
+                   "m = import_module('bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api')\n"
+                   "print(m.TwitterAPI.__name__, sys.modules['bfcl_eval.eval_checker'].__file__)\n"
+                   "print(sorted((n, f) for f, n in seen.items() if '/bfcl_eval/' in f)[-1][0],"
+                   " sum('/bfcl_eval/' in f for f in seen))\n", bfcl_data)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first.startswith("TwitterAPI ") and first.endswith("/bfcl_eval/eval_checker/__init__.py")
+    most, modules = second.split()
+    assert most == "1" and int(modules) >= 3  # posting_api, long_context, the packages between: once each
+
+
 def test_other_modules_and_a_wrong_wheel_are_refused(bfcl_data: Path, tmp_path: Path) -> None:
     done = _python("from evals.benchmarks.bfcl.wheel_code import import_module\nimport_module('json')", bfcl_data)
     assert done.returncode != 0 and "'json' is not a module of bfcl_eval" in done.stderr
