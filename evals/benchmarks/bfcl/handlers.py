@@ -46,7 +46,7 @@ from typing import Any
 from .data import verified_wheel
 
 __all__ = ["DECODINGS", "KINDS", "Decoding", "Undecodable", "bfcl_code", "decode", "decoding_for", "fc_format",
-           "registry"]
+           "registry", "unwrapped"]
 
 KINDS = ("fc-json-text", "fc-object", "prompting")
 # the class whose decode_ast a handler runs -> (its decoding in FC mode, in prompting mode)
@@ -216,9 +216,21 @@ def _fc_object(result: Any) -> Any:
     return result
 
 
-def _in_toolcall(result: Any, return_format: Any, tag: bool, prompting: Callable[..., Any]) -> Any:
-    match = re.search(r"<TOOLCALL>(.*?)</TOOLCALL>", result, re.DOTALL)
-    return prompting(match.group(1), return_format, tag) if match else []
+_TOOLCALL = re.compile(r"<TOOLCALL>(.*?)</TOOLCALL>", re.DOTALL)
+
+
+def unwrapped(kind: str, result: Any) -> Any:
+    """A prompting reply as the handler of ``kind`` hands it to BFCL's generic decoders (both its ``decode_ast``
+    and its ``decode_execute`` do the same): Gemini's (``prompting-tool-code``) without its ````tool_code``
+    fence, Nemotron's (``prompting-in-toolcall``) the text inside its first ``<TOOLCALL>`` tags (None: there
+    are none, which decodes to no call); the generic handlers' as it is. Raises where the handler raises (a
+    value that is not a text)."""
+    if kind == "prompting-tool-code":
+        return result.replace("```tool_code\n", "").replace("\n```", "")
+    if kind == "prompting-in-toolcall":
+        match = _TOOLCALL.search(result)
+        return match.group(1) if match else None
+    return result
 
 
 def decode(decoding: Decoding, result: Any, return_format: str = "python", has_tool_call_tag: bool = False) -> Any:
@@ -236,11 +248,8 @@ def decode(decoding: Decoding, result: Any, return_format: str = "python", has_t
         code = bfcl_code()
         prompting = code["prompting"]
         fmt = code["ReturnFormat"](return_format)
-        if decoding.kind == "prompting-tool-code":
-            return prompting(result.replace("```tool_code\n", "").replace("\n```", ""), fmt, has_tool_call_tag)
-        if decoding.kind == "prompting-in-toolcall":
-            return _in_toolcall(result, fmt, has_tool_call_tag, prompting)
-        return prompting(result, fmt, has_tool_call_tag)
+        text = unwrapped(decoding.kind, result)
+        return [] if text is None else prompting(text, fmt, has_tool_call_tag)
     except Undecodable:
         raise
     except Exception as exc:  # noqa: BLE001 - BFCL's eval runner counts any exception as a failed decoding

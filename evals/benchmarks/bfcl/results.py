@@ -56,6 +56,7 @@ BFCL's own ``bfcl evaluate`` (:mod:`.export`: the model folder, token counts and
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -85,6 +86,7 @@ from .handlers import (
     fc_format,
     language_format,
     split_calls,
+    unwrapped,
 )
 from .multi_turn import MultiTurnEntry, load_multi_turn
 from .multi_turn_checker import cancel_prefetch, prefetch
@@ -166,13 +168,49 @@ def _iterated(value: Any, where: str, what: str) -> list[Any]:
 
 
 def _step_decoder(decoding: Decoding) -> Callable[[Any], list[dict[str, Any]] | None]:
-    """How a step of a multi-turn result is decoded: an FC handler's ``decode_execute``, or the generic prompting
-    handlers' (BFCL's own ``default_decode_execute_prompting``, :func:`.prompting_turns.decode_execute`)."""
-    if decoding.kind == "prompting":
+    """How a step of a multi-turn, memory or web-search result is decoded: as the model's handler's
+    ``decode_execute`` decodes it (module docstring)."""
+    if decoding.prompting:
         from .prompting_turns import decode_execute
 
-        return decode_execute
-    return decode_step
+        if decoding.kind == "prompting":
+            return decode_execute
+        return functools.partial(_unwrapped_step, decoding.kind, decode_execute)
+    return {"fc-object": _object_step, "fc-object-or-one": _gemini_fc_step}.get(decoding.kind, decode_step)
+
+
+def _unwrapped_step(kind: str, decode_execute: Callable[[Any], list[dict[str, Any]] | None],
+                    step: Any) -> list[dict[str, Any]] | None:
+    """A step of Gemini's or Nemotron's prompting handler: its text unwrapped as the handler does
+    (:func:`.handlers.unwrapped`: none inside ``<TOOLCALL>`` tags is no call), then BFCL's generic decoding."""
+    try:
+        text = unwrapped(kind, step)
+    except Exception:  # noqa: BLE001 - the handler raises on a value that is not a text: BFCL skips the step
+        return None
+    return [] if text is None else decode_execute(text)
+
+
+def _object_step(step: Any) -> list[dict[str, Any]] | None:
+    """A step of an FC handler storing arguments as objects (Nova, Mistral-FC): not a list does not decode,
+    else ``convert_to_function_call`` as for JSON text."""
+    return decode_step(step) if isinstance(step, list) else None
+
+
+def _gemini_fc_step(step: Any) -> list[dict[str, Any]] | None:
+    """A step of Gemini's FC handler (its ``decode_execute``): the step iterated (a text's characters, an
+    object's keys), each item's every ``{name: arguments}`` a call; arguments that are not an object (JSON text
+    included: it is not read) do not decode."""
+    if not isinstance(step, str | dict | list):
+        return None
+    calls = []
+    for item in step:
+        if not isinstance(item, dict):
+            return None
+        for name, value in item.items():
+            if not isinstance(value, dict):
+                return None
+            calls.append({"name": name, "arguments": value})
+    return calls
 
 
 def _turns(result: Any, where: str, decoding: Decoding = FC_TEXT) -> list[list[list[dict[str, Any]]]] | None:
@@ -288,10 +326,6 @@ def _skip_reason(category: str, decoding: Decoding) -> str | None:
         return "no BFCL v4 category of that name"
     if category == FORMAT_SENSITIVITY and not decoding.prompting:
         return "BFCL scores it only for prompting models (it skips it for FC ones)"
-    if category in MULTI_TURN + AGENTIC and decoding.kind == "prompting":
-        return None  # the generic prompting handlers' decode_execute (:mod:`.prompting_turns`)
-    if category in MULTI_TURN + AGENTIC and decoding.kind != "fc-json-text":
-        return f"its steps are read only as an FC handler with JSON-text arguments writes them, not as {decoding.kind}"
     return None
 
 
