@@ -219,18 +219,17 @@ def _fc_object(result: Any) -> Any:
 _TOOLCALL = re.compile(r"<TOOLCALL>(.*?)</TOOLCALL>", re.DOTALL)
 
 
-def unwrapped(kind: str, result: Any) -> Any:
+def unwrapped(kind: str, result: Any) -> str | None:
     """A prompting reply as the handler of ``kind`` hands it to BFCL's generic decoders (both its ``decode_ast``
     and its ``decode_execute`` do the same): Gemini's (``prompting-tool-code``) without its ````tool_code``
     fence, Nemotron's (``prompting-in-toolcall``) the text inside its first ``<TOOLCALL>`` tags (None: there
-    are none, which decodes to no call); the generic handlers' as it is. Raises where the handler raises (a
-    value that is not a text)."""
+    are none, which decodes to no call). Raises where the handler raises (a value that is not a text)."""
     if kind == "prompting-tool-code":
-        return result.replace("```tool_code\n", "").replace("\n```", "")
+        return str(result.replace("```tool_code\n", "").replace("\n```", ""))
     if kind == "prompting-in-toolcall":
         match = _TOOLCALL.search(result)
         return match.group(1) if match else None
-    return result
+    raise ValueError(f"{kind!r} is no prompting kind with a wrapping of its own")
 
 
 def decode(decoding: Decoding, result: Any, return_format: str = "python", has_tool_call_tag: bool = False) -> Any:
@@ -248,8 +247,11 @@ def decode(decoding: Decoding, result: Any, return_format: str = "python", has_t
         code = bfcl_code()
         prompting = code["prompting"]
         fmt = code["ReturnFormat"](return_format)
-        text = unwrapped(decoding.kind, result)
-        return [] if text is None else prompting(text, fmt, has_tool_call_tag)
+        if decoding.kind != "prompting":
+            result = unwrapped(decoding.kind, result)
+            if result is None:
+                return []
+        return prompting(result, fmt, has_tool_call_tag)
     except Undecodable:
         raise
     except Exception as exc:  # noqa: BLE001 - BFCL's eval runner counts any exception as a failed decoding

@@ -88,6 +88,7 @@ def _prompting_lines(entry: BfclEntry, k: int, model: str) -> Any:
         "I cannot help with that.", "", wrap(oracle_text(dotted, "json", False)), wrap("[" + "[" * DEEP + "]" * DEEP + "]"),
         wrap(f"[{dotted[0]['name']}(x=" + "[" * DEEP + "1" + "]" * DEEP + ")]"), text, f"```\n{text}\n```",
         [{dotted[0]["name"]: json.dumps(dotted[0]["arguments"])}], wrap("[1, 2]"), wrap(f"[{dotted[0]['name']}]"),
+        None, wrap(""),  # null: not a text, BFCL's decoding raises
     ]
     return shapes[k % len(shapes)]
 
