@@ -35,7 +35,6 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import re
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -216,7 +215,21 @@ def _fc_object(result: Any) -> Any:
     return result
 
 
-_TOOLCALL = re.compile(r"<TOOLCALL>(.*?)</TOOLCALL>", re.DOTALL)
+_OPEN, _CLOSE = "<TOOLCALL>", "</TOOLCALL>"
+
+
+def _in_toolcall(text: str) -> str | None:
+    """``re.search(r"<TOOLCALL>(.*?)</TOOLCALL>", text, re.DOTALL).group(1)`` (Nemotron's), None where it finds
+    nothing, in linear time: the leftmost match starts at the first opening tag (when that one has no closing
+    tag after it, no later one has) and ends at the first closing tag after it. The regex itself backtracks in
+    quadratic time on many opening tags (100 KB of them: 22 s)."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected string or bytes-like object, got {type(text).__name__!r}")  # as re.search
+    start = text.find(_OPEN)
+    if start < 0:
+        return None
+    end = text.find(_CLOSE, start + len(_OPEN))
+    return None if end < 0 else text[start + len(_OPEN):end]
 
 
 def unwrapped(kind: str, result: Any) -> str | None:
@@ -227,8 +240,7 @@ def unwrapped(kind: str, result: Any) -> str | None:
     if kind == "prompting-tool-code":
         return str(result.replace("```tool_code\n", "").replace("\n```", ""))
     if kind == "prompting-in-toolcall":
-        match = _TOOLCALL.search(result)
-        return match.group(1) if match else None
+        return _in_toolcall(result)
     raise ValueError(f"{kind!r} is no prompting kind with a wrapping of its own")
 
 

@@ -194,3 +194,21 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def test_nemotrons_toolcall_tags_are_found_as_its_regex_finds_them_in_linear_time():
+    import random
+    import re
+
+    from evals.benchmarks.bfcl.handlers import unwrapped
+
+    rng = random.Random(7)
+    pieces = ["<TOOLCALL>", "</TOOLCALL>", "<TOOL", "CALL>", "</", "x", "\n", "[f(a=1)]", "<toolcall>"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(8)))
+        match = re.search(r"<TOOLCALL>(.*?)</TOOLCALL>", text, re.DOTALL)
+        assert unwrapped("prompting-in-toolcall", text) == (match.group(1) if match else None), text
+    # what the regex takes quadratic time on (about 5 s here): many opening tags, no closing one
+    assert unwrapped("prompting-in-toolcall", "<TOOLCALL>" * 5000) is None
+    with pytest.raises(TypeError):
+        unwrapped("prompting-in-toolcall", None)
