@@ -14,6 +14,18 @@ raises :class:`NotEvaluated`, which BFCL's decoding callers take as a reply that
 
 Every use of BFCL's decoders goes through :func:`decoder_module` (:func:`.handlers.bfcl_code`,
 :mod:`.prompting_turns`); the module object is the process's one, so the bound holds for every caller.
+
+**Handlers with a decoder of their own** (:data:`OWN_DECODERS`): their ``decode_ast`` and ``decode_execute``
+are BFCL's own methods, run by :func:`own_handler` on an instance made without ``__init__`` (which makes
+clients and reads settings; the decoders read no instance state but ``is_fc_model``), their module's ``eval``
+(Llama-3.1-FC's runs the whole text through it) bounded as above, after :func:`decoder_module` (the generic
+decoders some of them call). Each class was read in the pinned wheel: a function of the result alone (no
+I/O), its work linear in the text's size but for ``json.loads``, Python's parser and the bounded ``eval``.
+Left out, with the reason :func:`.handlers.decoding_for` gives (:data:`OWN_REFUSED`): the decoders whose
+``re.findall`` of a lazy ``.*?`` between tags backtracks in quadratic time on a text of many opening tags
+(Qwen-FC's, Granite-4's, Nanbeige's, Pelican-VL's, FunctionGemma's), and those whose module imports an SDK
+that is not a dependency here (Cohere's; MiniCPM-FC's ``datamodel_code_generator``); and the multi-turn files
+of Granite's (:data:`MULTI_TURN_REFUSED`).
 """
 
 from __future__ import annotations
@@ -26,11 +38,32 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["MAX_BITS", "MAX_ITEMS", "NotEvaluated", "bounded_eval", "decoder_module", "json_arguments"]
+__all__ = ["MAX_BITS", "MAX_ITEMS", "MULTI_TURN_REFUSED", "OWN_DECODERS", "OWN_REFUSED", "NotEvaluated", "bounded_eval", "decoder_module",
+           "json_arguments", "own_handler", "own_step"]
 
 MAX_BITS = 100_000  # an integer result's size (bits): 9**9**9 is refused before it is computed
 MAX_ITEMS = 1_000_000  # a text's, bytes' or sequence's length after + or *
 MAX_SOURCE = 100_000  # characters of one expression
+
+OWN_DECODERS = frozenset({
+    "ArchHandler", "BitAgentHandler", "Falcon3FCHandler", "GLMHandler", "GorillaHandler", "Granite3FCHandler",
+    "GraniteFunctionCallingHandler", "HammerHandler", "LlamaHandler_3_1", "MiningHandler", "PhiFCHandler",
+    "PhiHandler", "SalesforceLlamaHandler", "SalesforceQwenHandler", "ThinkAgentHandler",
+})
+_QUADRATIC = ("its decoder's regex (re.findall of a lazy .*? between tags) takes quadratic time on a text of many "
+              "opening tags, which an untrusted result file may hold")
+OWN_REFUSED = {
+    **dict.fromkeys(("QwenFCHandler", "Granite4FCHandler", "NanbeigeFCHandler", "PelicanVLFCHandler",
+                     "FunctionGemmaHandler"), _QUADRATIC),
+    "CohereHandler": "its module imports the cohere SDK, not a dependency here",
+    "MiniCPMFCHandler": "its module imports datamodel_code_generator, not a dependency here",
+}
+# own decoders whose decode_execute passes a reply's text on as a call when it is not JSON: BFCL's multi-turn
+# checker runs that text through eval (``[ls(), cd(folder='a')]`` runs both), which the replay here does not
+MULTI_TURN_REFUSED = {
+    "GraniteFunctionCallingHandler": "its decode_execute passes a reply's text that is not JSON on as a call, which "
+                                     "BFCL's checker runs through Python's eval; the replay here runs plain calls only",
+}
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -138,3 +171,40 @@ def decoder_module() -> ModuleType:
     module: ModuleType = import_with_project_root("bfcl_eval.model_handler.utils")
     module.eval = bounded_eval  # type: ignore[attr-defined]  # the global its decoder looks up, not a builtin
     return module
+
+
+@functools.cache
+def own_handler(handler: str, module: str, is_fc_model: bool) -> Any:
+    """An instance of BFCL's handler class ``handler`` (in ``module``) whose own ``decode_ast`` and
+    ``decode_execute`` may run on untrusted text (module docstring); ValueError when they are not those of a
+    class of :data:`OWN_DECODERS`."""
+    from .wheel_code import import_with_project_root
+
+    decoder_module()  # the generic decoders' eval, which some of these call, bounded first
+    found: ModuleType = import_with_project_root(module)
+    found.eval = bounded_eval  # type: ignore[attr-defined]  # the global its decoder looks up, not a builtin
+    cls = getattr(found, handler)
+    for method in ("decode_ast", "decode_execute"):
+        owner = getattr(cls, method).__qualname__.split(".")[0]
+        if owner not in OWN_DECODERS and owner not in ("OSSHandler", "OpenAICompletionsHandler"):
+            raise ValueError(f"BFCL's {handler}.{method} is {owner}'s, which is not run on result files here")
+    made = cls.__new__(cls)  # not __init__: it makes clients and reads settings the decoders do not use
+    made.is_fc_model = is_fc_model
+    return made
+
+
+def own_step(handler: Any, step: Any) -> list[dict[str, Any]] | None:
+    """One step of a multi-turn, memory or web-search result decoded by the handler's own ``decode_execute``, as
+    BFCL's eval runner calls it: the call texts it gives, each ``{"name", "arguments": {}, "text"}`` (the text is
+    what the checker runs); ``[]`` when BFCL's ``is_empty_execute_response`` says it holds none; None when the
+    decoding raises."""
+    from .wheel_code import import_with_project_root
+
+    empty = import_with_project_root("bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils").is_empty_execute_response
+    try:
+        texts = handler.decode_execute(step, has_tool_call_tag=False)
+        if empty(texts):
+            return []
+        return [{"name": str(t).split("(", 1)[0], "arguments": {}, "text": str(t)} for t in texts]
+    except Exception:  # noqa: BLE001 - BFCL's runner drops a step whose decoding raises
+        return None

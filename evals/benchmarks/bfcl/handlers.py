@@ -45,7 +45,7 @@ from typing import Any
 from .data import verified_wheel
 
 __all__ = ["DECODINGS", "KINDS", "Decoding", "Undecodable", "bfcl_code", "decode", "decoding_for", "fc_format",
-           "registry", "unwrapped"]
+           "own_handler", "registry", "unwrapped"]
 
 KINDS = ("fc-json-text", "fc-object", "prompting")
 # the class whose decode_ast a handler runs -> (its decoding in FC mode, in prompting mode)
@@ -74,6 +74,7 @@ class Decoding:
     underscore_to_dot: bool
     source: str  # "BFCL model NAME (handler CLASS)" or "kind KIND"
     name: str = ""  # what --bfcl-model takes to choose it again: the registry name or the kind
+    handler: str = ""  # kinds fc-own / prompting-own: the handler class whose own decoders run
 
     @property
     def prompting(self) -> bool:
@@ -154,12 +155,36 @@ def registry(wheel: Path | None = None) -> dict[str, RegistryEntry]:
 
 
 def _of_entry(entry: RegistryEntry) -> Decoding:
+    from .decoder_guard import OWN_DECODERS, OWN_REFUSED
+
     kinds = DECODINGS.get(entry.decoder or "")
     source = f"BFCL model {entry.name} (handler {entry.handler})"
+    if kinds is None and entry.decoder in OWN_DECODERS:  # its own decode_ast / decode_execute, run guarded
+        kinds = ("fc-own", "prompting-own")
     if kinds is None:
-        raise ValueError(f"{source} decodes with {entry.decoder or 'a decoder'} of its own, which is not read here; "
-                         f"give --bfcl-model a kind ({', '.join(KINDS)}) or another BFCL model to decode as")
-    return Decoding(kinds[0] if entry.is_fc_model else kinds[1], entry.underscore_to_dot, source, entry.name)
+        why = OWN_REFUSED.get(entry.decoder or "", "not read here")
+        raise ValueError(f"{source} decodes with {entry.decoder or 'a decoder'} of its own, which is not run on result "
+                         f"files: {why}; give --bfcl-model a kind ({', '.join(KINDS)}) or another BFCL model to "
+                         "decode as")
+    return Decoding(kinds[0] if entry.is_fc_model else kinds[1], entry.underscore_to_dot, source, entry.name,
+                    entry.handler if kinds[0] == "fc-own" else "")
+
+
+@functools.cache
+def _handler_modules(wheel: Path) -> dict[str, str]:
+    """Every handler class the registry names -> its module (the registry module's imports)."""
+    with zipfile.ZipFile(wheel) as archive:
+        tree = ast.parse(archive.read(_CONFIG))
+    return {alias.asname or alias.name: node.module for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+
+
+def own_handler(decoding: Decoding) -> Any:
+    """The handler whose own decoders decode ``decoding``'s results (:func:`.decoder_guard.own_handler`)."""
+    from .decoder_guard import own_handler as made
+
+    module = _handler_modules(verified_wheel().resolve())[decoding.handler]
+    return made(decoding.handler, module, decoding.kind == "fc-own")
 
 
 def decoding_for(folder: str, chosen: str | None = None, wheel: Path | None = None) -> Decoding:
@@ -259,6 +284,8 @@ def decode(decoding: Decoding, result: Any, return_format: str = "python", has_t
         code = bfcl_code()
         prompting = code["prompting"]
         fmt = code["ReturnFormat"](return_format)
+        if decoding.handler:  # a handler's own decode_ast (:mod:`.decoder_guard`)
+            return own_handler(decoding).decode_ast(result, fmt, has_tool_call_tag)
         if decoding.kind != "prompting":
             result = unwrapped(decoding.kind, result)
             if result is None:

@@ -85,6 +85,7 @@ from .handlers import (
     decoding_for,
     fc_format,
     language_format,
+    own_handler,
     split_calls,
     unwrapped,
 )
@@ -170,6 +171,10 @@ def _iterated(value: Any, where: str, what: str) -> list[Any]:
 def _step_decoder(decoding: Decoding) -> Callable[[Any], list[dict[str, Any]] | None]:
     """How a step of a multi-turn, memory or web-search result is decoded: as the model's handler's
     ``decode_execute`` decodes it (module docstring)."""
+    if decoding.handler:  # the handler's own decode_execute (:mod:`.decoder_guard`)
+        from .decoder_guard import own_step
+
+        return functools.partial(own_step, own_handler(decoding))
     if decoding.prompting:
         from .prompting_turns import decode_execute
 
@@ -314,6 +319,7 @@ def _trace(entry_id: str, category: str, result: Any, where: str, source: str,
 
 
 _SHAPES = {"fc-json-text": "a list of {function name: arguments as JSON text}",
+           "fc-own": "what its own decoder reads", "prompting-own": "what its own decoder reads",
            "fc-object": "a list of {function name: {arguments}}",
            "fc-object-or-one": "a list of {function name: {arguments}}"}
 
@@ -326,6 +332,10 @@ def _skip_reason(category: str, decoding: Decoding) -> str | None:
         return "no BFCL v4 category of that name"
     if category == FORMAT_SENSITIVITY and not decoding.prompting:
         return "BFCL scores it only for prompting models (it skips it for FC ones)"
+    if decoding.handler and category in MULTI_TURN:
+        from .decoder_guard import MULTI_TURN_REFUSED
+
+        return MULTI_TURN_REFUSED.get(decoding.handler)
     return None
 
 
@@ -462,7 +472,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
         if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):
             warnings.append(f"{file}: {len(noted['undecoded'])} of {len(got)} results do not decode as "
                             f"{decoding.source} decodes them ({_SHAPES.get(decoding.kind, 'the text of calls')}"
-                            f"{', in ' + language_format(category) + ' call syntax' if decoding.prompting else ''}): "
+                            f"{', in ' + language_format(category) + ' call syntax' if decoding.prompting and not decoding.handler else ''}): "
                             "check --bfcl-model; they count as BFCL counts them (ast_decoder errors)")
     if blank:
         warnings.append(f"blank lines ({_shown(blank)}): bfcl evaluate stops at the first (json.loads of an empty "

@@ -1,0 +1,208 @@
+"""Result files of the handlers with a decoder of their own (Hammer, Llama-3.1-FC, Granite, xLAM, ...), decoded by
+BFCL's own ``decode_ast`` / ``decode_execute`` (guarded: :mod:`evals.benchmarks.bfcl.decoder_guard`) because the
+folder's name says so, scored by ``bfcl evaluate`` itself beside ``evals score``: every entry's verdict and error
+type equal.
+
+Each model's crafted folder (``crafted_folder``) holds single-turn, multi-turn and memory lines, each one of many
+shapes written from the entry's gold calls (the JSON, Python, tagged and object shapes these handlers read,
+right and wrong, and shapes none reads), so each handler decodes some and fails on others as BFCL does. BFCL's
+answers are committed (``fixtures/bfcl_own_decoders.json``), made by
+
+    EVALS_DATA_DIR=... PYTHONPATH=. python tests/evals/benchmarks/bfcl/test_bfcl_results_own_decoders.py OUT_DIR
+
+The handlers whose decoders are left out say why, in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.benchmarks.bfcl.agentic import read_memory
+from evals.benchmarks.bfcl.data import BfclEntry, load_entries
+from evals.benchmarks.bfcl.multi_turn import gold_steps, read_multi_turn
+from evals.benchmarks.bfcl.prompting import oracle_text
+from evals.benchmarks.bfcl.single_turn import gold_calls
+
+HERE = Path(__file__).parent
+DRIVER = HERE / "bfcl_evaluate_driver.py"
+FIXTURE = HERE / "fixtures" / "bfcl_own_decoders.json"
+
+MODELS = (  # one registry model per handler class run here
+    "MadeAgents/Hammer2.1-3b", "meta-llama/Llama-3.1-8B-Instruct-FC", "ibm-granite/granite-20b-functioncalling",
+    "Salesforce/xLAM-2-3b-fc-r", "Salesforce/Llama-xLAM-2-8b-fc-r", "microsoft/phi-4", "BitAgent/BitAgent-Bounty-8B",
+    "THUDM/glm-4-9b-chat", "ibm-granite/granite-3.2-8b-instruct", "ThinkAgents/ThinkAgent-1B",
+    "gorilla-openfunctions-v2", "tiiuae/Falcon3-7B-Instruct-FC", "DM-Cito-8B-v3", "katanemo/Arch-Agent-3B",
+    "microsoft/Phi-4-mini-instruct-FC",
+)
+GRANITE = "ibm-granite/granite-20b-functioncalling"  # its multi-turn files are skipped, saying why
+SINGLE = ("simple_python", "multiple", "parallel", "irrelevance", "live_simple", "live_relevance")
+PER_CATEGORY = 16
+MULTI = ("multi_turn_base", "multi_turn_miss_param")
+PER_MULTI = 3
+PER_MEMORY = 10
+
+
+def _shapes(calls: list[dict[str, Any]]) -> list[Any]:
+    """The calls in every shape these handlers read (and some none reads)."""
+    named = [{"name": c["name"], "arguments": c["arguments"]} for c in calls]
+    params = [{"name": c["name"], "parameters": c["arguments"]} for c in calls]
+    listed = json.dumps(named)
+    first = calls[0] if calls else {"name": "f", "arguments": {}}
+    return [
+        listed, f"```\n{listed}\n```", json.dumps(named[0]) if named else "{}",  # Hammer, BitAgent, xLAM
+        "<|python_tag|>" + "; ".join(json.dumps(p) for p in params), repr(params),  # Llama-3.1: JSON, or Python (eval)
+        "".join(f"<function_call> {json.dumps(n)}" for n in named),  # Granite
+        f"<tool_call>{listed}</tool_call>", f"<tool_call>```json\n{listed}\n```</tool_call>",  # Falcon
+        f"{first['name']}\n{json.dumps(first['arguments'])}",  # GLM
+        oracle_text(calls, "python", False)[1:-1], oracle_text(calls, "python", False),  # Gorilla, Phi
+        f"```json\n{listed}", f"```python\n{oracle_text(calls, 'python', False)}",  # Phi
+        [{c["name"]: c["arguments"]} for c in calls], named,  # objects (Granite-3, Arch, Phi-FC); Mining's list
+        f"<think>hm</think>{listed}", "I cannot help with that.", "", None, 5,
+        "[{'name': 'f', 'parameters': {'x': 2 * 3}}]",  # Llama-3.1's eval of operators: the value Python gives
+        "<function_call> no json", '{"name": "no_function", "arguments": {}}',
+    ]
+
+
+def _gold(entry: BfclEntry) -> list[dict[str, Any]]:
+    gold = gold_calls(entry, served=False)
+    if gold:
+        return gold
+    doc = entry.functions[0]
+    return [{"name": doc["name"], "arguments": dict.fromkeys(doc["parameters"].get("required") or [], 1)}]
+
+
+def crafted_folder(root: Path, model: str) -> list[str]:
+    folder = root / model.replace("/", "_")
+    ids: list[str] = []
+    n = sum(map(ord, model))  # each model starts the shapes at another place
+
+    def write(path: Path, rows: list[tuple[str, Any]]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps({"id": i, "result": r}) + "\n" for i, r in rows))
+        ids.extend(i for i, _ in rows)
+
+    for category in SINGLE:
+        rows = []
+        for entry in load_entries((category,))[:PER_CATEGORY]:
+            shapes = _shapes(_gold(entry))
+            rows.append((entry.id, shapes[n % len(shapes)]))
+            n += 1
+        group = "live" if category.startswith("live_") else "non_live"
+        write(folder / group / f"BFCL_v4_{category}_result.json", rows)
+    for category in MULTI if model != GRANITE else ():  # Granite's are skipped (test below)
+        rows = []
+        for multi in read_multi_turn(category)[:PER_MULTI]:
+            turns = []
+            for calls in gold_steps(multi):
+                shapes = _shapes(calls) if calls else ["Done."]
+                turns.append([shapes[n % len(shapes)], shapes[(n + 1) % len(shapes)], "Done."])
+                n += 1
+            rows.append((multi.id, turns))
+        write(folder / "multi_turn" / f"BFCL_v4_{category}_result.json", rows)
+    rows = []
+    for memory in read_memory("memory_kv")[0][:PER_MEMORY]:
+        shapes = _shapes([{"name": "core_memory_list_keys", "arguments": {}}])
+        rows.append((memory.id, [[shapes[n % len(shapes)], f"It is {memory.answers[0]}." if n % 3 else shapes[0]]]))
+        n += 1
+    write(folder / "agentic" / "memory" / "kv" / "BFCL_v4_memory_kv_result.json", rows)
+    return ids
+
+
+def bfcl_verdicts(bfcl_python: Path, root: Path, model: str, tmp: Path) -> dict[str, Any]:
+    done = subprocess.run([str(bfcl_python), str(DRIVER), str(root), str(tmp / "score"), model, *SINGLE, *MULTI,
+                           "memory_kv"], capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def _ours(root: Path, model: str, out: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    from client import eventloop
+    from evals.core.formats import import_predictions
+    from evals.core.run import score_run_dir
+
+    run = import_predictions(root / model.replace("/", "_"), "bfcl-official", "bfcl", out)
+    summary = eventloop.run(score_run_dir(run))
+    scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    return {s["task_id"]: s["score"]["details"]["verdict"]["error_type"] or "" for s in scores}, summary
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_own_decoders_give_bfcls_own_verdicts_and_error_types(bfcl_code_data, bfcl_python, model, tmp_path):
+    root = tmp_path / "result"
+    ids = crafted_folder(root, model)
+    theirs = bfcl_verdicts(bfcl_python, root, model, tmp_path)
+    ours, summary = _ours(root, model, tmp_path / "run")
+    assert ours == {i: theirs["verdicts"][i] for i in ids}
+    for category, header in theirs["scores"].items():
+        assert summary["metrics"][category] == round(100 * header["accuracy"], 2), category
+    assert json.loads(FIXTURE.read_text())[model] == theirs["verdicts"]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_the_committed_own_decoder_verdicts_hold_without_bfcls_venv(bfcl_code_data, model, tmp_path):
+    root = tmp_path / "result"
+    ids = crafted_folder(root, model)
+    ours, _ = _ours(root, model, tmp_path / "run")
+    committed = json.loads(FIXTURE.read_text())[model]
+    assert ours == {i: committed[i] for i in ids}
+    assert "" in committed.values() and len(set(committed.values())) >= 3  # right, and kinds of wrong
+
+
+def test_the_decoders_left_out_are_refused_saying_why(bfcl_data):
+    from evals.benchmarks.bfcl.handlers import decoding_for
+
+    for folder, why in (("Qwen_Qwen3-8B-FC", "quadratic time"), ("command-a-03-2025-FC", "cohere SDK"),
+                        ("openbmb_MiniCPM3-4B-FC", "datamodel_code_generator")):
+        with pytest.raises(ValueError, match=why):
+            decoding_for(folder)
+
+
+def test_granites_multi_turn_files_are_skipped_saying_why(bfcl_data, tmp_path):
+    from evals.benchmarks.bfcl.results import read_results
+
+    folder = tmp_path / GRANITE.replace("/", "_")
+    entry = read_multi_turn("multi_turn_base")[0]
+    (folder / "multi_turn").mkdir(parents=True)
+    (folder / "multi_turn" / "BFCL_v4_multi_turn_base_result.json").write_text(
+        json.dumps({"id": entry.id, "result": [["[ls(a=True)]"]]}) + "\n")
+    (folder / "non_live").mkdir()
+    (folder / "non_live" / "BFCL_v4_simple_python_result.json").write_text(
+        json.dumps({"id": "simple_python_0", "result": "no call"}) + "\n")
+    imported = read_results(folder)
+    assert list(imported.traces) == ["simple_python_0"]
+    assert any("'multi_turn_base' is not served here" in w and "eval" in w for w in imported.warnings), imported.warnings
+
+
+def test_an_own_decoders_eval_runs_no_code(bfcl_data):
+    """Llama-3.1-FC's decoder hands the whole text to ``eval``: here it is bounded (literals and operators)."""
+    from evals.benchmarks.bfcl.handlers import decode, decoding_for
+
+    decoding = decoding_for("meta-llama_Llama-3.1-8B-Instruct-FC")
+    assert decode(decoding, "[{'name': 'f', 'parameters': {'x': 2 * 3}}]") == [{"f": {"x": 6}}]
+    for code in ("[{'name': 'f', 'parameters': {'x': __import__('os').getcwd()}}]", "9**9**9**9"):
+        with pytest.raises(ValueError, match="not evaluated|a power"):
+            decode(decoding, code)
+
+
+def main() -> None:
+    """Writes the fixture: BFCL's verdicts on every model's crafted folder (the module docstring)."""
+    out = Path(sys.argv[1])
+    venv = HERE.parents[3] / ".ci" / "bfcl-venv" / "bin" / "python"
+    answers = {}
+    for model in MODELS:
+        root = out / model.replace("/", "_").replace(".", "_") / "result"
+        crafted_folder(root, model)
+        answers[model] = bfcl_verdicts(venv, root, model, root.parent)["verdicts"]
+    FIXTURE.parent.mkdir(exist_ok=True)
+    FIXTURE.write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
