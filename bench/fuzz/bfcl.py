@@ -65,6 +65,11 @@ MODELS: dict[str, str] = {
     "meta-llama/Llama-3.1-8B-Instruct": "prompting",  # LlamaHandler
     "gemini-2.5-flash": "prompting",  # GeminiHandler prompting: its ```tool_code fence dropped
     "nvidia/llama-3.1-nemotron-ultra-253b-v1": "prompting",  # NemotronHandler: calls inside <TOOLCALL>
+    # handlers with a decoder of their own, run as BFCL's own methods (evals.benchmarks.bfcl.decoder_guard)
+    "MadeAgents/Hammer2.1-3b": "own",  # a JSON list of {"name", "arguments"}, maybe in a fence
+    "meta-llama/Llama-3.1-8B-Instruct-FC": "own",  # <|python_tag|>{"name", "parameters"}; ..., or a Python list (eval)
+    "Salesforce/xLAM-2-3b-fc-r": "own",  # a JSON list, or objects joined by ";"
+    "microsoft/phi-4": "own-prompting",  # Python call text, maybe after a ```python opening
 }
 WRAP = {"gemini-2.5-flash": "```tool_code\n{}\n```", "nvidia/llama-3.1-nemotron-ultra-253b-v1": "<TOOLCALL>{}</TOOLCALL>"}
 # the models whose multi-turn and memory files are drawn often (every model's are read; these cover each
@@ -72,7 +77,8 @@ WRAP = {"gemini-2.5-flash": "```tool_code\n{}\n```", "nvidia/llama-3.1-nemotron-
 # prompting one, Gemini's tool_code fence and Nemotron's <TOOLCALL> tags)
 MULTI_TURN_MODELS = ("gpt-4o-2024-11-20-FC", "claude-sonnet-4-5-20250929-FC", "Qwen/Qwen3-8B", "gpt-4o-2024-11-20",
                      "nova-pro-v1.0", "mistralai/Ministral-8B-Instruct-2410", "gemini-2.5-flash-FC", "gemini-2.5-flash",
-                     "nvidia/llama-3.1-nemotron-ultra-253b-v1")
+                     "nvidia/llama-3.1-nemotron-ultra-253b-v1", "MadeAgents/Hammer2.1-3b",
+                     "meta-llama/Llama-3.1-8B-Instruct-FC", "Salesforce/xLAM-2-3b-fc-r", "microsoft/phi-4")
 
 # BFCL's CSV (file, column) -> our metric (the cells whose "N/A" ours has as no value; data_live's "AST Summary"
 # and data_non_live's "Non-Live Overall Acc" are left out: BFCL prints one and not the other of the same score)
@@ -258,6 +264,28 @@ def _wrapped(rng: random.Random, text: str, model: str) -> str:
     return WRAP.get(model, "{}").format(text) if rng.random() < 0.95 else text
 
 
+def _own(rng: random.Random, calls: list[dict[str, Any]], model: str) -> Any:
+    """``calls`` as the handler with a decoder of its own reads them (or, now and then, another one's shape)."""
+    if rng.random() < 0.1:
+        model = rng.choice([m for m, k in MODELS.items() if k.startswith("own")])
+    try:
+        named = json.dumps([{"name": c["name"], "arguments": c["arguments"]} for c in calls])
+        if model == "MadeAgents/Hammer2.1-3b":
+            return named if rng.random() < 0.7 else f"```\n{named}\n```"
+        if model == "Salesforce/xLAM-2-3b-fc-r":
+            return named if rng.random() < 0.7 else "; ".join(json.dumps({"name": c["name"], "arguments": c["arguments"]})
+                                                              for c in calls)
+        if model == "meta-llama/Llama-3.1-8B-Instruct-FC":
+            params = [{"name": c["name"], "parameters": c["arguments"]} for c in calls]
+            if rng.random() < 0.5:
+                return "<|python_tag|>" + "; ".join(json.dumps(p) for p in params)
+            return repr(params)  # read by its eval (bounded here)
+        text = _text(calls, "python", False)
+        return text if rng.random() < 0.6 else f"```python\n{text}"  # Phi
+    except (ValueError, RecursionError):  # too deep or too long to write
+        return "[" * 1100 + "]" * 1100
+
+
 def _gold(entry: BfclEntry, served: bool) -> list[dict[str, Any]]:
     gold = gold_calls(entry, served=served)
     if gold or not entry.functions:
@@ -274,6 +302,8 @@ def _single(rng: random.Random, entry: BfclEntry, model: str, p_wrong: float) ->
     calls = _gold(entry, served=kind != "prompting" and rng.random() < 0.9)
     if rng.random() < p_wrong:
         calls = _mutate_calls(rng, calls)
+    if kind.startswith("own"):
+        return _own(rng, calls, model)
     if kind == "prompting":
         fmt, tag = entry_format(entry)
         return _prompting(rng, calls, fmt, tag, model)
@@ -290,6 +320,8 @@ def _multi(rng: random.Random, steps: list[list[dict[str, Any]]], model: str, p_
         kind = MODELS[model]
         if not calls:
             step: Any = "Done."
+        elif kind.startswith("own"):
+            step = _own(rng, calls, model)
         elif kind == "prompting":
             step = _wrapped(rng, _text(calls, "python", False), model)
         else:
@@ -315,7 +347,7 @@ def _memory(rng: random.Random, answer: str, model: str) -> Any:
     kind = MODELS[model]
     calls = [{"name": "core_memory_list_keys", "arguments": {}}]
     call: Any = _wrapped(rng, "[core_memory_list_keys()]", model) if kind == "prompting" else \
-        _fc(rng, calls, kind == "fc-json-text")
+        _own(rng, calls, model) if kind.startswith("own") else _fc(rng, calls, kind == "fc-json-text")
     reply = rng.choice([f"It is {answer}.", answer.upper(), WRAP.get(model, "{}").format(answer), f"The answer: {_odd_string(rng, answer)}", "I do not know.",
                         "", str({"answer": answer}), f"{answer[:-1]}", f"'{answer}'", f"({answer})"])
     steps: list[Any] = [call] * rng.choice([0, 1, 2]) + [reply]
@@ -352,7 +384,7 @@ def _pick(rng: random.Random, items: list[Any]) -> list[Any]:
 def generate(rng: random.Random, case_dir: Path) -> Path:
     model = rng.choice(list(MODELS))
     kind = MODELS[model]
-    categories = [c for c in SINGLE_TURN if not (kind == "prompting" and c in ("simple_java", "simple_javascript"))]
+    categories = [c for c in SINGLE_TURN if not (kind in ("prompting", "own-prompting") and c in ("simple_java", "simple_javascript"))]
     # multi-turn and memory: mostly for the models whose handlers' decode_execute differ (MULTI_TURN_MODELS)
     categories += [c for c in MULTI_TURN if rng.random() < (0.3 if model in MULTI_TURN_MODELS else 0.05)]
     categories += [c for c in MEMORY if rng.random() < (0.3 if model in MULTI_TURN_MODELS else 0.05)]

@@ -20,11 +20,13 @@ That class decides the decoding (:data:`DECODINGS`):
   wheel (Gemini's prompting mode first drops its ````tool_code`` fence; Nemotron reads the text inside
   its ``<TOOLCALL>`` tags, none meaning no call).
 
-A handler with a decoder of its own that is none of these (Hammer, Granite, the Qwen/Llama-3.1 FC
-ones, whose decoders run the model's text through Python's ``eval``, ...) is not decoded: reading a
-folder of such a model names the handler and asks for ``--bfcl-model``, which takes a BFCL model name
-(its handler is used) or one of the kinds above (the FC kinds with ``underscore_to_dot``, as every FC
-API without ``.`` in names has it; ``prompting`` without).
+A handler with a decoder of its own that is none of these (Hammer, Granite, Llama-3.1-FC, xLAM, ...) is
+decoded by its own ``decode_ast`` (kinds ``fc-own`` and ``prompting-own``), BFCL's method run as
+:mod:`.decoder_guard` allows (:data:`.decoder_guard.OWN_DECODERS`: an instance made without ``__init__``, its
+module's ``eval`` bounded). The others (:data:`.decoder_guard.OWN_REFUSED`: quadratic regexes, SDKs that are
+not installed) are not decoded: reading a folder of such a model names the handler and the reason and asks for
+``--bfcl-model``, which takes a BFCL model name (its handler is used) or one of the kinds above (the FC kinds
+with ``underscore_to_dot``, as every FC API without ``.`` in names has it; ``prompting`` without).
 
 What a decoding raises is BFCL's ``decoder_failed``: :func:`decode` raises :class:`Undecodable` (a
 ``RecursionError`` included, as BFCL's ``except Exception`` catches it).

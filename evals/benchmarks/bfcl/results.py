@@ -26,7 +26,7 @@ has no string ``id`` or no ``result``, an id of another category or that the cat
 id given twice.
 
 Multi-turn and memory files (``result/<model>/multi_turn/``, ``result/<model>/agentic/memory/<backend>/``),
-read for an FC model with JSON-text arguments, hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
+for an FC model with JSON-text arguments, hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
 (one per response), each the decoded calls (a list of ``{name: arguments as JSON text}``) or the reply's
 text; an inference error is the error's text. Each step is decoded as BFCL's eval runner decodes it
 with an FC handler's ``decode_execute`` (``convert_to_function_call``: a lone object is one item;
@@ -40,7 +40,11 @@ else does not decode), and it is scored as a live episode is:
   then run again on fresh backends (:mod:`.multi_turn_checker`). A generic prompting model's multi-turn
   file (each step the reply's text) is read the same way, each step decoded by BFCL's own
   ``default_decode_execute_prompting`` (:func:`.prompting_turns.decode_execute`) and replayed as the
-  texts it gives (so are a generic prompting model's memory and web-search files);
+  texts it gives (so are a generic prompting model's memory and web-search files). Every other handler's
+  steps are decoded as its own ``decode_execute`` does (:func:`_step_decoder`): Gemini's and Nemotron's
+  prompting text unwrapped first (:func:`.handlers.unwrapped`); Nova's and Mistral-FC's only a list;
+  Gemini-FC's iterated, objects only; a handler with a decoder of its own by that method
+  (:func:`.decoder_guard.own_step`);
 * memory: a ``result`` that is not a list of one turn is ``agentic:inference_error``; otherwise the
   last step that does not decode to a call is the checked message (a list: its first item; anything
   not a text: as Python's ``str`` writes it), none when that step is empty (``no_last_message``). The
