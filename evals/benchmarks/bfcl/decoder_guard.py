@@ -21,11 +21,12 @@ clients and reads settings; the decoders read no instance state but ``is_fc_mode
 (Llama-3.1-FC's runs the whole text through it) bounded as above, after :func:`decoder_module` (the generic
 decoders some of them call). Each class was read in the pinned wheel: a function of the result alone (no
 I/O), its work linear in the text's size but for ``json.loads``, Python's parser and the bounded ``eval``.
-Left out, with the reason :func:`.handlers.decoding_for` gives (:data:`OWN_REFUSED`): the decoders whose
-``re.findall`` of a lazy ``.*?`` between tags backtracks in quadratic time on a text of many opening tags
-(Qwen-FC's, Granite-4's, Nanbeige's, Pelican-VL's, FunctionGemma's), and those whose module imports an SDK
-that is not a dependency here (Cohere's; MiniCPM-FC's ``datamodel_code_generator``); and the multi-turn files
-of Granite's (:data:`MULTI_TURN_REFUSED`).
+Qwen-FC's, Granite-4's, Nanbeige's and Pelican-VL's ``re.findall`` of a lazy ``.*?`` between ``<tool_call>``
+tags backtracks in quadratic time on a text of many opening tags (100 KB of them: seconds to minutes): their
+module's ``re`` is :class:`_LinearRe`, the same matches in linear time. Left out, with the reason
+:func:`.handlers.decoding_for` gives (:data:`OWN_REFUSED`): FunctionGemma's (a state-machine parser of its own,
+not yet read for its bounds) and those whose module imports an SDK that is not a dependency here (Cohere's;
+MiniCPM-FC's ``datamodel_code_generator``); and the multi-turn files of Granite's (:data:`MULTI_TURN_REFUSED`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import ast
 import functools
 import json
 import operator
+import re
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -45,16 +48,16 @@ MAX_BITS = 100_000  # an integer result's size (bits): 9**9**9 is refused before
 MAX_ITEMS = 1_000_000  # a text's, bytes' or sequence's length after + or *
 MAX_SOURCE = 100_000  # characters of one expression
 
+# the decoders whose re.findall of <tool_call>\n(.*?)\n</tool_call> runs as :class:`_LinearRe` (same matches)
+_TAGGED = frozenset({"QwenFCHandler", "Granite4FCHandler", "NanbeigeFCHandler", "PelicanVLFCHandler"})
 OWN_DECODERS = frozenset({
     "ArchHandler", "BitAgentHandler", "Falcon3FCHandler", "GLMHandler", "GorillaHandler", "Granite3FCHandler",
     "GraniteFunctionCallingHandler", "HammerHandler", "LlamaHandler_3_1", "MiningHandler", "PhiFCHandler",
-    "PhiHandler", "SalesforceLlamaHandler", "SalesforceQwenHandler", "ThinkAgentHandler",
+    "PhiHandler", "SalesforceLlamaHandler", "SalesforceQwenHandler", "ThinkAgentHandler", *_TAGGED,
 })
-_QUADRATIC = ("its decoder's regex (re.findall of a lazy .*? between tags) takes quadratic time on a text of many "
-              "opening tags, which an untrusted result file may hold")
 OWN_REFUSED = {
-    **dict.fromkeys(("QwenFCHandler", "Granite4FCHandler", "NanbeigeFCHandler", "PelicanVLFCHandler",
-                     "FunctionGemmaHandler"), _QUADRATIC),
+    "FunctionGemmaHandler": ("its decoder (a regex between call tokens, quadratic on many opening tokens, and a "
+                             "state-machine parser of its own) is not yet read for its bounds"),
     "CohereHandler": "its module imports the cohere SDK, not a dependency here",
     "MiniCPMFCHandler": "its module imports datamodel_code_generator, not a dependency here",
 }
@@ -64,6 +67,37 @@ MULTI_TURN_REFUSED = {
     "GraniteFunctionCallingHandler": "its decode_execute passes a reply's text that is not JSON on as a call, which "
                                      "BFCL's checker runs through Python's eval; the replay here runs plain calls only",
 }
+
+_TAG_PATTERNS = {r"<tool_call>\n(.*?)\n</tool_call>": ("<tool_call>\n", "\n</tool_call>")}
+
+
+class _LinearRe:
+    """The ``re`` the tagged decoders' modules see (:data:`_TAGGED`): its ``findall`` of a pattern of
+    :data:`_TAG_PATTERNS` with ``re.DOTALL`` gives ``re.findall``'s matches in linear time (the leftmost match
+    starts at the next opening tag, when any closing tag follows it, and ends at the first closing tag after it;
+    the search goes on after that), where the regex backtracks in quadratic time on many opening tags. Any other
+    pattern is not run (:class:`NotEvaluated`); every other name is the ``re`` module's."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re, name)
+
+    @staticmethod
+    def findall(pattern: Any, string: Any, flags: int = 0) -> list[str]:
+        tags = _TAG_PATTERNS.get(pattern) if flags == re.DOTALL else None
+        if tags is None:
+            raise NotEvaluated(f"not evaluated: a regex this guard does not run ({str(pattern)[:60]!r})")
+        if not isinstance(string, str):
+            raise TypeError(f"expected string or bytes-like object, got {type(string).__name__!r}")  # as re.findall
+        opening, closing = tags
+        found, at = [], 0
+        while (start := string.find(opening, at)) >= 0:
+            end = string.find(closing, start + len(opening))
+            if end < 0:
+                break
+            found.append(string[start + len(opening):end])
+            at = end + len(closing)
+        return found
+
 
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -181,9 +215,13 @@ def own_handler(handler: str, module: str, is_fc_model: bool) -> Any:
     from .wheel_code import import_with_project_root
 
     decoder_module()  # the generic decoders' eval, which some of these call, bounded first
-    found: ModuleType = import_with_project_root(module)
-    found.eval = bounded_eval  # type: ignore[attr-defined]  # the global its decoder looks up, not a builtin
-    cls = getattr(found, handler)
+    cls = getattr(import_with_project_root(module), handler)
+    for klass in cls.__mro__:  # the globals its decoders look up are their defining module's (a base's may differ)
+        defining = sys.modules[klass.__module__]
+        if klass.__name__ in OWN_DECODERS:
+            defining.eval = bounded_eval  # type: ignore[attr-defined]  # a global, found before the builtin
+        if klass.__name__ in _TAGGED:
+            defining.re = _LinearRe()  # type: ignore[attr-defined]  # what its _extract_tool_calls calls
     for method in ("decode_ast", "decode_execute"):
         owner = getattr(cls, method).__qualname__.split(".")[0]
         if owner not in OWN_DECODERS and owner not in ("OSSHandler", "OpenAICompletionsHandler"):

@@ -10,7 +10,7 @@ answers are committed (``fixtures/bfcl_own_decoders.json``), made by
 
     EVALS_DATA_DIR=... PYTHONPATH=. python tests/evals/benchmarks/bfcl/test_bfcl_results_own_decoders.py OUT_DIR
 
-The handlers whose decoders are left out say why, in one line.
+The handlers whose decoders are left out say why, in one line; the tagged decoders' regex runs in linear time.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ MODELS = (  # one registry model per handler class run here
     "Salesforce/xLAM-2-3b-fc-r", "Salesforce/Llama-xLAM-2-8b-fc-r", "microsoft/phi-4", "BitAgent/BitAgent-Bounty-8B",
     "THUDM/glm-4-9b-chat", "ibm-granite/granite-3.2-8b-instruct", "ThinkAgents/ThinkAgent-1B",
     "gorilla-openfunctions-v2", "tiiuae/Falcon3-7B-Instruct-FC", "DM-Cito-8B-v3", "katanemo/Arch-Agent-3B",
-    "microsoft/Phi-4-mini-instruct-FC",
+    "microsoft/Phi-4-mini-instruct-FC", "Qwen/Qwen3-8B-FC", "ibm-granite/granite-4.0-350m",
+    "Nanbeige/Nanbeige4-3B-Thinking-2511", "X-Humanoid/Pelican1.0-VL-30B-A3B-FC",
 )
 GRANITE = "ibm-granite/granite-20b-functioncalling"  # its multi-turn files are skipped, saying why
 SINGLE = ("simple_python", "multiple", "parallel", "irrelevance", "live_simple", "live_relevance")
@@ -66,6 +67,8 @@ def _shapes(calls: list[dict[str, Any]]) -> list[Any]:
         f"<think>hm</think>{listed}", "I cannot help with that.", "", None, 5,
         "[{'name': 'f', 'parameters': {'x': 2 * 3}}]",  # Llama-3.1's eval of operators: the value Python gives
         "<function_call> no json", '{"name": "no_function", "arguments": {}}',
+        "\n".join(f"<tool_call>\n{json.dumps(n)}\n</tool_call>" for n in named),  # Qwen-FC, Granite-4, ...
+        f"<tool_call>\n{listed}\n</tool_call>", "<tool_call>\n" * 50 + f"{listed}\n</tool_call>",
     ]
 
 
@@ -143,7 +146,7 @@ def test_the_committed_own_decoder_verdicts_hold_without_bfcls_venv(bfcl_code_da
 def test_the_decoders_left_out_are_refused_saying_why(bfcl_data):
     from evals.benchmarks.bfcl.handlers import decoding_for
 
-    for folder, why in (("Qwen_Qwen3-8B-FC", "quadratic time"), ("command-a-03-2025-FC", "cohere SDK"),
+    for folder, why in (("google_functiongemma-270m-it-FC", "state-machine"), ("command-a-03-2025-FC", "cohere SDK"),
                         ("openbmb_MiniCPM3-4B-FC", "datamodel_code_generator")):
         with pytest.raises(ValueError, match=why):
             decoding_for(folder)
@@ -163,6 +166,24 @@ def test_granites_multi_turn_files_are_skipped_saying_why(bfcl_data, tmp_path):
     imported = read_results(folder)
     assert list(imported.traces) == ["simple_python_0"]
     assert any("'multi_turn_base' is not served here" in w and "eval" in w for w in imported.warnings), imported.warnings
+
+
+def test_the_tagged_decoders_findall_gives_the_regexs_matches_in_linear_time():
+    import random
+    import re
+
+    from evals.benchmarks.bfcl.decoder_guard import _LinearRe
+
+    pattern = r"<tool_call>\n(.*?)\n</tool_call>"
+    rng = random.Random(11)
+    pieces = ["<tool_call>\n", "\n</tool_call>", "<tool_call>", "</tool_call>", "\n", "x", '{"a": 1}', "<tool_"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(9)))
+        assert _LinearRe().findall(pattern, text, re.DOTALL) == re.findall(pattern, text, re.DOTALL), text
+    assert _LinearRe().findall(pattern, "<tool_call>\n" * 20000, re.DOTALL) == []  # the regex: quadratic
+    assert _LinearRe().DOTALL == re.DOTALL
+    with pytest.raises(ValueError, match="does not run"):
+        _LinearRe().findall(r"(a+)+b", "aaa", re.DOTALL)
 
 
 def test_an_own_decoders_eval_runs_no_code(bfcl_data):
