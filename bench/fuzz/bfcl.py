@@ -70,6 +70,7 @@ MODELS: dict[str, str] = {
     "meta-llama/Llama-3.1-8B-Instruct-FC": "own",  # <|python_tag|>{"name", "parameters"}; ..., or a Python list (eval)
     "Salesforce/xLAM-2-3b-fc-r": "own",  # a JSON list, or objects joined by ";"
     "microsoft/phi-4": "own-prompting",  # Python call text, maybe after a ```python opening
+    "Qwen/Qwen3-8B-FC": "own",  # <tool_call>\n{"name", "arguments"}\n</tool_call> per call
 }
 WRAP = {"gemini-2.5-flash": "```tool_code\n{}\n```", "nvidia/llama-3.1-nemotron-ultra-253b-v1": "<TOOLCALL>{}</TOOLCALL>"}
 # the models whose multi-turn and memory files are drawn often (every model's are read; these cover each
@@ -78,7 +79,8 @@ WRAP = {"gemini-2.5-flash": "```tool_code\n{}\n```", "nvidia/llama-3.1-nemotron-
 MULTI_TURN_MODELS = ("gpt-4o-2024-11-20-FC", "claude-sonnet-4-5-20250929-FC", "Qwen/Qwen3-8B", "gpt-4o-2024-11-20",
                      "nova-pro-v1.0", "mistralai/Ministral-8B-Instruct-2410", "gemini-2.5-flash-FC", "gemini-2.5-flash",
                      "nvidia/llama-3.1-nemotron-ultra-253b-v1", "MadeAgents/Hammer2.1-3b",
-                     "meta-llama/Llama-3.1-8B-Instruct-FC", "Salesforce/xLAM-2-3b-fc-r", "microsoft/phi-4")
+                     "meta-llama/Llama-3.1-8B-Instruct-FC", "Salesforce/xLAM-2-3b-fc-r", "microsoft/phi-4",
+                     "Qwen/Qwen3-8B-FC")
 
 # BFCL's CSV (file, column) -> our metric (the cells whose "N/A" ours has as no value; data_live's "AST Summary"
 # and data_non_live's "Non-Live Overall Acc" are left out: BFCL prints one and not the other of the same score)
@@ -275,6 +277,9 @@ def _own(rng: random.Random, calls: list[dict[str, Any]], model: str) -> Any:
         if model == "Salesforce/xLAM-2-3b-fc-r":
             return named if rng.random() < 0.7 else "; ".join(json.dumps({"name": c["name"], "arguments": c["arguments"]})
                                                               for c in calls)
+        if model == "Qwen/Qwen3-8B-FC":
+            return "\n".join(f"<tool_call>\n{json.dumps({'name': c['name'], 'arguments': c['arguments']})}\n</tool_call>"
+                             for c in calls)
         if model == "meta-llama/Llama-3.1-8B-Instruct-FC":
             params = [{"name": c["name"], "parameters": c["arguments"]} for c in calls]
             if rng.random() < 0.5:
