@@ -4,7 +4,8 @@ Each case is one model folder, ``result/<model>/<group>/BFCL_v4_<category>_resul
 ``bfcl generate`` writes it), the model drawn from BFCL's registry across its handlers' shapes (FC with
 arguments as JSON text, with ``underscore_to_dot`` and without; FC with arguments as objects, Nova's,
 Mistral-FC's and Gemini-FC's; prompting with Python call text, Gemini's ````tool_code`` fence and
-Nemotron's ``<TOOLCALL>`` tags), over a random subset of categories and of each category's entries (the
+Nemotron's ``<TOOLCALL>`` tags; handlers with a decoder of their own, run as BFCL's own methods: Hammer,
+Llama-3.1-FC, xLAM, Phi, Qwen-FC), over a random subset of categories and of each category's entries (the
 grouped scores and Overall Acc are then BFCL's roundings over the counts the files hold). Each line is the
 entry's gold calls (bench/bench_bfcl_score.py's ``_write`` builds a folder the same way) or a mutation of
 them: a value changed, an argument dropped or added, int as float, a string as a list, strings with line
