@@ -24,8 +24,8 @@ I/O), its work linear in the text's size but for ``json.loads``, Python's parser
 Qwen-FC's, Granite-4's, Nanbeige's and Pelican-VL's ``re.findall`` of a lazy ``.*?`` between ``<tool_call>``
 tags backtracks in quadratic time on a text of many opening tags (100 KB of them: seconds to minutes): their
 module's ``re`` is :class:`_LinearRe`, the same matches in linear time. Left out, with the reason
-:func:`.handlers.decoding_for` gives (:data:`OWN_REFUSED`): FunctionGemma's (a state-machine parser of its own,
-not yet read for its bounds) and those whose module imports an SDK that is not a dependency here (Cohere's;
+:func:`.handlers.decoding_for` gives (:data:`OWN_REFUSED`): FunctionGemma's (its state-machine parser nests values
+as deep as the text's brackets, unbounded) and those whose module imports an SDK that is not a dependency here (Cohere's;
 MiniCPM-FC's ``datamodel_code_generator``); and the multi-turn files of Granite's (:data:`MULTI_TURN_REFUSED`).
 """
 
@@ -56,8 +56,9 @@ OWN_DECODERS = frozenset({
     "PhiHandler", "SalesforceLlamaHandler", "SalesforceQwenHandler", "ThinkAgentHandler", *_TAGGED,
 })
 OWN_REFUSED = {
-    "FunctionGemmaHandler": ("its decoder (a regex between call tokens, quadratic on many opening tokens, and a "
-                             "state-machine parser of its own) is not yet read for its bounds"),
+    "FunctionGemmaHandler": ("its parser nests values as deep as the text's brackets, without a bound ('{a:' and 10,000 '[' "
+                             "make a value no JSON writer takes back), and its regex between call tokens is "
+                             "quadratic on many opening tokens"),
     "CohereHandler": "its module imports the cohere SDK, not a dependency here",
     "MiniCPMFCHandler": "its module imports datamodel_code_generator, not a dependency here",
 }

@@ -23,7 +23,7 @@ That class decides the decoding (:data:`DECODINGS`):
 A handler with a decoder of its own that is none of these (Hammer, Granite, Llama-3.1-FC, xLAM, ...) is
 decoded by its own ``decode_ast`` (kinds ``fc-own`` and ``prompting-own``), BFCL's method run as
 :mod:`.decoder_guard` allows (:data:`.decoder_guard.OWN_DECODERS`: an instance made without ``__init__``, its
-module's ``eval`` bounded). The others (:data:`.decoder_guard.OWN_REFUSED`: a parser not yet read for its bounds, SDKs that are
+module's ``eval`` bounded). The others (:data:`.decoder_guard.OWN_REFUSED`: a parser without a depth bound, SDKs that are
 not installed) are not decoded: reading a folder of such a model names the handler and the reason and asks for
 ``--bfcl-model``, which takes a BFCL model name (its handler is used) or one of the kinds above (the FC kinds
 with ``underscore_to_dot``, as every FC API without ``.`` in names has it; ``prompting`` without).

@@ -146,7 +146,7 @@ def test_the_committed_own_decoder_verdicts_hold_without_bfcls_venv(bfcl_code_da
 def test_the_decoders_left_out_are_refused_saying_why(bfcl_data):
     from evals.benchmarks.bfcl.handlers import decoding_for
 
-    for folder, why in (("google_functiongemma-270m-it-FC", "state-machine"), ("command-a-03-2025-FC", "cohere SDK"),
+    for folder, why in (("google_functiongemma-270m-it-FC", "without a bound"), ("command-a-03-2025-FC", "cohere SDK"),
                         ("openbmb_MiniCPM3-4B-FC", "datamodel_code_generator")):
         with pytest.raises(ValueError, match=why):
             decoding_for(folder)
