@@ -63,7 +63,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,12 +149,18 @@ def decode_step(step: Any) -> list[dict[str, Any]] | None:
         return [] if not items else None  # a text's characters are not call objects
     if not isinstance(items, list):
         return None
+    return _calls(items, json_text=True)
+
+
+def _calls(items: Iterable[Any], json_text: bool) -> list[dict[str, Any]] | None:
+    """Every ``{name: arguments}`` of every item a call (``json_text``: a text value ``json.loads``-ed first);
+    None where an item is not an object or arguments are not one (BFCL's decoding raises there)."""
     calls = []
     for item in items:
         if not isinstance(item, dict):
             return None
         for name, value in item.items():
-            if isinstance(value, str):
+            if json_text and isinstance(value, str):
                 try:
                     value = json.loads(value)
                 except (ValueError, RecursionError):  # BFCL's runner skips a step whose decoding raises
@@ -209,17 +215,7 @@ def _gemini_fc_step(step: Any) -> list[dict[str, Any]] | None:
     """A step of Gemini's FC handler (its ``decode_execute``): the step iterated (a text's characters, an
     object's keys), each item's every ``{name: arguments}`` a call; arguments that are not an object (JSON text
     included: it is not read) do not decode."""
-    if not isinstance(step, str | dict | list):
-        return None
-    calls = []
-    for item in step:
-        if not isinstance(item, dict):
-            return None
-        for name, value in item.items():
-            if not isinstance(value, dict):
-                return None
-            calls.append({"name": name, "arguments": value})
-    return calls
+    return _calls(step, json_text=False) if isinstance(step, str | dict | list) else None
 
 
 def _turns(result: Any, where: str, decoding: Decoding = FC_TEXT) -> list[list[list[dict[str, Any]]]] | None:

@@ -47,3 +47,39 @@ def write_fixture(fixture: Path, out: Path, models: Iterable[str], crafted_folde
         answers[model] = bfcl_verdicts(VENV_PYTHON, root, model, root.parent, categories(model))["verdicts"]
     fixture.parent.mkdir(exist_ok=True)
     fixture.write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
+
+
+def write_rows(path: Path, rows: Sequence[tuple[str, Any]], ids: list[str]) -> None:
+    """A result file of ``{"id", "result"}`` lines; their ids added to ``ids``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"id": i, "result": r}) + "\n" for i, r in rows))
+    ids.extend(i for i, _ in rows)
+
+
+Crafter = Callable[[Path, str], list[str]]
+
+
+def equal_to_bfcl(bfcl_python: Path, tmp: Path, model: str, crafted_folder: Crafter, categories: Sequence[str],
+                  fixture: Path) -> tuple[dict[str, str], dict[str, Any]]:
+    """``model``'s crafted folder scored both ways: every verdict and every category's accuracy equal, and BFCL's
+    verdicts the committed ones; ours and our summary."""
+    root = tmp / "result"
+    ids = crafted_folder(root, model)
+    theirs = bfcl_verdicts(bfcl_python, root, model, tmp, categories)
+    got, summary = ours(root, model, tmp / "run")
+    assert got == {i: theirs["verdicts"][i] for i in ids}
+    assert theirs["scores"], "BFCL wrote no score file"
+    for category, header in theirs["scores"].items():
+        assert summary["metrics"][category] == round(100 * header["accuracy"], 2), category
+    assert json.loads(fixture.read_text())[model] == theirs["verdicts"]
+    return got, summary
+
+
+def equal_to_committed(tmp: Path, model: str, crafted_folder: Crafter, fixture: Path) -> dict[str, str]:
+    """``model``'s crafted folder scored by us: every verdict the committed one of BFCL; the committed verdicts."""
+    root = tmp / "result"
+    ids = crafted_folder(root, model)
+    got, _ = ours(root, model, tmp / "run")
+    committed: dict[str, str] = json.loads(fixture.read_text())[model]
+    assert got == {i: committed[i] for i in ids}
+    return committed

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from handler_folders import bfcl_verdicts, write_fixture
-from handler_folders import ours as scored
+from handler_folders import equal_to_bfcl, equal_to_committed, write_fixture
 
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
@@ -132,25 +131,13 @@ def _categories(model: str) -> list[str]:
 
 @pytest.mark.parametrize("model", list(MODELS))
 def test_every_handler_shape_gets_bfcls_own_verdicts_and_error_types(bfcl_data, bfcl_python, model, tmp_path):
-    root = tmp_path / "result"
-    ids = crafted_folder(root, model)
-    theirs = bfcl_verdicts(bfcl_python, root, model, tmp_path, _categories(model))
-    ours, summary = scored(root, model, tmp_path / "run")
-    assert ours == {i: theirs["verdicts"][i] for i in ids}
+    ours, _ = equal_to_bfcl(bfcl_python, tmp_path, model, crafted_folder, _categories(model), FIXTURE)
     assert len(set(ours.values())) >= 4  # right, and several kinds of wrong
-    assert theirs["scores"], "BFCL wrote no score file"
-    for category, header in theirs["scores"].items():
-        assert summary["metrics"][category] == round(100 * header["accuracy"], 2), category
-    committed = json.loads(FIXTURE.read_text())[model]
-    assert committed == theirs["verdicts"]
 
 
 @pytest.mark.parametrize("model", list(MODELS))
 def test_the_committed_bfcl_verdicts_hold_without_bfcls_venv(bfcl_data, model, tmp_path):
-    root = tmp_path / "result"
-    ids = crafted_folder(root, model)
-    ours, _ = scored(root, model, tmp_path / "run")
-    assert ours == {i: json.loads(FIXTURE.read_text())[model][i] for i in ids}
+    equal_to_committed(tmp_path, model, crafted_folder, FIXTURE)
 
 
 def main() -> None:

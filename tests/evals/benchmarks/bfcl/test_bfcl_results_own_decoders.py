@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from handler_folders import bfcl_verdicts, write_fixture
-from handler_folders import ours as scored
+from handler_folders import equal_to_bfcl, equal_to_committed, write_fixture, write_rows
 
 from evals.benchmarks.bfcl.agentic import read_memory
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
@@ -86,9 +85,7 @@ def crafted_folder(root: Path, model: str) -> list[str]:
     n = sum(map(ord, model))  # each model starts the shapes at another place
 
     def write(path: Path, rows: list[tuple[str, Any]]) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("".join(json.dumps({"id": i, "result": r}) + "\n" for i, r in rows))
-        ids.extend(i for i, _ in rows)
+        write_rows(path, rows, ids)
 
     for category in SINGLE:
         rows = []
@@ -123,23 +120,12 @@ def _categories(model: str) -> list[str]:
 
 @pytest.mark.parametrize("model", MODELS)
 def test_own_decoders_give_bfcls_own_verdicts_and_error_types(bfcl_code_data, bfcl_python, model, tmp_path):
-    root = tmp_path / "result"
-    ids = crafted_folder(root, model)
-    theirs = bfcl_verdicts(bfcl_python, root, model, tmp_path, _categories(model))
-    ours, summary = scored(root, model, tmp_path / "run")
-    assert ours == {i: theirs["verdicts"][i] for i in ids}
-    for category, header in theirs["scores"].items():
-        assert summary["metrics"][category] == round(100 * header["accuracy"], 2), category
-    assert json.loads(FIXTURE.read_text())[model] == theirs["verdicts"]
+    equal_to_bfcl(bfcl_python, tmp_path, model, crafted_folder, _categories(model), FIXTURE)
 
 
 @pytest.mark.parametrize("model", MODELS)
 def test_the_committed_own_decoder_verdicts_hold_without_bfcls_venv(bfcl_code_data, model, tmp_path):
-    root = tmp_path / "result"
-    ids = crafted_folder(root, model)
-    ours, _ = scored(root, model, tmp_path / "run")
-    committed = json.loads(FIXTURE.read_text())[model]
-    assert ours == {i: committed[i] for i in ids}
+    committed = equal_to_committed(tmp_path, model, crafted_folder, FIXTURE)
     assert "" in committed.values() and len(set(committed.values())) >= 3  # right, and kinds of wrong
 
 
