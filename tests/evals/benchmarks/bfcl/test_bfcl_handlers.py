@@ -39,6 +39,7 @@ MODELS = {
     "Qwen/Qwen3-8B": "prompting",  # QwenHandler (OSSHandler's decoder)
     "gemini-2.5-flash": "prompting",  # GeminiHandler, prompting: its ```tool_code fence dropped
     "nvidia/llama-3.1-nemotron-ultra-253b-v1": "prompting",  # NemotronHandler: calls inside <TOOLCALL>
+    "microsoft/phi-4": "prompting",  # PhiHandler: its own decoder (a ```json / ```python opening dropped), run
 }
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance", "live_simple", "live_parallel_multiple",
               "live_relevance")
