@@ -181,6 +181,7 @@ def _handler_modules(wheel: Path) -> dict[str, str]:
             if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
 
 
+@functools.cache  # asked once per result line
 def own_handler(decoding: Decoding) -> Any:
     """The handler whose own decoders decode ``decoding``'s results (:func:`.decoder_guard.own_handler`)."""
     from .decoder_guard import own_handler as made
