@@ -244,6 +244,19 @@ def own_step(handler: Any, step: Any) -> list[dict[str, Any]] | None:
         texts = handler.decode_execute(step, has_tool_call_tag=False)
         if empty(texts):
             return []
-        return [{"name": str(t).split("(", 1)[0], "arguments": {}, "text": str(t)} for t in texts]
+        return [{**_shown_call(str(t)), "text": str(t)} for t in texts]
     except Exception:  # noqa: BLE001 - BFCL's runner drops a step whose decoding raises
         return None
+
+
+def _shown_call(text: str) -> dict[str, Any]:
+    """``{"name", "arguments"}`` of a call text as the trace shows it (its literal keyword arguments; ``{}`` and the
+    text before ``(`` when it is not such a call); the checker runs the text itself."""
+    try:
+        node = ast.parse(text, mode="eval").body
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.args:
+            arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg is not None}
+            return {"name": node.func.id, "arguments": json_arguments(arguments)[0]}
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
+        pass
+    return {"name": text.split("(", 1)[0], "arguments": {}}

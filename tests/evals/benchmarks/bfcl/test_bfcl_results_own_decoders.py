@@ -190,3 +190,15 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def test_an_own_decoders_multi_turn_step_shows_its_calls_arguments(bfcl_data):
+    from evals.benchmarks.bfcl.decoder_guard import own_step
+    from evals.benchmarks.bfcl.handlers import decoding_for, own_handler
+
+    hammer = own_handler(decoding_for("MadeAgents_Hammer2.1-3b"))
+    step = own_step(hammer, json.dumps([{"name": "cd", "arguments": {"folder": "a b"}}, {"name": "ls", "arguments": {}}]))
+    assert step == [{"name": "cd", "arguments": {"folder": "a b"}, "text": "cd(folder='a b')"},
+                    {"name": "ls", "arguments": {}, "text": "ls()"}]
+    assert own_step(hammer, "not json") == []  # Hammer reads it as no call (BFCL's is_empty_execute_response)
+    assert own_step(hammer, 5) is None  # its decoder raises: the step is dropped, as BFCL's runner drops it
