@@ -4,13 +4,14 @@ Each case is one model folder, ``result/<model>/<group>/BFCL_v4_<category>_resul
 ``bfcl generate`` writes it), the model drawn from BFCL's registry across its handlers' shapes (FC with
 arguments as JSON text, with ``underscore_to_dot`` and without; FC with arguments as objects, Nova's,
 Mistral-FC's and Gemini-FC's; prompting with Python call text, Gemini's ````tool_code`` fence and
-Nemotron's ``<TOOLCALL>`` tags), over a random subset of categories and of each category's entries (the
+Nemotron's ``<TOOLCALL>`` tags; handlers with a decoder of their own, run as BFCL's own methods: Hammer,
+Llama-3.1-FC, xLAM, Phi, Qwen-FC), over a random subset of categories and of each category's entries (the
 grouped scores and Overall Acc are then BFCL's roundings over the counts the files hold). Each line is the
 entry's gold calls (bench/bench_bfcl_score.py's ``_write`` builds a folder the same way) or a mutation of
 them: a value changed, an argument dropped or added, int as float, a string as a list, strings with line
 breaks, quotes and Unicode, empty lists, calls dropped, reversed or repeated, the calls in the other
 handler's shape, a text reply, text that does not decode, arguments nested deep, a result that is not a
-list; a line given twice; multi-turn entries (FC JSON text and prompting models) with turns dropped,
+list; a line given twice; multi-turn entries (every handler's step shape) with turns dropped,
 added, emptied or changed; memory_kv and memory_rec_sum answers (the reply with or without the answer,
 calls before or after it, no reply); format_sensitivity for the prompting models.
 
@@ -65,10 +66,22 @@ MODELS: dict[str, str] = {
     "meta-llama/Llama-3.1-8B-Instruct": "prompting",  # LlamaHandler
     "gemini-2.5-flash": "prompting",  # GeminiHandler prompting: its ```tool_code fence dropped
     "nvidia/llama-3.1-nemotron-ultra-253b-v1": "prompting",  # NemotronHandler: calls inside <TOOLCALL>
+    # handlers with a decoder of their own, run as BFCL's own methods (evals.benchmarks.bfcl.decoder_guard)
+    "MadeAgents/Hammer2.1-3b": "own",  # a JSON list of {"name", "arguments"}, maybe in a fence
+    "meta-llama/Llama-3.1-8B-Instruct-FC": "own",  # <|python_tag|>{"name", "parameters"}; ..., or a Python list (eval)
+    "Salesforce/xLAM-2-3b-fc-r": "own",  # a JSON list, or objects joined by ";"
+    "microsoft/phi-4": "own-prompting",  # Python call text, maybe after a ```python opening
+    "Qwen/Qwen3-8B-FC": "own",  # <tool_call>\n{"name", "arguments"}\n</tool_call> per call
 }
 WRAP = {"gemini-2.5-flash": "```tool_code\n{}\n```", "nvidia/llama-3.1-nemotron-ultra-253b-v1": "<TOOLCALL>{}</TOOLCALL>"}
-# the models whose multi-turn files are read here (BFCL's FC decode_execute on JSON text; the generic prompting one)
-MULTI_TURN_MODELS = ("gpt-4o-2024-11-20-FC", "claude-sonnet-4-5-20250929-FC", "Qwen/Qwen3-8B", "gpt-4o-2024-11-20")
+# the models whose multi-turn and memory files are drawn often (every model's are read; these cover each
+# handler's decode_execute: FC on JSON text, FC on objects (Nova's, Mistral-FC's, Gemini-FC's), the generic
+# prompting one, Gemini's tool_code fence and Nemotron's <TOOLCALL> tags)
+MULTI_TURN_MODELS = ("gpt-4o-2024-11-20-FC", "claude-sonnet-4-5-20250929-FC", "Qwen/Qwen3-8B", "gpt-4o-2024-11-20",
+                     "nova-pro-v1.0", "mistralai/Ministral-8B-Instruct-2410", "gemini-2.5-flash-FC", "gemini-2.5-flash",
+                     "nvidia/llama-3.1-nemotron-ultra-253b-v1", "MadeAgents/Hammer2.1-3b",
+                     "meta-llama/Llama-3.1-8B-Instruct-FC", "Salesforce/xLAM-2-3b-fc-r", "microsoft/phi-4",
+                     "Qwen/Qwen3-8B-FC")
 
 # BFCL's CSV (file, column) -> our metric (the cells whose "N/A" ours has as no value; data_live's "AST Summary"
 # and data_non_live's "Non-Live Overall Acc" are left out: BFCL prints one and not the other of the same score)
@@ -246,7 +259,37 @@ def _prompting(rng: random.Random, calls: list[dict[str, Any]], fmt: str, tag: b
         text = _text(calls, rng.choice(["python", "json"]), not tag) if rng.random() < 0.5 else f"```\n{text}\n```"
     elif r < 0.1:
         text = text[1:-1]
+    return _wrapped(rng, text, model)
+
+
+def _wrapped(rng: random.Random, text: str, model: str) -> str:
+    """A prompting model's text in its handler's wrapping (Gemini's fence, Nemotron's tags), now and then not."""
     return WRAP.get(model, "{}").format(text) if rng.random() < 0.95 else text
+
+
+def _own(rng: random.Random, calls: list[dict[str, Any]], model: str) -> Any:
+    """``calls`` as the handler with a decoder of its own reads them (or, now and then, another one's shape)."""
+    if rng.random() < 0.1:
+        model = rng.choice([m for m, k in MODELS.items() if k.startswith("own")])
+    try:
+        named = json.dumps([{"name": c["name"], "arguments": c["arguments"]} for c in calls])
+        if model == "MadeAgents/Hammer2.1-3b":
+            return named if rng.random() < 0.7 else f"```\n{named}\n```"
+        if model == "Salesforce/xLAM-2-3b-fc-r":
+            return named if rng.random() < 0.7 else "; ".join(json.dumps({"name": c["name"], "arguments": c["arguments"]})
+                                                              for c in calls)
+        if model == "Qwen/Qwen3-8B-FC":
+            return "\n".join(f"<tool_call>\n{json.dumps({'name': c['name'], 'arguments': c['arguments']})}\n</tool_call>"
+                             for c in calls)
+        if model == "meta-llama/Llama-3.1-8B-Instruct-FC":
+            params = [{"name": c["name"], "parameters": c["arguments"]} for c in calls]
+            if rng.random() < 0.5:
+                return "<|python_tag|>" + "; ".join(json.dumps(p) for p in params)
+            return repr(params)  # read by its eval (bounded here)
+        text = _text(calls, "python", False)
+        return text if rng.random() < 0.6 else f"```python\n{text}"  # Phi
+    except (ValueError, RecursionError):  # too deep or too long to write
+        return "[" * 1100 + "]" * 1100
 
 
 def _gold(entry: BfclEntry, served: bool) -> list[dict[str, Any]]:
@@ -265,6 +308,8 @@ def _single(rng: random.Random, entry: BfclEntry, model: str, p_wrong: float) ->
     calls = _gold(entry, served=kind != "prompting" and rng.random() < 0.9)
     if rng.random() < p_wrong:
         calls = _mutate_calls(rng, calls)
+    if kind.startswith("own"):
+        return _own(rng, calls, model)
     if kind == "prompting":
         fmt, tag = entry_format(entry)
         return _prompting(rng, calls, fmt, tag, model)
@@ -278,10 +323,15 @@ def _multi(rng: random.Random, steps: list[list[dict[str, Any]]], model: str, p_
     for calls in steps:
         if rng.random() < p_wrong:
             calls = _mutate_calls(rng, calls)
-        if MODELS[model] == "prompting":
-            step: Any = _text(calls, "python", False) if calls else "Done."
+        kind = MODELS[model]
+        if not calls:
+            step: Any = "Done."
+        elif kind.startswith("own"):
+            step = _own(rng, calls, model)
+        elif kind == "prompting":
+            step = _wrapped(rng, _text(calls, "python", False), model)
         else:
-            step = [{c["name"]: _json_text(rng, c["arguments"])} for c in calls] if calls else "Done."
+            step = _fc(rng, calls, kind == "fc-json-text")
         turn: Any = [step]
         if rng.random() < 0.1:
             turn.append(rng.choice(["Done.", [], "", {}]))
@@ -300,9 +350,11 @@ def _memory(rng: random.Random, answer: str, model: str) -> Any:
     """A memory ``result``: one turn of steps, the last a reply with (or without) the answer."""
     if rng.random() < 0.05:
         return _text_reply(rng)
-    prompting = MODELS[model] == "prompting"
-    call: Any = "[core_memory_list_keys()]" if prompting else [{"core_memory_list_keys": "{}"}]
-    reply = rng.choice([f"It is {answer}.", answer.upper(), f"The answer: {_odd_string(rng, answer)}", "I do not know.",
+    kind = MODELS[model]
+    calls = [{"name": "core_memory_list_keys", "arguments": {}}]
+    call: Any = _wrapped(rng, "[core_memory_list_keys()]", model) if kind == "prompting" else \
+        _own(rng, calls, model) if kind.startswith("own") else _fc(rng, calls, kind == "fc-json-text")
+    reply = rng.choice([f"It is {answer}.", answer.upper(), WRAP.get(model, "{}").format(answer), f"The answer: {_odd_string(rng, answer)}", "I do not know.",
                         "", str({"answer": answer}), f"{answer[:-1]}", f"'{answer}'", f"({answer})"])
     steps: list[Any] = [call] * rng.choice([0, 1, 2]) + [reply]
     r = rng.random()
@@ -338,8 +390,8 @@ def _pick(rng: random.Random, items: list[Any]) -> list[Any]:
 def generate(rng: random.Random, case_dir: Path) -> Path:
     model = rng.choice(list(MODELS))
     kind = MODELS[model]
-    categories = [c for c in SINGLE_TURN if not (kind == "prompting" and c in ("simple_java", "simple_javascript"))]
-    # multi-turn: the shapes read here mostly; another handler's now and then (ours lists and skips the file)
+    categories = [c for c in SINGLE_TURN if not (kind in ("prompting", "own-prompting") and c in ("simple_java", "simple_javascript"))]
+    # multi-turn and memory: mostly for the models whose handlers' decode_execute differ (MULTI_TURN_MODELS)
     categories += [c for c in MULTI_TURN if rng.random() < (0.3 if model in MULTI_TURN_MODELS else 0.05)]
     categories += [c for c in MEMORY if rng.random() < (0.3 if model in MULTI_TURN_MODELS else 0.05)]
     if kind == "prompting" and rng.random() < 0.2:

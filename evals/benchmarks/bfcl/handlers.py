@@ -20,11 +20,13 @@ That class decides the decoding (:data:`DECODINGS`):
   wheel (Gemini's prompting mode first drops its ````tool_code`` fence; Nemotron reads the text inside
   its ``<TOOLCALL>`` tags, none meaning no call).
 
-A handler with a decoder of its own that is none of these (Hammer, Granite, the Qwen/Llama-3.1 FC
-ones, whose decoders run the model's text through Python's ``eval``, ...) is not decoded: reading a
-folder of such a model names the handler and asks for ``--bfcl-model``, which takes a BFCL model name
-(its handler is used) or one of the kinds above (the FC kinds with ``underscore_to_dot``, as every FC
-API without ``.`` in names has it; ``prompting`` without).
+A handler with a decoder of its own that is none of these (Hammer, Granite, Llama-3.1-FC, xLAM, ...) is
+decoded by its own ``decode_ast`` (kinds ``fc-own`` and ``prompting-own``), BFCL's method run as
+:mod:`.decoder_guard` allows (:data:`.decoder_guard.OWN_DECODERS`: an instance made without ``__init__``, its
+module's ``eval`` bounded). The others (:data:`.decoder_guard.OWN_REFUSED`: a parser without a depth bound, SDKs that are
+not installed) are not decoded: reading a folder of such a model names the handler and the reason and asks for
+``--bfcl-model``, which takes a BFCL model name (its handler is used) or one of the kinds above (the FC kinds
+with ``underscore_to_dot``, as every FC API without ``.`` in names has it; ``prompting`` without).
 
 What a decoding raises is BFCL's ``decoder_failed``: :func:`decode` raises :class:`Undecodable` (a
 ``RecursionError`` included, as BFCL's ``except Exception`` catches it).
@@ -35,7 +37,6 @@ from __future__ import annotations
 import ast
 import functools
 import json
-import re
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ from typing import Any
 from .data import verified_wheel
 
 __all__ = ["DECODINGS", "KINDS", "Decoding", "Undecodable", "bfcl_code", "decode", "decoding_for", "fc_format",
-           "registry"]
+           "own_handler", "registry", "unwrapped"]
 
 KINDS = ("fc-json-text", "fc-object", "prompting")
 # the class whose decode_ast a handler runs -> (its decoding in FC mode, in prompting mode)
@@ -75,6 +76,7 @@ class Decoding:
     underscore_to_dot: bool
     source: str  # "BFCL model NAME (handler CLASS)" or "kind KIND"
     name: str = ""  # what --bfcl-model takes to choose it again: the registry name or the kind
+    handler: str = ""  # kinds fc-own / prompting-own: the handler class whose own decoders run
 
     @property
     def prompting(self) -> bool:
@@ -155,12 +157,37 @@ def registry(wheel: Path | None = None) -> dict[str, RegistryEntry]:
 
 
 def _of_entry(entry: RegistryEntry) -> Decoding:
+    from .decoder_guard import OWN_DECODERS, OWN_REFUSED
+
     kinds = DECODINGS.get(entry.decoder or "")
     source = f"BFCL model {entry.name} (handler {entry.handler})"
+    if kinds is None and entry.decoder in OWN_DECODERS:  # its own decode_ast / decode_execute, run guarded
+        kinds = ("fc-own", "prompting-own")
     if kinds is None:
-        raise ValueError(f"{source} decodes with {entry.decoder or 'a decoder'} of its own, which is not read here; "
-                         f"give --bfcl-model a kind ({', '.join(KINDS)}) or another BFCL model to decode as")
-    return Decoding(kinds[0] if entry.is_fc_model else kinds[1], entry.underscore_to_dot, source, entry.name)
+        why = OWN_REFUSED.get(entry.decoder or "", "not read here")
+        raise ValueError(f"{source} decodes with {entry.decoder or 'a decoder'} of its own, which is not run on result "
+                         f"files: {why}; give --bfcl-model a kind ({', '.join(KINDS)}) or another BFCL model to "
+                         "decode as")
+    return Decoding(kinds[0] if entry.is_fc_model else kinds[1], entry.underscore_to_dot, source, entry.name,
+                    entry.handler if kinds[0] == "fc-own" else "")
+
+
+@functools.cache
+def _handler_modules(wheel: Path) -> dict[str, str]:
+    """Every handler class the registry names -> its module (the registry module's imports)."""
+    with zipfile.ZipFile(wheel) as archive:
+        tree = ast.parse(archive.read(_CONFIG))
+    return {alias.asname or alias.name: node.module for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+
+
+@functools.cache  # asked once per result line
+def own_handler(decoding: Decoding) -> Any:
+    """The handler whose own decoders decode ``decoding``'s results (:func:`.decoder_guard.own_handler`)."""
+    from .decoder_guard import own_handler as made
+
+    module = _handler_modules(verified_wheel().resolve())[decoding.handler]
+    return made(decoding.handler, module, decoding.kind == "fc-own")
 
 
 def decoding_for(folder: str, chosen: str | None = None, wheel: Path | None = None) -> Decoding:
@@ -216,9 +243,33 @@ def _fc_object(result: Any) -> Any:
     return result
 
 
-def _in_toolcall(result: Any, return_format: Any, tag: bool, prompting: Callable[..., Any]) -> Any:
-    match = re.search(r"<TOOLCALL>(.*?)</TOOLCALL>", result, re.DOTALL)
-    return prompting(match.group(1), return_format, tag) if match else []
+_OPEN, _CLOSE = "<TOOLCALL>", "</TOOLCALL>"
+
+
+def _in_toolcall(text: str) -> str | None:
+    """``re.search(r"<TOOLCALL>(.*?)</TOOLCALL>", text, re.DOTALL).group(1)`` (Nemotron's), None where it finds
+    nothing, in linear time: the leftmost match starts at the first opening tag (when that one has no closing
+    tag after it, no later one has) and ends at the first closing tag after it. The regex itself backtracks in
+    quadratic time on many opening tags (100 KB of them: 22 s)."""
+    if not isinstance(text, str):
+        raise TypeError(f"expected string or bytes-like object, got {type(text).__name__!r}")  # as re.search
+    start = text.find(_OPEN)
+    if start < 0:
+        return None
+    end = text.find(_CLOSE, start + len(_OPEN))
+    return None if end < 0 else text[start + len(_OPEN):end]
+
+
+def unwrapped(kind: str, result: Any) -> str | None:
+    """A prompting reply as the handler of ``kind`` hands it to BFCL's generic decoders (both its ``decode_ast``
+    and its ``decode_execute`` do the same): Gemini's (``prompting-tool-code``) without its ````tool_code``
+    fence, Nemotron's (``prompting-in-toolcall``) the text inside its first ``<TOOLCALL>`` tags (None: there
+    are none, which decodes to no call). Raises where the handler raises (a value that is not a text)."""
+    if kind == "prompting-tool-code":
+        return str(result.replace("```tool_code\n", "").replace("\n```", ""))
+    if kind == "prompting-in-toolcall":
+        return _in_toolcall(result)
+    raise ValueError(f"{kind!r} is no prompting kind with a wrapping of its own")
 
 
 def decode(decoding: Decoding, result: Any, return_format: str = "python", has_tool_call_tag: bool = False) -> Any:
@@ -236,10 +287,12 @@ def decode(decoding: Decoding, result: Any, return_format: str = "python", has_t
         code = bfcl_code()
         prompting = code["prompting"]
         fmt = code["ReturnFormat"](return_format)
-        if decoding.kind == "prompting-tool-code":
-            return prompting(result.replace("```tool_code\n", "").replace("\n```", ""), fmt, has_tool_call_tag)
-        if decoding.kind == "prompting-in-toolcall":
-            return _in_toolcall(result, fmt, has_tool_call_tag, prompting)
+        if decoding.handler:  # a handler's own decode_ast (:mod:`.decoder_guard`)
+            return own_handler(decoding).decode_ast(result, fmt, has_tool_call_tag)
+        if decoding.kind != "prompting":
+            result = unwrapped(decoding.kind, result)
+            if result is None:
+                return []
         return prompting(result, fmt, has_tool_call_tag)
     except Undecodable:
         raise

@@ -26,7 +26,7 @@ has no string ``id`` or no ``result``, an id of another category or that the cat
 id given twice.
 
 Multi-turn and memory files (``result/<model>/multi_turn/``, ``result/<model>/agentic/memory/<backend>/``),
-read for an FC model with JSON-text arguments, hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
+for an FC model with JSON-text arguments, hold what BFCL's ``inference_multi_turn_FC`` records: ``result`` is, per user turn, the model's steps
 (one per response), each the decoded calls (a list of ``{name: arguments as JSON text}``) or the reply's
 text; an inference error is the error's text. Each step is decoded as BFCL's eval runner decodes it
 with an FC handler's ``decode_execute`` (``convert_to_function_call``: a lone object is one item;
@@ -40,7 +40,11 @@ else does not decode), and it is scored as a live episode is:
   then run again on fresh backends (:mod:`.multi_turn_checker`). A generic prompting model's multi-turn
   file (each step the reply's text) is read the same way, each step decoded by BFCL's own
   ``default_decode_execute_prompting`` (:func:`.prompting_turns.decode_execute`) and replayed as the
-  texts it gives (so are a generic prompting model's memory and web-search files);
+  texts it gives (so are a generic prompting model's memory and web-search files). Every other handler's
+  steps are decoded as its own ``decode_execute`` does (:func:`_step_decoder`): Gemini's and Nemotron's
+  prompting text unwrapped first (:func:`.handlers.unwrapped`); Nova's and Mistral-FC's only a list;
+  Gemini-FC's iterated, objects only; a handler with a decoder of its own by that method
+  (:func:`.decoder_guard.own_step`);
 * memory: a ``result`` that is not a list of one turn is ``agentic:inference_error``; otherwise the
   last step that does not decode to a call is the checked message (a list: its first item; anything
   not a text: as Python's ``str`` writes it), none when that step is empty (``no_last_message``). The
@@ -56,9 +60,10 @@ BFCL's own ``bfcl evaluate`` (:mod:`.export`: the model folder, token counts and
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +89,9 @@ from .handlers import (
     decoding_for,
     fc_format,
     language_format,
+    own_handler,
     split_calls,
+    unwrapped,
 )
 from .multi_turn import MultiTurnEntry, load_multi_turn
 from .multi_turn_checker import cancel_prefetch, prefetch
@@ -142,12 +149,18 @@ def decode_step(step: Any) -> list[dict[str, Any]] | None:
         return [] if not items else None  # a text's characters are not call objects
     if not isinstance(items, list):
         return None
+    return _calls(items, json_text=True)
+
+
+def _calls(items: Iterable[Any], json_text: bool) -> list[dict[str, Any]] | None:
+    """Every ``{name: arguments}`` of every item a call (``json_text``: a text value ``json.loads``-ed first);
+    None where an item is not an object or arguments are not one (BFCL's decoding raises there)."""
     calls = []
     for item in items:
         if not isinstance(item, dict):
             return None
         for name, value in item.items():
-            if isinstance(value, str):
+            if json_text and isinstance(value, str):
                 try:
                     value = json.loads(value)
                 except (ValueError, RecursionError):  # BFCL's runner skips a step whose decoding raises
@@ -166,13 +179,43 @@ def _iterated(value: Any, where: str, what: str) -> list[Any]:
 
 
 def _step_decoder(decoding: Decoding) -> Callable[[Any], list[dict[str, Any]] | None]:
-    """How a step of a multi-turn result is decoded: an FC handler's ``decode_execute``, or the generic prompting
-    handlers' (BFCL's own ``default_decode_execute_prompting``, :func:`.prompting_turns.decode_execute`)."""
-    if decoding.kind == "prompting":
+    """How a step of a multi-turn, memory or web-search result is decoded: as the model's handler's
+    ``decode_execute`` decodes it (module docstring)."""
+    if decoding.handler:  # the handler's own decode_execute (:mod:`.decoder_guard`)
+        from .decoder_guard import own_step
+
+        return functools.partial(own_step, own_handler(decoding))
+    if decoding.prompting:
         from .prompting_turns import decode_execute
 
-        return decode_execute
-    return decode_step
+        if decoding.kind == "prompting":
+            return decode_execute
+        return functools.partial(_unwrapped_step, decoding.kind, decode_execute)
+    return {"fc-object": _object_step, "fc-object-or-one": _gemini_fc_step}.get(decoding.kind, decode_step)
+
+
+def _unwrapped_step(kind: str, decode_execute: Callable[[Any], list[dict[str, Any]] | None],
+                    step: Any) -> list[dict[str, Any]] | None:
+    """A step of Gemini's or Nemotron's prompting handler: its text unwrapped as the handler does
+    (:func:`.handlers.unwrapped`: none inside ``<TOOLCALL>`` tags is no call), then BFCL's generic decoding."""
+    try:
+        text = unwrapped(kind, step)
+    except Exception:  # noqa: BLE001 - the handler raises on a value that is not a text: BFCL skips the step
+        return None
+    return [] if text is None else decode_execute(text)
+
+
+def _object_step(step: Any) -> list[dict[str, Any]] | None:
+    """A step of an FC handler storing arguments as objects (Nova, Mistral-FC): not a list does not decode,
+    else ``convert_to_function_call`` as for JSON text."""
+    return decode_step(step) if isinstance(step, list) else None
+
+
+def _gemini_fc_step(step: Any) -> list[dict[str, Any]] | None:
+    """A step of Gemini's FC handler (its ``decode_execute``): the step iterated (a text's characters, an
+    object's keys), each item's every ``{name: arguments}`` a call; arguments that are not an object (JSON text
+    included: it is not read) do not decode."""
+    return _calls(step, json_text=False) if isinstance(step, str | dict | list) else None
 
 
 def _turns(result: Any, where: str, decoding: Decoding = FC_TEXT) -> list[list[list[dict[str, Any]]]] | None:
@@ -276,6 +319,7 @@ def _trace(entry_id: str, category: str, result: Any, where: str, source: str,
 
 
 _SHAPES = {"fc-json-text": "a list of {function name: arguments as JSON text}",
+           "fc-own": "what its own decoder reads", "prompting-own": "what its own decoder reads",
            "fc-object": "a list of {function name: {arguments}}",
            "fc-object-or-one": "a list of {function name: {arguments}}"}
 
@@ -288,10 +332,10 @@ def _skip_reason(category: str, decoding: Decoding) -> str | None:
         return "no BFCL v4 category of that name"
     if category == FORMAT_SENSITIVITY and not decoding.prompting:
         return "BFCL scores it only for prompting models (it skips it for FC ones)"
-    if category in MULTI_TURN + AGENTIC and decoding.kind == "prompting":
-        return None  # the generic prompting handlers' decode_execute (:mod:`.prompting_turns`)
-    if category in MULTI_TURN + AGENTIC and decoding.kind != "fc-json-text":
-        return f"its steps are read only as an FC handler with JSON-text arguments writes them, not as {decoding.kind}"
+    if decoding.handler and category in MULTI_TURN:
+        from .decoder_guard import MULTI_TURN_REFUSED
+
+        return MULTI_TURN_REFUSED.get(decoding.handler)
     return None
 
 
@@ -428,7 +472,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
         if "relevance" not in category and 2 * len(noted["undecoded"]) > len(got):
             warnings.append(f"{file}: {len(noted['undecoded'])} of {len(got)} results do not decode as "
                             f"{decoding.source} decodes them ({_SHAPES.get(decoding.kind, 'the text of calls')}"
-                            f"{', in ' + language_format(category) + ' call syntax' if decoding.prompting else ''}): "
+                            f"{', in ' + language_format(category) + ' call syntax' if decoding.prompting and not decoding.handler else ''}): "
                             "check --bfcl-model; they count as BFCL counts them (ast_decoder errors)")
     if blank:
         warnings.append(f"blank lines ({_shown(blank)}): bfcl evaluate stops at the first (json.loads of an empty "

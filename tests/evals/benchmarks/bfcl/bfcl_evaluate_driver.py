@@ -11,8 +11,9 @@ and lock folders under ``BFCL_PROJECT_ROOT`` (a temporary one when it is not set
 ``csv``, {CSV file: {column: cell}} of the model's row of each CSV BFCL wrote; ``scores``, the
 ``*_score.json`` headers ({category: {"accuracy", "correct_count", "total_count"}}); ``verdicts``, {id:
 error type, or "" when right} of every entry of the result files (each score file lists the entries that
-failed). Used by ``test_bfcl_export_evaluate.py`` (an exported run) and ``test_bfcl_handlers.py`` (crafted
-result folders of seven registry models).
+failed). Used by ``test_bfcl_export_evaluate.py`` (an exported run), by ``handler_folders.py`` for
+``test_bfcl_handlers.py``, ``test_bfcl_results_handler_episodes.py`` and ``test_bfcl_results_own_decoders.py``
+(crafted result folders of eight, four and 19 registry models) and by the fuzzer (bench/fuzz/bfcl.py).
 
 What runs is BFCL's code, the real model registry and handler classes included. The venv holds bfcl-eval
 without its dependencies (the model SDKs, numpy, pandas...): a module that cannot be found is a stand-in

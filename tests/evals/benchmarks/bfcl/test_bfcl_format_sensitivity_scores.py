@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_bfcl_handlers import DRIVER, _ours
+from handler_folders import DRIVER
+from handler_folders import ours as _ours
 
 from evals.benchmarks.bfcl.format_sensitivity import configs, load_format_sensitivity
 from evals.benchmarks.bfcl.metrics import FORMAT_CONFIGS, config_metric

@@ -15,12 +15,12 @@ so the comparison holds where the venv is not made.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from handler_folders import equal_to_bfcl, equal_to_committed, write_fixture
 
 from evals.benchmarks.bfcl.data import BfclEntry, load_entries
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity
@@ -28,7 +28,6 @@ from evals.benchmarks.bfcl.prompting import oracle_text
 from evals.benchmarks.bfcl.single_turn import gold_calls
 
 HERE = Path(__file__).parent
-DRIVER = HERE / "bfcl_evaluate_driver.py"
 FIXTURE = HERE / "fixtures" / "bfcl_handler_verdicts.json"
 
 # model (BFCL registry name) -> the decoding its handler gives (what the crafted lines are written for)
@@ -40,6 +39,7 @@ MODELS = {
     "Qwen/Qwen3-8B": "prompting",  # QwenHandler (OSSHandler's decoder)
     "gemini-2.5-flash": "prompting",  # GeminiHandler, prompting: its ```tool_code fence dropped
     "nvidia/llama-3.1-nemotron-ultra-253b-v1": "prompting",  # NemotronHandler: calls inside <TOOLCALL>
+    "microsoft/phi-4": "prompting",  # PhiHandler: its own decoder (a ```json / ```python opening dropped), run
 }
 CATEGORIES = ("simple_python", "multiple", "parallel", "irrelevance", "live_simple", "live_parallel_multiple",
               "live_relevance")
@@ -88,6 +88,7 @@ def _prompting_lines(entry: BfclEntry, k: int, model: str) -> Any:
         "I cannot help with that.", "", wrap(oracle_text(dotted, "json", False)), wrap("[" + "[" * DEEP + "]" * DEEP + "]"),
         wrap(f"[{dotted[0]['name']}(x=" + "[" * DEEP + "1" + "]" * DEEP + ")]"), text, f"```\n{text}\n```",
         [{dotted[0]["name"]: json.dumps(dotted[0]["arguments"])}], wrap("[1, 2]"), wrap(f"[{dotted[0]['name']}]"),
+        None, wrap(""),  # null: not a text, BFCL's decoding raises
     ]
     return shapes[k % len(shapes)]
 
@@ -125,60 +126,24 @@ def crafted_folder(root: Path, model: str) -> list[str]:
     return ids
 
 
-def bfcl_verdicts(bfcl_python: Path, root: Path, model: str, tmp: Path) -> dict[str, Any]:
-    categories = list(CATEGORIES) + (["format_sensitivity"] if MODELS[model] == "prompting" else [])
-    done = subprocess.run([str(bfcl_python), str(DRIVER), str(root), str(tmp / "score"), model, *categories],
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    answer: dict[str, Any] = json.loads(done.stdout)
-    return answer
-
-
-def _ours(root: Path, model: str, out: Path) -> tuple[dict[str, str], dict[str, Any]]:
-    from client import eventloop
-    from evals.core.formats import import_predictions
-    from evals.core.run import score_run_dir
-
-    run = import_predictions(root / model.replace("/", "_"), "bfcl-official", "bfcl", out)
-    summary = eventloop.run(score_run_dir(run))
-    scores = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
-    return {s["task_id"]: s["score"]["details"]["verdict"]["error_type"] for s in scores}, summary
+def _categories(model: str) -> list[str]:
+    return list(CATEGORIES) + (["format_sensitivity"] if MODELS[model] == "prompting" else [])
 
 
 @pytest.mark.parametrize("model", list(MODELS))
 def test_every_handler_shape_gets_bfcls_own_verdicts_and_error_types(bfcl_data, bfcl_python, model, tmp_path):
-    root = tmp_path / "result"
-    ids = crafted_folder(root, model)
-    theirs = bfcl_verdicts(bfcl_python, root, model, tmp_path)
-    ours, summary = _ours(root, model, tmp_path / "run")
-    assert ours == {i: theirs["verdicts"][i] for i in ids}
+    ours, _ = equal_to_bfcl(bfcl_python, tmp_path, model, crafted_folder, _categories(model), FIXTURE)
     assert len(set(ours.values())) >= 4  # right, and several kinds of wrong
-    assert theirs["scores"], "BFCL wrote no score file"
-    for category, header in theirs["scores"].items():
-        assert summary["metrics"][category] == round(100 * header["accuracy"], 2), category
-    committed = json.loads(FIXTURE.read_text())[model]
-    assert committed == theirs["verdicts"]
 
 
 @pytest.mark.parametrize("model", list(MODELS))
 def test_the_committed_bfcl_verdicts_hold_without_bfcls_venv(bfcl_data, model, tmp_path):
-    root = tmp_path / "result"
-    ids = crafted_folder(root, model)
-    ours, _ = _ours(root, model, tmp_path / "run")
-    assert ours == {i: json.loads(FIXTURE.read_text())[model][i] for i in ids}
+    equal_to_committed(tmp_path, model, crafted_folder, FIXTURE)
 
 
 def main() -> None:
     """Writes the fixture: BFCL's verdicts on every model's crafted folder (the module docstring)."""
-    out = Path(sys.argv[1])
-    venv = HERE.parents[3] / ".ci" / "bfcl-venv" / "bin" / "python"
-    answers = {}
-    for model in MODELS:
-        root = out / model.replace("/", "_").replace(".", "_") / "result"
-        crafted_folder(root, model)
-        answers[model] = bfcl_verdicts(venv, root, model, root.parent)["verdicts"]
-    FIXTURE.parent.mkdir(exist_ok=True)
-    FIXTURE.write_text(json.dumps(answers, indent=1, sort_keys=True) + "\n")
+    write_fixture(FIXTURE, Path(sys.argv[1]), MODELS, crafted_folder, _categories)
 
 
 if __name__ == "__main__":

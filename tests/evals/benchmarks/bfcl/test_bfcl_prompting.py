@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from test_bfcl_handlers import DRIVER
+from handler_folders import DRIVER
 
 from evals.benchmarks.bfcl.data import load_entries
 from evals.benchmarks.bfcl.format_sensitivity import load_format_sensitivity

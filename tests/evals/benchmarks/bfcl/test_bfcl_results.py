@@ -214,16 +214,21 @@ def test_how_a_folder_is_decoded_is_bfcls_choice_or_the_users(bfcl_data, tmp_pat
     assert done.returncode == 2 and "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert "'my-model' is not a model of BFCL's registry" in done.stderr and "fc-json-text, fc-object, prompting" in done.stderr
     # the model's own dotted name is not renamed: an FC model with underscore_to_dot fails it, as in BFCL
-    for chosen, valid in (("gpt-4o-2024-11-20-FC", False), ("fc-json-text", False), ("Qwen/Qwen3-8B-FC", None)):
+    # Qwen's FC handler decodes with its own decoder (a text inside <tool_call> tags: this list is not one);
+    # FunctionGemma's own decoder is not run: refused, saying why
+    wrong_name = (False, "simple_function_checker:wrong_func_name")
+    for chosen, expected in (("gpt-4o-2024-11-20-FC", wrong_name), ("fc-json-text", wrong_name),
+                             ("Qwen/Qwen3-8B-FC", (False, "ast_decoder:decoder_failed")),
+                             ("google/functiongemma-270m-it-FC", None)):
         run = tmp_path / f"run-{chosen.replace('/', '_')}"
         done = _evals("score", str(unknown.parents[1]), "--format", "bfcl-official", "--benchmark", "bfcl",
                       "--bfcl-model", chosen, "--out", str(run), "--json", timeout=120)
-        if valid is None:  # a handler with a decoder of its own (Qwen's FC one runs eval on the text): refused
-            assert done.returncode == 2 and "QwenFCHandler" in done.stderr and "--bfcl-model" in done.stderr
+        if expected is None:
+            assert done.returncode == 2 and "FunctionGemmaHandler" in done.stderr and "--bfcl-model" in done.stderr
             continue
         assert done.returncode == 0, done.stderr[-2000:]
         verdict = json.loads((run / "scores.jsonl").read_text().splitlines()[0])["score"]["details"]["verdict"]
-        assert (verdict["valid"], verdict["error_type"]) == (valid, "simple_function_checker:wrong_func_name")
+        assert (verdict["valid"], verdict["error_type"]) == expected
         assert json.loads((run / "config.json").read_text())["options"]["bfcl_model"] == chosen
 
 
