@@ -76,6 +76,9 @@ class ImportedPredictions:
     # the run covers every task of the benchmark, a task without a prediction counting as failed (as an
     # official script that divides by the full set's size counts it); default: only the predicted tasks
     covers_all: bool = False
+    # task id -> its trace's line of traces.jsonl (``client.runs.dumps_line`` of the trace), where the reader made
+    # it already (e.g. to look at it): written as it is, not made again
+    lines: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -145,10 +148,14 @@ def blank_lines_warning(path: Path, blank: Sequence[int]) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def surrogate_free(value: Any) -> bool:
+def surrogate_free(value: Any, text: str | None = None) -> bool:
     """Whether ``value`` (JSON-like) holds no lone surrogate (``"\\ud800"`` in the file's JSON): a string
     with one cannot be encoded as UTF-8, so the official ``eval``/``ast`` of it fails, and a run's trace
-    file stores it as U+FFFD."""
+    file stores it as U+FFFD. ``text``: the JSON text of ``value``, or of a value holding it, with non-ASCII
+    characters kept (``client.runs.dumps_line``): where it has no lone surrogate, ``value`` has none (each of its
+    texts is in it as it is), and one regex search stands for the walk over every item."""
+    if text is not None and (text.isascii() or not _SURROGATE.search(text)):
+        return True
     stack = [value]
     while stack:  # iteratively: a value may be nested as deep as json.loads allows
         item = stack.pop()
@@ -303,7 +310,7 @@ def import_predictions(
     }
     run_dir = RunDir(out, config)
     try:
-        run_dir.append_traces(got.traces[task_id] for task_id in ids if task_id in got.traces)
+        run_dir.append_traces(got.lines.get(task_id) or got.traces[task_id] for task_id in ids if task_id in got.traces)
     finally:
         run_dir.close()
     return out

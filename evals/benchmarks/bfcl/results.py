@@ -304,13 +304,18 @@ def _model_folder(files: Sequence[Path]) -> str:
 
 
 def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str],
-                decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+                decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, str]]:
     """One file's traces, and where its single-turn results were texts / did not decode / held a lone surrogate;
-    its blank lines. Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads`` of each line:
-    :func:`official_jsonl`): what that stops on is refused with FILE:LINE, blank lines are warned about."""
+    its blank lines; each trace's line of ``traces.jsonl`` (made here once: its text is searched for what a
+    walk over the trace would look for). Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads``
+    of each line: :func:`official_jsonl`): what that stops on is refused with FILE:LINE, blank lines are warned
+    about."""
+    from client.runs import dumps_line
+
     from ...core.formats import official_jsonl, surrogate_free
 
     traces: dict[str, dict[str, Any]] = {}
+    texts: dict[str, str] = {}
     noted: dict[str, list[str]] = {"text": [], "undecoded": [], "surrogate": [], "blank": [], "huge": []}
     lines = official_jsonl(file)
     noted["blank"] = [f"{file}:{n}" for n in lines.blank]
@@ -327,9 +332,10 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
             raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
         seen[entry_id] = where
         traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
-        if not surrogate_free(traces[entry_id].get("outcome")):  # the result, or what it decodes to
+        texts[entry_id] = line = dumps_line(traces[entry_id])
+        if not surrogate_free(traces[entry_id].get("outcome"), line):  # the result, or what it decodes to
             noted["surrogate"].append(where)
-        if _beyond_float(traces[entry_id]["outcome"].get("calls")):
+        if _HUGE.search(line) and _beyond_float(traces[entry_id]["outcome"].get("calls")):
             noted["huge"].append(where)
         text = row["result"]
         if isinstance(text, str) and text.strip() and not text.startswith("Error during inference") \
@@ -337,7 +343,10 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
             noted["text"].append(where)
         if status != "ok":
             noted["undecoded"].append(where)
-    return traces, noted
+    return traces, noted, texts
+
+
+_HUGE = re.compile("[0-9]{309}")  # an integer beyond a float's range (over 1.8e308) has 309 digits or more
 
 
 def _beyond_float(value: Any) -> bool:
@@ -400,11 +409,11 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     surrogates: list[str] = []
     blank: list[str] = []
     huge: list[str] = []
-    read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]]] | Exception] = {}
+    read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, str]] | Exception] = {}
     try:
         for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
             try:
-                read[n] = got, _ = _read_lines(files[n], categories[n], known, seen, decoding)
+                read[n] = got, _, _ = _read_lines(files[n], categories[n], known, seen, decoding)
             except Exception as exc:  # noqa: BLE001 - raised below, if no earlier file is bad
                 read[n] = exc
                 continue
@@ -418,9 +427,11 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
         if replays:
             cancel_prefetch()
         raise
+    lines: dict[str, str] = {}
     for n, (file, category) in enumerate(zip(files, categories, strict=True)):
-        got, noted = read[n]  # type: ignore[misc]
+        got, noted, texts_of = read[n]  # type: ignore[misc]
         traces.update(got)
+        lines.update(texts_of)
         texts += noted["text"]
         surrogates += noted["surrogate"]
         blank += noted["blank"]
@@ -447,7 +458,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     chosen = [c for c in (*READ, FORMAT_SENSITIVITY) if c in categories]
     return ImportedPredictions(traces=traces, strategy="prompting" if decoding.prompting else "fc",
                                options={"category": chosen, "bfcl_model": decoding.name}, model=model,
-                               warnings=tuple(warnings))
+                               warnings=tuple(warnings), lines=lines)
 
 
 CallsOf = Callable[[Mapping[str, Any]], list[tuple[str, Any]]]  # a trace -> the scored calls (the plugin's)
