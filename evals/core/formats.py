@@ -56,6 +56,7 @@ __all__ = [
     "find_format",
     "formats_of",
     "import_predictions",
+    "import_run",
     "imported_trace",
     "official_jsonl",
     "surrogate_free",
@@ -79,6 +80,9 @@ class ImportedPredictions:
     # task id -> its trace's line of traces.jsonl (``client.runs.dumps_line`` of the trace), where the reader made
     # it already (e.g. to look at it): written as it is, not made again
     lines: Mapping[str, str] = field(default_factory=dict)
+    # the task ids whose trace reads back from its line as it is (the reader knows it holds no tuple, no key that is
+    # not a text, no lone surrogate, no NaN or infinity): scored as it is, without reading traces.jsonl again
+    json_exact: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -271,6 +275,21 @@ def import_predictions(
 ) -> Path:
     """Read predictions in ``format_name`` into a new run directory ``run_path`` (its traces and
     ``config.json``), ready for scoring. ``strategy``/``options`` override what the files say."""
+    return import_run(path, format_name, benchmark, run_path, strategy=strategy, options=options).path
+
+
+def import_run(
+    path: str | Path,
+    format_name: str,
+    benchmark: str,
+    run_path: str | Path,
+    *,
+    strategy: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> RunDir:
+    """:func:`import_predictions`, giving the run directory written (closed): its scan of the traces is the
+    traces as written (``ImportedPredictions.json_exact``, the other lines parsed), which
+    ``score_run_dir`` takes (:meth:`client.runs.RunDir.share_scan`) instead of reading the file again."""
     from client.runs import RunDir
 
     from .registry import load_benchmark
@@ -309,8 +328,10 @@ def import_predictions(
         "versions": versions(made),  # the scorer that scores it now
     }
     run_dir = RunDir(out, config)
+    written = [task_id for task_id in ids if task_id in got.traces]
     try:
-        run_dir.append_traces(got.lines.get(task_id) or got.traces[task_id] for task_id in ids if task_id in got.traces)
+        run_dir.append_traces([got.lines.get(task_id) or got.traces[task_id] for task_id in written],
+                              read_back=[got.traces[task_id] if task_id in got.json_exact else None for task_id in written])
     finally:
         run_dir.close()
-    return out
+    return run_dir

@@ -304,10 +304,11 @@ def _model_folder(files: Sequence[Path]) -> str:
 
 
 def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str],
-                decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, str]]:
+                decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, tuple[str, bool]]]:
     """One file's traces, and where its single-turn results were texts / did not decode / held a lone surrogate;
     its blank lines; each trace's line of ``traces.jsonl`` (made here once: its text is searched for what a
-    walk over the trace would look for). Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads``
+    walk over the trace would look for) and whether reading the line back gives the trace as it is
+    (:func:`_reads_back`). Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads``
     of each line: :func:`official_jsonl`): what that stops on is refused with FILE:LINE, blank lines are warned
     about."""
     from client.runs import dumps_line
@@ -315,7 +316,7 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
     from ...core.formats import official_jsonl, surrogate_free
 
     traces: dict[str, dict[str, Any]] = {}
-    texts: dict[str, str] = {}
+    texts: dict[str, tuple[str, bool]] = {}
     noted: dict[str, list[str]] = {"text": [], "undecoded": [], "surrogate": [], "blank": [], "huge": []}
     lines = official_jsonl(file)
     noted["blank"] = [f"{file}:{n}" for n in lines.blank]
@@ -332,7 +333,8 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
             raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
         seen[entry_id] = where
         traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
-        texts[entry_id] = line = dumps_line(traces[entry_id])
+        line = dumps_line(traces[entry_id])
+        texts[entry_id] = line, _reads_back(traces[entry_id], line, decoding)
         if not surrogate_free(traces[entry_id].get("outcome"), line):  # the result, or what it decodes to
             noted["surrogate"].append(where)
         if _HUGE.search(line) and _beyond_float(traces[entry_id]["outcome"].get("calls")):
@@ -347,6 +349,40 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
 
 
 _HUGE = re.compile("[0-9]{309}")  # an integer beyond a float's range (over 1.8e308) has 309 digits or more
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reads_back(trace: Mapping[str, Any], line: str, decoding: Decoding) -> bool:
+    """Whether ``json.loads`` of the trace's ``line`` (as ``traces.jsonl`` holds it) gives ``trace`` as it is: no
+    lone surrogate (written as U+FFFD), no NaN or infinity (a new float object; any ``NaN`` or ``Infinity`` in the
+    text counts), and decoded calls of JSON values only (an FC handler's are: the file's JSON or ``json.loads`` of
+    its texts; a prompting text's are walked: a tuple, a set or a key that is not a text do not read back)."""
+    if not line.isascii() and _SURROGATE.search(line) or "NaN" in line or "Infinity" in line:
+        return False
+    if not decoding.prompting:
+        return True
+    outcome = trace.get("outcome") or {}
+    return _json_values(outcome.get("calls")) and _json_values(outcome.get("turns"))
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_values(value: Any) -> bool:
+    """Whether ``value`` is made of dicts with text keys, lists, texts, numbers, booleans and None only."""
+    stack = [value]
+    while stack:  # iteratively: a value may be nested as deep as the decoder allows
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind not in _LEAVES:
+            return False
+    return True
 
 
 def _beyond_float(value: Any) -> bool:
@@ -409,7 +445,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     surrogates: list[str] = []
     blank: list[str] = []
     huge: list[str] = []
-    read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, str]] | Exception] = {}
+    read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, tuple[str, bool]]] | Exception] = {}
     try:
         for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
             try:
@@ -428,10 +464,12 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
             cancel_prefetch()
         raise
     lines: dict[str, str] = {}
+    exact: set[str] = set()
     for n, (file, category) in enumerate(zip(files, categories, strict=True)):
         got, noted, texts_of = read[n]  # type: ignore[misc]
         traces.update(got)
-        lines.update(texts_of)
+        lines.update((i, line) for i, (line, _) in texts_of.items())
+        exact.update(i for i, (_, same) in texts_of.items() if same)
         texts += noted["text"]
         surrogates += noted["surrogate"]
         blank += noted["blank"]
@@ -458,7 +496,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     chosen = [c for c in (*READ, FORMAT_SENSITIVITY) if c in categories]
     return ImportedPredictions(traces=traces, strategy="prompting" if decoding.prompting else "fc",
                                options={"category": chosen, "bfcl_model": decoding.name}, model=model,
-                               warnings=tuple(warnings), lines=lines)
+                               warnings=tuple(warnings), lines=lines, json_exact=frozenset(exact))
 
 
 CallsOf = Callable[[Mapping[str, Any]], list[tuple[str, Any]]]  # a trace -> the scored calls (the plugin's)
