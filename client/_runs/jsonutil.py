@@ -60,7 +60,10 @@ def json_default(obj: Any) -> Any:
 
 def dumps_line(obj: Any) -> str:
     """``obj`` as one line of JSON (non-ASCII kept), objects converted with :func:`json_default`."""
-    return json.dumps(obj, default=json_default, ensure_ascii=False)
+    return _LINE.encode(obj)
+
+
+_LINE = json.JSONEncoder(default=json_default, ensure_ascii=False)  # json.dumps's, made once (not per line)
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -334,10 +334,11 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
         seen[entry_id] = where
         traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
         line = dumps_line(traces[entry_id])
-        texts[entry_id] = line, _reads_back(traces[entry_id], line, decoding)
+        closed, huge = _calls_scan(traces[entry_id]["outcome"].get("calls"))
+        texts[entry_id] = line, closed and _reads_back(traces[entry_id], line, decoding)
         if not surrogate_free(traces[entry_id].get("outcome"), line):  # the result, or what it decodes to
             noted["surrogate"].append(where)
-        if _HUGE.search(line) and _beyond_float(traces[entry_id]["outcome"].get("calls")):
+        if huge:
             noted["huge"].append(where)
         text = row["result"]
         if isinstance(text, str) and text.strip() and not text.startswith("Error during inference") \
@@ -348,21 +349,42 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
     return traces, noted, texts
 
 
-_HUGE = re.compile("[0-9]{309}")  # an integer beyond a float's range (over 1.8e308) has 309 digits or more
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _calls_scan(calls: Any) -> tuple[bool, bool]:
+    """``(closed, huge)`` of a trace's decoded calls, in one walk: whether they are JSON values only (dicts with
+    text keys, lists, texts, numbers, booleans, None: ``json.loads`` of their JSON gives them back as they are; a
+    tuple, a set, a key that is not a text do not), and whether they hold an integer ``float()`` cannot take
+    (:func:`_beyond_float`: BFCL's checker stops on one given for a float parameter)."""
+    closed, huge = True, False
+    stack = [calls]
+    while stack:  # iteratively: a value may be nested as deep as the decoder allows
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is float or kind is bool or item is None:
+            continue
+        if kind is int:
+            huge = huge or item.bit_length() > 1023 and _beyond_float(item)  # a float's range ends below 2**1024
+        elif kind is dict:
+            closed = closed and all(type(k) is str for k in item)
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        else:  # a tuple (kept by decode_result for BFCL's checker), a set, a subclass: walked as _beyond_float walks it
+            closed = False
+            huge = huge or _beyond_float(item)
+    return closed, huge
+
+
 def _reads_back(trace: Mapping[str, Any], line: str, decoding: Decoding) -> bool:
-    """Whether ``json.loads`` of the trace's ``line`` (as ``traces.jsonl`` holds it) gives ``trace`` as it is: no
-    lone surrogate (written as U+FFFD), no NaN or infinity (a new float object; any ``NaN`` or ``Infinity`` in the
-    text counts), and decoded calls of JSON values only (an FC handler's are: the file's JSON or ``json.loads`` of
-    its texts; a prompting text's are walked: a tuple, a set or a key that is not a text do not read back)."""
+    """Whether ``json.loads`` of the trace's ``line`` (as ``traces.jsonl`` holds it) gives ``trace`` as it is, its
+    calls being JSON values only (:func:`_calls_scan`): no lone surrogate (written as U+FFFD), no NaN or infinity (a
+    new float object; any ``NaN`` or ``Infinity`` in the text counts), and a prompting model's multi-turn steps of
+    JSON values only (an FC handler's are ``json.loads`` of its texts)."""
     if not line.isascii() and _SURROGATE.search(line) or "NaN" in line or "Infinity" in line:
         return False
-    if not decoding.prompting:
-        return True
-    outcome = trace.get("outcome") or {}
-    return _json_values(outcome.get("calls")) and _json_values(outcome.get("turns"))
+    return not decoding.prompting or _json_values((trace.get("outcome") or {}).get("turns"))
 
 
 _LEAVES = frozenset({str, int, float, bool, type(None)})
