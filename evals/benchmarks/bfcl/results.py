@@ -91,7 +91,7 @@ from .multi_turn_checker import cancel_prefetch, prefetch
 
 if TYPE_CHECKING:
 
-    from ...core.formats import ImportedPredictions
+    from ...core.formats import ImportedPredictions, OfficialLines
 
 __all__ = ["FORMAT", "decode_result", "decode_step", "last_message", "read_results",
            "result_lines"]
@@ -303,24 +303,42 @@ def _model_folder(files: Sequence[Path]) -> str:
     return models[0]
 
 
-def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str],
-                decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, tuple[str, bool]]]:
+Row = tuple[dict[str, Any] | None, str, str, bool, bool, bool]  # see _row (a trace of None: json.loads of the line)
+
+
+def _row(entry_id: str, category: str, result: Any, where: str, source: str, decoding: Decoding) -> Row:
+    """One line's work: ``(trace, status, line, reads back, holds a lone surrogate, holds an integer beyond a
+    float)``: the trace and how its single-turn result decoded (:func:`_trace`), its line of ``traces.jsonl``,
+    whether ``json.loads`` of the line gives the trace as it is (:func:`_calls_scan`, :func:`_reads_back`), and what
+    the warnings count. It depends on nothing but its arguments (:mod:`.results_split` runs it in two processes)."""
+    from client.runs import dumps_line
+
+    from ...core.formats import surrogate_free
+
+    trace, status = _trace(entry_id, category, result, where, source, decoding)
+    line = dumps_line(trace)
+    closed, huge = _calls_scan(trace["outcome"].get("calls"))
+    return (trace, status, line, closed and _reads_back(trace, line, decoding),
+            not surrogate_free(trace.get("outcome"), line), huge)  # the result, or what it decodes to
+
+
+def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str], decoding: Decoding,
+                lines: OfficialLines | None = None, done: Mapping[int, Row] | None = None,
+                ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, tuple[str, bool]]]:
     """One file's traces, and where its single-turn results were texts / did not decode / held a lone surrogate;
     its blank lines; each trace's line of ``traces.jsonl`` (made here once: its text is searched for what a
     walk over the trace would look for) and whether reading the line back gives the trace as it is
     (:func:`_reads_back`). Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads``
     of each line: :func:`official_jsonl`): what that stops on is refused with FILE:LINE, blank lines are warned
-    about."""
-    from client.runs import dumps_line
-
-    from ...core.formats import official_jsonl, surrogate_free
+    about. ``lines``: the file as read already; ``done``: the rows' work done already (:func:`_row`), by index."""
+    from ...core.formats import official_jsonl
 
     traces: dict[str, dict[str, Any]] = {}
     texts: dict[str, tuple[str, bool]] = {}
     noted: dict[str, list[str]] = {"text": [], "undecoded": [], "surrogate": [], "blank": [], "huge": []}
-    lines = official_jsonl(file)
+    lines = official_jsonl(file) if lines is None else lines
     noted["blank"] = [f"{file}:{n}" for n in lines.blank]
-    for number, row in lines.rows:
+    for index, (number, row) in enumerate(lines.rows):
         where = f"{file}:{number}"
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):
             raise ValueError(f"{where}: not a BFCL result line (a JSON object with a string 'id')")
@@ -332,11 +350,12 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
         if entry_id in seen:
             raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
         seen[entry_id] = where
-        traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
-        line = dumps_line(traces[entry_id])
-        closed, huge = _calls_scan(traces[entry_id]["outcome"].get("calls"))
-        texts[entry_id] = line, closed and _reads_back(traces[entry_id], line, decoding)
-        if not surrogate_free(traces[entry_id].get("outcome"), line):  # the result, or what it decodes to
+        made = done.get(index) if done else None
+        trace, status, line, same, surrogate, huge = made or _row(entry_id, category, row["result"], where,
+                                                                  str(file), decoding)
+        traces[entry_id] = json.loads(line) if trace is None else trace  # None: a line that reads back as its trace
+        texts[entry_id] = line, same
+        if surrogate:
             noted["surrogate"].append(where)
         if huge:
             noted["huge"].append(where)
@@ -457,6 +476,12 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     if replays:  # the holders' zygote imports BFCL's modules while the files are read
         prestart()
     known, multi = _entries(categories)
+    parsed: dict[int, OfficialLines] = {}
+    done: dict[int, dict[int, Row]] = {}
+    if not replays:  # a large folder's single-turn lines decoded in two processes (no replay's threads to fork)
+        from .results_split import split_rows
+
+        parsed, done = split_rows(files, categories, known, decoding)
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, str] = {}
     warnings = [f"{len(skipped)} result files skipped: {listed}"] if skipped else []
@@ -471,7 +496,8 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     try:
         for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
             try:
-                read[n] = got, _, _ = _read_lines(files[n], categories[n], known, seen, decoding)
+                read[n] = got, _, _ = _read_lines(files[n], categories[n], known, seen, decoding, parsed.get(n),
+                                                  done.get(n))
             except Exception as exc:  # noqa: BLE001 - raised below, if no earlier file is bad
                 read[n] = exc
                 continue

@@ -1,0 +1,113 @@
+"""A large BFCL result folder's single-turn lines decoded in two processes (``evals score --format bfcl-official``).
+
+Decoding a line (BFCL's decoder for a prompting model's text, the trace, its line of ``traces.jsonl``: :func:`.results._row`)
+is most of the work of reading a folder, one line at a time, each on its own. With many lines (at least
+:data:`MIN_ROWS`), the process forks once, after the files are read and BFCL's code is imported: the child does every
+other line, this process the rest, then this process takes the child's lines and checks every line in the files'
+order as before (:func:`.results._read_lines`: ids, repeats, FILE:LINE refusals, warnings). The child sends back
+only the lines whose trace reads back from its JSON as it was (:func:`.results._reads_back`: the trace is then
+``json.loads`` of the line, the same value); any other line, one whose work raised, or all of them when the child
+fails, are done here as before. Not with a multi-turn file: its replays' threads are running (a fork copies
+only the forking thread), nor with any other thread running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .files import FORMAT_SENSITIVITY, SINGLE_TURN
+from .results import Row, _row
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ...core.formats import OfficialLines
+    from .handlers import Decoding
+
+__all__ = ["MIN_ROWS", "split_rows"]
+
+MIN_ROWS = 2000  # below this, a fork (about 10 ms) and the child's lines read back cost more than they save
+Job = tuple[int, int, str, Any, str, str]  # (file, row index, entry id, result, FILE:LINE, source)
+
+
+def split_rows(files: Sequence[Path], categories: Sequence[str], known: Mapping[str, str],
+               decoding: Decoding) -> tuple[dict[int, OfficialLines], dict[int, dict[int, Row]]]:
+    """The single-turn files as read (by file index; a file that is refused is left to be read again, in order)
+    and, for a folder of at least :data:`MIN_ROWS` lines, the work of its lines (by file, then row index)."""
+    from ...core.formats import official_jsonl
+
+    parsed: dict[int, OfficialLines] = {}
+    for n, (file, category) in enumerate(zip(files, categories, strict=True)):
+        if category in SINGLE_TURN or category == FORMAT_SENSITIVITY:
+            with contextlib.suppress(Exception):  # raised again where the file is read in order
+                parsed[n] = official_jsonl(file)
+    jobs: list[Job] = [(n, i, row["id"], row["result"], f"{files[n]}:{number}", str(files[n]))
+                       for n, lines in parsed.items() for i, (number, row) in enumerate(lines.rows)
+                       if isinstance(row, dict) and isinstance(row.get("id"), str) and "result" in row
+                       and known.get(row["id"]) == categories[n]]
+    if len(jobs) < MIN_ROWS or threading.active_count() > 1 or not hasattr(os, "fork"):
+        return parsed, {}
+    return parsed, _in_two(jobs[0::2], jobs[1::2], categories, decoding)
+
+
+def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str],
+            decoding: Decoding) -> dict[int, dict[int, Row]]:
+    """``ours`` done here, ``theirs`` in a forked child, at the same time."""
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return {}
+    if pid == 0:  # the child: its lines that read back, pickled to the pipe; never returns
+        code = 1  # not sent in full (interrupted, the pipe closed): the parent does these lines itself
+        try:
+            os.close(read_end)
+            sent = []
+            for n, i, entry_id, result, where, source in theirs:
+                try:
+                    _, status, line, same, surrogate, huge = _row(entry_id, categories[n], result, where, source,
+                                                                  decoding)
+                except Exception:  # noqa: BLE001, S112 - done again in the parent, which raises it in order
+                    continue
+                if same:
+                    sent.append((n, i, status, line, surrogate, huge))
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(pickle.dumps(sent, protocol=pickle.HIGHEST_PROTOCOL))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    done: dict[int, dict[int, Row]] = {}
+    reaped = False
+    try:
+        for n, i, entry_id, result, where, source in ours:
+            with contextlib.suppress(Exception):  # done again in order, where it raises
+                done.setdefault(n, {})[i] = _row(entry_id, categories[n], result, where, source, decoding)
+        with os.fdopen(read_end, "rb") as pipe:
+            data = pipe.read()
+        reaped = True
+        _, status_code = os.waitpid(pid, 0)
+        back: list[tuple[int, int, str, str, bool, bool]] = []
+        if status_code == 0:
+            with contextlib.suppress(Exception):  # its lines are done here then
+                back = pickle.loads(data)  # noqa: S301 - our own child's
+        for n, i, status, line, surrogate, huge in back:
+            done.setdefault(n, {})[i] = (None, status, line, True, surrogate, huge)
+    finally:
+        if not reaped:
+            with contextlib.suppress(OSError):
+                os.close(read_end)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+    return done
