@@ -303,14 +303,16 @@ def _model_folder(files: Sequence[Path]) -> str:
     return models[0]
 
 
-Row = tuple[dict[str, Any] | None, str, str, bool, bool, bool]  # see _row (a trace of None: json.loads of the line)
+# see _row (a trace of None: json.loads of the line)
+Row = tuple[dict[str, Any] | None, str, str, bool, bool, bool, Any]
 
 
 def _row(entry_id: str, category: str, result: Any, where: str, source: str, decoding: Decoding) -> Row:
     """One line's work: ``(trace, status, line, reads back, holds a lone surrogate, holds an integer beyond a
-    float)``: the trace and how its single-turn result decoded (:func:`_trace`), its line of ``traces.jsonl``,
-    whether ``json.loads`` of the line gives the trace as it is (:func:`_calls_scan`, :func:`_reads_back`), and what
-    the warnings count. It depends on nothing but its arguments (:mod:`.results_split` runs it in two processes)."""
+    float, verdict)``: the trace and how its single-turn result decoded (:func:`_trace`), its line of
+    ``traces.jsonl``, whether ``json.loads`` of the line gives the trace as it is (:func:`_calls_scan`,
+    :func:`_reads_back`), and what the warnings count; the verdict is None here (:mod:`.results_split`, which runs
+    this in two processes, gives the other process's). It depends on nothing but its arguments."""
     from client.runs import dumps_line
 
     from ...core.formats import surrogate_free
@@ -319,7 +321,7 @@ def _row(entry_id: str, category: str, result: Any, where: str, source: str, dec
     line = dumps_line(trace)
     closed, huge = _calls_scan(trace["outcome"].get("calls"))
     return (trace, status, line, closed and _reads_back(trace, line, decoding),
-            not surrogate_free(trace.get("outcome"), line), huge)  # the result, or what it decodes to
+            not surrogate_free(trace.get("outcome"), line), huge, None)  # the result, or what it decodes to
 
 
 def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str], decoding: Decoding,
@@ -351,9 +353,13 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
             raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
         seen[entry_id] = where
         made = done.get(index) if done else None
-        trace, status, line, same, surrogate, huge = made or _row(entry_id, category, row["result"], where,
-                                                                  str(file), decoding)
+        trace, status, line, same, surrogate, huge, verdict = made or _row(entry_id, category, row["result"], where,
+                                                                           str(file), decoding)
         traces[entry_id] = json.loads(line) if trace is None else trace  # None: a line that reads back as its trace
+        if verdict is not None:  # made of the same trace in the other process (.results_split)
+            from .single_turn import hand_over
+
+            hand_over(entry_id, traces[entry_id], verdict)
         texts[entry_id] = line, same
         if surrogate:
             noted["surrogate"].append(where)

@@ -6,7 +6,8 @@ is most of the work of reading a folder, one line at a time, each on its own. Wi
 other line, this process the rest, then this process takes the child's lines and checks every line in the files'
 order as before (:func:`.results._read_lines`: ids, repeats, FILE:LINE refusals, warnings). The child sends back
 only the lines whose trace reads back from its JSON as it was (:func:`.results._reads_back`: the trace is then
-``json.loads`` of the line, the same value); any other line, one whose work raised, or all of them when the child
+``json.loads`` of the line, the same value), each with the trace's verdict (:func:`.single_turn.entry_verdict`),
+which the scoring of that trace object then takes (:func:`.single_turn.hand_over`); any other line, one whose work raised, or all of them when the child
 fails, are done here as before. Not with a multi-turn file: its replays' threads are running (a fork copies
 only the forking thread), nor with any other thread running.
 """
@@ -22,8 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .checker import Verdict
+from .data import BfclEntry, load_entries
 from .files import FORMAT_SENSITIVITY, SINGLE_TURN
+from .format_sensitivity import load_format_sensitivity
 from .results import Row, _row
+from .single_turn import entry_verdict
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -57,6 +62,14 @@ def split_rows(files: Sequence[Path], categories: Sequence[str], known: Mapping[
     return parsed, _in_two(jobs[0::2], jobs[1::2], categories, decoding)
 
 
+def _entries(categories: Sequence[str]) -> dict[str, BfclEntry]:
+    """The entries of the single-turn categories by id (loaded already: kept for the process)."""
+    entries = {e.id: e for e in load_entries(tuple(c for c in SINGLE_TURN if c in categories))}
+    if FORMAT_SENSITIVITY in categories:
+        entries.update((e.id, e) for e in load_format_sensitivity())
+    return entries
+
+
 def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str],
             decoding: Decoding) -> dict[int, dict[int, Row]]:
     """``ours`` done here, ``theirs`` in a forked child, at the same time."""
@@ -71,15 +84,16 @@ def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str],
         code = 1  # not sent in full (interrupted, the pipe closed): the parent does these lines itself
         try:
             os.close(read_end)
+            entries = _entries(categories)
             sent = []
             for n, i, entry_id, result, where, source in theirs:
                 try:
-                    _, status, line, same, surrogate, huge = _row(entry_id, categories[n], result, where, source,
-                                                                  decoding)
+                    trace, status, line, same, surrogate, huge, _ = _row(entry_id, categories[n], result, where,
+                                                                         source, decoding)
+                    if same:  # the verdict of a trace equal to json.loads of its line
+                        sent.append((n, i, status, line, surrogate, huge, entry_verdict(entries[entry_id], trace)))
                 except Exception:  # noqa: BLE001, S112 - done again in the parent, which raises it in order
                     continue
-                if same:
-                    sent.append((n, i, status, line, surrogate, huge))
             with os.fdopen(write_end, "wb") as pipe:
                 pipe.write(pickle.dumps(sent, protocol=pickle.HIGHEST_PROTOCOL))
             code = 0
@@ -96,12 +110,12 @@ def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str],
             data = pipe.read()
         reaped = True
         _, status_code = os.waitpid(pid, 0)
-        back: list[tuple[int, int, str, str, bool, bool]] = []
+        back: list[tuple[int, int, str, str, bool, bool, Verdict]] = []
         if status_code == 0:
             with contextlib.suppress(Exception):  # its lines are done here then
                 back = pickle.loads(data)  # noqa: S301 - our own child's
-        for n, i, status, line, surrogate, huge in back:
-            done.setdefault(n, {})[i] = (None, status, line, True, surrogate, huge)
+        for n, i, status, line, surrogate, huge, verdict in back:
+            done.setdefault(n, {})[i] = (None, status, line, True, surrogate, huge, verdict)
     finally:
         if not reaped:
             with contextlib.suppress(OSError):

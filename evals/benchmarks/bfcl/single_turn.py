@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
     from ...core.plugin import EpisodeEnv
 
-__all__ = ["NO_CALL_ANSWER", "SingleTurnKind", "calls_from_trace", "conversation", "gold_calls"]
+__all__ = ["NO_CALL_ANSWER", "SingleTurnKind", "calls_from_trace", "conversation", "entry_verdict", "gold_calls",
+           "hand_over"]
 
 NO_CALL_ANSWER = "None of the offered functions fits this request."
 
@@ -149,6 +150,29 @@ async def _one_response(turn: int, made: list[ToolCall]) -> bool:
     return True  # single-turn: the first response (under fc: the first with calls) is the one scored
 
 
+def entry_verdict(entry: BfclEntry, trace: Mapping[str, Any] | None) -> Verdict:
+    """A single-turn entry's verdict; an imported or prompting trace carries how its result decoded and the
+    model's ``underscore_to_dot``; a format_sensitivity entry is checked as its original entry."""
+    outcome = (trace or {}).get("outcome") or {}
+    completed = trace is not None and trace.get("status") == "completed"
+    category = base_id(entry.id) if entry.category == FORMAT_SENSITIVITY else entry.category
+    return check_calls(category, entry.functions, calls_from_trace(trace), entry.ground_truth,
+                       decoded=outcome.get("bfcl_decode") if completed else None,
+                       underscore_to_dot=bool(outcome.get("underscore_to_dot", True)))
+
+
+# trace object id -> (the trace, its entry id, its verdict): verdicts made while a result folder was read, in a
+# second process (.results_split), of the very trace objects the scoring then gets; for this process only
+_handed: dict[int, tuple[Mapping[str, Any], str, Verdict]] = {}
+
+
+def hand_over(entry_id: str, trace: Mapping[str, Any], verdict: Verdict) -> None:
+    """``verdict`` is :func:`entry_verdict` of ``trace`` (this object, unchanged) for entry ``entry_id``: the
+    scoring takes it instead of checking the calls again (the trace object is kept with it, so its id is not
+    another's)."""
+    _handed[id(trace)] = (trace, entry_id, verdict)
+
+
 class SingleTurnKind:
     """The single-turn entries of the selected categories (``format_sensitivity``'s too, when named):
     each endpoint offers its entry's functions, in the entry's order (specs built on first use)."""
@@ -222,15 +246,11 @@ class SingleTurnKind:
         return self.verdict(task_id, trace)
 
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
-        """The entry's verdict; an imported or prompting trace carries how its result decoded and the
-        model's ``underscore_to_dot``; a format_sensitivity entry is checked as its original entry."""
-        entry = self.entries[task_id]
-        outcome = (trace or {}).get("outcome") or {}
-        completed = trace is not None and trace.get("status") == "completed"
-        category = base_id(entry.id) if entry.category == FORMAT_SENSITIVITY else entry.category
-        return check_calls(category, entry.functions, calls_from_trace(trace), entry.ground_truth,
-                           decoded=outcome.get("bfcl_decode") if completed else None,
-                           underscore_to_dot=bool(outcome.get("underscore_to_dot", True)))
+        """The entry's verdict (:func:`entry_verdict`), or the one made of this very trace already (:func:`hand_over`)."""
+        handed = _handed.get(id(trace))
+        if handed is not None and handed[0] is trace and handed[1] == task_id:
+            return handed[2]
+        return entry_verdict(self.entries[task_id], trace)
 
     def view(self, task_id: str, trace: Mapping[str, Any] | None,
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from evals.benchmarks.bfcl import results_split
+from evals.benchmarks.bfcl import results_split, single_turn
+from evals.benchmarks.bfcl.data import load_entries
 from evals.benchmarks.bfcl.results import read_results
 
 # prompting (Python call syntax) results: right and wrong calls, texts, and values that do not read back from JSON
@@ -58,6 +59,13 @@ def test_two_processes_read_what_one_reads(bfcl_data, tmp_path, monkeypatch):
     assert forks == [1]
     assert split == alone
     assert 0 < len(alone[2]) < len(alone[0])  # lines that read back as their traces, and lines that do not
+    # the other process's verdicts, handed to the scoring with the very trace objects, are the ones made here
+    got = read_results(folder)
+    entries = {e.id: e for e in load_entries(("simple_python", "multiple"))}
+    handed = [(i, t) for i, t in got.traces.items() if id(t) in single_turn._handed]
+    assert len(handed) > 50
+    assert all(single_turn._handed[id(t)][2] == single_turn.entry_verdict(entries[i], t) for i, t in handed)
+    assert any(not single_turn._handed[id(t)][2].valid for _, t in handed)
 
 
 @pytest.mark.parametrize("extra", [['{"id": "multiple_0", "result": "[f()]"}', '{"id": "multiple_1", "result": 1}'],
