@@ -7,7 +7,8 @@ other line, this process the rest, then this process takes the child's lines and
 order as before (:func:`.results._read_lines`: ids, repeats, FILE:LINE refusals, warnings). The child sends back
 only the lines whose trace reads back from its JSON as it was (:func:`.results._reads_back`: the trace is then
 ``json.loads`` of the line, the same value), each with the trace's verdict (:func:`.single_turn.entry_verdict`),
-which the scoring of that trace object then takes (:func:`.single_turn.hand_over`); any other line, one whose work raised, or all of them when the child
+which the scoring of that trace object then takes (:func:`.single_turn.hand_over`); this process makes the verdicts
+of its own such lines too, while the child works. Any other line, one whose work raised, or all of them when the child
 fails, are done here as before. Not with a multi-turn file: its replays' threads are running (a fork copies
 only the forking thread), nor with any other thread running.
 """
@@ -106,6 +107,12 @@ def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str],
         for n, i, entry_id, result, where, source in ours:
             with contextlib.suppress(Exception):  # done again in order, where it raises
                 done.setdefault(n, {})[i] = _row(entry_id, categories[n], result, where, source, decoding)
+        entries = _entries(categories)
+        for n, i, entry_id, *_ in ours:  # their verdicts too, as the child makes its own (the scoring's work, done
+            made = done.get(n, {}).get(i)  # while the child works): of the traces the scoring gets, those read back
+            if made is not None and made[3]:
+                with contextlib.suppress(Exception):  # made again in the scoring, where it raises
+                    done[n][i] = (*made[:6], entry_verdict(entries[entry_id], made[0]))
         with os.fdopen(read_end, "rb") as pipe:
             data = pipe.read()
         reaped = True
