@@ -313,15 +313,32 @@ def _row(entry_id: str, category: str, result: Any, where: str, source: str, dec
     ``traces.jsonl``, whether ``json.loads`` of the line gives the trace as it is (:func:`_calls_scan`,
     :func:`_reads_back`), and what the warnings count; the verdict is None here (:mod:`.results_split`, which runs
     this in two processes, gives the other process's). It depends on nothing but its arguments."""
+    trace, status = _trace(entry_id, category, result, where, source, decoding)
+    return (trace, status, *_facts(trace, decoding), None)
+
+
+def _facts(trace: dict[str, Any], decoding: Decoding) -> tuple[str, bool, bool, bool]:
+    """A trace's line, whether it reads back as the trace, whether it holds a lone surrogate (in the result or what
+    it decodes to) and an integer beyond a float (see :func:`_row`)."""
     from client.runs import dumps_line
 
     from ...core.formats import surrogate_free
 
-    trace, status = _trace(entry_id, category, result, where, source, decoding)
     line = dumps_line(trace)
     closed, huge = _calls_scan(trace["outcome"].get("calls"))
-    return (trace, status, line, closed and _reads_back(trace, line, decoding),
-            not surrogate_free(trace.get("outcome"), line), huge, None)  # the result, or what it decodes to
+    return line, closed and _reads_back(trace, line, decoding), not surrogate_free(trace.get("outcome"), line), huge
+
+
+def _add_facts(got: Mapping[str, dict[str, Any]], noted: dict[str, list[str]], texts: dict[str, tuple[str, bool]],
+               seen: Mapping[str, str], decoding: Decoding) -> None:
+    """A multi-turn file's lines and what the warnings count, made after its replays were started."""
+    for entry_id, trace in got.items():
+        line, same, surrogate, huge = _facts(trace, decoding)
+        texts[entry_id] = line, same
+        if surrogate:
+            noted["surrogate"].append(seen[entry_id])
+        if huge:
+            noted["huge"].append(seen[entry_id])
 
 
 def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str], decoding: Decoding,
@@ -353,18 +370,21 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
             raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
         seen[entry_id] = where
         made = done.get(index) if done else None
-        trace, status, line, same, surrogate, huge, verdict = made or _row(entry_id, category, row["result"], where,
-                                                                           str(file), decoding)
-        traces[entry_id] = json.loads(line) if trace is None else trace  # None: a line that reads back as its trace
-        if verdict is not None:  # made of the same trace in the other process (.results_split)
-            from .single_turn import hand_over
+        if category in MULTI_TURN:  # its line made after its replays are started (read_results: _add_facts)
+            traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
+        else:
+            trace, status, line, same, surrogate, huge, verdict = made or _row(entry_id, category, row["result"],
+                                                                               where, str(file), decoding)
+            traces[entry_id] = json.loads(line) if trace is None else trace  # None: a line that reads back as it
+            if verdict is not None:  # made of the same trace in the other process (.results_split)
+                from .single_turn import hand_over
 
-            hand_over(entry_id, traces[entry_id], verdict)
-        texts[entry_id] = line, same
-        if surrogate:
-            noted["surrogate"].append(where)
-        if huge:
-            noted["huge"].append(where)
+                hand_over(entry_id, traces[entry_id], verdict)
+            texts[entry_id] = line, same
+            if surrogate:
+                noted["surrogate"].append(where)
+            if huge:
+                noted["huge"].append(where)
         text = row["result"]
         if isinstance(text, str) and text.strip() and not text.startswith("Error during inference") \
                 and not decoding.prompting:
@@ -502,14 +522,16 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     try:
         for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
             try:
-                read[n] = got, _, _ = _read_lines(files[n], categories[n], known, seen, decoding, parsed.get(n),
-                                                  done.get(n))
+                read[n] = got, noted, lines_of = _read_lines(files[n], categories[n], known, seen, decoding,
+                                                             parsed.get(n), done.get(n))
             except Exception as exc:  # noqa: BLE001 - raised below, if no earlier file is bad
                 read[n] = exc
                 continue
             if categories[n] in MULTI_TURN and not any(isinstance(r, Exception) for r in read.values()):
                 prefetch([(multi[i], (t.get("outcome") or {}).get("turns") if t.get("status") == "completed" else None)
                           for i, t in got.items()])
+            if categories[n] in MULTI_TURN:
+                _add_facts(got, noted, lines_of, seen, decoding)
         bad = next((r for _, r in sorted(read.items()) if isinstance(r, Exception)), None)
         if bad is not None:
             raise bad

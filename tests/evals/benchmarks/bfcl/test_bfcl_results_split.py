@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evals.benchmarks.bfcl import results_split, single_turn
-from evals.benchmarks.bfcl.data import load_entries
-from evals.benchmarks.bfcl.results import read_results
+ROOT = Path(__file__).resolve().parents[4]
 
 # prompting (Python call syntax) results: right and wrong calls, texts, and values that do not read back from JSON
 # as they were (a tuple, a key that is not a text, a set, bytes, a lone surrogate, NaN, an integer beyond a float)
@@ -35,47 +35,61 @@ def _folder(root: Path, extra: list[str] | None = None) -> Path:
     return model
 
 
-def _read(path: Path) -> Any:
-    got = read_results(path)
-    no_id = {k: {**t, "episode_id": None} for k, t in got.traces.items()}
-    lines = {k: json.dumps({**json.loads(line), "episode_id": None}) for k, line in got.lines.items()}
-    return no_id, lines, got.json_exact, got.warnings, got.options
+# run in a fresh interpreter: the fork is taken only while no other thread runs (an earlier test's replays may)
+_READ = """
+import json, os, sys
+from pathlib import Path
+from evals.benchmarks.bfcl import results_split, single_turn
+from evals.benchmarks.bfcl.data import load_entries
+from evals.benchmarks.bfcl.results import read_results
+results_split.MIN_ROWS = int(sys.argv[2])
+forks = []
+fork = os.fork
+def counted():
+    forks.append(1)
+    return fork()
+os.fork = counted
+try:
+    got = read_results(Path(sys.argv[1]))
+except ValueError as exc:
+    print(json.dumps({"error": str(exc), "forks": len(forks)}))
+    sys.exit(0)
+entries = {e.id: e for e in load_entries(("simple_python", "multiple"))}
+handed = [(i, t) for i, t in got.traces.items() if id(t) in single_turn._handed]
+print(json.dumps({
+    "traces": {k: {**t, "episode_id": None} for k, t in got.traces.items()},
+    "lines": {k: json.dumps({**json.loads(line), "episode_id": None}) for k, line in got.lines.items()},
+    "exact": sorted(got.json_exact), "warnings": [str(w) for w in got.warnings], "forks": len(forks),
+    "handed": len(handed), "handed_wrong": len([1 for i, t in handed
+                                                if single_turn._handed[id(t)][2] != single_turn.entry_verdict(entries[i], t)]),
+    "handed_invalid": len([1 for i, t in handed if not single_turn._handed[id(t)][2].valid]),
+}, default=repr))
+"""
 
 
-def test_two_processes_read_what_one_reads(bfcl_data, tmp_path, monkeypatch):
+def _read(path: Path, rows: int) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-c", _READ, str(path), str(rows)], capture_output=True, text=True,
+                          timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_two_processes_read_what_one_reads(bfcl_data, tmp_path):
     folder = _folder(tmp_path)
-    monkeypatch.setattr(results_split, "MIN_ROWS", 10**9)
-    alone = _read(folder)
-    forks: list[int] = []
-    fork = os.fork
-
-    def counted() -> int:
-        forks.append(1)
-        return fork()
-
-    monkeypatch.setattr(results_split, "MIN_ROWS", 100)
-    monkeypatch.setattr(os, "fork", counted)
-    split = _read(folder)
-    assert forks == [1]
-    assert split == alone
-    assert 0 < len(alone[2]) < len(alone[0])  # lines that read back as their traces, and lines that do not
-    # the other process's verdicts, handed to the scoring with the very trace objects, are the ones made here
-    got = read_results(folder)
-    entries = {e.id: e for e in load_entries(("simple_python", "multiple"))}
-    handed = [(i, t) for i, t in got.traces.items() if id(t) in single_turn._handed]
-    assert len(handed) > 50
-    assert all(single_turn._handed[id(t)][2] == single_turn.entry_verdict(entries[i], t) for i, t in handed)
-    assert any(not single_turn._handed[id(t)][2].valid for _, t in handed)
+    alone, split = _read(folder, 10**9), _read(folder, 100)
+    assert (alone["forks"], split["forks"]) == (0, 1)
+    assert alone["handed"] == 0
+    assert {k: v for k, v in split.items() if not k.startswith(("forks", "handed"))} == \
+        {k: v for k, v in alone.items() if not k.startswith(("forks", "handed"))}
+    assert 0 < len(alone["exact"]) < len(alone["traces"])  # lines that read back as their traces, and lines that do not
+    # the verdicts made while reading, handed to the scoring with the very trace objects, are the ones made again
+    assert split["handed"] == len(alone["exact"]) and split["handed_wrong"] == 0 and split["handed_invalid"] > 0
 
 
 @pytest.mark.parametrize("extra", [['{"id": "multiple_0", "result": "[f()]"}', '{"id": "multiple_1", "result": 1}'],
                                    ['{"id": "simple_python_3", "result": "[f()]"}'], ['{"id": "multiple_9"}']])
-def test_two_processes_refuse_the_first_bad_line_as_one_does(bfcl_data, tmp_path, monkeypatch, extra):
+def test_two_processes_refuse_the_first_bad_line_as_one_does(bfcl_data, tmp_path, extra):
     folder = _folder(tmp_path, extra)
-    errors = []
-    for rows in (10**9, 100):
-        monkeypatch.setattr(results_split, "MIN_ROWS", rows)
-        with pytest.raises(ValueError) as caught:
-            read_results(folder)
-        errors.append(str(caught.value))
-    assert errors[0] == errors[1] and ":201:" in errors[0]
+    alone, split = _read(folder, 10**9), _read(folder, 100)
+    assert (alone["forks"], split["forks"]) == (0, 1)
+    assert split["error"] == alone["error"] and ":201:" in alone["error"]
