@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from .agentic import read_memory
 from .backend_host import prestart
+from .checker import hand_over
 from .data import load_entries
 from .files import (
     FORMAT,
@@ -92,6 +93,7 @@ from .multi_turn_checker import cancel_prefetch, prefetch
 if TYPE_CHECKING:
 
     from ...core.formats import ImportedPredictions, OfficialLines
+    from .results_split import Row, VerdictOf
 
 __all__ = ["FORMAT", "decode_result", "decode_step", "last_message", "read_results",
            "result_lines"]
@@ -303,10 +305,6 @@ def _model_folder(files: Sequence[Path]) -> str:
     return models[0]
 
 
-# see _row (a trace of None: json.loads of the line)
-Row = tuple[dict[str, Any] | None, str, str, bool, bool, bool, Any]
-
-
 def _row(entry_id: str, category: str, result: Any, where: str, source: str, decoding: Decoding) -> Row:
     """One line's work: ``(trace, status, line, reads back, holds a lone surrogate, holds an integer beyond a
     float, verdict)``: the trace and how its single-turn result decoded (:func:`_trace`), its line of
@@ -376,9 +374,7 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
             trace, status, line, same, surrogate, huge, verdict = made or _row(entry_id, category, row["result"],
                                                                                where, str(file), decoding)
             traces[entry_id] = json.loads(line) if trace is None else trace  # None: a line that reads back as it
-            if verdict is not None:  # made of the same trace in the other process (.results_split)
-                from .single_turn import hand_over
-
+            if verdict is not None:  # made of this very trace while the folder was read (.results_split)
                 hand_over(entry_id, traces[entry_id], verdict)
             texts[entry_id] = line, same
             if surrogate:
@@ -474,9 +470,13 @@ def _shown(places: Sequence[str]) -> str:
     return ", ".join(places[:5]) + (f", ... ({len(places)} in all)" if len(places) > 5 else "")
 
 
-def read_results(path: Path, options: Mapping[str, Any] | None = None) -> ImportedPredictions:
+def read_results(path: Path, options: Mapping[str, Any] | None = None,
+                 verdict_of: VerdictOf | None = None) -> ImportedPredictions:
     """BFCL result files (a file, or every one under a folder) as traces (see the module docstring);
-    ``options``: ``bfcl_model`` (the BFCL model or kind to decode as, for a folder BFCL does not know)."""
+    ``options``: ``bfcl_model`` (the BFCL model or kind to decode as, for a folder BFCL does not know);
+    ``verdict_of``: a single-turn entry's verdict of a trace (:func:`.single_turn.entry_verdict`): given, the verdicts
+    of a large folder are made while it is read, in two processes (:mod:`.results_split`), and handed to the
+    scoring (:func:`.checker.hand_over`)."""
     from ...core.formats import ImportedPredictions
 
     found = _files(path)
@@ -507,7 +507,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     if not replays:  # a large folder's single-turn lines decoded in two processes (no replay's threads to fork)
         from .results_split import split_rows
 
-        parsed, done = split_rows(files, categories, known, decoding)
+        parsed, done = split_rows(files, categories, known, decoding, _row, verdict_of)
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, str] = {}
     warnings = [f"{len(skipped)} result files skipped: {listed}"] if skipped else []

@@ -6,8 +6,8 @@ is most of the work of reading a folder, one line at a time, each on its own. Wi
 other line, this process the rest, then this process takes the child's lines and checks every line in the files'
 order as before (:func:`.results._read_lines`: ids, repeats, FILE:LINE refusals, warnings). The child sends back
 only the lines whose trace reads back from its JSON as it was (:func:`.results._reads_back`: the trace is then
-``json.loads`` of the line, the same value), each with the trace's verdict (:func:`.single_turn.entry_verdict`),
-which the scoring of that trace object then takes (:func:`.single_turn.hand_over`); this process makes the verdicts
+``json.loads`` of the line, the same value), each with the trace's verdict (``.single_turn.entry_verdict``),
+which the scoring of that trace object then takes (:func:`.checker.hand_over`); this process makes the verdicts
 of its own such lines too, while the child works. Any other line, one whose work raised, or all of them when the child
 fails, are done here as before. Not with a multi-turn file: its replays' threads are running (a fork copies
 only the forking thread), nor with any other thread running.
@@ -20,7 +20,7 @@ import os
 import pickle
 import signal
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,25 +28,27 @@ from .checker import Verdict
 from .data import BfclEntry, load_entries
 from .files import FORMAT_SENSITIVITY, SINGLE_TURN
 from .format_sensitivity import load_format_sensitivity
-from .results import Row, _row
-from .single_turn import entry_verdict
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from ...core.formats import OfficialLines
     from .handlers import Decoding
 
-__all__ = ["MIN_ROWS", "split_rows"]
+__all__ = ["MIN_ROWS", "Row", "VerdictOf", "split_rows"]
 
 MIN_ROWS = 2000  # below this, a fork (about 10 ms) and the child's lines read back cost more than they save
 Job = tuple[int, int, str, Any, str, str]  # (file, row index, entry id, result, FILE:LINE, source)
+# a line's work (.results._row): (trace (None: json.loads of the line), status, line, reads back, holds a lone
+# surrogate, holds an integer beyond a float, the trace's verdict or None)
+Row = tuple[dict[str, Any] | None, str, str, bool, bool, bool, Verdict | None]
+RowOf = Callable[[str, str, Any, str, str, "Decoding"], Row]  # .results._row
+VerdictOf = Callable[[BfclEntry, Mapping[str, Any] | None], Verdict]  # .single_turn.entry_verdict
 
 
-def split_rows(files: Sequence[Path], categories: Sequence[str], known: Mapping[str, str],
-               decoding: Decoding) -> tuple[dict[int, OfficialLines], dict[int, dict[int, Row]]]:
+def split_rows(files: Sequence[Path], categories: Sequence[str], known: Mapping[str, str], decoding: Decoding,
+               row_of: RowOf, verdict_of: VerdictOf | None) -> tuple[dict[int, OfficialLines], dict[int, dict[int, Row]]]:
     """The single-turn files as read (by file index; a file that is refused is left to be read again, in order)
-    and, for a folder of at least :data:`MIN_ROWS` lines, the work of its lines (by file, then row index)."""
+    and, for a folder of at least :data:`MIN_ROWS` lines, the work of its lines (by file, then row index; ``row_of``:
+    a line's, ``verdict_of``: a trace's verdict, none without it)."""
     from ...core.formats import official_jsonl
 
     parsed: dict[int, OfficialLines] = {}
@@ -60,7 +62,7 @@ def split_rows(files: Sequence[Path], categories: Sequence[str], known: Mapping[
                        and known.get(row["id"]) == categories[n]]
     if len(jobs) < MIN_ROWS or threading.active_count() > 1 or not hasattr(os, "fork"):
         return parsed, {}
-    return parsed, _in_two(jobs[0::2], jobs[1::2], categories, decoding)
+    return parsed, _in_two(jobs[0::2], jobs[1::2], categories, decoding, row_of, verdict_of)
 
 
 def _entries(categories: Sequence[str]) -> dict[str, BfclEntry]:
@@ -71,8 +73,8 @@ def _entries(categories: Sequence[str]) -> dict[str, BfclEntry]:
     return entries
 
 
-def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str],
-            decoding: Decoding) -> dict[int, dict[int, Row]]:
+def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str], decoding: Decoding, row_of: RowOf,
+            verdict_of: VerdictOf | None) -> dict[int, dict[int, Row]]:
     """``ours`` done here, ``theirs`` in a forked child, at the same time."""
     read_end, write_end = os.pipe()
     try:
@@ -89,10 +91,11 @@ def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str],
             sent = []
             for n, i, entry_id, result, where, source in theirs:
                 try:
-                    trace, status, line, same, surrogate, huge, _ = _row(entry_id, categories[n], result, where,
-                                                                         source, decoding)
+                    trace, status, line, same, surrogate, huge, _ = row_of(entry_id, categories[n], result, where,
+                                                                           source, decoding)
                     if same:  # the verdict of a trace equal to json.loads of its line
-                        sent.append((n, i, status, line, surrogate, huge, entry_verdict(entries[entry_id], trace)))
+                        verdict = verdict_of(entries[entry_id], trace) if verdict_of is not None else None
+                        sent.append((n, i, status, line, surrogate, huge, verdict))
                 except Exception:  # noqa: BLE001, S112 - done again in the parent, which raises it in order
                     continue
             with os.fdopen(write_end, "wb") as pipe:
@@ -106,18 +109,18 @@ def _in_two(ours: list[Job], theirs: list[Job], categories: Sequence[str],
     try:
         for n, i, entry_id, result, where, source in ours:
             with contextlib.suppress(Exception):  # done again in order, where it raises
-                done.setdefault(n, {})[i] = _row(entry_id, categories[n], result, where, source, decoding)
+                done.setdefault(n, {})[i] = row_of(entry_id, categories[n], result, where, source, decoding)
         entries = _entries(categories)
-        for n, i, entry_id, *_ in ours:  # their verdicts too, as the child makes its own (the scoring's work, done
+        for n, i, entry_id, *_ in ours if verdict_of is not None else ():  # their verdicts too, as the child makes its own (the scoring's work, done
             made = done.get(n, {}).get(i)  # while the child works): of the traces the scoring gets, those read back
             if made is not None and made[3]:
                 with contextlib.suppress(Exception):  # made again in the scoring, where it raises
-                    done[n][i] = (*made[:6], entry_verdict(entries[entry_id], made[0]))
+                    done[n][i] = (*made[:6], verdict_of(entries[entry_id], made[0]))  # type: ignore[misc]
         with os.fdopen(read_end, "rb") as pipe:
             data = pipe.read()
         reaped = True
         _, status_code = os.waitpid(pid, 0)
-        back: list[tuple[int, int, str, str, bool, bool, Verdict]] = []
+        back: list[tuple[int, int, str, str, bool, bool, Verdict | None]] = []
         if status_code == 0:
             with contextlib.suppress(Exception):  # its lines are done here then
                 back = pickle.loads(data)  # noqa: S301 - our own child's

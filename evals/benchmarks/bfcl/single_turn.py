@@ -25,7 +25,7 @@ from client.agent import run_agent
 from client.messages import Message
 from client.runs import EpisodeOutcome
 
-from .checker import Verdict, check_calls
+from .checker import Verdict, check_calls, handed_verdict
 from .data import BfclEntry, load_entries
 from .files import FORMAT_SENSITIVITY, NAME, SINGLE_TURN, language, served_name
 from .format_sensitivity import base_id, load_format_sensitivity
@@ -39,8 +39,7 @@ if TYPE_CHECKING:
 
     from ...core.plugin import EpisodeEnv
 
-__all__ = ["NO_CALL_ANSWER", "SingleTurnKind", "calls_from_trace", "conversation", "entry_verdict", "gold_calls",
-           "hand_over"]
+__all__ = ["NO_CALL_ANSWER", "SingleTurnKind", "calls_from_trace", "conversation", "entry_verdict", "gold_calls"]
 
 NO_CALL_ANSWER = "None of the offered functions fits this request."
 
@@ -161,18 +160,6 @@ def entry_verdict(entry: BfclEntry, trace: Mapping[str, Any] | None) -> Verdict:
                        underscore_to_dot=bool(outcome.get("underscore_to_dot", True)))
 
 
-# trace object id -> (the trace, its entry id, its verdict): verdicts made while a result folder was read, in a
-# second process (.results_split), of the very trace objects the scoring then gets; for this process only
-_handed: dict[int, tuple[Mapping[str, Any], str, Verdict]] = {}
-
-
-def hand_over(entry_id: str, trace: Mapping[str, Any], verdict: Verdict) -> None:
-    """``verdict`` is :func:`entry_verdict` of ``trace`` (this object, unchanged) for entry ``entry_id``: the
-    scoring takes it instead of checking the calls again (the trace object is kept with it, so its id is not
-    another's)."""
-    _handed[id(trace)] = (trace, entry_id, verdict)
-
-
 class SingleTurnKind:
     """The single-turn entries of the selected categories (``format_sensitivity``'s too, when named):
     each endpoint offers its entry's functions, in the entry's order (specs built on first use)."""
@@ -246,11 +233,10 @@ class SingleTurnKind:
         return self.verdict(task_id, trace)
 
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
-        """The entry's verdict (:func:`entry_verdict`), or the one made of this very trace already (:func:`hand_over`)."""
-        handed = _handed.get(id(trace))
-        if handed is not None and handed[0] is trace and handed[1] == task_id:
-            return handed[2]
-        return entry_verdict(self.entries[task_id], trace)
+        """The entry's verdict (:func:`entry_verdict`), or the one made of this very trace already
+        (:func:`.checker.hand_over`)."""
+        handed = handed_verdict(task_id, trace)
+        return handed if handed is not None else entry_verdict(self.entries[task_id], trace)
 
     def view(self, task_id: str, trace: Mapping[str, Any] | None,
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ def _folder(root: Path, extra: list[str] | None = None) -> Path:
 _READ = """
 import json, os, sys
 from pathlib import Path
-from evals.benchmarks.bfcl import results_split, single_turn
+from evals.benchmarks.bfcl import checker, results_split, single_turn
 from evals.benchmarks.bfcl.data import load_entries
 from evals.benchmarks.bfcl.results import read_results
 results_split.MIN_ROWS = int(sys.argv[2])
@@ -50,19 +50,19 @@ def counted():
     return fork()
 os.fork = counted
 try:
-    got = read_results(Path(sys.argv[1]))
+    got = read_results(Path(sys.argv[1]), None, single_turn.entry_verdict)  # as the plugin reads a folder
 except ValueError as exc:
     print(json.dumps({"error": str(exc), "forks": len(forks)}))
     sys.exit(0)
 entries = {e.id: e for e in load_entries(("simple_python", "multiple"))}
-handed = [(i, t) for i, t in got.traces.items() if id(t) in single_turn._handed]
+handed = [(i, t) for i, t in got.traces.items() if id(t) in checker._handed]
 print(json.dumps({
     "traces": {k: {**t, "episode_id": None} for k, t in got.traces.items()},
     "lines": {k: json.dumps({**json.loads(line), "episode_id": None}) for k, line in got.lines.items()},
     "exact": sorted(got.json_exact), "warnings": [str(w) for w in got.warnings], "forks": len(forks),
     "handed": len(handed), "handed_wrong": len([1 for i, t in handed
-                                                if single_turn._handed[id(t)][2] != single_turn.entry_verdict(entries[i], t)]),
-    "handed_invalid": len([1 for i, t in handed if not single_turn._handed[id(t)][2].valid]),
+                                                if checker._handed[id(t)][2] != single_turn.entry_verdict(entries[i], t)]),
+    "handed_invalid": len([1 for i, t in handed if not checker._handed[id(t)][2].valid]),
 }, default=repr))
 """
 
