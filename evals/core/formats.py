@@ -12,7 +12,10 @@ A benchmark may offer :class:`PredictionFormat` s (its optional ``formats()`` me
 
 ``evals score PATH --format NAME --benchmark B`` writes the imported traces into a new run
 directory (``config.json`` names the format and the source) and scores it like any run, so the
-report, ``evals score`` and ``evals export`` then work on it as well. The run covers exactly the
+report, ``evals score`` and ``evals export`` then work on it as well. The traces it wrote go to the
+scoring as they are, not read back from the file (:func:`import_run`): those the reader says read back
+unchanged from their JSON (``ImportedPredictions.json_exact``), the others parsed from their lines; what
+is scored is what a later ``evals score`` of the run folder scores. The run covers exactly the
 tasks the predictions are for (``run.only_traced`` in its config), as the official scripts score
 the predictions they are given; a reader whose official script divides by the full set's size
 says ``covers_all`` and the tasks without a prediction count as failed. What a reader noticed in
