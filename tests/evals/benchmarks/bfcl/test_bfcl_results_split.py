@@ -43,6 +43,7 @@ from evals.benchmarks.bfcl import checker, results_split, single_turn
 from evals.benchmarks.bfcl.data import load_entries
 from evals.benchmarks.bfcl.results import read_results
 results_split.MIN_ROWS = int(sys.argv[2])
+results_split.spare_cpu = lambda: True  # whatever the machine's load
 forks = []
 fork = os.fork
 def counted():
