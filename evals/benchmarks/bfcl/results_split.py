@@ -1,16 +1,17 @@
 """A large BFCL result folder's single-turn lines decoded in two processes (``evals score --format bfcl-official``).
 
-Decoding a line (BFCL's decoder for a prompting model's text, the trace, its line of ``traces.jsonl``: :func:`.results._row`)
-is most of the work of reading a folder, one line at a time, each on its own. With many lines (at least
-:data:`MIN_ROWS`) and a CPU to spare (:func:`spare_cpu`), the process forks once, after the files are read and
-BFCL's code is imported: the child does every other line, this process the rest, then this process takes the child's lines and checks every line in the files'
-order as before (:func:`.results._read_lines`: ids, repeats, FILE:LINE refusals, warnings). The child sends back
-only the lines whose trace reads back from its JSON as it was (:func:`.results._reads_back`: the trace is then
-``json.loads`` of the line, the same value), each with the trace's verdict (``.single_turn.entry_verdict``),
-which the scoring of that trace object then takes (:func:`.checker.hand_over`); this process makes the verdicts
-of its own such lines too, while the child works. Any other line, one whose work raised, or all of them when the child
-fails, are done here as before. Not with a multi-turn file: its replays' threads are running (a fork copies
-only the forking thread), nor with any other thread running.
+Decoding a line (BFCL's decoder for a prompting model's text, the trace, its line of ``traces.jsonl``:
+``.results._row``) is most of the work of reading a folder, one line at a time, each on its own. With many
+lines (at least :data:`MIN_ROWS`) and a CPU to spare (:func:`spare_cpu`), the process forks once, after the
+files are read and BFCL's code is imported: the child does every other line, this process the rest; then this
+process takes the child's lines and checks every line in the files' order as before (``.results._read_lines``:
+ids, repeats, FILE:LINE refusals, warnings). The child sends back only the lines whose trace reads back from its
+JSON as it was (``.results._reads_back``: the trace is then ``json.loads`` of the line, the same value), each
+with the trace's verdict (``.single_turn.entry_verdict``), which the scoring of that trace object then takes
+(:func:`.checker.hand_over`); this process makes the verdicts of its own such lines too, while the child works.
+Any other line, one whose work raised, or all of them when the child fails, are done here as before. Not with
+a multi-turn file (its replays' threads are running: a fork copies only the forking thread), nor with any
+other thread running.
 """
 
 from __future__ import annotations
