@@ -501,7 +501,10 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None,
     replays = any(c in MULTI_TURN for c in categories)
     if replays:  # the holders' zygote imports BFCL's modules while the files are read
         prestart()
-    known, multi = _entries(categories)
+    # with multi-turn files, the other categories' entries are loaded after their replays are started (an id of
+    # another category is refused in a multi-turn file all the same: it is not one of the file's category)
+    known, multi = _entries([c for c in categories if c in MULTI_TURN] if replays else categories)
+    others = [c for c in categories if c not in MULTI_TURN] if replays else []
     parsed: dict[int, OfficialLines] = {}
     done: dict[int, dict[int, Row]] = {}
     if not replays:  # a large folder's single-turn lines decoded in two processes (no replay's threads to fork)
@@ -521,6 +524,9 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None,
     read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, tuple[str, bool]]] | Exception] = {}
     try:
         for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
+            if others and categories[n] not in MULTI_TURN:
+                known.update(_entries(others)[0])
+                others = []
             try:
                 read[n] = got, noted, lines_of = _read_lines(files[n], categories[n], known, seen, decoding,
                                                              parsed.get(n), done.get(n))
