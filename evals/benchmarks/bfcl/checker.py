@@ -75,6 +75,11 @@ def hand_over(entry_id: str, trace: Mapping[str, Any], verdict: Verdict) -> None
     _handed[id(trace)] = (trace, entry_id, verdict)
 
 
+def drop_handed() -> None:
+    """Forget the verdicts handed over so far (a new folder is read: the traces of the last one are not kept for them)."""
+    _handed.clear()
+
+
 def handed_verdict(entry_id: str, trace: Mapping[str, Any] | None) -> Verdict | None:
     """The verdict handed over for this very trace object and entry (:func:`hand_over`), if any."""
     handed = _handed.get(id(trace))

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from .agentic import read_memory
 from .backend_host import prestart
-from .checker import hand_over
+from .checker import drop_handed, hand_over
 from .data import load_entries
 from .files import (
     FORMAT,
@@ -479,6 +479,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None,
     scoring (:func:`.checker.hand_over`)."""
     from ...core.formats import ImportedPredictions
 
+    drop_handed()  # the verdicts of a folder read before (their traces are not kept for them)
     found = _files(path)
     model = _model_folder(found)
     decoding = decoding_for(model, (options or {}).get("bfcl_model"))
