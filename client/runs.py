@@ -14,7 +14,7 @@ here, and this is where other code imports them from.
 
 from client._runs.config import DEFAULT_HASH_KEYS, RunConfigMismatch, config_hash, package_version
 from client._runs.jsonl import RunDiskFull, TraceScan, append_line, iter_jsonl, utf8_lines
-from client._runs.jsonutil import canonical_json, error_info, is_transient, to_jsonable
+from client._runs.jsonutil import canonical_json, dumps_line, error_info, is_transient, to_jsonable
 from client._runs.nofollow import (
     RunFileIsLink,
     check_run_dir,
@@ -57,6 +57,7 @@ __all__ = [
     "Totals",
     "append_line",
     "canonical_json",
+    "dumps_line",
     "check_run_dir",
     "fresh_output",
     "install_tree",

@@ -11,7 +11,7 @@ import gc
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -24,6 +24,9 @@ from .cli_parts.serve import build_serve_parser
 from .cli_parts.summary import print_summary, print_warnings
 from .core.options import OptionError, add_options, load_config_file
 from .core.registry import all_benchmarks, scoring_options
+
+if TYPE_CHECKING:
+    from client.runs import RunDir
 
 __all__ = ["build_parser", "ensure_benchmark_data", "main", "sub_parser"]
 
@@ -54,10 +57,10 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def _score(args: argparse.Namespace, given: dict[str, Any]) -> int:
     try:
-        run_dir = args.run_dir
+        run_dir: Any = args.run_dir
         if args.format:  # first: a reader may start work of its own that scoring takes later (e.g. processes)
-            run_dir = _import_predictions(args, given)
-            err.print(f"imported {escape(args.run_dir)} ({escape(args.format)}) into {escape(str(run_dir))}")
+            run_dir = _import_predictions(args, given)  # the RunDir written: scored from the traces it holds
+            err.print(f"imported {escape(args.run_dir)} ({escape(args.format)}) into {escape(str(run_dir.path))}")
         elif args.benchmark or args.strategy or args.out:
             raise ValueError("--benchmark, --strategy and --out go with --format (scoring predictions made elsewhere)")
         from client import eventloop
@@ -76,11 +79,11 @@ def _score(args: argparse.Namespace, given: dict[str, Any]) -> int:
 
 
 
-def _import_predictions(args: argparse.Namespace, given: dict[str, Any]) -> Path:
+def _import_predictions(args: argparse.Namespace, given: dict[str, Any]) -> RunDir:
     """``evals score PATH --format NAME --benchmark B``: PATH's predictions into a new run directory."""
     import re
 
-    from .core.formats import import_predictions
+    from .core.formats import import_run
 
     if not args.benchmark:
         raise ValueError("--format needs --benchmark (which benchmark the predictions are for)")
@@ -91,7 +94,7 @@ def _import_predictions(args: argparse.Namespace, given: dict[str, Any]) -> Path
     from .core.registry import own_options
 
     options = {k: v for k, v in own_options(args.benchmark, given).items() if v is not None}  # e.g. how to decode
-    return import_predictions(args.run_dir, args.format, args.benchmark, out, strategy=args.strategy, options=options)
+    return import_run(args.run_dir, args.format, args.benchmark, out, strategy=args.strategy, options=options)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -4,8 +4,8 @@ Values are converted the same way everywhere: objects with ``to_dict()``, pydant
 dataclasses, exceptions (as :func:`error_info`), paths, dates, enums, sets, bytes … and, as a last
 resort, ``repr``: a trace is never lost because of one odd value.
 
-``json_default``, ``dumps_line``, ``short_json`` and ``now_iso`` are helpers of the other
-``client._runs`` modules, not part of the public API.
+``json_default``, ``short_json`` and ``now_iso`` are helpers of the other ``client._runs`` modules,
+not part of the public API; ``dumps_line`` is how a trace record becomes its line of ``traces.jsonl``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from .secrets import redact_urls
 
-__all__ = ["canonical_json", "error_info", "is_transient", "to_jsonable"]
+__all__ = ["canonical_json", "dumps_line", "error_info", "is_transient", "to_jsonable"]
 
 _TRACEBACK_LIMIT = 8000
 
@@ -60,7 +60,10 @@ def json_default(obj: Any) -> Any:
 
 def dumps_line(obj: Any) -> str:
     """``obj`` as one line of JSON (non-ASCII kept), objects converted with :func:`json_default`."""
-    return json.dumps(obj, default=json_default, ensure_ascii=False)
+    return _LINE.encode(obj)
+
+
+_LINE = json.JSONEncoder(default=json_default, ensure_ascii=False)  # json.dumps's, made once (not per line)
 
 
 def to_jsonable(obj: Any) -> Any:

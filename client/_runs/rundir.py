@@ -202,6 +202,13 @@ def read_traces(path: str | os.PathLike[str]) -> TracesRead:
     return TracesRead(run, key, scan, tools)
 
 
+def _plain_record(record: Any) -> bool:
+    """Whether ``record`` is a trace record as :func:`~client._runs.jsonl.scan_jsonl` keeps it, with no events
+    (whose tool lists a scan resolves)."""
+    return (isinstance(record, dict) and isinstance(record.get("task_id"), str)
+            and record.get("status") in ("completed", "errored") and not record.get("events"))
+
+
 class RunDir:
     """A run directory: config, traces, in-flight events.
 
@@ -370,21 +377,41 @@ class RunDir:
                 raise disk_full(exc, self.traces_path) from exc
             self._traces_synced = self._traces_written
 
-    def append_traces(self, records: Iterable[Mapping[str, Any] | str]) -> None:
+    def append_traces(self, records: Iterable[Mapping[str, Any] | str], *,
+                      read_back: Sequence[Mapping[str, Any] | None] | None = None) -> None:
         """Append finished-episode records (dicts or JSON lines) in one write, without an fsync (see
-        :meth:`append_trace`): an import of predictions writes thousands at once."""
+        :meth:`append_trace`): an import of predictions writes thousands at once.
+
+        ``read_back``: for each record, what reading its line back gives (``None``: not known, its line is
+        parsed here), given by a caller that has it. Into an empty file, the records then stand for the
+        file's scan (:meth:`scan_traces`, while the file is unchanged): an import scored right after it is
+        written does not read it again."""
         self.open_for_writing()
         assert self._traces_fd is not None
         lines = [record if isinstance(record, str) else dumps_line(record) for record in records]
         if any("\n" in line for line in lines):
             raise ValueError("a trace record must be a single line of JSON")
-        data = b"".join(utf8_lines(line + "\n") for line in lines)
+        encoded = [utf8_lines(line + "\n") for line in lines]
+        data = b"".join(encoded)
         self._check_tools()  # the lists these traces refer to are in the file at tools.jsonl
         lost = self._traces_changed()
         if lost is not None:
             self._recover_traces(lost, data)
+        empty = read_back is not None and len(read_back) == len(lines) and os.fstat(self._traces_fd).st_size == 0
         append_line(self._traces_fd, data, self.traces_path)
         self._traces_written += len(lines)
+        if empty and read_back is not None:
+            st = os.fstat(self._traces_fd)
+            kept = [known if known is not None else json.loads(line) for known, line in zip(read_back, encoded,
+                                                                                             strict=True)]
+            if st.st_size == len(data) and all(_plain_record(r) for r in kept):  # these lines and nothing else
+                self._scan_cache = ((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), TraceScan(kept))
+
+    def share_scan(self, other: RunDir) -> None:
+        """Take ``other``'s scan of the traces file (another ``RunDir`` of the same run, e.g. the one that
+        wrote it with ``read_back``): :meth:`scan_traces` uses it while the file is unchanged."""
+        if other._scan_cache is not None and other.traces_path.resolve() == self.traces_path.resolve():
+            self._scan_cache = other._scan_cache
 
     async def append_trace_async(self, record: Mapping[str, Any] | str) -> None:
         """:meth:`append_trace` for the event loop: same durability, without blocking the loop.

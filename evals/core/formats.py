@@ -12,7 +12,10 @@ A benchmark may offer :class:`PredictionFormat` s (its optional ``formats()`` me
 
 ``evals score PATH --format NAME --benchmark B`` writes the imported traces into a new run
 directory (``config.json`` names the format and the source) and scores it like any run, so the
-report, ``evals score`` and ``evals export`` then work on it as well. The run covers exactly the
+report, ``evals score`` and ``evals export`` then work on it as well. The traces it wrote go to the
+scoring as they are, not read back from the file (:func:`import_run`): those the reader says read back
+unchanged from their JSON (``ImportedPredictions.json_exact``), the others parsed from their lines; what
+is scored is what a later ``evals score`` of the run folder scores. The run covers exactly the
 tasks the predictions are for (``run.only_traced`` in its config), as the official scripts score
 the predictions they are given; a reader whose official script divides by the full set's size
 says ``covers_all`` and the tasks without a prediction count as failed. What a reader noticed in
@@ -56,6 +59,7 @@ __all__ = [
     "find_format",
     "formats_of",
     "import_predictions",
+    "import_run",
     "imported_trace",
     "official_jsonl",
     "surrogate_free",
@@ -76,6 +80,12 @@ class ImportedPredictions:
     # the run covers every task of the benchmark, a task without a prediction counting as failed (as an
     # official script that divides by the full set's size counts it); default: only the predicted tasks
     covers_all: bool = False
+    # task id -> its trace's line of traces.jsonl (``client.runs.dumps_line`` of the trace), where the reader made
+    # it already (e.g. to look at it): written as it is, not made again
+    lines: Mapping[str, str] = field(default_factory=dict)
+    # the task ids whose trace reads back from its line as it is (the reader knows it holds no tuple, no key that is
+    # not a text, no lone surrogate, no NaN or infinity): scored as it is, without reading traces.jsonl again
+    json_exact: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -145,10 +155,14 @@ def blank_lines_warning(path: Path, blank: Sequence[int]) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def surrogate_free(value: Any) -> bool:
+def surrogate_free(value: Any, text: str | None = None) -> bool:
     """Whether ``value`` (JSON-like) holds no lone surrogate (``"\\ud800"`` in the file's JSON): a string
     with one cannot be encoded as UTF-8, so the official ``eval``/``ast`` of it fails, and a run's trace
-    file stores it as U+FFFD."""
+    file stores it as U+FFFD. ``text``: the JSON text of ``value``, or of a value holding it, with non-ASCII
+    characters kept (``client.runs.dumps_line``): where it has no lone surrogate, ``value`` has none (each of its
+    texts is in it as it is), and one regex search stands for the walk over every item."""
+    if text is not None and (text.isascii() or not _SURROGATE.search(text)):
+        return True
     stack = [value]
     while stack:  # iteratively: a value may be nested as deep as json.loads allows
         item = stack.pop()
@@ -264,6 +278,21 @@ def import_predictions(
 ) -> Path:
     """Read predictions in ``format_name`` into a new run directory ``run_path`` (its traces and
     ``config.json``), ready for scoring. ``strategy``/``options`` override what the files say."""
+    return import_run(path, format_name, benchmark, run_path, strategy=strategy, options=options).path
+
+
+def import_run(
+    path: str | Path,
+    format_name: str,
+    benchmark: str,
+    run_path: str | Path,
+    *,
+    strategy: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> RunDir:
+    """:func:`import_predictions`, giving the run directory written (closed): its scan of the traces is the
+    traces as written (``ImportedPredictions.json_exact``, the other lines parsed), which
+    ``score_run_dir`` takes (:meth:`client.runs.RunDir.share_scan`) instead of reading the file again."""
     from client.runs import RunDir
 
     from .registry import load_benchmark
@@ -302,8 +331,10 @@ def import_predictions(
         "versions": versions(made),  # the scorer that scores it now
     }
     run_dir = RunDir(out, config)
+    written = [task_id for task_id in ids if task_id in got.traces]
     try:
-        run_dir.append_traces(got.traces[task_id] for task_id in ids if task_id in got.traces)
+        run_dir.append_traces([got.lines.get(task_id) or got.traces[task_id] for task_id in written],
+                              read_back=[got.traces[task_id] if task_id in got.json_exact else None for task_id in written])
     finally:
         run_dir.close()
-    return out
+    return run_dir

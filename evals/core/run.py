@@ -330,13 +330,17 @@ def open_judge(
     )
 
 
-async def score_run_dir(run_path: str | Path, *, judge_model: str | None = None,
+async def score_run_dir(run_path: str | Path | RunDir, *, judge_model: str | None = None,
                         options: Mapping[str, Any] | None = None, **adapter_kw: Any) -> dict[str, Any]:
     """``evals score``: re-score a run from its traces and stored judge decisions (``judge_model``
     asks a judge for decisions that are not stored). ``options``: scoring-only options of the run's
     benchmark (``Option.scoring``) to score with instead of the run's (e.g. another reading of the
-    same traces); the run's config is not changed, the summary names them under ``rescored_with``."""
-    run_dir = RunDir.open(run_path)
+    same traces); the run's config is not changed, the summary names them under ``rescored_with``.
+    ``run_path`` may be the ``RunDir`` that wrote the run (an import): its scan of the traces is taken
+    (:meth:`~client.runs.RunDir.share_scan`), the config is read from the folder."""
+    run_dir = RunDir.open(run_path.path if isinstance(run_path, RunDir) else run_path)
+    if isinstance(run_path, RunDir):
+        run_dir.share_scan(run_path)
     config = run_dir.config or {}
     if "benchmark" not in config:
         raise ValueError(f"{run_dir.path}: config.json names no benchmark; is this an evals run directory?")

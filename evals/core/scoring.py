@@ -42,6 +42,8 @@ SUMMARY_SCHEMA_VERSION = 2
 SUMMARY_SCHEMA = Path(__file__).with_name("summary.schema.json")
 _TOTAL_KEYS = ("input_tokens", "output_tokens", "cost_usd")
 _JUDGE_EVENT = b'"kind": "judge"'
+# a line of scores.jsonl: json.dumps(..., ensure_ascii=False, sort_keys=True), one encoder for the thousands of lines
+_SCORE_LINE = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
 
 def read_scores(run_dir: RunDir) -> list[dict[str, Any]]:
@@ -116,8 +118,8 @@ async def score_run(
                 score.details["judge"] = [{k: v for k, v in d.items() if k != "prompt"} for d in ctx.decisions]
             done[n] = (score, ctx)
             trace = traces.get(key) or {}
-            lines[n] = json.dumps({"task_id": key, "episode_id": trace.get("episode_id"), "score": score.to_dict(),
-                                   "judge": ctx.decisions}, ensure_ascii=False, sort_keys=True)
+            lines[n] = _SCORE_LINE.encode({"task_id": key, "episode_id": trace.get("episode_id"),
+                                           "score": score.to_dict(), "judge": ctx.decisions})
 
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(keys))))))
     results = [done[n] for n in range(len(keys))]

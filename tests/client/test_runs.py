@@ -113,6 +113,26 @@ def test_append_and_read_back_newest_wins(tmp_path: Path) -> None:
     assert summary.errors_by_type == {"ModelError": 1}
 
 
+def test_traces_written_with_what_they_read_back_as_are_their_scan_while_the_file_is_unchanged(tmp_path: Path) -> None:
+    kept = {**record("a"), "outcome": {"x": [1, 2.5, None]}}
+    odd = {**record("b"), "outcome": {"x": ("t",), "y": "\ud800"}}  # a tuple and a lone surrogate: parsed from the line
+    with RunDir(tmp_path / "run", CONFIG) as run:
+        run.append_traces([kept, odd], read_back=[kept, None])
+    again = RunDir.open(tmp_path / "run")
+    again.share_scan(run)
+    scan = again.latest_traces()
+    assert scan["a"] is kept  # handed over, not read back
+    assert scan["b"]["outcome"] == {"x": ["t"], "y": "\ufffd"}  # as the file holds it
+    assert {k: dict(v) for k, v in RunDir.open(tmp_path / "run").latest_traces().items()} == \
+        {k: dict(v) for k, v in scan.items()}
+    with RunDir(tmp_path / "run", CONFIG) as run2:
+        run2.append_trace(record("c"))
+    assert list(again.latest_traces()) == ["a", "b", "c"]  # the file changed: read again
+    with RunDir(tmp_path / "run", CONFIG) as run3:  # into a file that is not empty: not kept, read
+        run3.append_traces([record("d")], read_back=[record("d")])
+    assert run3._scan_cache is None
+
+
 def test_reader_skips_and_reports_a_torn_last_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     run = RunDir(tmp_path / "run", CONFIG)
     good = json.dumps(record("a")) + "\n" + json.dumps(record("b")) + "\n"

@@ -63,6 +63,28 @@ class Verdict:
 
 _OK = Verdict(True)
 
+# trace object id -> (the trace, its entry id, its verdict): verdicts made while a result folder was read
+# (:mod:`.results_split`), of the very trace objects the scoring then gets; for this process only
+_handed: dict[int, tuple[Mapping[str, Any], str, Verdict]] = {}
+
+
+def hand_over(entry_id: str, trace: Mapping[str, Any], verdict: Verdict) -> None:
+    """``verdict`` is the verdict of ``trace`` (this object, unchanged) for entry ``entry_id``
+    (:func:`.single_turn.entry_verdict`): the scoring takes it (:func:`handed_verdict`) instead of checking the calls
+    again (the trace object is kept with it, so that its id is no other's)."""
+    _handed[id(trace)] = (trace, entry_id, verdict)
+
+
+def drop_handed() -> None:
+    """Forget the verdicts handed over so far (a new folder is read: the traces of the last one are not kept for them)."""
+    _handed.clear()
+
+
+def handed_verdict(entry_id: str, trace: Mapping[str, Any] | None) -> Verdict | None:
+    """The verdict handed over for this very trace object and entry (:func:`hand_over`), if any."""
+    handed = _handed.get(id(trace))
+    return handed[2] if handed is not None and handed[0] is trace and handed[1] == entry_id else None
+
 
 def normalise(text: str) -> str:
     """A string as the checker compares it: without `` ,./-_*^``, lower-cased, ``'`` as ``"``."""

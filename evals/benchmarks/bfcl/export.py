@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from client.runs import RunDir
 
     from ...core.formats import PredictionFormat
+    from .results_split import VerdictOf
 
 __all__ = ["FORMAT", "bfcl_models", "export_run", "model_folder", "official_format", "usage_fields"]
 
@@ -176,10 +177,12 @@ def _lines(traces: Mapping[str, Mapping[str, Any]], ids: Sequence[str], category
     return [{**line, **usage_fields(traces[line["id"]], category)} for line in lines]
 
 
-def official_format(calls_of: CallsOf, options: Mapping[str, Any] | None = None) -> PredictionFormat:
+def official_format(calls_of: CallsOf, options: Mapping[str, Any] | None = None,
+                    verdict_of: VerdictOf | None = None) -> PredictionFormat:
     """The format: read by :func:`.results.read_results`, written here; ``calls_of`` reads the calls a trace is
     scored by (:func:`.single_turn.calls_from_trace`); ``options``: the benchmark's (``bfcl_model``: how to decode
-    the files read)."""
+    the files read); ``verdict_of``: a single-turn trace's verdict (:func:`.single_turn.entry_verdict`), made while
+    a large folder is read."""
     from ...core.formats import PredictionFormat
 
     return PredictionFormat(
@@ -188,6 +191,6 @@ def official_format(calls_of: CallsOf, options: Mapping[str, Any] | None = None)
         "an FC model's tool calls; multi-turn and memory: per turn, each response's calls or text), read by "
         "`bfcl evaluate`",
         lambda run_dir, out: export_run(run_dir, out, calls_of),
-        lambda path: read_results(path, options),
+        lambda path: read_results(path, options, verdict_of),
         export_as=lambda run_dir, out, model: export_run(run_dir, out, calls_of, model),
     )

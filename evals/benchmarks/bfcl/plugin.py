@@ -27,7 +27,7 @@ from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MEMORY_VECTOR, MULTI_TURN,
 from .kinds import BfclCatalog, Kind, kinds_for
 from .metrics import task_score
 from .multi_turn import step_limit
-from .single_turn import calls_from_trace
+from .single_turn import calls_from_trace, entry_verdict
 
 if TYPE_CHECKING:
     from client.runs import EpisodeOutcome, EpisodeRecorder
@@ -191,7 +191,7 @@ class BfclBenchmark:
         read by ``evals score --format``, written by ``evals export``."""
         from .export import FORMAT, official_format
 
-        official = official_format(calls_from_trace, self.options)
+        official = official_format(calls_from_trace, self.options, entry_verdict)
         return [official, dataclasses.replace(official, name="bfcl", description=f"the same as {FORMAT}")]
 
     def episode_view(self, task_id: str, trace: Mapping[str, Any] | None,

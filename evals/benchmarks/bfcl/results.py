@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 from .agentic import read_memory
 from .backend_host import prestart
+from .checker import drop_handed, hand_over
 from .data import load_entries
 from .files import (
     FORMAT,
@@ -98,7 +99,8 @@ from .multi_turn_checker import cancel_prefetch, prefetch
 
 if TYPE_CHECKING:
 
-    from ...core.formats import ImportedPredictions
+    from ...core.formats import ImportedPredictions, OfficialLines
+    from .results_split import Row, VerdictOf
 
 __all__ = ["FORMAT", "decode_result", "decode_step", "last_message", "read_results",
            "result_lines"]
@@ -347,18 +349,57 @@ def _model_folder(files: Sequence[Path]) -> str:
     return models[0]
 
 
-def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str],
-                decoding: Decoding) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+def _row(entry_id: str, category: str, result: Any, where: str, source: str, decoding: Decoding) -> Row:
+    """One line's work: ``(trace, status, line, reads back, holds a lone surrogate, holds an integer beyond a
+    float, verdict)``: the trace and how its single-turn result decoded (:func:`_trace`), its line of
+    ``traces.jsonl``, whether ``json.loads`` of the line gives the trace as it is (:func:`_calls_scan`,
+    :func:`_reads_back`), and what the warnings count; the verdict is None here (:mod:`.results_split`, which runs
+    this in two processes, gives the other process's). It depends on nothing but its arguments."""
+    trace, status = _trace(entry_id, category, result, where, source, decoding)
+    return (trace, status, *_facts(trace, decoding), None)
+
+
+def _facts(trace: dict[str, Any], decoding: Decoding) -> tuple[str, bool, bool, bool]:
+    """A trace's line, whether it reads back as the trace, whether it holds a lone surrogate (in the result or what
+    it decodes to) and an integer beyond a float (see :func:`_row`)."""
+    from client.runs import dumps_line
+
+    from ...core.formats import surrogate_free
+
+    line = dumps_line(trace)
+    closed, huge = _calls_scan(trace["outcome"].get("calls"))
+    return line, closed and _reads_back(trace, line, decoding), not surrogate_free(trace.get("outcome"), line), huge
+
+
+def _add_facts(got: Mapping[str, dict[str, Any]], noted: dict[str, list[str]], texts: dict[str, tuple[str, bool]],
+               seen: Mapping[str, str], decoding: Decoding) -> None:
+    """A multi-turn file's lines and what the warnings count, made after its replays were started."""
+    for entry_id, trace in got.items():
+        line, same, surrogate, huge = _facts(trace, decoding)
+        texts[entry_id] = line, same
+        if surrogate:
+            noted["surrogate"].append(seen[entry_id])
+        if huge:
+            noted["huge"].append(seen[entry_id])
+
+
+def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[str, str], decoding: Decoding,
+                lines: OfficialLines | None = None, done: Mapping[int, Row] | None = None,
+                ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, tuple[str, bool]]]:
     """One file's traces, and where its single-turn results were texts / did not decode / held a lone surrogate;
-    its blank lines. Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads`` of each line:
-    :func:`official_jsonl`): what that stops on is refused with FILE:LINE, blank lines are warned about."""
-    from ...core.formats import official_jsonl, surrogate_free
+    its blank lines; each trace's line of ``traces.jsonl`` (made here once: its text is searched for what a
+    walk over the trace would look for) and whether reading the line back gives the trace as it is
+    (:func:`_reads_back`). Read as BFCL's ``load_file`` reads it (``readlines()``, ``json.loads``
+    of each line: :func:`official_jsonl`): what that stops on is refused with FILE:LINE, blank lines are warned
+    about. ``lines``: the file as read already; ``done``: the rows' work done already (:func:`_row`), by index."""
+    from ...core.formats import official_jsonl
 
     traces: dict[str, dict[str, Any]] = {}
+    texts: dict[str, tuple[str, bool]] = {}
     noted: dict[str, list[str]] = {"text": [], "undecoded": [], "surrogate": [], "blank": [], "huge": []}
-    lines = official_jsonl(file)
+    lines = official_jsonl(file) if lines is None else lines
     noted["blank"] = [f"{file}:{n}" for n in lines.blank]
-    for number, row in lines.rows:
+    for index, (number, row) in enumerate(lines.rows):
         where = f"{file}:{number}"
         if not isinstance(row, dict) or not isinstance(row.get("id"), str):
             raise ValueError(f"{where}: not a BFCL result line (a JSON object with a string 'id')")
@@ -370,18 +411,85 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
         if entry_id in seen:
             raise ValueError(f"{where}: entry {entry_id!r} is given twice (first at {seen[entry_id]})")
         seen[entry_id] = where
-        traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
-        if not surrogate_free(traces[entry_id].get("outcome")):  # the result, or what it decodes to
-            noted["surrogate"].append(where)
-        if _beyond_float(traces[entry_id]["outcome"].get("calls")):
-            noted["huge"].append(where)
+        made = done.get(index) if done else None
+        if category in MULTI_TURN:  # its line made after its replays are started (read_results: _add_facts)
+            traces[entry_id], status = _trace(entry_id, category, row["result"], where, str(file), decoding)
+        else:
+            trace, status, line, same, surrogate, huge, verdict = made or _row(entry_id, category, row["result"],
+                                                                               where, str(file), decoding)
+            traces[entry_id] = json.loads(line) if trace is None else trace  # None: a line that reads back as it
+            if verdict is not None:  # made of this very trace while the folder was read (.results_split)
+                hand_over(entry_id, traces[entry_id], verdict)
+            texts[entry_id] = line, same
+            if surrogate:
+                noted["surrogate"].append(where)
+            if huge:
+                noted["huge"].append(where)
         text = row["result"]
         if isinstance(text, str) and text.strip() and not text.startswith("Error during inference") \
                 and not decoding.prompting:
             noted["text"].append(where)
         if status != "ok":
             noted["undecoded"].append(where)
-    return traces, noted
+    return traces, noted, texts
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _calls_scan(calls: Any) -> tuple[bool, bool]:
+    """``(closed, huge)`` of a trace's decoded calls, in one walk: whether they are JSON values only (dicts with
+    text keys, lists, texts, numbers, booleans, None: ``json.loads`` of their JSON gives them back as they are; a
+    tuple, a set, a key that is not a text do not), and whether they hold an integer ``float()`` cannot take
+    (:func:`_beyond_float`: BFCL's checker stops on one given for a float parameter)."""
+    closed, huge = True, False
+    stack = [calls]
+    while stack:  # iteratively: a value may be nested as deep as the decoder allows
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is float or kind is bool or item is None:
+            continue
+        if kind is int:
+            huge = huge or item.bit_length() > 1023 and _beyond_float(item)  # a float's range ends below 2**1024
+        elif kind is dict:
+            closed = closed and all(type(k) is str for k in item)
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        else:  # a tuple (kept by decode_result for BFCL's checker), a set, a subclass: walked as _beyond_float walks it
+            closed = False
+            huge = huge or _beyond_float(item)
+    return closed, huge
+
+
+def _reads_back(trace: Mapping[str, Any], line: str, decoding: Decoding) -> bool:
+    """Whether ``json.loads`` of the trace's ``line`` (as ``traces.jsonl`` holds it) gives ``trace`` as it is, its
+    calls being JSON values only (:func:`_calls_scan`): no lone surrogate (written as U+FFFD), no NaN or infinity (a
+    new float object; any ``NaN`` or ``Infinity`` in the text counts), and a prompting model's multi-turn steps of
+    JSON values only (an FC handler's are ``json.loads`` of its texts)."""
+    if not line.isascii() and _SURROGATE.search(line) or "NaN" in line or "Infinity" in line:
+        return False
+    return not decoding.prompting or _json_values((trace.get("outcome") or {}).get("turns"))
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _json_values(value: Any) -> bool:
+    """Whether ``value`` is made of dicts with text keys, lists, texts, numbers, booleans and None only."""
+    stack = [value]
+    while stack:  # iteratively: a value may be nested as deep as the decoder allows
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind not in _LEAVES:
+            return False
+    return True
 
 
 def _beyond_float(value: Any) -> bool:
@@ -406,11 +514,16 @@ def _shown(places: Sequence[str]) -> str:
     return ", ".join(places[:5]) + (f", ... ({len(places)} in all)" if len(places) > 5 else "")
 
 
-def read_results(path: Path, options: Mapping[str, Any] | None = None) -> ImportedPredictions:
+def read_results(path: Path, options: Mapping[str, Any] | None = None,
+                 verdict_of: VerdictOf | None = None) -> ImportedPredictions:
     """BFCL result files (a file, or every one under a folder) as traces (see the module docstring);
-    ``options``: ``bfcl_model`` (the BFCL model or kind to decode as, for a folder BFCL does not know)."""
+    ``options``: ``bfcl_model`` (the BFCL model or kind to decode as, for a folder BFCL does not know);
+    ``verdict_of``: a single-turn entry's verdict of a trace (:func:`.single_turn.entry_verdict`): given, the verdicts
+    of a large folder are made while it is read, in two processes (:mod:`.results_split`), and handed to the
+    scoring (:func:`.checker.hand_over`)."""
     from ...core.formats import ImportedPredictions
 
+    drop_handed()  # the verdicts of a folder read before (their traces are not kept for them)
     found = _files(path)
     model = _model_folder(found)
     decoding = decoding_for(model, (options or {}).get("bfcl_model"))
@@ -433,7 +546,16 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     replays = any(c in MULTI_TURN for c in categories)
     if replays:  # the holders' zygote imports BFCL's modules while the files are read
         prestart()
-    known, multi = _entries(categories)
+    # with multi-turn files, the other categories' entries are loaded after their replays are started (an id of
+    # another category is refused in a multi-turn file all the same: it is not one of the file's category)
+    known, multi = _entries([c for c in categories if c in MULTI_TURN] if replays else categories)
+    others = [c for c in categories if c not in MULTI_TURN] if replays else []
+    parsed: dict[int, OfficialLines] = {}
+    done: dict[int, dict[int, Row]] = {}
+    if not replays:  # a large folder's single-turn lines decoded in two processes (no replay's threads to fork)
+        from .results_split import split_rows
+
+        parsed, done = split_rows(files, categories, known, decoding, _row, verdict_of)
     traces: dict[str, dict[str, Any]] = {}
     seen: dict[str, str] = {}
     warnings = [f"{len(skipped)} result files skipped: {listed}"] if skipped else []
@@ -444,17 +566,23 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     surrogates: list[str] = []
     blank: list[str] = []
     huge: list[str] = []
-    read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]]] | Exception] = {}
+    read: dict[int, tuple[dict[str, dict[str, Any]], dict[str, list[str]], dict[str, tuple[str, bool]]] | Exception] = {}
     try:
         for n in sorted(range(len(files)), key=lambda n: categories[n] not in MULTI_TURN):
+            if others and categories[n] not in MULTI_TURN:
+                known.update(_entries(others)[0])
+                others = []
             try:
-                read[n] = got, _ = _read_lines(files[n], categories[n], known, seen, decoding)
+                read[n] = got, noted, lines_of = _read_lines(files[n], categories[n], known, seen, decoding,
+                                                             parsed.get(n), done.get(n))
             except Exception as exc:  # noqa: BLE001 - raised below, if no earlier file is bad
                 read[n] = exc
                 continue
             if categories[n] in MULTI_TURN and not any(isinstance(r, Exception) for r in read.values()):
                 prefetch([(multi[i], (t.get("outcome") or {}).get("turns") if t.get("status") == "completed" else None)
                           for i, t in got.items()])
+            if categories[n] in MULTI_TURN:
+                _add_facts(got, noted, lines_of, seen, decoding)
         bad = next((r for _, r in sorted(read.items()) if isinstance(r, Exception)), None)
         if bad is not None:
             raise bad
@@ -462,9 +590,13 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
         if replays:
             cancel_prefetch()
         raise
+    lines: dict[str, str] = {}
+    exact: set[str] = set()
     for n, (file, category) in enumerate(zip(files, categories, strict=True)):
-        got, noted = read[n]  # type: ignore[misc]
+        got, noted, texts_of = read[n]  # type: ignore[misc]
         traces.update(got)
+        lines.update((i, line) for i, (line, _) in texts_of.items())
+        exact.update(i for i, (_, same) in texts_of.items() if same)
         texts += noted["text"]
         surrogates += noted["surrogate"]
         blank += noted["blank"]
@@ -491,7 +623,7 @@ def read_results(path: Path, options: Mapping[str, Any] | None = None) -> Import
     chosen = [c for c in (*READ, FORMAT_SENSITIVITY) if c in categories]
     return ImportedPredictions(traces=traces, strategy="prompting" if decoding.prompting else "fc",
                                options={"category": chosen, "bfcl_model": decoding.name}, model=model,
-                               warnings=tuple(warnings))
+                               warnings=tuple(warnings), lines=lines, json_exact=frozenset(exact))
 
 
 CallsOf = Callable[[Mapping[str, Any]], list[tuple[str, Any]]]  # a trace -> the scored calls (the plugin's)

@@ -25,7 +25,7 @@ from client.agent import run_agent
 from client.messages import Message
 from client.runs import EpisodeOutcome
 
-from .checker import Verdict, check_calls
+from .checker import Verdict, check_calls, handed_verdict
 from .data import BfclEntry, load_entries
 from .files import FORMAT_SENSITIVITY, NAME, SINGLE_TURN, language, served_name
 from .format_sensitivity import base_id, load_format_sensitivity
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from ...core.plugin import EpisodeEnv
 
-__all__ = ["NO_CALL_ANSWER", "SingleTurnKind", "calls_from_trace", "conversation", "gold_calls"]
+__all__ = ["NO_CALL_ANSWER", "SingleTurnKind", "calls_from_trace", "conversation", "entry_verdict", "gold_calls"]
 
 NO_CALL_ANSWER = "None of the offered functions fits this request."
 
@@ -149,6 +149,17 @@ async def _one_response(turn: int, made: list[ToolCall]) -> bool:
     return True  # single-turn: the first response (under fc: the first with calls) is the one scored
 
 
+def entry_verdict(entry: BfclEntry, trace: Mapping[str, Any] | None) -> Verdict:
+    """A single-turn entry's verdict; an imported or prompting trace carries how its result decoded and the
+    model's ``underscore_to_dot``; a format_sensitivity entry is checked as its original entry."""
+    outcome = (trace or {}).get("outcome") or {}
+    completed = trace is not None and trace.get("status") == "completed"
+    category = base_id(entry.id) if entry.category == FORMAT_SENSITIVITY else entry.category
+    return check_calls(category, entry.functions, calls_from_trace(trace), entry.ground_truth,
+                       decoded=outcome.get("bfcl_decode") if completed else None,
+                       underscore_to_dot=bool(outcome.get("underscore_to_dot", True)))
+
+
 class SingleTurnKind:
     """The single-turn entries of the selected categories (``format_sensitivity``'s too, when named):
     each endpoint offers its entry's functions, in the entry's order (specs built on first use)."""
@@ -222,15 +233,10 @@ class SingleTurnKind:
         return self.verdict(task_id, trace)
 
     def verdict(self, task_id: str, trace: Mapping[str, Any] | None) -> Verdict:
-        """The entry's verdict; an imported or prompting trace carries how its result decoded and the
-        model's ``underscore_to_dot``; a format_sensitivity entry is checked as its original entry."""
-        entry = self.entries[task_id]
-        outcome = (trace or {}).get("outcome") or {}
-        completed = trace is not None and trace.get("status") == "completed"
-        category = base_id(entry.id) if entry.category == FORMAT_SENSITIVITY else entry.category
-        return check_calls(category, entry.functions, calls_from_trace(trace), entry.ground_truth,
-                           decoded=outcome.get("bfcl_decode") if completed else None,
-                           underscore_to_dot=bool(outcome.get("underscore_to_dot", True)))
+        """The entry's verdict (:func:`entry_verdict`), or the one made of this very trace already
+        (:func:`.checker.hand_over`)."""
+        handed = handed_verdict(task_id, trace)
+        return handed if handed is not None else entry_verdict(self.entries[task_id], trace)
 
     def view(self, task_id: str, trace: Mapping[str, Any] | None,
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -283,3 +283,27 @@ def test_arguments_nested_a_thousand_deep_do_not_decode_and_raise_nothing(bfcl_d
     done = _evals("score", str(path), "--format", "bfcl-official", "--benchmark", "bfcl", timeout=120)
     assert done.returncode == 2 and "Traceback" not in done.stderr and f"{path}:1: not a JSON line" in done.stderr \
         and "maximum recursion depth" in done.stderr
+
+
+def test_an_imported_folder_is_scored_as_the_run_folder_it_wrote_is_scored_again(bfcl_data, tmp_path):
+    """The imported traces go to scoring as written, not read back (``ImportedPredictions.json_exact``); those that
+    do not read back as they are (a tuple, a key that is not a text, a set, a lone surrogate, NaN) are parsed from
+    their lines: scoring the written run folder again gives the same scores and summary."""
+    results = ["[calculate_triangle_area(base=(10, 5), height={1: 2}, unit='units')]", "[math.factorial(number={1, 2})]",
+               "[f(a='\\ud800')]", "[f(a=1e400)]", "[f(a=[(1, 2), {'k': (3,)}], b={None: 1, True: 2})]",
+               "text with NaN \ud83d", "[calculate_triangle_area(base=10, height=5)]", "I cannot help with that."]
+    folder = tmp_path / "result" / "Qwen_Qwen3-8B" / "non_live"  # a prompting model: Python call syntax
+    folder.mkdir(parents=True)
+    (folder / "BFCL_v4_simple_python_result.json").write_text(
+        "".join(_line(f"simple_python_{n}", r) for n, r in enumerate(results)))
+    got = read_results(folder.parent)
+    assert 0 < len(got.json_exact) < len(got.traces)  # both ways are taken
+    run = tmp_path / "run"
+    first = _evals("score", str(folder.parent), "--format", "bfcl-official", "--benchmark", "bfcl", "--out", str(run),
+                   "--json", timeout=120)
+    assert first.returncode == 0, first.stderr[-2000:]
+    scores = (run / "scores.jsonl").read_bytes()
+    again = _evals("score", str(run), "--json", timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (run / "scores.jsonl").read_bytes() == scores
+    assert json.loads(again.stdout.splitlines()[-1]) == json.loads(first.stdout.splitlines()[-1])
