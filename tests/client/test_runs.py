@@ -129,8 +129,10 @@ def test_traces_written_with_what_they_read_back_as_are_their_scan_while_the_fil
         run2.append_trace(record("c"))
     assert list(again.latest_traces()) == ["a", "b", "c"]  # the file changed: read again
     with RunDir(tmp_path / "run", CONFIG) as run3:  # into a file that is not empty: not kept, read
-        run3.append_traces([record("d")], read_back=[record("d")])
-    assert run3._scan_cache is None
+        d = record("d")
+        run3.append_traces([d], read_back=[d])
+    scan3 = run3.latest_traces()
+    assert list(scan3) == ["a", "b", "c", "d"] and scan3["d"] is not d  # the whole file read, not the handed record
 
 
 def test_reader_skips_and_reports_a_torn_last_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
