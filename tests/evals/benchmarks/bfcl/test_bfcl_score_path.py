@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -61,6 +62,24 @@ def test_scoring_a_result_folder_imports_no_mcp_code(bfcl_data, tmp_path):
     assert verdicts["multi_turn_base_0"] == "" and verdicts["multi_turn_base_4"] == ""  # replayed, right
     assert verdicts["multi_turn_base_1"] == "multi_turn:force_terminated"
     assert verdicts["multi_turn_base_2"].startswith("multi_turn:")  # replayed, wrong
+
+
+EPISODE_MODULES = ("client.agent", "evals.benchmarks.bfcl.memory_run", "evals.benchmarks.bfcl.multi_turn_episode")
+
+
+def test_scoring_a_single_turn_folder_imports_no_episode_code(bfcl_data, tmp_path):
+    folder = _folder(tmp_path)
+    shutil.rmtree(folder / "multi_turn")
+    code = ("import json, sys\nfrom evals.cli import main\n"
+            f"rc = main(['score', {str(folder)!r}, '--format', 'bfcl-official', '--benchmark', 'bfcl', '--out', "
+            f"{str(tmp_path / 'run')!r}])\n"
+            f"print(json.dumps([rc, sorted(m for m in {EPISODE_MODULES!r} if m in sys.modules)]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rc, imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert rc == 0, done.stderr[-2000:]
+    assert imported == []  # the agent loop and the multi-turn and memory kinds: imported where episodes run (~30 ms)
 
 
 def test_prefetched_replays_give_the_verdicts_of_replays_done_at_scoring(bfcl_data, tmp_path):
