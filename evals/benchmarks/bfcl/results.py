@@ -417,7 +417,7 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
         else:
             trace, status, line, same, surrogate, huge, verdict = made or _row(entry_id, category, row["result"],
                                                                                where, str(file), decoding)
-            traces[entry_id] = json.loads(line) if trace is None else trace  # None: a line that reads back as it
+            traces[entry_id] = trace
             if verdict is not None:  # made of this very trace while the folder was read (.results_split)
                 hand_over(entry_id, traces[entry_id], verdict)
             texts[entry_id] = line, same
