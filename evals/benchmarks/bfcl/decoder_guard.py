@@ -187,12 +187,12 @@ def json_arguments(arguments: Any) -> tuple[dict[str, Any], bool]:
     were so already. BFCL's Python decoder also gives bytes and complex numbers (``x=b'a'``, ``x=1j``): those
     become their ``repr`` text; checked as BFCL checks a value of another type, but for a text parameter,
     where such a value is a wrong text here (``value_error``) and of the wrong type in BFCL (``type_error``)."""
-    from .backend_calls import jsonable
-
     value = dict(arguments) if isinstance(arguments, dict) else {}
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
+        from .backend_calls import jsonable
+
         return jsonable(value), False
     return value, True
 
