@@ -45,17 +45,24 @@ def _folder(root: Path) -> Path:
     return folder
 
 
-def test_scoring_a_result_folder_imports_no_mcp_code(bfcl_data, tmp_path):
-    folder = _folder(tmp_path)
+def _imported_by_score(folder: Path, out: Path, which: str) -> list[str]:
+    """The modules of ``sys.modules`` that ``which`` (an expression over ``m``, a module's name) keeps, once
+    ``evals score FOLDER --format bfcl-official`` has run in a fresh interpreter (it must exit 0)."""
     code = ("import json, sys\nfrom evals.cli import main\n"
             f"rc = main(['score', {str(folder)!r}, '--format', 'bfcl-official', '--benchmark', 'bfcl', '--out', "
-            f"{str(tmp_path / 'run')!r}])\n"
-            f"print(json.dumps([rc, sorted({{m for m in sys.modules if m.split('.')[0] in {MCP_MODULES!r}}})]))\n")
+            f"{str(out)!r}])\n"
+            f"print(json.dumps([rc, sorted({{m for m in sys.modules if {which}}})]))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     rc, imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert rc == 0, done.stderr[-2000:]
+    return [str(m) for m in imported]
+
+
+def test_scoring_a_result_folder_imports_no_mcp_code(bfcl_data, tmp_path):
+    folder = _folder(tmp_path)
+    imported = _imported_by_score(folder, tmp_path / "run", f"m.split('.')[0] in {MCP_MODULES!r}")
     assert imported == []  # the scoring path imports the SDK nowhere (it would cost ~0.5 s of a ~1 s command)
     scores = [json.loads(line) for line in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
     verdicts = {s["task_id"]: s["score"]["details"]["verdict"]["error_type"] for s in scores}
@@ -70,16 +77,7 @@ EPISODE_MODULES = ("client.agent", "evals.benchmarks.bfcl.memory_run", "evals.be
 def test_scoring_a_single_turn_folder_imports_no_episode_code(bfcl_data, tmp_path):
     folder = _folder(tmp_path)
     shutil.rmtree(folder / "multi_turn")
-    code = ("import json, sys\nfrom evals.cli import main\n"
-            f"rc = main(['score', {str(folder)!r}, '--format', 'bfcl-official', '--benchmark', 'bfcl', '--out', "
-            f"{str(tmp_path / 'run')!r}])\n"
-            f"print(json.dumps([rc, sorted(m for m in {EPISODE_MODULES!r} if m in sys.modules)]))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    rc, imported = json.loads(done.stdout.strip().splitlines()[-1])
-    assert rc == 0, done.stderr[-2000:]
-    assert imported == []  # the agent loop and the multi-turn and memory kinds: imported where episodes run (~30 ms)
+    assert _imported_by_score(folder, tmp_path / "run", f"m in {EPISODE_MODULES!r}") == []  # the agent loop and the multi-turn and memory kinds: imported where episodes run (~30 ms)
 
 
 def test_prefetched_replays_give_the_verdicts_of_replays_done_at_scoring(bfcl_data, tmp_path):
