@@ -182,17 +182,20 @@ def bounded_eval(source: Any, *_: Any) -> Any:
         raise NotEvaluated("not evaluated: nested too deeply") from None
 
 
+_STRICT = json.JSONEncoder(allow_nan=False)  # json.dumps(value, allow_nan=False)'s, made once (not per call)
+
+
 def json_arguments(arguments: Any) -> tuple[dict[str, Any], bool]:
     """A decoded call's arguments as JSON values (what a trace holds and an MCP call takes), and whether they
     were so already. BFCL's Python decoder also gives bytes and complex numbers (``x=b'a'``, ``x=1j``): those
     become their ``repr`` text; checked as BFCL checks a value of another type, but for a text parameter,
     where such a value is a wrong text here (``value_error``) and of the wrong type in BFCL (``type_error``)."""
-    from .backend_calls import jsonable
-
     value = dict(arguments) if isinstance(arguments, dict) else {}
     try:
-        json.dumps(value, allow_nan=False)
+        _STRICT.encode(value)
     except (TypeError, ValueError):
+        from .backend_calls import jsonable
+
         return jsonable(value), False
     return value, True
 

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tool_specs.catalog import TaskNotFound
 
 from .files import FORMAT_SENSITIVITY, MEMORY_SERVED, MEMORY_VECTOR, MULTI_TURN, NAME, SINGLE_TURN, WEB_SEARCH
-from .memory_run import MemoryKind
-from .multi_turn_episode import MultiTurnKind
 from .single_turn import SingleTurnKind
 from .tools import first_by_name
 
@@ -61,6 +59,20 @@ them, as the multi-turn kind does its replays); ``view``: the entry's sections i
              score: Mapping[str, Any] | None) -> list[dict[str, Any]]: ...
 
 
+def _multi_turn(categories: tuple[str, ...], name: str, options: Mapping[str, Any]) -> Kind:
+    # imported only when a run holds multi-turn entries (not by the scoring of a single-turn folder: it and the
+    # memory kind's modules are about 20 ms of imports)
+    from .multi_turn_episode import MultiTurnKind
+
+    return MultiTurnKind(categories, name)
+
+
+def _memory(categories: tuple[str, ...], name: str, options: Mapping[str, Any]) -> Kind:
+    from .memory_run import MemoryKind  # imported only when a run holds memory entries
+
+    return MemoryKind(categories, name)
+
+
 def _web_search(categories: tuple[str, ...], name: str, options: Mapping[str, Any]) -> Kind:
     from .web_search import WebSearchKind  # imported only when a run names web search
 
@@ -71,8 +83,8 @@ def _web_search(categories: tuple[str, ...], name: str, options: Mapping[str, An
 #: name and options: the one place that decides an entry's kind.
 KINDS: tuple[tuple[tuple[str, ...], Callable[[tuple[str, ...], str, Mapping[str, Any]], Kind]], ...] = (
     (SINGLE_TURN + (FORMAT_SENSITIVITY,), lambda categories, name, options: SingleTurnKind(categories, name)),
-    (MULTI_TURN, lambda categories, name, options: MultiTurnKind(categories, name)),
-    (MEMORY_SERVED + (MEMORY_VECTOR,), lambda categories, name, options: MemoryKind(categories, name)),
+    (MULTI_TURN, _multi_turn),
+    (MEMORY_SERVED + (MEMORY_VECTOR,), _memory),
     (WEB_SEARCH, _web_search),
 )
 

@@ -67,10 +67,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from client.runs import dumps_line
+
+from ...core.formats import imported_trace, surrogate_free
 from .agentic import read_memory
 from .backend_host import prestart
 from .checker import drop_handed, hand_over
 from .data import load_entries
+from .decoder_guard import json_arguments  # a prompting text's bytes or complex values: as their repr
 from .files import (
     FORMAT,
     FORMAT_SENSITIVITY,
@@ -130,8 +134,6 @@ def decode_result(result: Any, decoding: Decoding = FC_TEXT, category: str = "si
         return [], "failed", text
     if not fc_format(decoded):
         return [], "wrong_format", text
-    from .decoder_guard import json_arguments  # a prompting text's bytes or complex values: as their repr
-
     calls: list[dict[str, Any]] = []
     for name, arguments in split_calls(decoded):
         call = {"name": name, "arguments": json_arguments(arguments)[0], "turn": 1}
@@ -297,8 +299,6 @@ def _config_of(entry_id: str) -> str | None:
 def _trace(entry_id: str, category: str, result: Any, where: str, source: str,
            decoding: Decoding) -> tuple[dict[str, Any], str]:
     """One line's trace, and how its single-turn result decoded (``ok``, ``failed``, ``wrong_format``)."""
-    from ...core.formats import imported_trace
-
     outcome: dict[str, Any] = {"category": category, "bfcl_result": result}
     if category in SINGLE_TURN or category == FORMAT_SENSITIVITY:
         config = _config_of(entry_id) if category == FORMAT_SENSITIVITY else None
@@ -362,10 +362,6 @@ def _row(entry_id: str, category: str, result: Any, where: str, source: str, dec
 def _facts(trace: dict[str, Any], decoding: Decoding) -> tuple[str, bool, bool, bool]:
     """A trace's line, whether it reads back as the trace, whether it holds a lone surrogate (in the result or what
     it decodes to) and an integer beyond a float (see :func:`_row`)."""
-    from client.runs import dumps_line
-
-    from ...core.formats import surrogate_free
-
     line = dumps_line(trace)
     closed, huge = _calls_scan(trace["outcome"].get("calls"))
     return line, closed and _reads_back(trace, line, decoding), not surrogate_free(trace.get("outcome"), line), huge
@@ -417,7 +413,7 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
         else:
             trace, status, line, same, surrogate, huge, verdict = made or _row(entry_id, category, row["result"],
                                                                                where, str(file), decoding)
-            traces[entry_id] = json.loads(line) if trace is None else trace  # None: a line that reads back as it
+            traces[entry_id] = trace
             if verdict is not None:  # made of this very trace while the folder was read (.results_split)
                 hand_over(entry_id, traces[entry_id], verdict)
             texts[entry_id] = line, same

@@ -59,6 +59,7 @@ entries = {e.id: e for e in load_entries(("simple_python", "multiple"))}
 handed = [(i, t) for i, t in got.traces.items() if id(t) in checker._handed]
 print(json.dumps({
     "traces": {k: {**t, "episode_id": None} for k, t in got.traces.items()},
+    "typed": {k: repr({**t, "episode_id": None}) for k, t in got.traces.items()},  # a tuple is no list, 1 no 1.0
     "lines": {k: json.dumps({**json.loads(line), "episode_id": None}) for k, line in got.lines.items()},
     "exact": sorted(got.json_exact), "warnings": [str(w) for w in got.warnings], "forks": len(forks),
     "handed": len(handed), "handed_wrong": len([1 for i, t in handed

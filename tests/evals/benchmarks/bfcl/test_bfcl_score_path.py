@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,23 +45,39 @@ def _folder(root: Path) -> Path:
     return folder
 
 
-def test_scoring_a_result_folder_imports_no_mcp_code(bfcl_data, tmp_path):
-    folder = _folder(tmp_path)
+def _imported_by_score(folder: Path, out: Path, which: str) -> list[str]:
+    """The modules of ``sys.modules`` that ``which`` (an expression over ``m``, a module's name) keeps, once
+    ``evals score FOLDER --format bfcl-official`` has run in a fresh interpreter (it must exit 0)."""
     code = ("import json, sys\nfrom evals.cli import main\n"
             f"rc = main(['score', {str(folder)!r}, '--format', 'bfcl-official', '--benchmark', 'bfcl', '--out', "
-            f"{str(tmp_path / 'run')!r}])\n"
-            f"print(json.dumps([rc, sorted({{m for m in sys.modules if m.split('.')[0] in {MCP_MODULES!r}}})]))\n")
+            f"{str(out)!r}])\n"
+            f"print(json.dumps([rc, sorted({{m for m in sys.modules if {which}}})]))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     rc, imported = json.loads(done.stdout.strip().splitlines()[-1])
     assert rc == 0, done.stderr[-2000:]
+    return [str(m) for m in imported]
+
+
+def test_scoring_a_result_folder_imports_no_mcp_code(bfcl_data, tmp_path):
+    folder = _folder(tmp_path)
+    imported = _imported_by_score(folder, tmp_path / "run", f"m.split('.')[0] in {MCP_MODULES!r}")
     assert imported == []  # the scoring path imports the SDK nowhere (it would cost ~0.5 s of a ~1 s command)
     scores = [json.loads(line) for line in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
     verdicts = {s["task_id"]: s["score"]["details"]["verdict"]["error_type"] for s in scores}
     assert verdicts["multi_turn_base_0"] == "" and verdicts["multi_turn_base_4"] == ""  # replayed, right
     assert verdicts["multi_turn_base_1"] == "multi_turn:force_terminated"
     assert verdicts["multi_turn_base_2"].startswith("multi_turn:")  # replayed, wrong
+
+
+EPISODE_MODULES = ("client.agent", "evals.benchmarks.bfcl.memory_run", "evals.benchmarks.bfcl.multi_turn_episode")
+
+
+def test_scoring_a_single_turn_folder_imports_no_episode_code(bfcl_data, tmp_path):
+    folder = _folder(tmp_path)
+    shutil.rmtree(folder / "multi_turn")
+    assert _imported_by_score(folder, tmp_path / "run", f"m in {EPISODE_MODULES!r}") == []  # the agent loop and the multi-turn and memory kinds: imported where episodes run (~30 ms)
 
 
 def test_prefetched_replays_give_the_verdicts_of_replays_done_at_scoring(bfcl_data, tmp_path):
