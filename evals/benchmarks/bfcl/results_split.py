@@ -71,12 +71,14 @@ def split_rows(files: Sequence[Path], categories: Sequence[str], known: Mapping[
 
 
 def spare_cpu() -> bool:
-    """Whether a second process would have a CPU to itself: at least two CPUs for this process, the last minute's
-    load average half a CPU below their count, and fewer tasks running right now than CPUs (``/proc/loadavg``'s
-    running count, this process included, where there is one). On a busy machine the child waits for a CPU while
-    this process waits for the child: measured 0.1-0.2 s slower than one process under a load of 1.4-2 on 2 CPUs."""
+    """Whether a second process would have a CPU to itself: at least two CPUs for this process and fewer tasks
+    running right now than CPUs (``/proc/loadavg``'s running count, this process included, where there is one).
+    Not the load average: it counts this command's own earlier runs (scored one after the other, as a bench
+    does, a quiet 2-CPU machine reads 1-2 and the fork, 0.09 s faster there, was never taken). On a busy machine
+    the child waits for a CPU while this process waits for the child: measured 0.1-0.2 s slower than one
+    process under a load of 1.4-2 on 2 CPUs."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if cpus < 2 or os.getloadavg()[0] >= cpus - 0.5:
+    if cpus < 2:
         return False
     try:
         with open("/proc/loadavg", "rb") as f:
