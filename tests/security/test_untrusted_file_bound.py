@@ -159,7 +159,7 @@ def test_evals_exits_2_with_one_line_on_a_file_past_the_real_bound(tmp_path: Pat
     small = tmp_path / "small.jsonl"
     small.write_text('{"id": "a", "query": "q", "answer": "x"}\n')
     run = ["run", "taskfile", "--model", "oracle", "--run-dir", str(tmp_path / "run"), "--no-progress", "--tasks"]
-    for args, where in (  # refused before the run folder is made (a recording is read once it is: last)
+    for args, where in (  # each refused before the run folder is made
         ([*run, str(tasks)], f"{tasks}:2: a line longer than {real} bytes"),
         ([*run, str(small), "--mcp-config", str(servers)], f"{servers}:2: a whole file longer than {real} bytes"),
         ([*run, str(small), "--config", str(config)], f"{config}:2: a whole file longer than {real} bytes"),
@@ -171,4 +171,4 @@ def test_evals_exits_2_with_one_line_on_a_file_past_the_real_bound(tmp_path: Pat
         assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
         said = [line for line in proc.stderr.splitlines() if where in line]
         assert len(said) == 1, proc.stderr[-2000:]
-        assert "--replay" in args or not (tmp_path / "run").exists()
+        assert not (tmp_path / "run").exists(), (args, list((tmp_path / "run").rglob("*")))

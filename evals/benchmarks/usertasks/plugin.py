@@ -44,7 +44,7 @@ from ...core.plugin import BenchmarkInfo, EpisodeEnv
 from .episodes import EpisodeWorld
 from .refs import UNRESOLVED, resolve_arguments, result_value
 from .scoring import JudgeCallMatcher, predicted_calls, score_task
-from .sources import mcp_sources, open_tools, spec_file_tools
+from .sources import mcp_sources, open_tools, read_replay, spec_file_tools
 from .taskfile import Task, TaskFileError, problem_line, read_task_file, tool_problems
 from .variables import TaskVariables
 
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from mcp import Client
 
     from client.runs import EpisodeRecorder, RunDir
+    from server.recording import Recording
 
     from ...core.context import ScoreContext
 
@@ -112,6 +113,7 @@ class UserTasksBenchmark:
         mcp_sources(options, self.variables)  # a bad --mcp-server / --mcp-config fails here, before anything runs
         self._spec_tools: dict[str, ToolSpec] | None = None
         self._world: EpisodeWorld | None = None  # the tools as mounts() opened them, for the harness's calls
+        self._replay: Recording | None = None  # the --replay recording, once check() has read it
         # the trials of one task (--epochs) take turns when the task has a world: its per-episode servers
         # and the harness's calls are found by the task's id
         self._turns: dict[str, asyncio.Lock] = {}
@@ -146,6 +148,8 @@ class UserTasksBenchmark:
         if not own_server and self._needs_world():
             raise ValueError("set-up calls, state checks, ${EPISODE_DIR} and servers started per episode need the tool "
                              "server the run starts itself (drop --server-url)")
+        if self.options.get("replay"):  # a bad recording is refused before the run folder is made
+            self._replay = read_replay(self.options, self.variables)
 
     def _needs_world(self) -> bool:
         return bool(self.options.get("fresh_servers")) or any(
@@ -164,7 +168,7 @@ class UserTasksBenchmark:
     def mounts(self, stack: contextlib.ExitStack | contextlib.AsyncExitStack, *, strategy: str | None = None) -> list[BenchmarkMount]:
         if not self.options.get("tasks"):
             return []
-        tools = open_tools(self.options, stack, self.variables)
+        tools = open_tools(self.options, stack, self.variables, replay=self._replay)
         self._world = EpisodeWorld(tools)
         return [BenchmarkMount(catalog=self.catalog(tools))]
 

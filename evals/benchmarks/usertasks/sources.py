@@ -30,14 +30,14 @@ from typing import Any
 
 from server import KGConfig, kg_tools
 from server.mcp_sources import McpSource, load_mcp_config, parse_mcp_server, parse_mcp_servers
-from server.recording import CallRecording, read_recording, replay_specs
+from server.recording import CallRecording, Recording, read_recording, replay_specs
 from server.upstream import open_sources
 from tool_specs import SpecLoadError, ToolSpec, UndefinedVariable, expand_variables, load_tool_dir
 
 from .taskfile import task_file_servers
 from .variables import EPISODE_MARK, names_episode_dir
 
-__all__ = ["mcp_sources", "open_tools", "spec_file_tools"]
+__all__ = ["mcp_sources", "open_tools", "read_replay", "spec_file_tools"]
 
 
 def spec_file_tools(options: Mapping[str, Any]) -> list[ToolSpec]:
@@ -128,20 +128,28 @@ def _kg(path: str, search: str, stack: contextlib.ExitStack | contextlib.AsyncEx
     return kg_tools(KGConfig(store=store, search_mode=search))
 
 
+def read_replay(options: Mapping[str, Any], variables: Callable[[str], str | None] | None = None) -> Recording:
+    """The recording of ``--replay``, read and checked against the run's MCP servers (each must have
+    its tools recorded): what a run checks before it makes its run folder."""
+    rec = read_recording(options["replay"])
+    missing = [s.name for s in mcp_sources(options, variables) if s.name not in rec.tools]
+    if missing:
+        raise ValueError(f"--replay {options['replay']}: no recorded tools of MCP server(s) {', '.join(missing)} "
+                         f"(it has: {', '.join(rec.tools) or 'none'})")
+    return rec
+
+
 def open_tools(options: Mapping[str, Any], stack: contextlib.ExitStack | contextlib.AsyncExitStack,
-               variables: Callable[[str], str | None] | None = None) -> list[ToolSpec]:
-    """Every tool of the run's sources, opened on ``stack`` (MCP servers started, the KG built)."""
+               variables: Callable[[str], str | None] | None = None, *, replay: Recording | None = None) -> list[ToolSpec]:
+    """Every tool of the run's sources, opened on ``stack`` (MCP servers started, the KG built);
+    ``replay``: the ``--replay`` recording when :func:`read_replay` has read it already."""
     found: list[tuple[str, ToolSpec]] = [(f"--tools-dir {options['tools_dir']}", s) for s in spec_file_tools(options)]
     if options.get("kg"):
         found += [(f"--kg {options['kg']}", s) for s in _kg(options["kg"], options.get("kg_search", "greedy"), stack)]
     sources = mcp_sources(options, variables)
     if options.get("replay"):
-        rec = read_recording(options["replay"])
+        rec = replay or read_replay(options, variables)
         wanted = [s.name for s in sources] or None
-        missing = [n for n in wanted or [] if n not in rec.tools]
-        if missing:
-            raise ValueError(f"--replay {options['replay']}: no recorded tools of MCP server(s) {', '.join(missing)} "
-                             f"(it has: {', '.join(rec.tools) or 'none'})")
         found += [(f"MCP server {s.annotations['source']} (replayed)", s) for s in replay_specs(rec, wanted)]
     else:
         recording = None

@@ -125,6 +125,14 @@ def test_time_server_example_oracle_scripted_model_record_and_replay(tmp_path: P
     oracle_replayed = evals_json(capsys, "run", "taskfile", *TIME_TASKS, "--replay", str(rec), "--model", "oracle",
                                  "--run-dir", str(tmp_path / "oracle-replay"), "--no-progress", "--json")
     assert metrics(oracle_replayed) == dict.fromkeys(METRICS, 100.0)
+    # a recording without the tools of a server the run names is refused before the run folder is made
+    capsys.readouterr()
+    refused = ["run", "taskfile", *TIME_TASKS, "--replay", str(rec), "--mcp-server", "other=no-such-command",
+               "--model", "oracle", "--run-dir", str(tmp_path / "refused"), "--no-progress"]
+    assert main(refused) == 2
+    err = capsys.readouterr().err
+    assert "no recorded tools of MCP server(s) other (it has: time)" in err and "Traceback" not in err, err
+    assert not (tmp_path / "refused").exists()
     config = json.loads((tmp_path / "live" / "config.json").read_text())
     assert config["options"]["matcher"] == "rule" and "time_tasks.jsonl" in config["data"]
 
