@@ -16,6 +16,7 @@ import ast
 import contextlib
 import gc
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,12 @@ _FAST_LINES = re.compile(rf"^{_TRIPLE_LINE}$", re.M)
 _SKIPPED_LINE = re.compile(r"^[ \t]*(?:#[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]*)?\r?\n", re.M)
 _CHUNK = 100_000  # rows per write when hashing or writing the canonical rows
 _SLICE_CHARS = 4_000_000  # characters of a triple file matched at a time
+
+MAX_LINE_BYTES = 64 << 20
+"""The longest line (its line feed included) of a triple file read: 64 MiB, the bound
+``tool_specs.bounded_read.MAX_LINE_BYTES`` puts on every other file a user hands the project (a test
+keeps the two equal; ``kg_store`` is below ``tool_specs`` and cannot import it). Read when a file is
+read: a caller that needs longer lines sets ``kg_store.triples.MAX_LINE_BYTES``."""
 
 
 class Triple(NamedTuple):
@@ -70,8 +77,28 @@ def _check_parts(value: object) -> Triple:
 
 
 def _read_text(p: Path) -> str:
+    """The UTF-8 text of the triple file ``p``, read in chunks of at most :data:`MAX_LINE_BYTES` (a
+    file below the bound in one), none of its lines read past the bound (the file is untrusted): a
+    longer line is a :class:`KGParseError` ``FILE:LINE: a line longer than ...`` raised once that
+    many bytes of it were read."""
+    limit = MAX_LINE_BYTES
+    chunks: list[bytes] = []
+    since = 0  # bytes read since the last line feed
     try:
-        return p.read_text(encoding="utf-8")
+        with p.open("rb", buffering=0) as f:
+            # a line within one chunk is no longer than the bound: only a line across chunks is checked
+            step = min(limit, max(os.fstat(f.fileno()).st_size, 1 << 16) + 1)
+            while chunk := f.read(step):
+                first = chunk.find(b"\n")
+                if (since + len(chunk) if first < 0 else since + first + 1) > limit:
+                    lineno = sum(c.count(b"\n") for c in chunks) + 1
+                    raise KGParseError(f"{p}:{lineno}: a line longer than {limit} bytes (kg_store.triples.MAX_LINE_BYTES); "
+                                       "not read: the file is damaged or not a triple file", source=p, lineno=lineno)
+                since = since + len(chunk) if first < 0 else len(chunk) - chunk.rfind(b"\n") - 1
+                chunks.append(chunk)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        del chunks
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise KGError(f"triple file not found: {p}") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -9,7 +9,8 @@ binary file's lines), :func:`read_text_lines` (a UTF-8 file's non-blank lines) o
 (the official scripts' text-mode split) which keeps the same bound. A longer line is one
 :class:`LineTooLong`, ``FILE:LINE: ...``, exit 2 at the CLI, never a ``MemoryError`` or gigabytes read.
 (It lives in ``tool_specs``, next to :mod:`tool_specs.safe_load`, so that the server, the client and
-``evals`` all read through it.)
+``evals`` all read through it; a ``--kg`` triple file, read by ``kg_store`` below it, keeps the same
+bound as ``kg_store.triples.MAX_LINE_BYTES``.)
 """
 
 from __future__ import annotations

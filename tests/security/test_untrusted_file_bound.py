@@ -9,6 +9,7 @@ line and no traceback."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from evals.benchmarks.usertasks.taskfile import load_task_file
 from evals.core.options import load_config_file
 from evals.core.selection import parse_task_ids
 from evals.view.index import RunIndex
+from kg_store import KGParseError, parse_triple_file, read_triple_file, triples
 from server.mcp_sources import load_mcp_config
 from server.recording import read_recording
 from tool_specs import SpecLoadError, bounded_read, load_spec_file, load_tool_file
@@ -45,7 +47,8 @@ def _sparse(path: Path, head: bytes, size: int, tail: bytes = b"\n") -> Path:
     return path
 
 
-def _refused_within_the_bound(read: Callable[[], Any], where: str, error: type[Exception] = ValueError) -> str:
+def _refused_within_the_bound(read: Callable[[], Any], where: str, error: type[Exception] = ValueError,
+                              bound: str = "tool_specs.bounded_read.MAX_LINE_BYTES") -> str:
     """``read()`` raises ``error`` naming ``where`` (FILE:LINE) in LineTooLong's words, allocating a few bounds at most."""
     tracemalloc.start()
     try:
@@ -55,7 +58,7 @@ def _refused_within_the_bound(read: Callable[[], Any], where: str, error: type[E
     finally:
         tracemalloc.stop()
     message = str(caught.value)
-    assert where in message and f"longer than {BOUND} bytes (tool_specs.bounded_read.MAX_LINE_BYTES)" in message, message
+    assert where in message and f"longer than {BOUND} bytes ({bound})" in message, message
     assert peak < 8 * BOUND, peak
     return message
 
@@ -82,6 +85,30 @@ def test_a_task_file_line_past_the_bound_is_refused_unread(small_bound: Path) ->
     assert message.count("\n") == 1  # the task file's head line, then the one problem
     yaml_file = _sparse(small_bound / "tasks.yaml", b"- id: a\n  query: q\n  answer: x\n", HUGE)
     _refused_within_the_bound(lambda: load_task_file(yaml_file), f"{yaml_file}:4: a whole file longer than")
+
+
+def test_the_triple_files_bound_is_every_other_files_bound() -> None:
+    assert triples.MAX_LINE_BYTES == bounded_read.MAX_LINE_BYTES
+
+
+def test_a_triple_file_line_past_the_bound_is_refused_unread(small_bound: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--kg``: kg_store is below tool_specs, so it keeps the same bound under its own name (kept equal)."""
+    monkeypatch.setattr(triples, "MAX_LINE_BYTES", BOUND)
+    kg = _sparse(small_bound / "kg.txt", b"['Bob', 'mother', 'Alice']\n", HUGE)
+    for read in (read_triple_file, parse_triple_file):
+        message = _refused_within_the_bound(functools.partial(read, kg), f"{kg}:2: a line longer than", KGParseError,
+                                            "kg_store.triples.MAX_LINE_BYTES")
+        assert "\n" not in message
+    head = b"['Bob', 'mother', 'Alice']\n"
+    line = b"['Bob', 'father', '" + b"x" * (BOUND - 22) + b"']\n"  # exactly the bound, its line feed included
+    assert len(line) == BOUND
+    at_bound = small_bound / "at_bound.txt"
+    at_bound.write_bytes(head * 3 + line + head)
+    assert [t.relation for t in parse_triple_file(at_bound)] == ["mother"] * 3 + ["father", "mother"]
+    over = small_bound / "over.txt"
+    over.write_bytes(head * 3 + line[:-3] + b"x" + line[-3:] + head)
+    _refused_within_the_bound(lambda: read_triple_file(over), f"{over}:4: a line longer than", KGParseError,
+                              "kg_store.triples.MAX_LINE_BYTES")
 
 
 def test_a_spec_file_past_the_bound_is_refused_unread(small_bound: Path) -> None:
@@ -156,19 +183,22 @@ def test_evals_exits_2_with_one_line_on_a_file_past_the_real_bound(tmp_path: Pat
     servers = _sparse(tmp_path / "servers.json", b'{"mcpServers": {}}\n', real)
     config = _sparse(tmp_path / "config.yaml", b"limit: 1\n", real)
     rec = _sparse(tmp_path / "rec.jsonl", b'{"kind": "tools", "source": "s", "tools": []}\n', real + 1)
+    kg = _sparse(tmp_path / "kg.txt", b"['Bob', 'mother', 'Alice']\n", real + 1)
     small = tmp_path / "small.jsonl"
     small.write_text('{"id": "a", "query": "q", "answer": "x"}\n')
     run = ["run", "taskfile", "--model", "oracle", "--run-dir", str(tmp_path / "run"), "--no-progress", "--tasks"]
-    for args, where in (  # each refused before the run folder is made
+    for args, where in (  # each refused before the run folder is made (but --kg: the KG is built once it is)
         ([*run, str(tasks)], f"{tasks}:2: a line longer than {real} bytes"),
         ([*run, str(small), "--mcp-config", str(servers)], f"{servers}:2: a whole file longer than {real} bytes"),
         ([*run, str(small), "--config", str(config)], f"{config}:2: a whole file longer than {real} bytes"),
         (["serve", "--tools-dir", str(tools), "--stdio"], f"{tools / 'tool.yaml'}:3: a whole file longer than {real} bytes"),
         ([*run, str(small), "--replay", str(rec)], f"{rec}:2: a line longer than {real} bytes"),
+        (["serve", "--kg-file", str(kg), "--stdio"], f"{kg}:2: a line longer than {real} bytes"),
+        ([*run, str(small), "--kg", str(kg)], f"{kg}:2: a line longer than {real} bytes"),  # last
     ):
         proc = _evals(*args, cwd=tmp_path)
         assert proc.returncode == 2, (args, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
         said = [line for line in proc.stderr.splitlines() if where in line]
         assert len(said) == 1, proc.stderr[-2000:]
-        assert not (tmp_path / "run").exists(), (args, list((tmp_path / "run").rglob("*")))
+        assert "--kg" in args or not (tmp_path / "run").exists(), (args, list((tmp_path / "run").rglob("*")))
