@@ -98,7 +98,9 @@ def _read_text(p: Path) -> str:
                 chunks.append(chunk)
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         del chunks
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
+        # line ends as text mode reads them (``read_text`` before the bound): "\r\n" and a lone "\r" are "\n"
+        return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
     except FileNotFoundError:
         raise KGError(f"triple file not found: {p}") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kg_store import KGError, KGParseError, Triple, parse_triple_file, triples_checksum
+from kg_store import KGError, KGParseError, Triple, parse_triple_file, triples, triples_checksum
 from kg_store.triples import coerce_triples, read_triple_file
 
 
@@ -71,3 +71,19 @@ def test_checksum_ignores_order_and_duplicates() -> None:
     b = [("c", "s", "d"), ("a", "r", "b"), ("a", "r", "b")]
     assert triples_checksum(a) == triples_checksum(b)
     assert triples_checksum(a) != triples_checksum([("a", "r", "b")])
+
+
+@pytest.mark.parametrize(("body", "parses"), [("['a','r','b']\r\n['c','r','d']\r\n", True),
+                                             ("['a','r','b']\r['c','r','d']\r", True),
+                                             ("['a','r\rx','b']\n", False),  # a line break inside a literal
+                                             ("['a','r','b']\r\r\n\n\r", True)])
+def test_a_triple_file_is_read_with_line_ends_as_text_mode_reads_them(tmp_path: Path, body: str, parses: bool) -> None:
+    """The bounded reader reads bytes: its text must be what ``read_text`` gave (CRLF and a lone CR as LF)."""
+    p = tmp_path / "kg.txt"
+    p.write_bytes(body.encode())
+    assert triples._read_text(p) == p.read_text(encoding="utf-8")
+    if parses:
+        assert len(parse_triple_file(p)) == 1 + body.count("c")
+    else:
+        with pytest.raises(KGParseError, match=":1: not a Python-style triple"):
+            parse_triple_file(p)
