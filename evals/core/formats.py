@@ -155,19 +155,24 @@ def blank_lines_warning(path: Path, blank: Sequence[int]) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (one regex search; none in an ASCII text)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
 def surrogate_free(value: Any, text: str | None = None) -> bool:
     """Whether ``value`` (JSON-like) holds no lone surrogate (``"\\ud800"`` in the file's JSON): a string
     with one cannot be encoded as UTF-8, so the official ``eval``/``ast`` of it fails, and a run's trace
     file stores it as U+FFFD. ``text``: the JSON text of ``value``, or of a value holding it, with non-ASCII
     characters kept (``client.runs.dumps_line``): where it has no lone surrogate, ``value`` has none (each of its
     texts is in it as it is), and one regex search stands for the walk over every item."""
-    if text is not None and (text.isascii() or not _SURROGATE.search(text)):
+    if text is not None and not has_lone_surrogate(text):
         return True
     stack = [value]
     while stack:  # iteratively: a value may be nested as deep as json.loads allows
         item = stack.pop()
         if isinstance(item, str):
-            if not item.isascii() and _SURROGATE.search(item):
+            if has_lone_surrogate(item):
                 return False
         elif isinstance(item, list | tuple):
             stack.extend(item)

@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 
 from client.runs import dumps_line
 
-from ...core.formats import imported_trace, surrogate_free
+from ...core.formats import has_lone_surrogate, imported_trace, surrogate_free
 from .agentic import read_memory
 from .backend_host import prestart
 from .checker import drop_handed, hand_over
@@ -363,8 +363,10 @@ def _facts(trace: dict[str, Any], decoding: Decoding) -> tuple[str, bool, bool, 
     """A trace's line, whether it reads back as the trace, whether it holds a lone surrogate (in the result or what
     it decodes to) and an integer beyond a float (see :func:`_row`)."""
     line = dumps_line(trace)
+    marked = has_lone_surrogate(line)  # searched once: none in the line, none in the trace
     closed, huge = _calls_scan(trace["outcome"].get("calls"))
-    return line, closed and _reads_back(trace, line, decoding), not surrogate_free(trace.get("outcome"), line), huge
+    surrogate = marked and not surrogate_free(trace.get("outcome"))
+    return line, closed and not marked and _reads_back(trace, line, decoding), surrogate, huge
 
 
 def _add_facts(got: Mapping[str, dict[str, Any]], noted: dict[str, list[str]], texts: dict[str, tuple[str, bool]],
@@ -430,9 +432,6 @@ def _read_lines(file: Path, category: str, known: Mapping[str, str], seen: dict[
     return traces, noted, texts
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 def _calls_scan(calls: Any) -> tuple[bool, bool]:
     """``(closed, huge)`` of a trace's decoded calls, in one walk: whether they are JSON values only (dicts with
     text keys, lists, texts, numbers, booleans, None: ``json.loads`` of their JSON gives them back as they are; a
@@ -459,33 +458,14 @@ def _calls_scan(calls: Any) -> tuple[bool, bool]:
 
 
 def _reads_back(trace: Mapping[str, Any], line: str, decoding: Decoding) -> bool:
-    """Whether ``json.loads`` of the trace's ``line`` (as ``traces.jsonl`` holds it) gives ``trace`` as it is, its
-    calls being JSON values only (:func:`_calls_scan`): no lone surrogate (written as U+FFFD), no NaN or infinity (a
-    new float object; any ``NaN`` or ``Infinity`` in the text counts), and a prompting model's multi-turn steps of
-    JSON values only (an FC handler's are ``json.loads`` of its texts)."""
-    if not line.isascii() and _SURROGATE.search(line) or "NaN" in line or "Infinity" in line:
+    """Whether ``json.loads`` of the trace's ``line`` (as ``traces.jsonl`` holds it; the caller has found no lone
+    surrogate in it, which is written as U+FFFD) gives ``trace`` as it is, its calls being JSON values only
+    (:func:`_calls_scan`): no NaN or infinity (a new float object; any ``NaN`` or ``Infinity`` in the text counts),
+    and a prompting model's multi-turn steps of JSON values only (:func:`_calls_scan`'s first answer; an FC
+    handler's are ``json.loads`` of its texts)."""
+    if "NaN" in line or "Infinity" in line:
         return False
-    return not decoding.prompting or _json_values((trace.get("outcome") or {}).get("turns"))
-
-
-_LEAVES = frozenset({str, int, float, bool, type(None)})
-
-
-def _json_values(value: Any) -> bool:
-    """Whether ``value`` is made of dicts with text keys, lists, texts, numbers, booleans and None only."""
-    stack = [value]
-    while stack:  # iteratively: a value may be nested as deep as the decoder allows
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            if not all(type(k) is str for k in item):
-                return False
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-        elif kind not in _LEAVES:
-            return False
-    return True
+    return not decoding.prompting or _calls_scan((trace.get("outcome") or {}).get("turns"))[0]
 
 
 def _beyond_float(value: Any) -> bool:
