@@ -151,13 +151,17 @@ class RunDirClosed(RuntimeError):
     """Trace lines could not be fsync-ed: the run directory was closed and its own fsync failed."""
 
 
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    """``(device, inode, size, mtime)`` of a file's status: a file read again only when it changed."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _file_key(path: Path) -> tuple[int, ...] | None:
-    """``(device, inode, size, mtime)`` of ``path``: a file read again only when it changed; ``None``: none."""
+    """:func:`_stat_key` of ``path``; ``None``: none."""
     try:
-        st = os.stat(path)
+        return _stat_key(os.stat(path))
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 @dataclass(frozen=True)
@@ -193,13 +197,13 @@ def read_traces(path: str | os.PathLike[str]) -> TracesRead:
     tools = ToolLists(run / TOOLS_FILE)
     try:
         check_run_dir(run)  # RunFileIsLink is a ValueError: it goes through
-        key = _file_key(traces)  # before the read: a file that changes during it is read again by the run
-        if key is None or not stat.S_ISREG(os.stat(traces).st_mode):
+        st = os.stat(traces)  # before the read: a file that changes during it is read again by the run
+        if not stat.S_ISREG(st.st_mode):
             return TracesRead(run, None, TraceScan(), tools)
         scan = scan_jsonl(traces, tools=tools)
     except OSError:  # none, not a directory, not readable: opening the run says what is wrong
         return TracesRead(run, None, TraceScan(), tools)
-    return TracesRead(run, key, scan, tools)
+    return TracesRead(run, _stat_key(st), scan, tools)
 
 
 def _plain_record(record: Any) -> bool:
@@ -405,7 +409,7 @@ class RunDir:
             kept = [known if known is not None else json.loads(line) for known, line in zip(read_back, encoded,
                                                                                              strict=True)]
             if st.st_size == len(data) and all(_plain_record(r) for r in kept):  # these lines and nothing else
-                self._scan_cache = ((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns), TraceScan(kept))
+                self._scan_cache = (_stat_key(st), TraceScan(kept))
 
     def share_scan(self, other: RunDir) -> None:
         """Take ``other``'s scan of the traces file (another ``RunDir`` of the same run, e.g. the one that
